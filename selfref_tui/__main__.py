@@ -1,0 +1,3 @@
+from selfref_tui.cli import main
+
+raise SystemExit(main())

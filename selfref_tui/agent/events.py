@@ -1,0 +1,190 @@
+"""Typed events the runtime emits for front ends.
+
+The runtime never imports a UI. It calls one ``emit(event)`` callback with
+these frozen values; the Textual app turns them into messages, the command
+line prints the text deltas. Every event names the memory ``key`` it belongs
+to, so a fork's events (key ``main::fork::1``) travel on the same stream as
+its parent's and a front end can route them.
+
+See docs/events.md for when each one is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class AgentEvent:
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted(AgentEvent):
+    turn_id: int
+    user_text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnded(AgentEvent):
+    turn_id: int
+    #: "done", "aborted", "error" or "step_limit"
+    outcome: str
+
+
+@dataclass(frozen=True, slots=True)
+class LLMCallStarted(AgentEvent):
+    step: int
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
+class LLMCallEnded(AgentEvent):
+    step: int
+    duration_s: float
+    usage: dict[str, int] | None = None
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta(AgentEvent):
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta(AgentEvent):
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RefOpened(AgentEvent):
+    ref_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RefClosed(AgentEvent):
+    ref_id: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted(AgentEvent):
+    call_id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallArgumentsDelta(AgentEvent):
+    call_id: str
+    delta: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEnded(AgentEvent):
+    call_id: str
+    name: str
+    arguments: str
+    result: str
+    duration_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallError(AgentEvent):
+    call_id: str
+    name: str
+    arguments: str
+    error: str
+    duration_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ExperienceRemembered(AgentEvent):
+    experience_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExperienceForgotten(AgentEvent):
+    experience_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionApplied(AgentEvent):
+    summary: dict[str, Any]
+    messages_before: int
+
+
+@dataclass(frozen=True, slots=True)
+class ForkSpawned(AgentEvent):
+    fork_id: str
+    child_key: str
+    task: str
+
+
+@dataclass(frozen=True, slots=True)
+class ForkProgress(AgentEvent):
+    fork_id: str
+    child_key: str
+    #: "queued", "running", "tool", ...
+    status: str
+    step: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ForkFinished(AgentEvent):
+    fork_id: str
+    child_key: str
+    #: "completed", "error" or "cancelled"
+    status: str
+    response: str = ""
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedMessageDelivered(AgentEvent):
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Aborted(AgentEvent):
+    reason: str
+    #: "stream", "tools", "forks" or "idle"
+    stage: str
+
+
+@dataclass(frozen=True, slots=True)
+class Retrying(AgentEvent):
+    attempt: int
+    delay_s: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEvent(AgentEvent):
+    message: str
+    #: "auth", "model", "rate_limit", "server", "connection", "timeout", "protocol", "internal"
+    kind: str = "internal"
+
+
+@dataclass(frozen=True, slots=True)
+class ContextUsage(AgentEvent):
+    tokens: int
+    window: int
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionAsked(AgentEvent):
+    """A tool needs the person to choose (an overwrite confirmation, say)."""
+
+    question_id: str
+    prompt: str
+    choices: tuple[str, ...] = field(default=())
+
+
+EventSink = Callable[[AgentEvent], None]
+
+
+def discard(_event: AgentEvent) -> None:
+    """An event sink for callers that do not listen."""

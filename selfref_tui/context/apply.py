@@ -1,0 +1,322 @@
+"""Apply transcript patches to OpenAI-style message dicts.
+
+:func:`apply_mutations` is pure: the input list and its dicts are never
+modified; changed messages are replaced by changed copies. It keeps one
+structural promise whatever order the patches come in — the system message
+(if any) is first, every assistant tool call gets exactly one tool result
+before the next assistant or user message, and no tool result is orphaned —
+because a transcript that breaks it is rejected by every provider, and the
+patches it would take to break it (an abort, a message typed mid-turn) are
+exactly the ones a person produces at awkward moments.
+
+The same :class:`TranscriptBuilder` folds a whole stored log in place when a
+memory key is loaded, so loading is linear in the log.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from .experiences import with_forgotten, with_remembered
+from .mutations import (
+    AssistantMessageMutation,
+    AssistantTruncatedMutation,
+    ContextMutation,
+    ContextReplaceMutation,
+    ContextSummaryMutation,
+    ExperienceForgetMutation,
+    ExperienceRememberMutation,
+    MultimodalToolResultMutation,
+    ToolCancelledMutation,
+    ToolResultMutation,
+    UserMessageMutation,
+)
+
+MULTIMODAL_MARK = "multimodal_for"
+NO_RESULT_TEXT = (
+    "No result was recorded for this call: the conversation moved on before it finished."
+)
+
+
+def cancelled_text(tool_name: str, abort_reason: str) -> str:
+    reason = abort_reason or "the turn was aborted"
+    return (
+        f"Tool call '{tool_name}' was cancelled by the person before it finished "
+        f"(reason: {reason}). It produced no result; do not assume it ran."
+    )
+
+
+def normalize_tool_call(call: dict[str, Any], position: int) -> dict[str, Any]:
+    """An OpenAI tool call dict with an id, a type and string arguments."""
+    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    arguments = function.get("arguments", call.get("arguments", ""))
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    call_id = call.get("id")
+    if not isinstance(call_id, str) or not call_id:
+        call_id = f"call_missing_{position}"
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": str(function.get("name", call.get("name", ""))), "arguments": arguments},
+    }
+
+
+class TranscriptBuilder:
+    """Folds patches into a message list it owns, keeping the transcript valid.
+
+    It remembers the open tool block (the last assistant message with calls that
+    still lack results) so each patch is O(1) amortised: results are placed
+    right after the block's earlier results, ahead of any multimodal messages
+    that were deferred until the block closes.
+    """
+
+    def __init__(self, messages: list[dict[str, Any]] | None = None) -> None:
+        self.messages: list[dict[str, Any]] = messages if messages is not None else []
+        self._pending_experiences: list[ContextMutation] = []
+        self._open_idx: int | None = None
+        self._unresolved: list[str] = []
+        self._answered: set[str] = set()
+        self._insert_at = 0
+        self._find_open_block()
+
+    # ------------------------------------------------------------------ public
+
+    def apply(self, mutation: ContextMutation) -> None:
+        if isinstance(mutation, ExperienceRememberMutation | ExperienceForgetMutation):
+            self._pending_experiences.append(mutation)
+            return
+        self.flush_experiences()
+        if isinstance(mutation, AssistantMessageMutation):
+            self._append_assistant(mutation)
+        elif isinstance(mutation, ToolResultMutation):
+            self._append_tool_result(mutation.tool_call_id, "", mutation.content, {})
+        elif isinstance(mutation, ToolCancelledMutation):
+            self._append_tool_result(
+                mutation.tool_call_id,
+                mutation.tool_name,
+                cancelled_text(mutation.tool_name, mutation.abort_reason),
+                {"cancelled": True, "abort_reason": mutation.abort_reason},
+            )
+        elif isinstance(mutation, MultimodalToolResultMutation):
+            self._apply_multimodal(mutation)
+        elif isinstance(mutation, UserMessageMutation):
+            message = dict(mutation.message)
+            message.setdefault("role", "user")
+            self.append_message(message)
+        elif isinstance(mutation, AssistantTruncatedMutation):
+            self._close_block()
+            self.messages.append(
+                {
+                    "role": "assistant",
+                    "content": mutation.partial_content,
+                    "truncated": True,
+                    "abort_reason": mutation.abort_reason,
+                }
+            )
+        elif isinstance(mutation, ContextReplaceMutation):
+            self._replace(mutation.messages)
+        elif isinstance(mutation, ContextSummaryMutation):
+            self._summarise(mutation)
+        else:  # pragma: no cover - the Union is closed
+            raise TypeError(f"not a ContextMutation: {mutation!r}")
+
+    def flush_experiences(self) -> None:
+        """Commit the batched remember/forget patches: forgets first, then remembers."""
+        if not self._pending_experiences:
+            return
+        batch, self._pending_experiences = self._pending_experiences, []
+        system = self._system_for_update()
+        for m in batch:
+            if isinstance(m, ExperienceForgetMutation):
+                system, _ = with_forgotten(system, m.experience_id)
+        for m in batch:
+            if isinstance(m, ExperienceRememberMutation):
+                system, _ = with_remembered(system, m.text)
+        self.messages[0] = system
+
+    def append_message(self, message: dict[str, Any]) -> None:
+        """Append a raw message of any role, repairing structure as needed."""
+        role = message.get("role")
+        if role == "system":
+            if self.messages and self.messages[0].get("role") == "system":
+                # Only one system message may lead; a later one is kept as user text.
+                self._close_block()
+                self.messages.append({"role": "user", "content": f"[system] {message.get('content', '')}"})
+            else:
+                self.messages.insert(0, dict(message))
+                self._shift(1)
+        elif role == "tool":
+            self._append_tool_result(
+                str(message.get("tool_call_id", "")), "", message.get("content", ""), _extra(message)
+            )
+        elif role == "assistant" and message.get("tool_calls"):
+            self._close_block()
+            self._start_block(dict(message))
+        else:
+            self._close_block()
+            self.messages.append(dict(message))
+
+    # ----------------------------------------------------------------- helpers
+
+    def _system_for_update(self) -> dict[str, Any]:
+        if self.messages and self.messages[0].get("role") == "system":
+            return self.messages[0]
+        self.messages.insert(0, {"role": "system", "content": ""})
+        self._shift(1)
+        return self.messages[0]
+
+    def _shift(self, by: int) -> None:
+        if self._open_idx is not None:
+            self._open_idx += by
+            self._insert_at += by
+
+    def _find_open_block(self) -> None:
+        msgs = self.messages
+        i = len(msgs) - 1
+        while i >= 0 and (msgs[i].get("role") == "tool" or MULTIMODAL_MARK in msgs[i]):
+            i -= 1
+        if i < 0 or msgs[i].get("role") != "assistant" or not msgs[i].get("tool_calls"):
+            return
+        ids = [c.get("id") for c in msgs[i]["tool_calls"]]
+        answered = set()
+        j = i + 1
+        while j < len(msgs) and msgs[j].get("role") == "tool":
+            answered.add(msgs[j].get("tool_call_id"))
+            j += 1
+        unresolved = [cid for cid in ids if cid not in answered]
+        if unresolved:
+            self._open_idx, self._unresolved, self._answered, self._insert_at = i, unresolved, answered, j
+
+    def _start_block(self, message: dict[str, Any]) -> None:
+        calls, seen = [], set()
+        for pos, raw in enumerate(message.get("tool_calls") or []):
+            call = normalize_tool_call(raw if isinstance(raw, dict) else {}, pos)
+            if call["id"] in seen:
+                continue
+            seen.add(call["id"])
+            calls.append(call)
+        message["tool_calls"] = calls
+        self.messages.append(message)
+        self._open_idx = len(self.messages) - 1
+        self._unresolved = [c["id"] for c in calls]
+        self._answered = set()
+        self._insert_at = len(self.messages)
+
+    def _close_block(self) -> None:
+        """Give every unanswered call of the open block a 'no result' reply."""
+        if self._open_idx is None:
+            return
+        for call_id in list(self._unresolved):
+            self._insert_result(call_id, NO_RESULT_TEXT, {"cancelled": True})
+        self._open_idx = None
+
+    def _insert_result(self, call_id: str, content: Any, extra: dict[str, Any]) -> None:
+        self.messages.insert(self._insert_at, {"role": "tool", "tool_call_id": call_id, "content": content, **extra})
+        self._insert_at += 1
+        self._unresolved.remove(call_id)
+        self._answered.add(call_id)
+        if not self._unresolved:
+            self._open_idx = None
+
+    def _append_tool_result(self, call_id: str, tool_name: str, content: Any, extra: dict[str, Any]) -> None:
+        if self._open_idx is not None and call_id in self._unresolved:
+            self._insert_result(call_id, content, extra)
+            return
+        if self._open_idx is not None and call_id in self._answered:
+            return  # a second result for the same call: the first one stands
+        # No call to answer: add one so the result is not orphaned.
+        call = {"id": call_id, "type": "function", "function": {"name": tool_name or "unknown_tool", "arguments": "{}"}}
+        if self._open_idx is not None:
+            owner = dict(self.messages[self._open_idx])
+            owner["tool_calls"] = [*owner["tool_calls"], call]
+            self.messages[self._open_idx] = owner
+            self._unresolved.append(call_id)
+        else:
+            self._start_block({"role": "assistant", "content": None, "tool_calls": [call]})
+        self._insert_result(call_id, content, extra)
+
+    def _append_assistant(self, m: AssistantMessageMutation) -> None:
+        self._close_block()
+        message: dict[str, Any] = {"role": "assistant", "content": m.content if m.content is not None else ""}
+        if m.reasoning_details:
+            message["reasoning_details"] = list(m.reasoning_details)
+        if m.tool_calls:
+            message["content"] = m.content
+            message["tool_calls"] = list(m.tool_calls)
+            self._start_block(message)
+        else:
+            self.messages.append(message)
+
+    def _apply_multimodal(self, m: MultimodalToolResultMutation) -> None:
+        note = {
+            "role": "assistant",
+            "content": f"I called {m.tool_name}({m.arguments}); its result is in the next message.",
+            MULTIMODAL_MARK: m.tool_call_id,
+        }
+        users = [{**dict(u), "role": "user", MULTIMODAL_MARK: m.tool_call_id} for u in m.user_messages]
+        if self._open_idx is not None and m.tool_call_id in self._unresolved:
+            owner = dict(self.messages[self._open_idx])
+            owner["tool_calls"] = [c for c in owner["tool_calls"] if c["id"] != m.tool_call_id]
+            self._unresolved.remove(m.tool_call_id)
+            if owner["tool_calls"]:
+                self.messages[self._open_idx] = owner
+            else:
+                owner.pop("tool_calls")
+                if owner.get("content"):
+                    self.messages[self._open_idx] = owner
+                else:
+                    del self.messages[self._open_idx]
+                    self._insert_at -= 1
+            if not self._unresolved:
+                self._open_idx = None
+            self.messages.extend([note, *users])
+            return
+        if self._open_idx is not None and m.tool_call_id in self._answered:
+            return
+        self._close_block()
+        self.messages.extend([note, *users])
+
+    def _replace(self, messages: list[dict[str, Any]]) -> None:
+        self.messages.clear()
+        self._open_idx = None
+        for message in messages:
+            if isinstance(message, dict):
+                self.append_message(message)
+
+    def _summarise(self, m: ContextSummaryMutation) -> None:
+        system = self.messages[0] if self.messages and self.messages[0].get("role") == "system" else None
+        self.messages.clear()
+        self._open_idx = None
+        if system is not None:
+            self.messages.append(system)
+        summary = dict(m.summary_message)
+        summary.setdefault("role", "user")
+        self.append_message(summary)
+        texts = [item.get("text", "") if isinstance(item, dict) else str(item) for item in m.remember]
+        if any(t.strip() for t in texts):
+            updated = self._system_for_update()
+            for text in texts:
+                updated, _ = with_remembered(updated, text)
+            self.messages[0] = updated
+
+
+def _extra(message: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in message.items() if k not in ("role", "tool_call_id", "content")}
+
+
+def apply_mutations(
+    messages: list[dict[str, Any]], mutations: Iterable[ContextMutation]
+) -> list[dict[str, Any]]:
+    """Apply ``mutations`` in order to a copy of ``messages`` and return it.
+
+    Neither argument is modified. Remember/forget patches are batched and
+    committed before the next other patch and at the end, forgets first.
+    """
+    builder = TranscriptBuilder(list(messages))
+    for mutation in mutations:
+        builder.apply(mutation)
+    builder.flush_experiences()
+    return builder.messages

@@ -1,0 +1,103 @@
+"""Durable experiences: the facts an agent keeps in its system prompt.
+
+Experiences live on the system message as structured data (``experiences``: a
+list of ``{"id", "text"}``, and ``exp_seq``: the last number handed out) and
+are rendered into the prompt only at compile time. Keeping them structured
+means a forget never has to parse XML back out of a prompt, and keeping the
+counter means an id is never reused after a forget.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from xml.sax.saxutils import escape
+
+EXPERIENCES_KEY = "experiences"
+SEQ_KEY = "exp_seq"
+
+
+def normalize_text(text: str) -> str:
+    """Whitespace-normalised text, the form used to spot duplicates."""
+    return " ".join(text.split())
+
+
+def format_id(number: int) -> str:
+    return f"exp_{number:03d}"
+
+
+def experiences_of(system_message: dict[str, Any] | None) -> list[dict[str, str]]:
+    if not system_message:
+        return []
+    return list(system_message.get(EXPERIENCES_KEY) or [])
+
+
+def find_existing(experiences: list[dict[str, str]], text: str) -> str | None:
+    """The id of an experience whose text equals ``text`` after normalising."""
+    wanted = normalize_text(text)
+    for exp in experiences:
+        if normalize_text(exp.get("text", "")) == wanted:
+            return exp["id"]
+    return None
+
+
+def next_id(system_message: dict[str, Any] | None) -> str:
+    """The id the next new experience on this system message will get."""
+    seq = int((system_message or {}).get(SEQ_KEY) or 0)
+    return format_id(seq + 1)
+
+
+def with_remembered(system_message: dict[str, Any], text: str) -> tuple[dict[str, Any], str]:
+    """A copy of ``system_message`` that holds ``text``, and the id it has there.
+
+    Remembering text that is already there returns the existing id unchanged.
+    Empty text is not stored and gets an empty id.
+    """
+    clean = text.strip()
+    if not clean:
+        return system_message, ""
+    experiences = experiences_of(system_message)
+    existing = find_existing(experiences, clean)
+    if existing is not None:
+        return system_message, existing
+    seq = int(system_message.get(SEQ_KEY) or 0) + 1
+    exp_id = format_id(seq)
+    updated = dict(system_message)
+    updated[EXPERIENCES_KEY] = [*experiences, {"id": exp_id, "text": clean}]
+    updated[SEQ_KEY] = seq
+    return updated, exp_id
+
+
+def with_forgotten(system_message: dict[str, Any], experience_id: str) -> tuple[dict[str, Any], bool]:
+    """A copy of ``system_message`` without ``experience_id``; whether it was there."""
+    experiences = experiences_of(system_message)
+    kept = [exp for exp in experiences if exp.get("id") != experience_id]
+    if len(kept) == len(experiences):
+        return system_message, False
+    updated = dict(system_message)
+    updated[EXPERIENCES_KEY] = kept
+    return updated, True
+
+
+def render_experiences_block(experiences: list[dict[str, str]]) -> str:
+    lines = ["<experiences>"]
+    for exp in experiences:
+        exp_id = escape(str(exp.get("id", "")), {'"': "&quot;"})
+        lines.append(f'  <exp id="{exp_id}">{escape(str(exp.get("text", "")))}</exp>')
+    lines.append("</experiences>")
+    return "\n".join(lines)
+
+
+def render_system_prompt_with_experiences(
+    base_prompt: str, experiences: list[dict[str, str]]
+) -> str:
+    """The system prompt the model sees: the base prompt, then the experiences block.
+
+    With no experiences the base prompt is returned unchanged, so a fresh key
+    costs no tokens for an empty block.
+    """
+    if not experiences:
+        return base_prompt
+    block = render_experiences_block(experiences)
+    if not base_prompt:
+        return block
+    return f"{base_prompt.rstrip()}\n\n{block}"

@@ -1,0 +1,191 @@
+"""Typed transcript patches.
+
+Nothing in selfref-tui edits a live message list. Every runtime fact — an
+answer, a tool result, a remembered experience, a compaction, an abort — is
+recorded as one of these values and applied at a compile boundary by
+:func:`selfref_tui.context.apply.apply_mutations`. The persisted log of these
+patches *is* the history of a memory key; the transcript is their fold.
+
+The classes carry exactly the fields the patch protocol names, so a patch read
+back from disk means the same thing it meant when it was written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Union
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessageMutation:
+    """The model answered (text, tool calls, or both)."""
+
+    content: str | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    reasoning_details: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultMutation:
+    """A tool finished with a text result, linked to its call."""
+
+    tool_call_id: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class MultimodalToolResultMutation:
+    """A tool returned images or mixed content.
+
+    Providers accept images only in user messages, so applying this takes the
+    call out of the assistant message and re-expresses it as a short assistant
+    note followed by ``user_messages``.
+    """
+
+    tool_call_id: str
+    tool_name: str
+    arguments: str
+    user_messages: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessageMutation:
+    """A person's message, including one typed while a turn was running."""
+
+    message: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ContextReplaceMutation:
+    """Hard reset: the transcript becomes ``messages``."""
+
+    messages: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class ContextSummaryMutation:
+    """Compaction: keep the system message, replace the working transcript."""
+
+    summary_message: dict[str, Any]
+    remember: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ExperienceRememberMutation:
+    """Add a durable experience to the system message."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExperienceForgetMutation:
+    """Remove a durable experience by id."""
+
+    experience_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantTruncatedMutation:
+    """A streamed answer was cut off; keep what arrived."""
+
+    partial_content: str
+    abort_reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCancelledMutation:
+    """A tool call was cancelled before it produced a result."""
+
+    tool_call_id: str
+    tool_name: str
+    abort_reason: str = ""
+
+
+ContextMutation = Union[  # noqa: UP007 - the protocol names this a Union
+    AssistantMessageMutation,
+    ToolResultMutation,
+    MultimodalToolResultMutation,
+    UserMessageMutation,
+    ContextReplaceMutation,
+    ContextSummaryMutation,
+    ExperienceRememberMutation,
+    ExperienceForgetMutation,
+    AssistantTruncatedMutation,
+    ToolCancelledMutation,
+]
+
+MUTATION_TYPES: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (
+        AssistantMessageMutation,
+        ToolResultMutation,
+        MultimodalToolResultMutation,
+        UserMessageMutation,
+        ContextReplaceMutation,
+        ContextSummaryMutation,
+        ExperienceRememberMutation,
+        ExperienceForgetMutation,
+        AssistantTruncatedMutation,
+        ToolCancelledMutation,
+    )
+}
+
+EXPERIENCE_MUTATIONS = (ExperienceRememberMutation, ExperienceForgetMutation)
+
+
+class MutationDecodeError(ValueError):
+    """A stored patch does not have the shape of any known mutation."""
+
+
+def mutation_to_dict(mutation: ContextMutation) -> dict[str, Any]:
+    """Serialise a patch for the store: its fields plus a ``type`` tag."""
+    data = asdict(mutation)
+    data["type"] = type(mutation).__name__
+    return data
+
+
+def mutation_from_dict(data: dict[str, Any]) -> ContextMutation:
+    """Rebuild a patch from :func:`mutation_to_dict` output, checking field types.
+
+    Wrong shapes raise :class:`MutationDecodeError` so a corrupt log fails loudly
+    instead of folding into a transcript the provider will reject later.
+    """
+    if not isinstance(data, dict):
+        raise MutationDecodeError(f"expected an object, got {type(data).__name__}")
+    name = data.get("type")
+    cls = MUTATION_TYPES.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise MutationDecodeError(f"unknown mutation type {name!r}")
+    kwargs: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.name not in data:
+            continue
+        value = data[f.name]
+        _check_field(cls.__name__, f.name, value)
+        kwargs[f.name] = value
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:  # a required field is missing
+        raise MutationDecodeError(f"{cls.__name__}: {exc}") from None
+
+
+_STR_FIELDS = {
+    "tool_call_id", "text", "experience_id", "partial_content", "abort_reason",
+    "tool_name", "arguments",
+}
+_LIST_FIELDS = {"tool_calls", "reasoning_details", "user_messages", "messages", "remember"}
+_DICT_FIELDS = {"message", "summary_message"}
+
+
+def _check_field(cls_name: str, name: str, value: Any) -> None:
+    ok = True
+    if name in _STR_FIELDS:
+        ok = isinstance(value, str)
+    elif name in _LIST_FIELDS:
+        ok = isinstance(value, list) and all(isinstance(v, dict) for v in value)
+    elif name in _DICT_FIELDS:
+        ok = isinstance(value, dict)
+    elif name == "content":
+        ok = value is None or isinstance(value, str)
+    if not ok:
+        raise MutationDecodeError(f"{cls_name}.{name} has the wrong type ({type(value).__name__})")
