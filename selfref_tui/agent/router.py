@@ -1,0 +1,146 @@
+"""Between the person and the runtime: what a line of input means right now.
+
+The same keystroke means different things depending on whether a turn is
+running: idle input starts a turn; input during a turn is queued and reaches
+the model at its next step (never restarting the turn, never lost); Esc
+aborts. Keeping that decision here, with no UI import, lets the terminal app,
+the command line and the tests share it and test it without a screen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Protocol
+
+from .abort import DEFAULT_REASON, AbortSignal
+from .events import ErrorEvent
+from .inbox import Inbox
+
+
+class TurnRunner(Protocol):
+    """What the router needs from an agent (``loop.Agent`` provides it)."""
+
+    async def run_turn(
+        self,
+        key: str,
+        user_text: str | None,
+        *,
+        abort: AbortSignal | None = ...,
+        inbox: Inbox | None = ...,
+    ) -> str: ...
+
+    def answer_question(self, question_id: str, choice: str) -> bool: ...
+
+
+class AgentInputRouter:
+    """Routes person input to one memory key's turns."""
+
+    def __init__(self, agent: TurnRunner, key: str = "main") -> None:
+        self._agent = agent
+        self._key = key
+        self._task: asyncio.Task[str] | None = None
+        self._abort: AbortSignal | None = None
+        self._inbox: Inbox | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
+        #: outcome of every finished turn, in order ("done", "aborted", ...)
+        self.outcomes: list[str] = []
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def busy(self) -> bool:
+        return self._task is not None
+
+    @property
+    def queued(self) -> list[str]:
+        """Texts typed during the running turn that the model has not seen yet."""
+        return self._inbox.pending if self._inbox is not None else []
+
+    @property
+    def key(self) -> str:
+        return self._key
+
+    @key.setter
+    def key(self, value: str) -> None:
+        if self.busy:
+            raise RuntimeError("cannot switch memory key while a turn is running; press Esc first")
+        self._key = value
+
+    # ----------------------------------------------------------------- input
+
+    def submit(self, text: str) -> str:
+        """``"started"`` when idle (a new turn), ``"queued"`` while a turn runs."""
+        if self._inbox is not None and self._inbox.put(text):
+            return "queued"
+        self._start(text, [])
+        return "started"
+
+    def abort(self, reason: str = DEFAULT_REASON) -> bool:
+        """Fire the running turn's abort signal; False when nothing runs."""
+        if self._abort is None or self._abort.fired:
+            return False
+        self._abort.fire(reason)
+        return True
+
+    def answer(self, question_id: str, choice: str) -> None:
+        """Answer a question a tool asked the person (``QuestionAsked``)."""
+        self._agent.answer_question(question_id, choice)
+
+    async def wait_idle(self) -> None:
+        """Return when no turn runs and none is about to start."""
+        while True:
+            await self._idle.wait()
+            if not self.busy:
+                return
+
+    # ------------------------------------------------------------- internals
+
+    def _start(self, text: str, carried: list[str]) -> None:
+        self._abort = AbortSignal()
+        self._inbox = Inbox()
+        for extra in carried:
+            self._inbox.put(extra)
+        self._idle.clear()
+        self._task = asyncio.create_task(
+            self._run(self._key, text, self._abort, self._inbox), name=f"turn:{self._key}"
+        )
+
+    async def _run(self, key: str, text: str, abort: AbortSignal, inbox: Inbox) -> str:
+        outcome = "error"
+        try:
+            outcome = await self._agent.run_turn(key, text, abort=abort, inbox=inbox)
+        except asyncio.CancelledError:
+            outcome = "aborted"
+            raise
+        except Exception as exc:  # the loop reports its own errors; this is a last guard
+            self._emit(ErrorEvent(key=key, message=f"internal error: {exc}", kind="internal"))
+        finally:
+            self.outcomes.append(outcome)
+            leftover = inbox.close()
+            self._task = None
+            self._abort = None
+            self._inbox = None
+            if leftover:
+                # Typed too late for this turn: it is the person's next message.
+                self._start(leftover[0], leftover[1:])
+            else:
+                self._idle.set()
+        return outcome
+
+    def _emit(self, event: Any) -> None:
+        emit = getattr(self._agent, "emit", None)
+        if callable(emit):
+            emit(event)
+
+    async def aclose(self) -> None:
+        """Abort a running turn and wait for it to settle (app shutdown)."""
+        if self._inbox is not None:
+            self._inbox.close()
+        self.abort("app closing")
+        task = self._task
+        if task is not None:
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):
+                pass
