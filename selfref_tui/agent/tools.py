@@ -1,0 +1,345 @@
+"""The tools the model can call, their JSON schemas and their handlers.
+
+Descriptions are written for the model: what the tool is for, when to use it,
+what comes back. Handlers take parsed arguments and a :class:`ToolContext`
+(the turn's session, ref/fd table, fork manager, a way to ask the person) and
+return the text the model sees. Errors a model can fix are returned as
+:class:`ToolError` messages, never raised into the loop.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+
+class ToolError(Exception):
+    """A problem the model should read and fix (bad argument, unknown id...)."""
+
+
+def _fn(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+_STR_LIST = {"type": "array", "items": {"type": "string"}}
+
+MEMORY_TOOLS: list[dict] = [
+    _fn(
+        "remember",
+        "Store a durable experience: a fact about the person, the project or a lesson learned "
+        "that must survive compaction and future sessions. It is shown in your system prompt "
+        "from the next step on. Keep it to one short, self-contained sentence. Returns the "
+        "experience id (e.g. exp_004).",
+        {"text": {"type": "string", "description": "The fact to keep, one sentence."}},
+        ["text"],
+    ),
+    _fn(
+        "forget",
+        "Remove a stored experience that is wrong or no longer useful, by its id as shown in "
+        "the <experiences> block of your system prompt.",
+        {"experience_id": {"type": "string", "description": "For example exp_002."}},
+        ["experience_id"],
+    ),
+    _fn(
+        "compact",
+        "Compact your working context: after the current tool calls finish, the conversation so "
+        "far is replaced by the structured summary you give here (your system prompt and "
+        "experiences stay). Call it when the context grows long or when asked to. Be concrete: "
+        "the summary is all you will see of the earlier conversation.",
+        {
+            "goal": {"type": "string", "description": "The person's overall goal."},
+            "instruction": {"type": "string", "description": "How the person wants the work done."},
+            "discoveries": {**_STR_LIST, "description": "Facts learned so far."},
+            "completed": {**_STR_LIST, "description": "What is done."},
+            "current_status": {"type": "string", "description": "Where the work stands now."},
+            "likely_next_work": {"type": "string", "description": "What to do next."},
+            "relevant_files_directories": {**_STR_LIST, "description": "Paths that matter."},
+            "remember": {
+                **_STR_LIST,
+                "description": "Optional: facts to keep as durable experiences as well.",
+            },
+        },
+        [
+            "goal",
+            "instruction",
+            "discoveries",
+            "completed",
+            "current_status",
+            "likely_next_work",
+            "relevant_files_directories",
+        ],
+    ),
+    _fn(
+        "inspect_context",
+        "Look at your own context: the active memory key, stored experiences, the latest "
+        "compaction summary, how many messages the working transcript holds, token usage against "
+        "the context window and whether a compaction is pending.",
+        {},
+        [],
+    ),
+]
+
+FORK_TOOLS: list[dict] = [
+    _fn(
+        "fork_spawn",
+        "Start a child agent on an independent sub-task. It starts from your context as it was "
+        "before this message plus the task, runs concurrently with you and cannot change your "
+        "context. Spawn several for parallel work, then call fork_gather_all to collect their "
+        "answers. Returns {fork_id, status}.",
+        {
+            "task": {"type": "string", "description": "The sub-task, self-contained."},
+            "instruction": {
+                "type": "string",
+                "description": "How to do it and what to return (format, length).",
+            },
+        },
+        ["task", "instruction"],
+    ),
+    _fn(
+        "fork_gather_all",
+        "Wait for every child agent you spawned and return fork_id -> {status: "
+        "completed|error|cancelled, response, error?, history?}.",
+        {
+            "include_history": {
+                "type": "boolean",
+                "description": "Also return each child's messages (large; default false).",
+            }
+        },
+        [],
+    ),
+]
+
+REF_TOOLS: list[dict] = [
+    _fn(
+        "list_refs",
+        "List the <ref id=\"...\"> blocks you wrote in this conversation and the fd:N entries "
+        "holding large tool outputs, with their sizes.",
+        {},
+        [],
+    ),
+    _fn(
+        "get_ref",
+        "Return the current content of one of your refs, by id (without the 'ref:' prefix).",
+        {"ref_id": {"type": "string"}},
+        ["ref_id"],
+    ),
+    _fn(
+        "read_fd",
+        "Read a file descriptor (fd:N, a large tool output) or a ref (ref:ID) page by page or by "
+        "lines. Use extract_to_new_fd to copy a part into a new fd.",
+        {
+            "fd": {"type": "string", "description": "fd:N or ref:ID"},
+            "page": {"type": "integer", "description": "1-based page number (default 1)."},
+            "read_all": {"type": "boolean", "description": "Return everything at once."},
+            "mode": {"type": "string", "enum": ["page", "line"]},
+            "start": {"type": "integer", "description": "In line mode: 1-based first line."},
+            "count": {"type": "integer", "description": "In line mode: number of lines."},
+            "extract_to_new_fd": {"type": "boolean"},
+        },
+        ["fd"],
+    ),
+    _fn(
+        "fd_to_file",
+        "Write the content of an fd:N or ref:ID to a file inside the allowed directories. "
+        "mode write replaces the file (set exist_ok true to overwrite an existing file; otherwise "
+        "the person is asked), append adds at the end, insert puts it before insert_at_line.",
+        {
+            "fd": {"type": "string", "description": "fd:N or ref:ID"},
+            "file_path": {"type": "string"},
+            "mode": {"type": "string", "enum": ["write", "append", "insert"]},
+            "insert_at_line": {"type": "integer"},
+            "exist_ok": {"type": "boolean"},
+            "create": {"type": "boolean"},
+        },
+        ["fd", "file_path"],
+    ),
+]
+
+TOOL_NAMES = frozenset(
+    t["function"]["name"] for t in (*MEMORY_TOOLS, *FORK_TOOLS, *REF_TOOLS)
+)
+
+
+def tool_schemas(*, forks: bool = True, refs: bool = True) -> list[dict]:
+    """The tool list sent with each request (fork tools only below the depth limit)."""
+    tools = list(MEMORY_TOOLS)
+    if forks:
+        tools += FORK_TOOLS
+    if refs:
+        tools += REF_TOOLS
+    return tools
+
+
+AskFn = Callable[[str, tuple[str, ...], str], Awaitable[str]]
+
+
+@dataclass
+class ToolContext:
+    """What one tool call may use; ``records`` collects fd records to persist with it."""
+
+    key: str
+    session: Any
+    fds: Any
+    forks: Any | None
+    ask: AskFn
+    roots: tuple[Path, ...]
+    call_id: str = ""
+    records: list[dict] = field(default_factory=list)
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def parse_arguments(raw: str) -> dict[str, Any]:
+    """Arguments as a dict, or a ToolError the model can act on."""
+    text = raw.strip() or "{}"
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ToolError(
+            f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}); "
+            "call the tool again with a JSON object"
+        ) from None
+    if not isinstance(value, dict):
+        raise ToolError("the arguments must be a JSON object; call the tool again")
+    return value
+
+
+def _need_str(args: dict[str, Any], name: str) -> str:
+    value = args.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise ToolError(f"'{name}' is required and must be a non-empty string")
+    return value
+
+
+async def run_tool(name: str, args: dict[str, Any], ctx: ToolContext) -> str:
+    """Run one tool; raise ToolError for problems the model should see."""
+    handler = _HANDLERS.get(name)
+    if handler is None or (name in _FORK_NAMES and ctx.forks is None):
+        raise ToolError(f"unknown tool '{name}'; use one of the tools listed in this request")
+    return await handler(args, ctx)
+
+
+async def _remember(args: dict[str, Any], ctx: ToolContext) -> str:
+    exp_id = ctx.session.remember(_need_str(args, "text"))
+    return json.dumps({"experience_id": exp_id, "status": "stored from the next step on"})
+
+
+async def _forget(args: dict[str, Any], ctx: ToolContext) -> str:
+    exp_id = _need_str(args, "experience_id")
+    if not ctx.session.forget(exp_id):
+        raise ToolError(f"no experience with id '{exp_id}'; see the <experiences> block")
+    return json.dumps({"experience_id": exp_id, "status": "forgotten"})
+
+
+async def _compact(args: dict[str, Any], ctx: ToolContext) -> str:
+    _need_str(args, "goal")
+    ctx.session.compact(**args)
+    return json.dumps(
+        {"status": "queued", "note": "the summary replaces the conversation after these tool calls"}
+    )
+
+
+async def _inspect(args: dict[str, Any], ctx: ToolContext) -> str:
+    return json.dumps(ctx.session.inspect(), ensure_ascii=False, default=str)
+
+
+async def _fork_spawn(args: dict[str, Any], ctx: ToolContext) -> str:
+    result = ctx.forks.spawn(_need_str(args, "task"), str(args.get("instruction", "")), ctx.call_id)
+    return json.dumps(result)
+
+
+async def _fork_gather(args: dict[str, Any], ctx: ToolContext) -> str:
+    results = await ctx.forks.gather_all(include_history=bool(args.get("include_history", False)))
+    return json.dumps(results, ensure_ascii=False)
+
+
+async def _list_refs(args: dict[str, Any], ctx: ToolContext) -> str:
+    return ctx.fds.list_refs()
+
+
+async def _get_ref(args: dict[str, Any], ctx: ToolContext) -> str:
+    ref_id = _need_str(args, "ref_id").removeprefix("ref:")
+    return ctx.fds.get_ref(ref_id)
+
+
+_READ_OPTS = ("page", "read_all", "mode", "start", "count")
+
+
+async def _read_fd(args: dict[str, Any], ctx: ToolContext) -> str:
+    fd = _need_str(args, "fd")
+    opts = {k: args[k] for k in _READ_OPTS if k in args}
+    if args.get("extract_to_new_fd"):
+        text, record = ctx.fds.extract_to_new_fd(fd, **opts)
+        if record is not None:
+            ctx.records.append(_tagged(record, "fd"))
+        return text
+    return ctx.fds.read_fd(fd, **opts)
+
+
+async def _fd_to_file(args: dict[str, Any], ctx: ToolContext) -> str:
+    from ..selfref.files import fd_to_file
+
+    fd = _need_str(args, "fd")
+    file_path = _need_str(args, "file_path")
+    mode = str(args.get("mode", "write"))
+    exist_ok = args.get("exist_ok")
+    if mode == "write" and exist_ok is not True and _target(file_path, ctx.roots).exists():
+        prompt = f"The model wants to overwrite {file_path}. Overwrite it?"
+        choice = await ctx.ask(prompt, ("overwrite", "keep"), "keep")
+        if choice != "overwrite":
+            raise ToolError(f"{file_path} exists and the person chose not to overwrite it")
+        exist_ok = True
+    return fd_to_file(
+        ctx.fds,
+        fd,
+        file_path,
+        mode=mode,
+        insert_at_line=args.get("insert_at_line"),
+        exist_ok=True if exist_ok is None else bool(exist_ok),
+        create=bool(args.get("create", True)),
+        roots=ctx.roots,
+    )
+
+
+def _target(file_path: str, roots: tuple[Path, ...]) -> Path:
+    path = Path(file_path).expanduser()
+    if not path.is_absolute() and roots:
+        path = roots[0] / path
+    return path
+
+
+def _tagged(record: dict, kind: str) -> dict:
+    return record if "t" in record else {"t": kind, **record}
+
+
+_HANDLERS: dict[str, Callable[[dict[str, Any], ToolContext], Awaitable[str]]] = {
+    "remember": _remember,
+    "forget": _forget,
+    "compact": _compact,
+    "inspect_context": _inspect,
+    "fork_spawn": _fork_spawn,
+    "fork_gather_all": _fork_gather,
+    "list_refs": _list_refs,
+    "get_ref": _get_ref,
+    "read_fd": _read_fd,
+    "fd_to_file": _fd_to_file,
+}
+_FORK_NAMES = frozenset({"fork_spawn", "fork_gather_all"})

@@ -1,0 +1,196 @@
+"""The per-turn adapter between the runtime loop and one memory key.
+
+Tools (``remember``, ``forget``, ``compact``) and the person (``/forget``)
+never touch the store directly: they queue patches here, and the loop hands
+them over at the next compile boundary (:meth:`SelfRefSession.collect_context_mutations`)
+and persists them (:meth:`SelfRefSession.commit`). The session simulates the
+queue the way :class:`~selfref_tui.context.apply.TranscriptBuilder` will fold
+it — forgets first, then remembers, then the compaction — so the experience
+id a tool returns is the id the fold assigns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..context.experiences import experiences_of, with_forgotten, with_remembered
+from ..context.mutations import (
+    ContextMutation,
+    ContextSummaryMutation,
+    ExperienceForgetMutation,
+    ExperienceRememberMutation,
+)
+
+_WATCHED = (ExperienceRememberMutation, ExperienceForgetMutation, ContextSummaryMutation)
+
+SUMMARY_FIELDS = (
+    "goal",
+    "instruction",
+    "discoveries",
+    "completed",
+    "current_status",
+    "likely_next_work",
+    "relevant_files_directories",
+)
+
+
+@dataclass
+class CommitReport:
+    """What a commit changed, for the runtime to turn into events.
+
+    The session lives below the agent layer, so it reports instead of emitting.
+    """
+
+    remembered: list[tuple[str, str]] = field(default_factory=list)
+    forgotten: list[str] = field(default_factory=list)
+    compactions: list[dict[str, Any]] = field(default_factory=list)
+    messages_before: int = 0
+
+
+class SelfRefSession:
+    """Queues SelfRef patches for one turn of one memory key and persists them."""
+
+    def __init__(
+        self,
+        memory: Any,
+        *,
+        token_usage: Callable[[], dict[str, int]] | None = None,
+    ) -> None:
+        self.memory = memory
+        self.key: str = memory.key
+        self._token_usage = token_usage
+        self._experience_queue: list[ContextMutation] = []
+        self._compaction: ContextSummaryMutation | None = None
+
+    # ------------------------------------------------------------ primitives
+
+    def remember(self, text: str) -> str:
+        """Queue ``text`` as an experience; the id it will have ("" for empty text)."""
+        if not text.strip():
+            return ""
+        _, exp_id = with_remembered(self._simulated_system(), text)
+        self._experience_queue.append(ExperienceRememberMutation(text=text.strip()))
+        return exp_id
+
+    def forget(self, experience_id: str) -> bool:
+        """Queue removal of ``experience_id``; False when no such experience is stored."""
+        # The fold applies every queued forget before any queued remember, so
+        # only the committed state minus earlier forgets decides existence.
+        system = self._base_system()
+        for m in self._experience_queue:
+            if isinstance(m, ExperienceForgetMutation):
+                system, _ = with_forgotten(system, m.experience_id)
+        _, existed = with_forgotten(system, experience_id)
+        if existed:
+            self._experience_queue.append(ExperienceForgetMutation(experience_id=experience_id))
+        return existed
+
+    def compact(self, **fields: Any) -> ContextSummaryMutation:
+        """Queue a compaction (a later call replaces an earlier queued one)."""
+        from ..context.summary import Summary, summary_mutation
+
+        summary = Summary(
+            goal=str(fields.get("goal", "")),
+            instruction=str(fields.get("instruction", "")),
+            discoveries=_str_list(fields.get("discoveries")),
+            completed=_str_list(fields.get("completed")),
+            current_status=str(fields.get("current_status", "")),
+            likely_next_work=str(fields.get("likely_next_work", "")),
+            relevant_files_directories=_str_list(fields.get("relevant_files_directories")),
+            remember=_str_list(fields.get("remember")),
+        )
+        self._compaction = summary_mutation(summary)
+        return self._compaction
+
+    def inspect(self) -> dict[str, Any]:
+        """What the model would learn about its own context right now."""
+        system = self._simulated_system()
+        return {
+            "active_key": self.key,
+            "experiences": experiences_of(system),
+            "summary": self.memory.summary,
+            "message_count": len(self.memory.messages),
+            "token_usage": self._token_usage() if self._token_usage else {},
+            "has_pending_compaction": self._compaction is not None,
+        }
+
+    @property
+    def has_pending(self) -> bool:
+        return bool(self._experience_queue) or self._compaction is not None
+
+    @property
+    def has_pending_compaction(self) -> bool:
+        return self._compaction is not None
+
+    # ------------------------------------------------------------- lifecycle
+
+    def peek_context_mutations(self) -> list[ContextMutation]:
+        """The queued patches without taking them (for previews)."""
+        queued: list[ContextMutation] = list(self._experience_queue)
+        if self._compaction is not None:
+            queued.append(self._compaction)
+        return queued
+
+    def collect_context_mutations(self) -> list[ContextMutation]:
+        """Hand the queued patches to the compile boundary, in fold order."""
+        queued = self.peek_context_mutations()
+        self._experience_queue = []
+        self._compaction = None
+        return queued
+
+    def commit(
+        self, mutations: Sequence[ContextMutation] = (), records: Sequence[dict] = ()
+    ) -> CommitReport:
+        """Persist ``mutations`` and ``records`` as one append; report what changed."""
+        report = CommitReport(messages_before=len(self.memory.messages))
+        if not mutations and not records:
+            return report
+        watch = any(isinstance(m, _WATCHED) for m in mutations)
+        before = {e["id"]: e["text"] for e in self.memory.experiences} if watch else {}
+        self.memory.commit(list(mutations), records=list(records))
+        if not watch:
+            return report
+        after = {e["id"]: e["text"] for e in self.memory.experiences}
+        report.forgotten = [exp_id for exp_id in before if exp_id not in after]
+        report.remembered = [(i, t) for i, t in after.items() if i not in before]
+        report.compactions = [
+            dict(m.summary_message.get("compaction") or {})
+            for m in mutations
+            if isinstance(m, ContextSummaryMutation)
+        ]
+        return report
+
+    def finalize(self) -> CommitReport:
+        """Persist whatever is still queued when the turn ends (abort included)."""
+        return self.commit(self.collect_context_mutations())
+
+    # -------------------------------------------------------------- helpers
+
+    def _base_system(self) -> dict[str, Any]:
+        messages = self.memory.messages
+        if messages and messages[0].get("role") == "system":
+            return messages[0]
+        return {"role": "system", "content": ""}
+
+    def _simulated_system(self) -> dict[str, Any]:
+        system = self._base_system()
+        for m in self._experience_queue:
+            if isinstance(m, ExperienceForgetMutation):
+                system, _ = with_forgotten(system, m.experience_id)
+        for m in self._experience_queue:
+            if isinstance(m, ExperienceRememberMutation):
+                system, _ = with_remembered(system, m.text)
+        return system
+
+
+def _str_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value if str(v).strip()]
+    return [str(value)]
+
