@@ -1,0 +1,173 @@
+"""Pilot tests for the sidebar parts: experiences, refs and the context meter."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import App, ComposeResult
+
+from selfref_tui.ui.widgets.context_meter import ContextMeter, format_seconds, format_tokens
+from selfref_tui.ui.widgets.experience_list import ExperienceList
+from selfref_tui.ui.widgets.ref_list import RefList
+from selfref_tui.ui.widgets.sidebar import Sidebar
+
+EXPERIENCES = [
+    {"id": "exp_001", "text": "Prefers iterative solutions."},
+    {"id": "exp_002", "text": "Uses Python 3.11 and ruff."},
+    {"id": "exp_004", "text": "Deploys to a Raspberry Pi."},
+]
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class SidebarApp(App):
+    def __init__(self, clock: FakeClock | None = None) -> None:
+        super().__init__()
+        self.clock = clock or FakeClock()
+        self.forgets: list[str] = []
+        self.chosen: list[tuple[str, dict]] = []
+
+    def compose(self) -> ComposeResult:
+        yield Sidebar(clock=self.clock)
+
+    @on(ExperienceList.ForgetRequested)
+    def _forget(self, event: ExperienceList.ForgetRequested) -> None:
+        self.forgets.append(event.experience_id)
+
+    @on(RefList.RefChosen)
+    def _chosen(self, event: RefList.RefChosen) -> None:
+        self.chosen.append((event.ref_id, event.ref))
+
+
+async def _ready(pilot) -> Sidebar:
+    sidebar = pilot.app.query_one(Sidebar)
+    sidebar.set_experiences(EXPERIENCES)
+    sidebar.experience_list.option_list.focus()
+    await pilot.pause()
+    return sidebar
+
+
+async def test_browse_and_forget_with_confirmation():
+    app = SidebarApp()
+    async with app.run_test(size=(80, 30)) as pilot:
+        sidebar = await _ready(pilot)
+        exp_list = sidebar.experience_list
+        assert exp_list.highlighted_id == "exp_001"
+        await pilot.press("down")
+        assert exp_list.highlighted_id == "exp_002"
+        await pilot.press("delete")
+        assert exp_list.confirming == "exp_002"
+        assert app.forgets == []
+        await pilot.press("y")
+        await pilot.pause()
+        assert app.forgets == ["exp_002"]
+        assert exp_list.confirming is None
+        # Focus returns to the list so browsing continues.
+        assert app.focused is exp_list.option_list
+
+
+async def test_forget_cancelled_by_any_other_key():
+    app = SidebarApp()
+    async with app.run_test(size=(80, 30)) as pilot:
+        sidebar = await _ready(pilot)
+        await pilot.press("delete")
+        assert sidebar.experience_list.confirming == "exp_001"
+        await pilot.press("n")
+        await pilot.pause()
+        assert app.forgets == []
+        await pilot.press("delete", "escape")
+        await pilot.pause()
+        assert app.forgets == []
+        # The cancelling key does not leak into the list (down would move the highlight).
+        await pilot.press("delete", "down")
+        await pilot.pause()
+        assert app.forgets == []
+        assert sidebar.experience_list.highlighted_id == "exp_001"
+
+
+async def test_refresh_keeps_highlight_and_moves_on_after_forget():
+    app = SidebarApp()
+    async with app.run_test(size=(80, 30)) as pilot:
+        sidebar = await _ready(pilot)
+        exp_list = sidebar.experience_list
+        await pilot.press("down", "down")
+        assert exp_list.highlighted_id == "exp_004"
+        # A new experience arrives at the top: the highlight stays on exp_004.
+        sidebar.set_experiences([{"id": "exp_005", "text": "New."}, *EXPERIENCES])
+        assert exp_list.highlighted_id == "exp_004"
+        # exp_004 is forgotten: the highlight stays at the same place, clamped.
+        sidebar.set_experiences([{"id": "exp_005", "text": "New."}, *EXPERIENCES[:2]])
+        assert exp_list.highlighted_id == "exp_002"
+        sidebar.set_experiences([])
+        assert exp_list.highlighted_id is None
+        await pilot.press("delete")
+        assert exp_list.confirming is None
+
+
+async def test_ref_chosen_posts_the_row():
+    app = SidebarApp()
+    refs = [
+        {"id": "fib", "content": "old", "superseded": True},
+        {"id": "fib", "content": "def fib(n):\n    return n\n", "message_index": 7},
+        {"id": "readme", "chars": 1500, "lines": 30},
+    ]
+    async with app.run_test(size=(80, 30)) as pilot:
+        sidebar = pilot.app.query_one(Sidebar)
+        sidebar.set_refs(refs)
+        sidebar.ref_list.option_list.focus()
+        await pilot.pause()
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert app.chosen == [("fib", refs[1])]
+        sidebar.ref_list.highlight_ref("readme")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.chosen[-1][0] == "readme"
+        # highlight_ref prefers the current definition over a superseded one.
+        sidebar.ref_list.highlight_ref("fib")
+        assert sidebar.ref_list.highlighted_ref == refs[1]
+
+
+async def test_meter_numbers_and_levels():
+    clock = FakeClock()
+    app = SidebarApp(clock)
+    async with app.run_test(size=(80, 30)) as pilot:
+        meter = pilot.app.query_one(ContextMeter)
+        meter.set_usage(12_300, 128_000)
+        await pilot.pause()
+        assert meter.usage_label == "12.3k / 128k"
+        assert meter.level == "ok"
+        assert "12.3k / 128k" in str(meter.render())
+        meter.set_usage(96_000, 128_000)  # 75 %: within 10 points of 80 %
+        assert meter.level == "near"
+        meter.set_usage(110_000, 128_000)
+        assert meter.level == "over"
+
+        meter.stream_started()
+        clock.now += 4.0
+        meter.stream_progress(200)
+        await pilot.pause()
+        assert meter.tokens_per_second == 50.0
+        assert "50 tok/s" in str(meter.render())
+        assert "4.0s" in str(meter.render())
+        clock.now += 6.0
+        meter.stream_ended()
+        clock.now += 100.0  # time after the end no longer counts
+        assert meter.elapsed == 10.0
+        assert "last answer" in str(meter.render())
+
+
+def test_number_formats():
+    assert format_tokens(950) == "950"
+    assert format_tokens(12_300) == "12.3k"
+    assert format_tokens(128_000) == "128k"
+    assert format_tokens(1_000) == "1k"
+    assert format_tokens(1_260_000) == "1.3M"
+    assert format_tokens(-5) == "0"
+    assert format_seconds(4.0) == "4.0s"
+    assert format_seconds(65) == "1m 05s"
