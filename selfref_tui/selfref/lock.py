@@ -1,0 +1,79 @@
+"""One writer per memory key.
+
+An OS file lock (``filelock``, released by the kernel when the holder dies, so
+there are no stale locks to clean up) guards the key's log. Next to it the
+holder writes who it is, so the second writer's error can name the process to
+close instead of saying only "locked".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from datetime import UTC, datetime
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from .errors import StoreLockedError
+from .fsutil import FILE_MODE, atomic_write
+
+LOCK_NAME = "writer.lock"
+INFO_NAME = "writer.json"
+
+
+class WriterLock:
+    """The write lock of one key directory; acquire once, release once."""
+
+    def __init__(self, key: str, key_dir: Path) -> None:
+        self.key = key
+        self.key_dir = key_dir
+        # thread_local=False: the app may release from another thread than it acquired on.
+        self._lock = FileLock(
+            str(key_dir / LOCK_NAME), timeout=0, mode=FILE_MODE, thread_local=False
+        )
+
+    @property
+    def held(self) -> bool:
+        return self._lock.is_locked
+
+    def acquire(self) -> None:
+        try:
+            self._lock.acquire(timeout=0)
+        except Timeout:
+            raise StoreLockedError(self._held_message()) from None
+        info = {
+            "schema": 1,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        try:
+            atomic_write(self.key_dir / INFO_NAME, json.dumps(info).encode())
+        except OSError:
+            pass  # the info only improves the error message; the lock is what counts
+
+    def release(self) -> None:
+        if self._lock.is_locked:
+            try:
+                (self.key_dir / INFO_NAME).unlink(missing_ok=True)
+            except OSError:
+                pass
+            self._lock.release(force=True)
+
+    def _held_message(self) -> str:
+        holder = "another selfref-tui process"
+        try:
+            info = json.loads((self.key_dir / INFO_NAME).read_text(encoding="utf-8"))
+            pid, host, started = info.get("pid"), info.get("host"), info.get("started")
+            if pid == os.getpid() and host == socket.gethostname():
+                holder = f"this process (pid {pid}) — it is already open for writing"
+            else:
+                holder = f"pid {pid} on {host}, since {started}"
+        except (OSError, ValueError, AttributeError):
+            pass
+        return (
+            f"Memory key {self.key!r} is being written by {holder}; "
+            "close that session first, or open the key read-only."
+        )

@@ -1,0 +1,159 @@
+"""``SelfReference``: the facade that hands out memory keys.
+
+It knows where the data directory is, keeps one loaded :class:`MemoryKey` per
+key (so the runtime, forks and the UI share one fold instead of re-reading a
+long log), and owns the write locks it took, so one ``close()`` releases them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import platformdirs
+
+from .errors import StoreError
+from .fsutil import DIR_MODE, ensure_dir
+from .keys import key_dirname, key_from_dirname, validate_key
+from .lock import WriterLock
+from .store import LOG_NAME, META_NAME, KeyInfo, MemoryKey
+
+KEYS_DIR = "keys"
+
+
+def default_data_dir() -> Path:
+    env = os.environ.get("SELFREF_DATA_DIR", "").strip()
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_data_dir("selfref-tui"))
+
+
+class SelfReference:
+    """All memory keys under one data directory."""
+
+    def __init__(self, data_dir: str | Path | None = None) -> None:
+        self.data_dir = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
+        self._open: dict[str, MemoryKey] = {}
+        self._stamp: dict[str, tuple[int, int]] = {}
+
+    @property
+    def keys_dir(self) -> Path:
+        return self.data_dir / KEYS_DIR
+
+    def key_dir(self, key: str) -> Path:
+        return self.keys_dir / key_dirname(validate_key(key))
+
+    def open(self, key: str, *, write: bool = True) -> MemoryKey:
+        """The loaded key; ``write=True`` takes its lock (``StoreLockedError`` if held).
+
+        The same object is returned to every caller in this process. A
+        read-only open reloads when the log changed on disk since it was read,
+        so a viewer of a key another process writes sees the new turns.
+        """
+        key_dir = self.key_dir(key)
+        cached = self._open.get(key)
+        if cached is not None:
+            if cached.writable:
+                return cached
+            if not write and self._stamp.get(key) == _stamp(key_dir):
+                return cached
+        if write:
+            self._ensure_root()
+            ensure_dir(key_dir)
+            lock = WriterLock(key, key_dir)
+            lock.acquire()
+            try:
+                memory = MemoryKey(key, key_dir, lock=lock)
+            except BaseException:
+                lock.release()
+                raise
+        else:
+            memory = MemoryKey(key, key_dir)
+        self._open[key] = memory
+        self._stamp[key] = _stamp(key_dir)
+        return memory
+
+    def keys(self) -> list[KeyInfo]:
+        """Every stored key, newest activity first, from the small meta files only."""
+        try:
+            entries = list(os.scandir(self.keys_dir))
+        except FileNotFoundError:
+            return []
+        infos: list[KeyInfo] = []
+        for entry in entries:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            info = _read_info(Path(entry.path))
+            if info is not None:
+                infos.append(info)
+        infos.sort(key=lambda i: (i.updated, i.key), reverse=True)
+        return infos
+
+    def close(self) -> None:
+        """Release every lock this instance took."""
+        for memory in self._open.values():
+            memory.close()
+        self._open.clear()
+        self._stamp.clear()
+
+    def __enter__(self) -> SelfReference:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _ensure_root(self) -> None:
+        created = not self.data_dir.exists()
+        try:
+            ensure_dir(self.keys_dir)
+        except OSError as exc:
+            raise StoreError(
+                f"Cannot create the data directory {self.data_dir}: {exc.strerror}; "
+                "set SELFREF_DATA_DIR to a writable directory."
+            ) from exc
+        if created:
+            os.chmod(self.data_dir, DIR_MODE)
+
+
+def _stamp(key_dir: Path) -> tuple[int, int]:
+    try:
+        st = os.stat(key_dir / LOG_NAME)
+    except OSError:
+        return (-1, -1)
+    return (st.st_size, st.st_mtime_ns)
+
+
+def _read_info(key_dir: Path) -> KeyInfo | None:
+    """A key's list entry; a damaged meta file degrades to what the log header says."""
+    try:
+        meta = json.loads((key_dir / META_NAME).read_bytes())
+        if isinstance(meta, dict) and isinstance(meta.get("key"), str):
+            messages = meta.get("messages")
+            updated = meta.get("updated")
+            return KeyInfo(
+                key=meta["key"],
+                messages=messages if isinstance(messages, int) else 0,
+                updated=updated if isinstance(updated, str) else "",
+            )
+        problem = "meta.json has the wrong shape"
+    except FileNotFoundError:
+        problem = "meta.json is missing"
+    except (OSError, ValueError) as exc:
+        problem = f"meta.json is unreadable ({exc.__class__.__name__})"
+    key = _key_from_log_header(key_dir) or key_from_dirname(key_dir.name)
+    if key is None:
+        return None
+    if problem == "meta.json is missing" and not (key_dir / LOG_NAME).exists():
+        return None  # a directory with no log yet (opened, never written)
+    return KeyInfo(key=key, messages=0, updated="", problem=problem)
+
+
+def _key_from_log_header(key_dir: Path) -> str | None:
+    try:
+        with open(key_dir / LOG_NAME, "rb") as fh:
+            header = json.loads(fh.readline(4096))
+    except (OSError, ValueError):
+        return None
+    key = header.get("key") if isinstance(header, dict) else None
+    return key if isinstance(key, str) else None
