@@ -1,0 +1,108 @@
+"""Key names: validation and the directory-name mapping."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from selfref_tui.selfref import InvalidKeyError, SelfReference, key_dirname, validate_key
+from selfref_tui.selfref.keys import MAX_KEY_LENGTH, key_from_dirname
+
+from .helpers import turn
+
+HOSTILE = [
+    "",
+    "   ",
+    "\t",
+    "../etc",
+    "a/../../b",
+    "..",
+    "a..b",
+    "a/b",
+    "a\\b",
+    "/abs",
+    "C:\\Windows",
+    "nul\x00byte",
+    "bell\x07",
+    "line\nbreak",
+    " lead",
+    "trail ",
+    "x" * (MAX_KEY_LENGTH + 1),
+]
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_names_are_refused_with_a_one_line_message(name):
+    with pytest.raises(InvalidKeyError) as info:
+        validate_key(name)
+    message = str(info.value)
+    assert "\n" not in message and message.startswith("Memory key")
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_names_never_reach_the_disk(tmp_path, name):
+    store = SelfReference(tmp_path / "data")
+    with pytest.raises(InvalidKeyError):
+        store.open(name)
+    assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "main",
+        "main::fork::1",
+        "Main",
+        "con",
+        "CON",
+        "nul.txt",
+        ".hidden",
+        "end.",
+        "ü名前",
+        "a b",
+        "%41",
+        "x" * MAX_KEY_LENGTH,
+        "~tilde",
+        "é" * MAX_KEY_LENGTH,
+    ],
+)
+def test_valid_names_map_to_safe_directory_names(name):
+    assert validate_key(name) == name
+    dirname = key_dirname(name)
+    assert dirname not in (".", "..")
+    assert not dirname.startswith(".") and not dirname.endswith(".")
+    assert "/" not in dirname and "\\" not in dirname and ":" not in dirname
+    assert len(dirname.encode()) <= 200
+    assert dirname.split(".")[0].lower() not in {"con", "prn", "aux", "nul", "com1", "lpt1"}
+    assert all(ch.isascii() and (ch.isalnum() or ch in "%_.-~") for ch in dirname)
+    decoded = key_from_dirname(dirname)
+    assert decoded in (name, None)  # None only for hashed long names
+    if len(dirname) < 150:
+        assert decoded == name
+
+
+def test_fork_key_round_trips_through_the_store(tmp_path):
+    store = SelfReference(tmp_path)
+    store.open("main::fork::1").commit(turn(1))
+    store.open("main").commit(turn(2))
+    store.close()
+    again = SelfReference(tmp_path)
+    listed = again.keys()
+    assert {info.key for info in listed} == {"main", "main::fork::1"}
+    assert again.open("main::fork::1", write=False).messages[-1]["content"] == "answer 1"
+
+
+keys = st.text(
+    alphabet=st.characters(blacklist_categories=("Cc", "Cs", "Cn", "Zl", "Zp")),
+    min_size=1,
+    max_size=40,
+).filter(
+    lambda k: k.strip() == k and k.strip() and ".." not in k and "/" not in k and "\\" not in k
+)
+
+
+@given(keys, keys)
+def test_distinct_keys_never_share_a_directory_even_case_insensitively(a, b):
+    if a != b:
+        assert key_dirname(a).casefold() != key_dirname(b).casefold()

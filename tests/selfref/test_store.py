@@ -1,0 +1,280 @@
+"""The fold, reloading, records, permissions, the key list and the data dir."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import platformdirs
+import pytest
+
+from selfref_tui.context.apply import apply_mutations
+from selfref_tui.context.mutations import (
+    AssistantMessageMutation,
+    AssistantTruncatedMutation,
+    ContextReplaceMutation,
+    ContextSummaryMutation,
+    ExperienceForgetMutation,
+    ExperienceRememberMutation,
+    ToolResultMutation,
+    UserMessageMutation,
+)
+from selfref_tui.selfref import SCHEMA, SelfReference, StoreError
+from selfref_tui.selfref.store import LOG_NAME, META_NAME
+
+from .helpers import turn
+
+
+def reload(data_dir: Path, key: str = "main"):
+    return SelfReference(data_dir).open(key, write=False)
+
+
+def state(memory):
+    return (
+        memory.messages,
+        memory.history,
+        memory.refs,
+        memory.fds,
+        memory.forks,
+        memory.summary,
+        memory.experiences,
+        memory.updated,
+    )
+
+
+def test_commit_then_reload_gives_the_same_state(tmp_path):
+    store = SelfReference(tmp_path)
+    memory = store.open("main")
+    batches = [
+        [ExperienceRememberMutation("prefers dark mode")],
+        turn(1),
+        [
+            AssistantMessageMutation(
+                content=None,
+                tool_calls=[
+                    {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+                ],
+            )
+        ],
+        [ToolResultMutation("c1", "a.txt")],
+        [AssistantTruncatedMutation("half an ans", "user pressed Esc")],
+    ]
+    for batch in batches:
+        memory.commit(batch)
+    flat = [m for b in batches for m in b]
+    assert memory.messages == apply_mutations([], flat)
+    assert memory.experiences == [{"id": "exp_001", "text": "prefers dark mode"}]
+    again = reload(tmp_path)
+    assert state(again) == state(memory)
+    assert again.messages[-1]["truncated"] is True
+
+
+def test_experience_batches_keep_commit_boundaries(tmp_path):
+    """A forget committed after a remember removes it (per-batch flush survives reload)."""
+    memory = SelfReference(tmp_path).open("main")
+    memory.commit([ExperienceRememberMutation("likes tea")])
+    memory.commit([ExperienceForgetMutation("exp_001")])
+    memory.commit([ExperienceRememberMutation("likes coffee"), ExperienceForgetMutation("exp_002")])
+    assert memory.experiences == [{"id": "exp_002", "text": "likes coffee"}]
+    assert reload(tmp_path).experiences == memory.experiences
+
+
+def test_compaction_archives_history_and_keeps_the_summary(tmp_path):
+    memory = SelfReference(tmp_path).open("main")
+    memory.commit(turn(1))
+    memory.commit(turn(2))
+    summary = {
+        "role": "user",
+        "content": "Summary: two questions",
+        "compaction": {"goal": "answer"},
+    }
+    memory.commit([ContextSummaryMutation(summary, [{"text": "keep this"}])])
+    memory.commit(turn(3))
+    assert [m["content"] for m in memory.messages] == [
+        "",
+        "Summary: two questions",
+        "question 3",
+        "answer 3",
+    ]
+    history = memory.history
+    assert [m.get("content") for m in history[:4]] == [
+        "question 1",
+        "answer 1",
+        "question 2",
+        "answer 2",
+    ]
+    assert all(m["archived"] is True for m in history[:4])
+    assert history[4] == {"role": "compaction", "summary": {"goal": "answer"}}
+    assert [m["content"] for m in history[5:]] == [
+        "Summary: two questions",
+        "question 3",
+        "answer 3",
+    ]
+    assert memory.summary == {"goal": "answer"}
+    assert [e["text"] for e in memory.experiences] == ["keep this"]
+    assert memory.message_count == 7
+    memory.commit([ContextReplaceMutation([{"role": "user", "content": "fresh"}])])
+    assert memory.history[-2] == {"role": "compaction", "summary": {}}
+    assert memory.messages[-1]["content"] == "fresh"
+    assert state(reload(tmp_path)) == state(memory)
+
+
+def test_ref_fd_and_fork_records(tmp_path):
+    memory = SelfReference(tmp_path).open("main")
+    memory.commit(
+        turn(1),
+        records=[
+            {"t": "ref", "id": "fib", "content": "v1", "created": "t1", "message_index": 2},
+            {"t": "fd", "id": "fd:1", "content": "x" * 9000, "created": "t1", "source": "ls"},
+            {"t": "fork", "fork_id": "f1", "child_key": "main::fork::1", "status": "running"},
+        ],
+    )
+    memory.commit(
+        records=[
+            {"t": "ref", "id": "fib", "content": "v2", "created": "t2", "message_index": 4},
+            {
+                "t": "fork",
+                "fork_id": "f1",
+                "child_key": "main::fork::1",
+                "status": "done",
+                "response": "ok",
+            },
+        ]
+    )
+    assert [r["content"] for r in memory.refs["fib"]] == ["v1", "v2"]
+    assert memory.fds["fd:1"]["source"] == "ls"
+    assert memory.forks["f1"]["status"] == "done" and memory.forks["f1"]["response"] == "ok"
+    assert "t" not in memory.forks["f1"] and "ts" not in memory.refs["fib"][0]
+    assert state(reload(tmp_path)) == state(memory)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"t": "ref", "content": "no id"},
+        {"t": "fd", "id": 3, "content": "x"},
+        {"t": "fork"},
+        {"t": "nope", "id": "x"},
+        {"t": "ref", "id": "a", "content": "b", "message_index": "two"},
+    ],
+)
+def test_malformed_input_is_refused_and_nothing_is_written(tmp_path, bad):
+    memory = SelfReference(tmp_path).open("main")
+    memory.commit(turn(1))
+    size = memory.log_size
+    with pytest.raises(ValueError):
+        memory.commit(turn(2), records=[bad])
+    with pytest.raises(TypeError):
+        memory.commit([UserMessageMutation({"role": "user", "content": object()})])
+    with pytest.raises(TypeError):
+        memory.commit(["not a mutation"])  # type: ignore[list-item]
+    assert memory.log_size == size == (memory.key_dir / LOG_NAME).stat().st_size
+    assert len(memory.messages) == 2
+
+
+def test_caller_dicts_are_not_aliased(tmp_path):
+    memory = SelfReference(tmp_path).open("main")
+    message = {"role": "user", "content": "hi"}
+    memory.commit([UserMessageMutation(message)])
+    message["content"] = "changed later"
+    assert memory.messages[-1]["content"] == "hi"
+
+
+def test_read_only_key_refuses_commits_and_sees_new_turns(tmp_path):
+    writer = SelfReference(tmp_path)
+    w = writer.open("main")
+    w.commit(turn(1))
+    viewer = SelfReference(tmp_path)
+    r = viewer.open("main", write=False)
+    with pytest.raises(StoreError, match="read-only"):
+        r.commit(turn(2))
+    w.commit(turn(2))
+    assert viewer.open("main", write=False).messages[-1]["content"] == "answer 2"
+    writer.close()
+    with pytest.raises(StoreError):
+        w.commit(turn(3))
+
+
+def test_open_returns_one_shared_object(tmp_path):
+    store = SelfReference(tmp_path)
+    assert store.open("main") is store.open("main") is store.open("main", write=False)
+
+
+def test_files_are_private(tmp_path):
+    data = tmp_path / "data"
+    store = SelfReference(data)
+    store.open("main").commit(turn(1))
+    store.open("other::fork::1").commit(turn(2))
+    seen = 0
+    for root, _dirs, files in os.walk(data):
+        assert stat.S_IMODE(os.stat(root).st_mode) == 0o700, root
+        for name in files:
+            path = os.path.join(root, name)
+            assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, path
+            seen += 1
+    assert seen >= 6  # log, meta, lock (and writer info) for each key
+
+
+def test_no_api_key_is_ever_written(tmp_path, monkeypatch):
+    fake = "sk-test-FAKE0123456789abcdefDO-NOT-STORE"
+    monkeypatch.setenv("OPENAI_API_KEY", fake)
+    store = SelfReference(tmp_path)
+    memory = store.open("main")
+    memory.commit(
+        [*turn(1), AssistantMessageMutation(content="done")],
+        records=[{"t": "fork", "fork_id": "f", "status": "done"}],
+    )
+    store.close()
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert files
+    for path in files:
+        data = path.read_bytes()
+        assert fake.encode() not in data and b"Authorization" not in data, path
+
+
+def test_header_and_meta_carry_the_schema(tmp_path):
+    memory = SelfReference(tmp_path).open("main::fork::2")
+    memory.commit(turn(1))
+    header = json.loads((memory.key_dir / LOG_NAME).read_text().splitlines()[0])
+    meta = json.loads((memory.key_dir / META_NAME).read_text())
+    assert header["schema"] == meta["schema"] == SCHEMA == 1
+    assert header["key"] == meta["key"] == "main::fork::2"
+    assert meta["messages"] == 2 and meta["updated"] == memory.updated
+
+
+def test_keys_are_listed_newest_first_from_meta(tmp_path):
+    store = SelfReference(tmp_path)
+    for name in ["a", "b", "c"]:
+        store.open(name).commit(turn(1))
+    store.open("a").commit(turn(2))
+    store.open("empty")  # opened, never written: not listed
+    infos = store.keys()
+    assert [i.key for i in infos] == ["a", "c", "b"]
+    assert infos[0].messages == 4 and infos[0].updated == store.open("a").updated
+
+
+def test_keys_survive_a_corrupt_meta_file(tmp_path):
+    store = SelfReference(tmp_path)
+    store.open("good").commit(turn(1))
+    store.open("main::fork::1").commit(turn(1))
+    (store.key_dir("main::fork::1") / META_NAME).write_text("{not json")
+    listed = store.keys()
+    infos = {i.key: i for i in listed}
+    assert infos["good"].problem == ""
+    assert "meta.json" in infos["main::fork::1"].problem
+    # Opening for write rebuilds the meta file from the log.
+    store.close()
+    SelfReference(tmp_path).open("main::fork::1")
+    listed = SelfReference(tmp_path).keys()
+    infos = {i.key: i for i in listed}
+    assert infos["main::fork::1"].problem == "" and infos["main::fork::1"].messages == 2
+
+
+def test_default_data_dir(monkeypatch, tmp_path):
+    monkeypatch.setenv("SELFREF_DATA_DIR", str(tmp_path / "env"))
+    assert SelfReference().data_dir == tmp_path / "env"
+    monkeypatch.delenv("SELFREF_DATA_DIR")
+    assert SelfReference().data_dir == Path(platformdirs.user_data_dir("selfref-tui"))
+    assert SelfReference(tmp_path / "x").data_dir == tmp_path / "x"
