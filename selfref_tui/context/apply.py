@@ -60,7 +60,10 @@ def normalize_tool_call(call: dict[str, Any], position: int) -> dict[str, Any]:
     return {
         "id": call_id,
         "type": "function",
-        "function": {"name": str(function.get("name", call.get("name", ""))), "arguments": arguments},
+        "function": {
+            "name": str(function.get("name", call.get("name", ""))),
+            "arguments": arguments,
+        },
     }
 
 
@@ -144,13 +147,18 @@ class TranscriptBuilder:
             if self.messages and self.messages[0].get("role") == "system":
                 # Only one system message may lead; a later one is kept as user text.
                 self._close_block()
-                self.messages.append({"role": "user", "content": f"[system] {message.get('content', '')}"})
+                self.messages.append(
+                    {"role": "user", "content": f"[system] {message.get('content', '')}"}
+                )
             else:
                 self.messages.insert(0, dict(message))
                 self._shift(1)
         elif role == "tool":
             self._append_tool_result(
-                str(message.get("tool_call_id", "")), "", message.get("content", ""), _extra(message)
+                str(message.get("tool_call_id", "")),
+                "",
+                message.get("content", ""),
+                _extra(message),
             )
         elif role == "assistant" and message.get("tool_calls"):
             self._close_block()
@@ -188,7 +196,12 @@ class TranscriptBuilder:
             j += 1
         unresolved = [cid for cid in ids if cid not in answered]
         if unresolved:
-            self._open_idx, self._unresolved, self._answered, self._insert_at = i, unresolved, answered, j
+            self._open_idx, self._unresolved, self._answered, self._insert_at = (
+                i,
+                unresolved,
+                answered,
+                j,
+            )
 
     def _start_block(self, message: dict[str, Any]) -> None:
         calls, seen = [], set()
@@ -214,21 +227,29 @@ class TranscriptBuilder:
         self._open_idx = None
 
     def _insert_result(self, call_id: str, content: Any, extra: dict[str, Any]) -> None:
-        self.messages.insert(self._insert_at, {"role": "tool", "tool_call_id": call_id, "content": content, **extra})
+        self.messages.insert(
+            self._insert_at, {"role": "tool", "tool_call_id": call_id, "content": content, **extra}
+        )
         self._insert_at += 1
         self._unresolved.remove(call_id)
         self._answered.add(call_id)
         if not self._unresolved:
             self._open_idx = None
 
-    def _append_tool_result(self, call_id: str, tool_name: str, content: Any, extra: dict[str, Any]) -> None:
+    def _append_tool_result(
+        self, call_id: str, tool_name: str, content: Any, extra: dict[str, Any]
+    ) -> None:
         if self._open_idx is not None and call_id in self._unresolved:
             self._insert_result(call_id, content, extra)
             return
         if self._open_idx is not None and call_id in self._answered:
             return  # a second result for the same call: the first one stands
         # No call to answer: add one so the result is not orphaned.
-        call = {"id": call_id, "type": "function", "function": {"name": tool_name or "unknown_tool", "arguments": "{}"}}
+        call = {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": tool_name or "unknown_tool", "arguments": "{}"},
+        }
         if self._open_idx is not None:
             owner = dict(self.messages[self._open_idx])
             owner["tool_calls"] = [*owner["tool_calls"], call]
@@ -240,7 +261,10 @@ class TranscriptBuilder:
 
     def _append_assistant(self, m: AssistantMessageMutation) -> None:
         self._close_block()
-        message: dict[str, Any] = {"role": "assistant", "content": m.content if m.content is not None else ""}
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": m.content if m.content is not None else "",
+        }
         if m.reasoning_details:
             message["reasoning_details"] = list(m.reasoning_details)
         if m.tool_calls:
@@ -256,7 +280,9 @@ class TranscriptBuilder:
             "content": f"I called {m.tool_name}({m.arguments}); its result is in the next message.",
             MULTIMODAL_MARK: m.tool_call_id,
         }
-        users = [{**dict(u), "role": "user", MULTIMODAL_MARK: m.tool_call_id} for u in m.user_messages]
+        users = [
+            {**dict(u), "role": "user", MULTIMODAL_MARK: m.tool_call_id} for u in m.user_messages
+        ]
         if self._open_idx is not None and m.tool_call_id in self._unresolved:
             owner = dict(self.messages[self._open_idx])
             owner["tool_calls"] = [c for c in owner["tool_calls"] if c["id"] != m.tool_call_id]
@@ -287,7 +313,9 @@ class TranscriptBuilder:
                 self.append_message(message)
 
     def _summarise(self, m: ContextSummaryMutation) -> None:
-        system = self.messages[0] if self.messages and self.messages[0].get("role") == "system" else None
+        system = (
+            self.messages[0] if self.messages and self.messages[0].get("role") == "system" else None
+        )
         self.messages.clear()
         self._open_idx = None
         if system is not None:
@@ -295,7 +323,10 @@ class TranscriptBuilder:
         summary = dict(m.summary_message)
         summary.setdefault("role", "user")
         self.append_message(summary)
-        texts = [item.get("text", "") if isinstance(item, dict) else str(item) for item in m.remember]
+        texts = [
+            str(item.get("text", "")) if isinstance(item, dict) else str(item)
+            for item in m.remember
+        ]
         if any(t.strip() for t in texts):
             updated = self._system_for_update()
             for text in texts:

@@ -35,15 +35,33 @@ def find_existing(experiences: list[dict[str, str]], text: str) -> str | None:
     """The id of an experience whose text equals ``text`` after normalising."""
     wanted = normalize_text(text)
     for exp in experiences:
-        if normalize_text(exp.get("text", "")) == wanted:
-            return exp["id"]
+        if isinstance(exp, dict) and normalize_text(str(exp.get("text", ""))) == wanted:
+            return str(exp.get("id", ""))
     return None
+
+
+def last_seq(system_message: dict[str, Any] | None) -> int:
+    """The highest experience number ever handed out on this system message.
+
+    The stored counter is authoritative, but a system message brought in by a
+    replace (a fork, a hand-edited history) may lack it or lag behind its own
+    ids; taking the highest numbered id as well keeps new ids unique.
+    """
+    message = system_message or {}
+    try:
+        seq = int(message.get(SEQ_KEY) or 0)
+    except (TypeError, ValueError):
+        seq = 0
+    for exp in experiences_of(message):
+        exp_id = exp.get("id") if isinstance(exp, dict) else None
+        if isinstance(exp_id, str) and exp_id.startswith("exp_") and exp_id[4:].isdigit():
+            seq = max(seq, int(exp_id[4:]))
+    return seq
 
 
 def next_id(system_message: dict[str, Any] | None) -> str:
     """The id the next new experience on this system message will get."""
-    seq = int((system_message or {}).get(SEQ_KEY) or 0)
-    return format_id(seq + 1)
+    return format_id(last_seq(system_message) + 1)
 
 
 def with_remembered(system_message: dict[str, Any], text: str) -> tuple[dict[str, Any], str]:
@@ -59,7 +77,7 @@ def with_remembered(system_message: dict[str, Any], text: str) -> tuple[dict[str
     existing = find_existing(experiences, clean)
     if existing is not None:
         return system_message, existing
-    seq = int(system_message.get(SEQ_KEY) or 0) + 1
+    seq = last_seq(system_message) + 1
     exp_id = format_id(seq)
     updated = dict(system_message)
     updated[EXPERIENCES_KEY] = [*experiences, {"id": exp_id, "text": clean}]
@@ -67,7 +85,9 @@ def with_remembered(system_message: dict[str, Any], text: str) -> tuple[dict[str
     return updated, exp_id
 
 
-def with_forgotten(system_message: dict[str, Any], experience_id: str) -> tuple[dict[str, Any], bool]:
+def with_forgotten(
+    system_message: dict[str, Any], experience_id: str
+) -> tuple[dict[str, Any], bool]:
     """A copy of ``system_message`` without ``experience_id``; whether it was there."""
     experiences = experiences_of(system_message)
     kept = [exp for exp in experiences if exp.get("id") != experience_id]
