@@ -1,0 +1,156 @@
+"""Pilot tests for the fork panel: rows, statuses, elapsed time and live transcripts."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import App, ComposeResult
+from textual.widgets import Markdown, Static
+
+from selfref_tui.ui.widgets.fork_panel import ForkPanel, format_elapsed
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 500.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class ForkApp(App):
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = FakeClock()
+        self.chosen: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield ForkPanel(clock=self.clock)
+
+    @on(ForkPanel.ForkChosen)
+    def _chosen(self, event: ForkPanel.ForkChosen) -> None:
+        self.chosen.append(event.fork_id)
+
+
+def _cells(panel: ForkPanel, fork_id: str) -> list[str]:
+    return [str(cell) for cell in panel.table.get_row(fork_id)]
+
+
+def _markdown_text(panel: ForkPanel) -> str:
+    return "".join(md.source for md in panel.transcript.query(Markdown))
+
+
+async def test_rows_status_and_elapsed():
+    app = ForkApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = app.query_one(ForkPanel)
+        panel.fork_spawned("fork_1", "main::fork::1", "Write fib")
+        panel.fork_spawned("fork_2", "main::fork::2", "Summarise README")
+        await pilot.pause()
+        assert panel.table.row_count == 2
+        assert panel.chosen_fork_id == "fork_1"
+        panel.fork_progress("fork_2", "tool", 3)
+        app.clock.now += 65
+        panel._tick()
+        assert "tool · step 3" in _cells(panel, "fork_2")[2]
+        assert _cells(panel, "fork_2")[3] == "1m 05s"
+
+        panel.fork_finished("fork_2", "completed", "README summary")
+        app.clock.now += 100  # a finished fork's elapsed time stops
+        panel._tick()
+        assert _cells(panel, "fork_2")[2] == "✓ done"
+        assert _cells(panel, "fork_2")[3] == "1m 05s"
+        assert _cells(panel, "fork_1")[3] == "2m 45s"
+        # Finished forks stay listed.
+        assert panel.table.row_count == 2
+        panel.fork_finished("fork_1", "error", "", "rate limited")
+        await pilot.pause()
+        assert _cells(panel, "fork_1")[2] == "✗ error"
+        errors = [str(w.render()) for w in panel.transcript.query(".fork-error").results(Static)]
+        assert errors == ["✗ rate limited"]
+
+
+async def test_live_transcript_follows_chosen_fork():
+    app = ForkApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = app.query_one(ForkPanel)
+        panel.fork_spawned("fork_1", "k::fork::1", "one")
+        panel.fork_spawned("fork_2", "k::fork::2", "two")
+        panel.child_text("k::fork::1", "Hello ")
+        panel.child_text("k::fork::2", "Other child")
+        panel.child_text("k::fork::1", "world")
+        await pilot.pause()
+        await pilot.pause()
+        assert _markdown_text(panel) == "Hello world"
+
+        panel.child_tool("k::fork::1", "read_fd", "running")
+        await pilot.pause()
+        tools = [str(w.render()) for w in panel.transcript.query(".fork-tool").results(Static)]
+        assert len(tools) == 1 and "read_fd" in tools[0] and "running" in tools[0]
+        panel.child_tool("k::fork::1", "read_fd", "done")
+        panel.child_text("k::fork::1", "\n\nDone.")
+        await pilot.pause()
+        await pilot.pause()
+        tools = [str(w.render()) for w in panel.transcript.query(".fork-tool").results(Static)]
+        assert len(tools) == 1 and "done" in tools[0]
+        assert "Done." in _markdown_text(panel)
+
+        # The person moves to fork_2: its own text, nothing of fork_1.
+        panel.table.focus()
+        await pilot.press("down")
+        await pilot.pause()
+        await pilot.pause()
+        assert panel.chosen_fork_id == "fork_2"
+        assert app.chosen == ["fork_1", "fork_2"]
+        assert _markdown_text(panel) == "Other child"
+        # Text for a fork that is not shown is kept and appears when chosen again.
+        panel.child_text("k::fork::1", " More.")
+        await pilot.press("up")
+        await pilot.pause()
+        await pilot.pause()
+        assert _markdown_text(panel).endswith("Done. More.")
+        assert panel.forks[0]["tools"] == [("read_fd", "done")]
+
+
+async def test_finished_fork_renders_final_text_once():
+    app = ForkApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = app.query_one(ForkPanel)
+        panel.fork_spawned("fork_1", "k::fork::1", "code")
+        for part in ["```python\n", "def f():\n", "    return 1\n", "```\n"]:
+            panel.child_text("k::fork::1", part)
+            await pilot.pause()
+        panel.fork_finished("fork_1", "completed", "done")
+        await pilot.pause()
+        await pilot.pause()
+        assert _markdown_text(panel) == "```python\ndef f():\n    return 1\n```\n"
+        ends = [str(w.render()) for w in panel.transcript.query(".fork-end").results(Static)]
+        assert ends == ["── finished ──"]
+
+
+async def test_load_forks_from_store_records():
+    app = ForkApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = app.query_one(ForkPanel)
+        panel.load_forks(
+            [
+                {
+                    "fork_id": "fork_1",
+                    "child_key": "main::fork::1",
+                    "task": "Old task",
+                    "status": "completed",
+                    "response": "The answer.",
+                    "created": "2025-01-01T10:00:00+00:00",
+                    "updated": "2025-01-01T10:00:42+00:00",
+                }
+            ]
+        )
+        await pilot.pause()
+        await pilot.pause()
+        assert _cells(panel, "fork_1")[3] == "42s"
+        assert _markdown_text(panel) == "The answer."
+
+
+def test_elapsed_format():
+    assert format_elapsed(None) == "—"
+    assert format_elapsed(9.7) == "9s"
+    assert format_elapsed(3725) == "1h 02m"
