@@ -223,8 +223,15 @@ class FdTable:
         return sorted(self._fds, key=natural_key)
 
     def resolve(self, fd_or_ref: str) -> str:
-        """The current content of ``fd:N`` / ``ref:ID`` (a bare ref id works too)."""
+        """The current content of ``fd:N`` / ``ref:ID`` (a bare ref id works too).
+
+        Raises FdError (``.kind``, ``.xml()``) when there is no such entry.
+        """
         return self._lookup(fd_or_ref)[1]
+
+    def lookup(self, fd_or_ref: str) -> tuple[str, str]:
+        """(canonical id such as ``ref:x`` or ``fd:3``, content); raises FdError."""
+        return self._lookup(fd_or_ref)
 
     def list_refs(self) -> str:
         items = []

@@ -1,0 +1,297 @@
+"""write_file / fd_to_file: atomic writes, modes, and hostile paths from the model."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from selfref_tui.refs.fds import FdTable
+from selfref_tui.selfref.files import FileWriteError, PathNotAllowed, fd_to_file, write_file
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    r = tmp_path / "root"
+    r.mkdir()
+    return r
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    o = tmp_path / "elsewhere"
+    o.mkdir()
+    return o
+
+
+def no_temp_files(directory: Path) -> bool:
+    return not any(p.name.startswith(".selfref-") for p in directory.rglob("*"))
+
+
+def table() -> FdTable:
+    t = FdTable()
+    t.add_ref("code", "print('hi')\n")
+    t.add_fd("big output\n" * 10)
+    return t
+
+
+# -- modes ----------------------------------------------------------------
+def test_write_creates_parents_inside_root(root):
+    written = write_file("a/b/c.txt", "hello", roots=[root])
+    assert written == root / "a/b/c.txt"
+    assert written.read_text() == "hello"
+    assert no_temp_files(root)
+
+
+def test_write_replaces_and_keeps_permission_bits(root):
+    f = root / "f.sh"
+    f.write_text("old")
+    f.chmod(0o751)
+    write_file("f.sh", "new", roots=[root])
+    assert f.read_text() == "new"
+    assert stat.S_IMODE(f.stat().st_mode) == 0o751
+
+
+def test_new_file_gets_umask_mode(root):
+    write_file("n.txt", "x", roots=[root])
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE((root / "n.txt").stat().st_mode) == 0o666 & ~umask
+
+
+def test_append(root):
+    f = root / "log.txt"
+    write_file(f, "a\n", mode="append")  # missing + create -> new file
+    write_file(f, "b\n", mode="append")
+    assert f.read_text() == "a\nb\n"
+
+
+def test_append_keeps_non_utf8_bytes(root):
+    f = root / "bin.dat"
+    f.write_bytes(b"\xff\xfe\n")
+    write_file(f, "x", mode="append", roots=[root])
+    assert f.read_bytes() == b"\xff\xfe\nx"
+
+
+@pytest.mark.parametrize("line,expected", [
+    (1, "NEW\none\ntwo\nthree"),
+    (2, "one\nNEW\ntwo\nthree"),
+    (3, "one\ntwo\nNEW\nthree"),
+    (4, "one\ntwo\nthree\nNEW"),
+])
+def test_insert(root, line, expected):
+    f = root / "f.txt"
+    f.write_text("one\ntwo\nthree")
+    write_file(f, "NEW", mode="insert", insert_at_line=line, roots=[root])
+    assert f.read_text() == expected
+
+
+@pytest.mark.parametrize("line", [0, -1, 5])
+def test_insert_out_of_range(root, line):
+    f = root / "f.txt"
+    f.write_text("one\ntwo\nthree\n")
+    with pytest.raises(FileWriteError) as info:
+        write_file(f, "NEW", mode="insert", insert_at_line=line, roots=[root])
+    assert info.value.kind == "invalid_range" and "1 to 4" in str(info.value)
+    assert f.read_text() == "one\ntwo\nthree\n"
+
+
+def test_insert_needs_a_line_number_and_other_bad_params(root):
+    with pytest.raises(FileWriteError) as info:
+        write_file(root / "x", "a", mode="insert")
+    assert info.value.kind == "invalid_parameter"
+    with pytest.raises(FileWriteError) as info:
+        write_file(root / "x", "a", mode="write", insert_at_line=2)
+    assert info.value.kind == "invalid_parameter"
+    with pytest.raises(FileWriteError):
+        write_file(root / "x", "a", mode="overwrite")
+    assert not (root / "x").exists()
+
+
+def test_exist_ok_false_and_create_false(root):
+    f = root / "f.txt"
+    f.write_text("keep")
+    with pytest.raises(FileWriteError, match="already exists"):
+        write_file(f, "new", exist_ok=False)
+    assert f.read_text() == "keep"
+    with pytest.raises(FileWriteError) as info:
+        write_file(root / "missing.txt", "x", create=False)
+    assert info.value.kind == "not_found"
+    assert not (root / "missing.txt").exists()
+
+
+# -- atomicity ------------------------------------------------------------
+def test_directory_target_is_refused(root):
+    (root / "dir").mkdir()
+    with pytest.raises(FileWriteError, match="not a regular file"):
+        write_file("dir", "x", roots=[root])
+    assert (root / "dir").is_dir() and no_temp_files(root)
+
+
+def test_write_failing_midway_keeps_the_old_file(root):
+    """A real mid-write failure: a child process limited to 64 KiB files writes 1 MB."""
+    f = root / "f.txt"
+    f.write_text("old content\n")
+    script = textwrap.dedent(f"""
+        import resource, signal, sys
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
+        from selfref_tui.selfref.files import FileWriteError, write_file
+        try:
+            write_file({str(f)!r}, "x" * 1_000_000, roots=[{str(root)!r}])
+        except FileWriteError as exc:
+            print("refused:", exc)
+            sys.exit(3)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 3, proc.stderr
+    assert "nothing was changed" in proc.stdout
+    assert f.read_text() == "old content\n"
+    assert no_temp_files(root)
+
+
+def test_unencodable_content_changes_nothing(root):
+    f = root / "f.txt"
+    f.write_text("intact")
+    with pytest.raises(FileWriteError) as info:
+        write_file(f, "bad \ud800 surrogate", roots=[root])
+    assert info.value.kind == "invalid_parameter"
+    assert f.read_text() == "intact" and no_temp_files(root)
+
+
+# -- hostile paths ------------------------------------------------------------
+@pytest.mark.parametrize("path", ["/etc/passwd", "../../x", "../escape.txt", "a/../../x",
+                                  "/", "."])
+def test_escapes_refused(root, path):
+    with pytest.raises(PathNotAllowed):
+        write_file(path, "pwned", roots=[root])
+    assert not (root.parent / "escape.txt").exists()
+    assert not (root.parent.parent / "x").exists()
+
+
+def test_absolute_path_inside_root_allowed(root):
+    assert write_file(str(root / "abs.txt"), "ok", roots=[root]).read_text() == "ok"
+
+
+def test_second_root_allowed(root, outside):
+    assert write_file(str(outside / "f"), "ok", roots=[root, outside]).read_text() == "ok"
+
+
+def test_symlinked_dir_pointing_outside_refused(root, outside):
+    (root / "link").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(PathNotAllowed):
+        write_file("link/f.txt", "x", roots=[root])
+    with pytest.raises(PathNotAllowed):
+        write_file("link/new/deeper.txt", "x", roots=[root])
+    assert list(outside.iterdir()) == []
+
+
+def test_symlinked_file_pointing_outside_refused(root, outside):
+    secret = outside / "secret.txt"
+    secret.write_text("secret")
+    (root / "s.txt").symlink_to(secret)
+    for mode in ("write", "append"):
+        with pytest.raises(PathNotAllowed):
+            write_file("s.txt", "x", mode=mode, roots=[root])
+    assert secret.read_text() == "secret"
+    (root / "dangling").symlink_to(outside / "not_yet")
+    with pytest.raises(PathNotAllowed):
+        write_file("dangling", "x", roots=[root])
+    assert not (outside / "not_yet").exists()
+
+
+def test_symlink_inside_root_is_followed(root):
+    (root / "real").mkdir()
+    (root / "alias").symlink_to(root / "real", target_is_directory=True)
+    written = write_file("alias/f.txt", "x", roots=[root])
+    assert written == root / "real" / "f.txt" and written.read_text() == "x"
+    assert (root / "alias").is_symlink()
+
+
+def test_root_given_through_a_symlink(tmp_path, root):
+    via = tmp_path / "via"
+    via.symlink_to(root, target_is_directory=True)
+    assert write_file("f.txt", "x", roots=[via]) == root / "f.txt"
+
+
+def test_nul_bytes_refused(root):
+    with pytest.raises(PathNotAllowed):
+        write_file("a\x00b", "x", roots=[root])
+    with pytest.raises(PathNotAllowed):
+        write_file("a\x00b", "x")
+
+
+def test_very_long_names_are_a_clean_error(root):
+    with pytest.raises(FileWriteError):
+        write_file("n" * 300 + ".txt", "x", roots=[root])
+    with pytest.raises(FileWriteError):
+        write_file("/".join(["d" * 200] * 30) + "/f", "x", roots=[root])
+    long_ok = "n" * 250
+    assert write_file(long_ok, "x", roots=[root]).read_text() == "x"
+    assert no_temp_files(root)
+
+
+def test_empty_path(root):
+    with pytest.raises(FileWriteError) as info:
+        write_file("  ", "x", roots=[root])
+    assert info.value.kind == "invalid_parameter"
+
+
+# -- fd_to_file -----------------------------------------------------------
+def result(text: str) -> ET.Element:
+    return ET.fromstring(text)
+
+
+def test_fd_to_file_ref_and_fd(root):
+    t = table()
+    el = result(fd_to_file(t, "ref:code", "out/hi.py", roots=(root,)))
+    assert el.tag == "fd_to_file_result"
+    assert el.get("fd") == "ref:code" and el.get("mode") == "write"
+    assert el.get("chars") == str(len("print('hi')\n"))
+    assert el.get("path") == str(root / "out/hi.py")
+    assert (root / "out/hi.py").read_text() == "print('hi')\n"
+    fd_to_file(t, "fd:1", "out/hi.py", mode="append", roots=(root,))
+    assert (root / "out/hi.py").read_text().endswith("big output\n")
+
+
+def test_fd_to_file_default_root_is_cwd(root, outside, monkeypatch):
+    monkeypatch.chdir(root)
+    t = table()
+    assert result(fd_to_file(t, "ref:code", "x.py")).tag == "fd_to_file_result"
+    assert (root / "x.py").exists()
+    el = result(fd_to_file(t, "ref:code", str(outside / "x.py")))
+    assert el.tag == "fd_error" and el.get("type") == "path_not_allowed"
+    assert "inside them" in el.text
+
+
+@pytest.mark.parametrize("kwargs,kind", [
+    ({"fd": "fd:9"}, "not_found"),
+    ({"file_path": "/etc/passwd"}, "path_not_allowed"),
+    ({"file_path": "../../x"}, "path_not_allowed"),
+    ({"mode": "insert", "insert_at_line": 99}, "invalid_range"),
+    ({"mode": "nope"}, "invalid_parameter"),
+    ({"create": False, "file_path": "missing.txt"}, "not_found"),
+    ({"exist_ok": False, "file_path": "exists.txt"}, "write_error"),
+])
+def test_fd_to_file_errors(root, kwargs, kind):
+    (root / "exists.txt").write_text("keep\n")
+    args = {"fd": "ref:code", "file_path": "exists.txt", **kwargs}
+    el = result(fd_to_file(table(), roots=(root,), **args))
+    assert el.tag == "fd_error" and el.get("type") == kind
+    assert el.text and len(el.text) > 10
+    assert (root / "exists.txt").read_text() == "keep\n"
+
+
+def test_fd_to_file_insert(root):
+    (root / "m.py").write_text("import os\nmain()\n")
+    el = result(fd_to_file(table(), "ref:code", "m.py", mode="insert", insert_at_line=2,
+                           roots=(root,)))
+    assert el.get("mode") == "insert"
+    assert (root / "m.py").read_text() == "import os\nprint('hi')\nmain()\n"
