@@ -1,0 +1,93 @@
+"""Slash commands typed into the chat input.
+
+Parsing is kept apart from running them so it can be tested without a
+screen and so the help screen, the palette and the parser share one table.
+The app decides what each command does (it owns the agent and the screens).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    name: str
+    usage: str
+    help: str
+    min_args: int = 0
+    #: True when everything after the name is one argument (free text).
+    rest_is_text: bool = False
+
+
+COMMANDS: tuple[CommandSpec, ...] = (
+    CommandSpec("compact", "/compact", "Summarise the conversation now and continue from the summary"),
+    CommandSpec("remember", "/remember TEXT", "Store an experience the agent keeps across turns",
+                min_args=1, rest_is_text=True),
+    CommandSpec("forget", "/forget ID", "Forget an experience (for example exp_003)", min_args=1),
+    CommandSpec("export", "/export ID [PATH]", "Write ref ID to a file (dialog when PATH is left out)",
+                min_args=1),
+    CommandSpec("key", "/key NAME", "Switch to memory key NAME (created when new)", min_args=1),
+    CommandSpec("new", "/new", "Start a fresh memory key"),
+    CommandSpec("context", "/context", "Show exactly what the model will see next"),
+    CommandSpec("help", "/help", "Keys and commands"),
+)
+
+_BY_NAME = {spec.name: spec for spec in COMMANDS}
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    args: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.args)
+
+
+class CommandError(ValueError):
+    """A slash command that cannot run; the message tells the person what to type."""
+
+
+def is_command(text: str) -> bool:
+    """A line starting with one ``/`` and a letter; ``//x`` is sent as ``/x``."""
+    stripped = text.lstrip()
+    return stripped.startswith("/") and len(stripped) > 1 and stripped[1].isalpha()
+
+
+def unescape(text: str) -> str:
+    """``//etc/hosts`` sends the literal ``/etc/hosts``."""
+    stripped = text.lstrip()
+    return stripped[1:] if stripped.startswith("//") else text
+
+
+def parse_command(text: str) -> Command:
+    """Parse ``/name args…``; raises :class:`CommandError` with a usable hint."""
+    stripped = text.strip()
+    if not is_command(stripped):
+        raise CommandError("Not a command; commands start with /, for example /help.")
+    head, _, rest = stripped[1:].partition(" ")
+    name = head.lower()
+    spec = _BY_NAME.get(name)
+    if spec is None:
+        names = " ".join(f"/{s.name}" for s in COMMANDS)
+        raise CommandError(f"Unknown command /{head}. Commands: {names}")
+    rest = rest.strip()
+    if spec.rest_is_text:
+        args: tuple[str, ...] = (rest,) if rest else ()
+    elif name == "export":
+        ref_id, _, path = rest.partition(" ")
+        args = tuple(a for a in (ref_id.strip(), path.strip()) if a)
+    else:
+        args = tuple(rest.split())
+    if len(args) < spec.min_args:
+        raise CommandError(f"Usage: {spec.usage}")
+    max_args = 2 if name == "export" else (1 if spec.min_args else 0)
+    if not spec.rest_is_text and len(args) > max_args:
+        raise CommandError(f"Too many arguments. Usage: {spec.usage}")
+    return Command(name, args)
+
+
+def help_rows() -> list[tuple[str, str]]:
+    return [(spec.usage, spec.help) for spec in COMMANDS]

@@ -1,0 +1,82 @@
+"""Every app key in one table, each with an id so `[keymap]` in config.toml can move it.
+
+The input is a TextArea, and people edit with its emacs-style keys, so no app
+binding may take one of them (:data:`RESERVED_KEYS`); a remap onto one is
+refused with a warning instead of silently breaking editing.
+
+Copying the highlighted ref uses ``ctrl+r`` ("copy Ref"): ctrl+shift+c never
+reaches most terminals and ctrl+c/ctrl+y belong to the input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from textual.binding import Binding
+
+#: Keys the chat input (TextArea) uses for editing.
+RESERVED_KEYS: frozenset[str] = frozenset(
+    f"ctrl+{c}" for c in "aekuwdxcvzy"
+) | {"enter", "shift+enter", "ctrl+j", "up", "down", "left", "right", "home", "end",
+     "backspace", "delete", "tab", "shift+tab", "pageup", "pagedown"}
+
+#: Reserved but intentionally shared: End/Escape are handled with the input in mind.
+_ALLOWED_SHARED = {"end", "escape"}
+
+BINDINGS: list[Binding] = [
+    Binding("escape", "abort", "Stop", id="abort",
+            tooltip="Stop the running answer; the partial text is kept, marked interrupted"),
+    Binding("ctrl+up", "ref_prev", "Prev ref", id="ref_prev",
+            tooltip="Highlight the previous ref in the transcript"),
+    Binding("ctrl+down", "ref_next", "Next ref", id="ref_next",
+            tooltip="Highlight the next ref in the transcript"),
+    Binding("ctrl+s", "export_ref", "Export ref", id="export_ref",
+            tooltip="Write the highlighted ref to a file (fence stripped)"),
+    Binding("ctrl+r", "copy_ref", "Copy ref", id="copy_ref",
+            tooltip="Copy the highlighted ref to the clipboard"),
+    Binding("ctrl+b", "toggle_sidebar", "Sidebar", id="toggle_sidebar",
+            tooltip="Show or hide experiences, refs and the context meter"),
+    Binding("ctrl+f", "toggle_forks", "Forks", id="toggle_forks",
+            tooltip="Show or hide the fork panel"),
+    Binding("ctrl+n", "new_key", "New key", id="new_key",
+            tooltip="Start a new memory key"),
+    Binding("ctrl+o", "switch_key", "Switch key", id="switch_key",
+            tooltip="Open another memory key (filtered list)"),
+    Binding("f1", "help", "Help", id="help", tooltip="Keys and slash commands"),
+    Binding("ctrl+end", "scroll_bottom", "Bottom", id="scroll_bottom", show=False,
+            tooltip="Jump to the end of the transcript and follow it again"),
+    Binding("ctrl+p", "command_palette", "Palette", id="command_palette",
+            tooltip="Every action, searchable"),
+    Binding("ctrl+q", "quit", "Quit", id="quit", priority=True, tooltip="Quit selfref-tui"),
+]
+
+BINDING_IDS: frozenset[str] = frozenset(b.id for b in BINDINGS if b.id)
+
+
+def check_keymap(keymap: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The usable part of a `[keymap]` table, and one warning per refused entry."""
+    usable: dict[str, str] = {}
+    warnings: list[str] = []
+    for binding_id, keys in keymap.items():
+        if binding_id not in BINDING_IDS:
+            known = ", ".join(sorted(BINDING_IDS))
+            warnings.append(f"[keymap] {binding_id!r} is not a binding id; known ids: {known}")
+            continue
+        wanted = [k.strip() for k in str(keys).split(",") if k.strip()]
+        taken = [k for k in wanted if k in RESERVED_KEYS and k not in _ALLOWED_SHARED]
+        if taken or not wanted:
+            why = f"{', '.join(taken)} edits text in the input" if taken else "no key given"
+            warnings.append(f"[keymap] {binding_id} = {keys!r} ignored: {why}")
+            continue
+        usable[binding_id] = ",".join(wanted)
+    return usable, warnings
+
+
+def key_for(binding_id: str, keymap: Mapping[str, str] | None = None) -> str:
+    """The key currently bound to ``binding_id`` (for help text and hints)."""
+    if keymap and binding_id in keymap:
+        return keymap[binding_id]
+    for binding in BINDINGS:
+        if binding.id == binding_id:
+            return binding.key
+    return ""

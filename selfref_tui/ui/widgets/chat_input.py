@@ -1,0 +1,123 @@
+"""The multi-line input: Enter sends, shift+enter / ctrl+j add a line.
+
+It stays editable while a turn runs. Text is only cleared once the app has
+accepted it (:meth:`ChatInput.accept`), so a send that fails keeps what the
+person typed. Up on an empty input walks back through earlier inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual import events
+from textual.message import Message
+from textual.widgets import TextArea
+
+NEWLINE_KEYS = ("shift+enter", "ctrl+j")
+
+
+class ChatInput(TextArea):
+    DEFAULT_CSS = """
+    ChatInput {
+        height: auto;
+        min-height: 3;
+        max-height: 12;
+        border: round $primary 50%;
+        padding: 0 1;
+        background: $surface;
+    }
+    ChatInput:focus { border: round $primary; }
+    ChatInput.-busy { border: round $warning 70%; }
+    """
+
+    @dataclass
+    class Submitted(Message):
+        """The person pressed Enter; the app calls :meth:`ChatInput.accept` if it took the text."""
+
+        chat_input: ChatInput
+        text: str
+
+        @property
+        def control(self) -> ChatInput:
+            return self.chat_input
+
+    @dataclass
+    class ScrollToBottom(Message):
+        """End on an empty input means "back to the bottom of the transcript"."""
+
+    def __init__(self, *, id: str | None = None, placeholder: str = "") -> None:
+        super().__init__(
+            id=id,
+            soft_wrap=True,
+            show_line_numbers=False,
+            tab_behavior="focus",
+            placeholder=placeholder,
+        )
+        self.history: list[str] = []
+        self._recall_index: int | None = None
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()
+            text = self.text.strip()
+            if text:
+                self.post_message(self.Submitted(self, text))
+            return
+        if event.key in NEWLINE_KEYS:
+            event.stop()
+            event.prevent_default()
+            start, end = self.selection
+            self._replace_via_keyboard("\n", start, end)
+            return
+        await super()._on_key(event)
+
+    def accept(self, text: str) -> None:
+        """The app took ``text``: remember it for Up and empty the input."""
+        if not self.history or self.history[-1] != text:
+            self.history.append(text)
+        self._recall_index = None
+        self.clear()
+
+    # Up/Down recall earlier inputs while the input is empty or showing one.
+    def _recalling(self) -> bool:
+        if not self.text:
+            return True
+        return (
+            self._recall_index is not None
+            and 0 <= self._recall_index < len(self.history)
+            and self.text == self.history[self._recall_index]
+        )
+
+    def action_cursor_up(self, select: bool = False) -> None:
+        if not select and self.history and self._recalling() and self.cursor_location[0] == 0:
+            index = len(self.history) if self._recall_index is None or not self.text else self._recall_index
+            if index > 0:
+                self._recall_index = index - 1
+                self._show(self.history[self._recall_index])
+            return
+        super().action_cursor_up(select)
+
+    def action_cursor_down(self, select: bool = False) -> None:
+        last_row = self.document.line_count - 1
+        if not select and self._recall_index is not None and self._recalling() and (
+            self.cursor_location[0] == last_row
+        ):
+            self._recall_index += 1
+            if self._recall_index >= len(self.history):
+                self._recall_index = None
+                self.clear()
+            else:
+                self._show(self.history[self._recall_index])
+            return
+        super().action_cursor_down(select)
+
+    def action_cursor_line_end(self, select: bool = False) -> None:
+        if not select and not self.text:
+            self.post_message(self.ScrollToBottom())
+            return
+        super().action_cursor_line_end(select)
+
+    def _show(self, text: str) -> None:
+        self.text = text
+        self.move_cursor(self.document.end)

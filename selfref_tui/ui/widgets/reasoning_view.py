@@ -1,0 +1,42 @@
+"""The model's reasoning, kept out of the way: collapsed unless asked for."""
+
+from __future__ import annotations
+
+from textual.widgets import Collapsible, Static
+
+
+class ReasoningView(Collapsible):
+    DEFAULT_CSS = """
+    ReasoningView {
+        height: auto;
+        border: none;
+        padding: 0;
+        margin: 0 0 1 0;
+        background: transparent;
+        color: $text-muted;
+    }
+    ReasoningView > Contents { padding: 0 0 0 2; }
+    ReasoningView Static { color: $text-muted; text-style: italic; }
+    """
+
+    def __init__(self, text: str = "") -> None:
+        self._parts: list[str] = [text] if text else []
+        self._body = Static(text, markup=False)
+        super().__init__(self._body, title=self._title(), collapsed=True)
+
+    @property
+    def text(self) -> str:
+        return "".join(self._parts)
+
+    def append(self, text: str) -> None:
+        self._parts.append(text)
+        if not self.collapsed:
+            self._body.update(self.text)
+        self.title = self._title()
+
+    def _on_collapsible_expanded(self) -> None:
+        self._body.update(self.text)
+
+    def _title(self) -> str:
+        words = len(self.text.split())
+        return f"Reasoning · {words} words" if words else "Reasoning"

@@ -1,0 +1,184 @@
+"""Streaming Markdown flows and the highlighted ``ref:ID`` blocks inside them.
+
+An answer is not one Markdown document: ``<ref>`` blocks cut it into pieces,
+and each piece streams into its own :class:`StreamingMarkdown` through
+``Markdown.get_stream`` (which batches appends and re-parses only the last
+block) instead of re-rendering the whole answer per chunk. A ref is itself a
+flow, so a nested ref is a block inside a block and fenced code inside a ref
+is syntax-highlighted like anywhere else.
+"""
+
+from __future__ import annotations
+
+from textual.containers import Vertical
+from textual.content import Content
+from textual.widgets import Markdown
+from textual.widgets.markdown import MarkdownStream
+
+
+class StreamingMarkdown(Markdown):
+    """Markdown fed in fragments; one full render when the stream stops."""
+
+    DEFAULT_CSS = """
+    StreamingMarkdown { margin: 0; padding: 0; background: transparent; }
+    """
+
+    def __init__(self, markdown: str = "", *, live: bool = True, classes: str | None = None) -> None:
+        super().__init__(markdown, classes=classes)
+        self._chunks: list[str] = [markdown] if markdown else []
+        self._stream: MarkdownStream | None = None
+        #: False for stored text: collect it all and render once at finish()
+        self.live = live
+        self._finished = False
+
+    @property
+    def text(self) -> str:
+        return "".join(self._chunks)
+
+    @property
+    def streaming(self) -> bool:
+        return not self._finished
+
+    async def write(self, fragment: str) -> None:
+        if not fragment:
+            return
+        self._chunks.append(fragment)
+        if not self.live:
+            return
+        if self._stream is None:
+            self._stream = Markdown.get_stream(self)
+        await self._stream.write(fragment)
+
+    async def finish(self) -> None:
+        """Stop the stream, then render the whole text once (fences close properly)."""
+        if self._finished:
+            return
+        self._finished = True
+        if self._stream is not None:
+            await self._stream.stop()
+            self._stream = None
+        await self.update(self.text)
+
+
+class Flow(Vertical):
+    """A run of Markdown pieces and ref blocks, written in order as text arrives."""
+
+    DEFAULT_CSS = """
+    Flow { height: auto; }
+    """
+
+    def __init__(self, *, live: bool = True, classes: str | None = None) -> None:
+        super().__init__(classes=classes)
+        self.live = live
+        self._held_space = ""
+
+    @property
+    def _tail(self) -> StreamingMarkdown | None:
+        last = self.children[-1] if self.children else None
+        if isinstance(last, StreamingMarkdown) and last.streaming:
+            return last
+        return None
+
+    async def write_text(self, text: str) -> None:
+        tail = self._tail
+        if tail is None:
+            if not text.strip():
+                # Whitespace between blocks would only make an empty paragraph.
+                self._held_space += text
+                return
+            text, self._held_space = self._held_space + text, ""
+            tail = StreamingMarkdown(live=self.live)
+            await self.mount(tail)
+        await tail.write(text)
+
+    async def open_ref(self, ref_id: str) -> RefBlock:
+        tail = self._tail
+        if tail is not None:
+            await tail.finish()
+        self._held_space = ""
+        block = RefBlock(ref_id, live=self.live)
+        await self.mount(block)
+        return block
+
+    async def finish(self) -> None:
+        for child in list(self.children):
+            if isinstance(child, StreamingMarkdown) or isinstance(child, Flow):
+                await child.finish()
+
+
+class RefBlock(Flow):
+    """A ``<ref id=…>`` block: bordered, titled ``ref:ID``, selectable for export."""
+
+    DEFAULT_CSS = """
+    RefBlock {
+        height: auto;
+        border: round $accent 60%;
+        border-title-color: $accent;
+        border-title-style: bold;
+        border-subtitle-color: $text-muted;
+        padding: 0 1;
+        margin: 1 0 0 0;
+        background: $accent 6%;
+    }
+    RefBlock.-open { border: round $warning 70%; border-title-color: $warning; }
+    RefBlock.-unfinished { border: dashed $warning 70%; border-title-color: $warning; }
+    RefBlock.-superseded { opacity: 60%; border: round $foreground 20%; border-title-color: $text-muted; }
+    RefBlock.-highlighted { border: heavy $primary; background: $primary 10%; }
+    """
+
+    def __init__(self, ref_id: str, *, live: bool = True, content: str | None = None) -> None:
+        super().__init__(live=live, classes="-open" if content is None else None)
+        self.ref_id = ref_id
+        #: the ref's content once closed (the text tools and export use)
+        self.content: str | None = content
+        self.border_title = f"ref:{ref_id}"
+
+    def on_mount(self) -> None:
+        self._update_subtitle()
+
+    @property
+    def closed(self) -> bool:
+        return self.content is not None
+
+    @property
+    def text_so_far(self) -> str:
+        """What has arrived, for copying a ref that is still streaming."""
+        if self.content is not None:
+            return self.content
+        parts: list[str] = []
+        for child in self.children:
+            if isinstance(child, StreamingMarkdown):
+                parts.append(child.text)
+            elif isinstance(child, RefBlock):
+                parts.append(child.text_so_far)
+        return "".join(parts)
+
+    def close(self, content: str) -> None:
+        self.content = content
+        self.remove_class("-open")
+        self._update_subtitle()
+
+    def mark_unfinished(self) -> None:
+        """The answer ended (or was stopped) before ``</ref>``: not stored as a ref."""
+        self.remove_class("-open")
+        self.add_class("-unfinished")
+        self._update_subtitle()
+
+    def set_superseded(self, superseded: bool = True) -> None:
+        self.set_class(superseded, "-superseded")
+        self._update_subtitle()
+
+    def set_highlighted(self, highlighted: bool) -> None:
+        self.set_class(highlighted, "-highlighted")
+
+    def _update_subtitle(self) -> None:
+        if self.has_class("-unfinished"):
+            label = "unfinished"
+        elif self.content is None:
+            label = "streaming…"
+        else:
+            lines = self.content.count("\n") + 1 if self.content else 0
+            label = f"{lines} ln · {len(self.content)} ch"
+            if self.has_class("-superseded"):
+                label += " · superseded"
+        self.border_subtitle = Content(label)

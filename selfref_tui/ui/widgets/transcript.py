@@ -1,0 +1,355 @@
+"""The scrolling conversation: live events and stored history become the same widgets.
+
+The transcript owns the per-turn state a stream needs (the answer being
+written, tool cards by call id, queued messages) so the app only routes
+events here by key. It is anchored to the bottom (``anchor()``): new text
+keeps it there until the person scrolls up, and scrolling back to the end
+(or End on an empty input) re-attaches it.
+
+Long histories mount their tail first; older messages wait behind a banner
+and mount on demand, so opening a key with 100,000 messages costs the same
+first frame as opening an empty one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from textual import events
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widget import Widget
+from textual.widgets import Static
+
+from selfref_tui.agent import events as ev
+from selfref_tui.ui.widgets.assistant_message import AssistantMessage
+from selfref_tui.ui.widgets.compaction_divider import CompactionDivider
+from selfref_tui.ui.widgets.error_block import ErrorBlock
+from selfref_tui.ui.widgets.ref_block import RefBlock
+from selfref_tui.ui.widgets.tool_card import ToolCard
+from selfref_tui.ui.widgets.user_message import UserMessage
+
+TAIL_ITEMS = 50
+
+
+class _OlderBanner(Static, can_focus=True):
+    """"N earlier messages" — click or Enter mounts the next batch."""
+
+    DEFAULT_CSS = """
+    _OlderBanner { height: 1; color: $text-muted; text-style: italic; content-align: center middle; }
+    _OlderBanner:focus, _OlderBanner:hover { color: $accent; }
+    """
+
+    def set_count(self, count: int) -> None:
+        self.update(f"↑ {count} earlier messages — click or press Enter to show more")
+        self.display = count > 0
+
+    def on_click(self, event: events.Click) -> None:
+        event.stop()
+        self.post_message(Transcript.LoadOlder())
+
+    def key_enter(self, event: events.Key) -> None:
+        event.stop()
+        self.post_message(Transcript.LoadOlder())
+
+
+class Transcript(VerticalScroll):
+    DEFAULT_CSS = """
+    Transcript { height: 1fr; padding: 0 1 1 1; scrollbar-size-vertical: 1; }
+    Transcript .archived { opacity: 60%; }
+    """
+
+    @dataclass
+    class LoadOlder(Message):
+        """Mount the next batch of older history."""
+
+    @dataclass
+    class RefHighlighted(Message):
+        ref_id: str
+        block: RefBlock
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._current: AssistantMessage | None = None
+        self._cards: dict[str, ToolCard] = {}
+        self._older: list[dict] = []
+        self._highlighted: RefBlock | None = None
+        self._banner = _OlderBanner("")
+
+    def compose(self):  # type: ignore[override]
+        yield self._banner
+
+    def on_mount(self) -> None:
+        self._banner.set_count(0)
+        self.anchor()
+
+    # ---------------------------------------------------------------- state
+
+    @property
+    def current(self) -> AssistantMessage | None:
+        return self._current
+
+    @property
+    def older_count(self) -> int:
+        return len(self._older)
+
+    @property
+    def highlighted(self) -> RefBlock | None:
+        if self._highlighted is not None and not self._highlighted.is_attached:
+            self._highlighted = None
+        return self._highlighted
+
+    def ref_blocks(self) -> list[RefBlock]:
+        return list(self.query(RefBlock))
+
+    def queued_messages(self) -> list[UserMessage]:
+        return [m for m in self.query(UserMessage) if m.queued]
+
+    # -------------------------------------------------------------- history
+
+    async def reset(self) -> None:
+        """Empty the transcript (key switch)."""
+        self._current = None
+        self._cards.clear()
+        self._older = []
+        self._highlighted = None
+        await self.remove_children([c for c in self.children if c is not self._banner])
+        self._banner.set_count(0)
+
+    async def load_history(self, history: Sequence[dict], *, tail: int = TAIL_ITEMS) -> None:
+        """Mount the last ``tail`` items now; keep the rest for :meth:`load_older`."""
+        items = [m for m in history if m.get("role") != "system"]
+        cut = max(0, len(items) - tail)
+        # Never split an assistant message from its tool results.
+        while 0 < cut < len(items) and items[cut].get("role") == "tool":
+            cut -= 1
+        self._older = list(items[:cut])
+        await self._render_items(items[cut:])
+        self._banner.set_count(len(self._older))
+        self._mark_superseded()
+        self.scroll_end(animate=False, immediate=True)
+
+    async def load_older(self, count: int = TAIL_ITEMS) -> int:
+        if not self._older:
+            return 0
+        cut = max(0, len(self._older) - count)
+        while 0 < cut < len(self._older) and self._older[cut].get("role") == "tool":
+            cut -= 1
+        batch, self._older = self._older[cut:], self._older[:cut]
+        anchor = next((c for c in self.children if c is not self._banner), None)
+        await self._render_items(batch, before=anchor)
+        self._banner.set_count(len(self._older))
+        self._mark_superseded()
+        return len(batch)
+
+    async def _render_items(self, items: Sequence[dict], *, before: Widget | None = None) -> None:
+        widgets: list[Widget] = []
+        pending: list[tuple[dict, AssistantMessage]] = []
+        for item in items:
+            role = item.get("role")
+            archived = "archived" if item.get("archived") else None
+            if role == "compaction":
+                summary = item.get("summary") or {}
+                widgets.append(CompactionDivider(summary, int(item.get("messages_before") or 0)))
+            elif role == "user":
+                if item.get("compaction") is not None:
+                    continue  # the summary itself: shown by its divider
+                content = item.get("content")
+                if isinstance(content, list):
+                    content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+                widgets.append(UserMessage(str(content or ""), classes=archived))
+            elif role == "assistant":
+                message = AssistantMessage(live=False, classes=archived)
+                widgets.append(message)
+                pending.append((item, message))
+                for call in item.get("tool_calls") or []:
+                    fn = call.get("function") or {}
+                    card = ToolCard(str(call.get("id", "")), str(fn.get("name", "tool")),
+                                    arguments=str(fn.get("arguments", "")), classes=archived)
+                    self._cards[card.call_id] = card
+                    widgets.append(card)
+            elif role == "tool":
+                call_id = str(item.get("tool_call_id", ""))
+                card = self._cards.get(call_id)
+                if card is None:
+                    card = ToolCard(call_id, str(item.get("name") or "tool"), classes=archived)
+                    self._cards[call_id] = card
+                    widgets.append(card)
+                content = str(item.get("content") or "")
+                if item.get("cancelled"):
+                    card.cancel(str(item.get("abort_reason") or content))
+                else:
+                    card.finish(content, float(item.get("duration_s") or 0.0))
+                    card.duration_s = item.get("duration_s")
+                    card.title = card._title()
+        if widgets:
+            await self.mount_all(widgets, before=before)
+        for item, message in pending:
+            await message.render_stored(item)
+        self._cards = {k: c for k, c in self._cards.items() if c.status == "running"}
+
+    def _mark_superseded(self) -> None:
+        latest: dict[str, RefBlock] = {}
+        blocks = [b for b in self.ref_blocks() if b.closed]
+        for block in blocks:
+            latest[block.ref_id] = block
+        for block in blocks:
+            block.set_superseded(latest[block.ref_id] is not block)
+
+    # ----------------------------------------------------------------- live
+
+    async def add_user(self, text: str, *, queued: bool = False) -> UserMessage:
+        message = UserMessage(text, queued=queued)
+        await self.mount(message)
+        return message
+
+    async def add_error(self, message: str, kind: str = "internal") -> ErrorBlock:
+        block = ErrorBlock(message, kind)
+        await self.mount(block)
+        return block
+
+    def deliver(self, text: str) -> UserMessage | None:
+        """A queued message reached the model: un-mark it and move it to where it now sits."""
+        for message in self.queued_messages():
+            if message.text == text:
+                message.delivered()
+                last = self.children[-1] if self.children else None
+                if last is not None and last is not message:
+                    self.move_child(message, after=last)
+                return message
+        return None
+
+    async def _answer(self) -> AssistantMessage:
+        if self._current is None or self._current.finished:
+            self._current = AssistantMessage()
+            await self.mount(self._current)
+        return self._current
+
+    async def finish_answer(self, *, interrupted: bool = False, reason: str = "") -> None:
+        current, self._current = self._current, None
+        if current is not None:
+            closed = await current.finish(interrupted=interrupted, reason=reason)
+            if closed:
+                self._mark_superseded()
+
+    async def handle(self, event: ev.AgentEvent) -> None:
+        """Show one runtime event for this transcript's key."""
+        if isinstance(event, ev.TextDelta):
+            answer = await self._answer()
+            if await answer.feed(event.text):
+                self._mark_superseded()
+        elif isinstance(event, ev.ReasoningDelta):
+            await (await self._answer()).feed_reasoning(event.text)
+        elif isinstance(event, ev.TurnStarted):
+            if event.user_text and self.deliver(event.user_text) is None:
+                if not self._awaiting_start(event.user_text):
+                    await self.add_user(event.user_text)
+        elif isinstance(event, ev.LLMCallEnded):
+            aborted = event.finish_reason in ("aborted",)
+            await self.finish_answer(interrupted=aborted, reason="stopped" if aborted else "")
+        elif isinstance(event, ev.ToolCallStarted):
+            await self.finish_answer()
+            card = ToolCard(event.call_id, event.name)
+            self._cards[event.call_id] = card
+            await self.mount(card)
+        elif isinstance(event, ev.ToolCallArgumentsDelta):
+            card = self._cards.get(event.call_id)
+            if card is not None:
+                card.append_arguments(event.delta)
+        elif isinstance(event, (ev.ToolCallEnded, ev.ToolCallError)):
+            card = self._cards.pop(event.call_id, None)
+            if card is None:
+                card = ToolCard(event.call_id, event.name)
+                await self.mount(card)
+            if isinstance(event, ev.ToolCallEnded):
+                card.finish(event.result, event.duration_s, arguments=event.arguments)
+            else:
+                card.fail(event.error, event.duration_s, arguments=event.arguments)
+        elif isinstance(event, ev.QueuedMessageDelivered):
+            if self.deliver(event.text) is None:
+                await self.add_user(event.text)
+        elif isinstance(event, ev.Aborted):
+            current = self._current
+            await self.finish_answer(interrupted=True, reason=event.reason)
+            if current is None and event.stage == "stream":
+                last = self._last_answer()
+                if last is not None and not last.interrupted:
+                    last.mark_interrupted(event.reason)
+            for card in list(self._cards.values()):
+                card.cancel(event.reason)
+            self._cards.clear()
+        elif isinstance(event, ev.ErrorEvent):
+            current = self._current
+            await self.finish_answer(interrupted=current is not None and bool(current.text),
+                                     reason="stream failed")
+            await self.add_error(event.message, event.kind)
+        elif isinstance(event, ev.CompactionApplied):
+            await self.finish_answer()
+            for child in self.children:
+                if child is not self._banner:
+                    child.add_class("archived")
+            await self.mount(CompactionDivider(event.summary, event.messages_before))
+        elif isinstance(event, ev.TurnEnded):
+            await self.finish_answer(interrupted=event.outcome == "aborted", reason="stopped")
+            for card in list(self._cards.values()):
+                card.cancel("turn ended")
+            self._cards.clear()
+
+    def _awaiting_start(self, text: str) -> bool:
+        """The app already showed this message when it was sent."""
+        for child in reversed(self.children):
+            if isinstance(child, UserMessage):
+                return child.text == text and not child.queued
+        return False
+
+    def _last_answer(self) -> AssistantMessage | None:
+        for child in reversed(self.children):
+            if isinstance(child, AssistantMessage):
+                return child
+        return None
+
+    # ----------------------------------------------------------------- refs
+
+    def move_highlight(self, step: int) -> RefBlock | None:
+        """ctrl+up / ctrl+down: the previous/next ref; starts from the newest."""
+        blocks = self.ref_blocks()
+        if not blocks:
+            return None
+        current = self.highlighted
+        if current in blocks:
+            index = max(0, min(len(blocks) - 1, blocks.index(current) + step))
+        else:
+            index = len(blocks) - 1
+        return self.highlight(blocks[index])
+
+    def highlight(self, block: RefBlock) -> RefBlock:
+        if self._highlighted is not None and self._highlighted is not block:
+            self._highlighted.set_highlighted(False)
+        self._highlighted = block
+        block.set_highlighted(True)
+        self.scroll_to_widget(block, animate=False, top=False)
+        self.post_message(self.RefHighlighted(block.ref_id, block))
+        return block
+
+    def highlight_ref_id(self, ref_id: str) -> RefBlock | None:
+        """The current (last, not superseded) block with ``ref_id``."""
+        blocks = [b for b in self.ref_blocks() if b.ref_id == ref_id]
+        if not blocks:
+            return None
+        current = [b for b in blocks if not b.has_class("-superseded")]
+        return self.highlight((current or blocks)[-1])
+
+    def target_ref(self) -> RefBlock | None:
+        """What export/copy act on: the highlighted ref, else the newest one."""
+        if self.highlighted is not None:
+            return self.highlighted
+        blocks = [b for b in self.ref_blocks() if b.closed]
+        return blocks[-1] if blocks else None
+
+    def scroll_bottom(self) -> None:
+        self.anchor()
+
+    def on_transcript_load_older(self, message: LoadOlder) -> None:
+        message.stop()
+        self.run_worker(self.load_older(), exclusive=True, group="load-older")
