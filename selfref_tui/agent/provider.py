@@ -1,0 +1,347 @@
+"""Streaming Chat Completions over any OpenAI-compatible server.
+
+The official ``openai`` client does the HTTP and SSE work; this module adds
+what the runtime needs on top: typed chunks, our own visible retries (the
+client's are switched off so that every wait can be shown as an event), one
+actionable line per failure, and a stream that closes its HTTP response the
+moment the consumer stops (an abort must not leave the server generating).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import openai
+
+from selfref_tui.config import ProviderConfig
+
+
+@dataclass(frozen=True, slots=True)
+class TextChunk:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningChunk:
+    """``reasoning_content`` deltas: shown apart, never sent back to the model."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallChunk:
+    """One tool-call delta: ``id`` and ``name`` on its first delta, ``arguments`` in pieces."""
+
+    index: int
+    id: str | None
+    name: str | None
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class UsageChunk:
+    usage: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class FinishChunk:
+    reason: str | None
+
+
+Chunk = TextChunk | ReasoningChunk | ToolCallChunk | UsageChunk | FinishChunk
+RetryFn = Callable[[int, float, str], None]
+
+
+class ProviderError(Exception):
+    """A failure a person can act on; ``message`` is one line naming the URL or model."""
+
+    KINDS = ("auth", "model", "rate_limit", "server", "connection", "timeout", "protocol",
+             "bad_request")
+
+    def __init__(self, kind: str, message: str, *, partial: bool = False,
+                 status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.partial = partial
+        self.status = status
+
+    def __repr__(self) -> str:
+        return f"ProviderError({self.kind!r}, {self.message!r}, partial={self.partial})"
+
+
+class _Retryable(Exception):
+    def __init__(self, error: ProviderError, delay: float | None = None) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.delay = delay
+
+
+MAX_RETRY_AFTER_S = 120.0
+
+
+class Provider:
+    """One endpoint + model. Create once per app; ``stream`` once per LLM call."""
+
+    def __init__(self, config: ProviderConfig, *, backoff_base_s: float = 0.5) -> None:
+        self.config = config
+        self.backoff_base_s = backoff_base_s
+        self._stream_options_ok = True
+        self._client = openai.AsyncOpenAI(
+            base_url=config.base_url or None,
+            api_key=config.api_key or "not-needed",
+            max_retries=0,
+            timeout=config.timeout_s,
+        )
+
+    @property
+    def base_url(self) -> str:
+        return self.config.base_url
+
+    @property
+    def model(self) -> str:
+        return self.config.model
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def __aenter__(self) -> Provider:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def list_models(self) -> list[str]:
+        """Model ids the server offers (for a model picker); ProviderError on failure."""
+        try:
+            page = await self._client.models.list()
+        except Exception as exc:  # mapped below
+            raise self._map(exc, partial=False) from None
+        return [m.id for m in page.data]
+
+    async def stream(self, messages: list[dict], tools: list[dict] | None = None, *,
+                     on_retry: RetryFn | None = None) -> AsyncIterator[Chunk]:
+        """Yield typed chunks of one streamed completion.
+
+        Retries (429, 5xx, connection errors) happen only before the first chunk
+        is yielded; after that a failure is a ``ProviderError(partial=True)``.
+        Cancelling the consuming task or calling ``aclose()`` closes the HTTP
+        response at once.
+        """
+        attempt = 0
+        options_retry: ProviderError | None = None
+        while True:
+            try:
+                stream = await self._open(messages, tools)
+            except _Retryable as retry:
+                attempt += 1
+                if attempt > self.config.max_retries:
+                    raise retry.error from None
+                delay = retry.delay if retry.delay is not None else self._backoff(attempt)
+                if on_retry is not None:
+                    on_retry(attempt, delay, retry.error.message)
+                await asyncio.sleep(delay)
+                continue
+            except ProviderError as error:
+                if error.kind != "bad_request":
+                    raise
+                if options_retry is not None:
+                    # Not stream_options after all: keep asking for usage next time.
+                    self._stream_options_ok = True
+                    raise options_retry from None
+                if not self._stream_options_ok:
+                    raise
+                # Some llama.cpp builds reject stream_options: try once without.
+                options_retry = error
+                self._stream_options_ok = False
+                continue
+            break
+        async with contextlib.aclosing(self._read(stream)) as chunks:
+            async for chunk in chunks:
+                yield chunk
+
+    # ------------------------------------------------------------------ internals
+    def _request(self, messages: list[dict], tools: list[dict] | None) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"model": self.config.model, "messages": messages,
+                                  "stream": True}
+        if self._stream_options_ok:
+            kwargs["stream_options"] = {"include_usage": True}
+        if tools:
+            kwargs["tools"] = tools
+        if self.config.temperature is not None:
+            kwargs["temperature"] = self.config.temperature
+        if self.config.max_output_tokens is not None:
+            kwargs["max_tokens"] = self.config.max_output_tokens
+        return kwargs
+
+    async def _open(self, messages: list[dict], tools: list[dict] | None) -> Any:
+        try:
+            return await self._client.chat.completions.create(**self._request(messages, tools))
+        except (openai.RateLimitError, openai.InternalServerError) as exc:
+            raise _Retryable(self._map(exc), _retry_after(exc)) from None
+        except openai.APIStatusError as exc:
+            error = self._map(exc)
+            if exc.status_code >= 500:
+                raise _Retryable(error, _retry_after(exc)) from None
+            raise error from None
+        except openai.APIConnectionError as exc:
+            raise _Retryable(self._map(exc)) from None
+
+    async def _read(self, stream: Any) -> AsyncIterator[Chunk]:
+        produced = False
+        finished = False
+        try:
+            async for event in stream:
+                usage = getattr(event, "usage", None)
+                for choice in event.choices or ():
+                    for chunk in _choice_chunks(choice):
+                        produced = True
+                        if isinstance(chunk, FinishChunk):
+                            finished = True
+                        yield chunk
+                if usage is not None:
+                    yield UsageChunk(_usage_dict(usage))
+        except (json.JSONDecodeError, openai.APIResponseValidationError) as exc:
+            raise ProviderError(
+                "protocol", f"{self.base_url} sent a malformed stream chunk ({_short(exc)}) "
+                "— is it really OpenAI-compatible?", partial=produced) from None
+        except openai.APIError as exc:
+            raise self._map(exc, partial=produced, midway=True) from None
+        finally:
+            with contextlib.suppress(Exception):
+                await stream.close()
+        if not finished:
+            if produced:
+                raise ProviderError("connection", f"connection lost: {self.base_url} ended the "
+                                    "stream before the answer was finished", partial=True)
+            raise ProviderError("protocol", f"{self.base_url} ended the stream without an "
+                                "answer — check that it supports streaming chat completions")
+
+    def _backoff(self, attempt: int) -> float:
+        return self.backoff_base_s * (2 ** (attempt - 1)) * (1 + random.random() * 0.25)
+
+    def _map(self, exc: BaseException, *, partial: bool = False,
+             midway: bool = False) -> ProviderError:
+        url = self.base_url or "the provider"
+        model = self.config.model
+        if isinstance(exc, openai.APITimeoutError):
+            if midway and partial:
+                return ProviderError("timeout", f"connection lost: {url} stopped sending for "
+                                     f"{self.config.timeout_s:g}s", partial=partial)
+            return ProviderError("timeout", f"no answer from {url} within "
+                                 f"{self.config.timeout_s:g}s — is the server running and the "
+                                 "model loaded?", partial=partial)
+        if isinstance(exc, openai.APIConnectionError):
+            if midway and partial:
+                return ProviderError("connection", f"connection lost: the stream from {url} "
+                                     "dropped midway", partial=partial)
+            if midway:
+                return ProviderError("connection", f"connection lost: {url} closed the stream "
+                                     "before answering — try again")
+            return ProviderError("connection", f"cannot reach {url} — is the server running?",
+                                 partial=partial)
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            detail = _short(_api_message(exc))
+            if status in (401, 403):
+                env = self.config.api_key_env or "OPENAI_API_KEY"
+                return ProviderError("auth", f"API key rejected by {url} ({status}) — check "
+                                     f"{env} (or the profile's api_key_env)", status=status)
+            if status == 404:
+                if exc.code == "model_not_found" or "model" in detail.lower():
+                    return ProviderError("model", f"model '{model}' not found at {url} — pick "
+                                         "another with `selfref-tui --model NAME` or set `model` "
+                                         "in config.toml", status=status)
+                return ProviderError("model", f"{url} answered 404 for model '{model}' — check "
+                                     "the base URL (it usually ends in /v1) and the model name "
+                                     "(`--model`)", status=status)
+            if status == 429:
+                return ProviderError("rate_limit", f"rate limited by {url} (429) after "
+                                     f"{self.config.max_retries} retries — wait a moment and try "
+                                     f"again ({detail})", status=status)
+            if status >= 500:
+                return ProviderError("server", f"{url} failed with {status} ({detail}) — try "
+                                     "again; if it persists, check the server's logs",
+                                     status=status, partial=partial)
+            return ProviderError("bad_request", f"{url} rejected the request ({status}: "
+                                 f"{detail})", status=status)
+        if isinstance(exc, openai.APIError):
+            return ProviderError("server", f"{url} reported an error mid-stream: "
+                                 f"{_short(exc.message)}", partial=partial)
+        return ProviderError("protocol", f"unexpected answer from {url}: {_short(exc)}",
+                             partial=partial)
+
+
+def _choice_chunks(choice: Any) -> list[Chunk]:
+    out: list[Chunk] = []
+    delta = choice.delta
+    if delta is not None:
+        extra = getattr(delta, "model_extra", None) or {}
+        reasoning = extra.get("reasoning_content") or extra.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            out.append(ReasoningChunk(reasoning))
+        if delta.content:
+            out.append(TextChunk(delta.content))
+        for call in delta.tool_calls or ():
+            fn = call.function
+            out.append(ToolCallChunk(
+                index=call.index if call.index is not None else 0,
+                id=call.id or None,
+                name=(fn.name or None) if fn is not None else None,
+                arguments=(fn.arguments or "") if fn is not None else "",
+            ))
+    if choice.finish_reason:
+        out.append(FinishChunk(choice.finish_reason))
+    return out
+
+
+def _usage_dict(usage: Any) -> dict[str, int]:
+    raw = usage.model_dump() if hasattr(usage, "model_dump") else dict(usage)
+    return {k: v for k, v in raw.items() if isinstance(v, int)}
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    """Seconds from Retry-After / retry-after-ms, capped; None when absent or unreadable."""
+    headers = exc.response.headers
+    ms = headers.get("retry-after-ms")
+    if ms:
+        with contextlib.suppress(ValueError):
+            return min(max(float(ms) / 1000, 0.0), MAX_RETRY_AFTER_S)
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return min(max(float(value), 0.0), MAX_RETRY_AFTER_S)
+    except ValueError:
+        pass
+    try:
+        import datetime as _dt
+
+        when = parsedate_to_datetime(value)
+        delta = (when - _dt.datetime.now(when.tzinfo)).total_seconds()
+        return min(max(delta, 0.0), MAX_RETRY_AFTER_S)
+    except (TypeError, ValueError):
+        return None
+
+
+def _api_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return inner["message"]
+        if isinstance(body.get("message"), str):
+            return body["message"]
+    return exc.message
+
+
+def _short(value: object, limit: int = 160) -> str:
+    text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,287 @@
+"""What the demo server answers: scripted steps for tests and the offline demo model.
+
+A *script* is either a list of steps served one per request, in order, or a
+callable ``(request_body, call_index) -> step`` that picks an answer from the
+conversation. Tests use lists (exact, reproducible failures); the demo model
+(:data:`DEMO_SCRIPT`) is a callable so that a person can type anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+DEMO_MODEL = "selfref-demo"
+DEMO_TAG = "[demo model]"
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call the model makes; ``arguments`` as a dict is JSON-encoded on the wire."""
+
+    name: str
+    arguments: dict[str, Any] | str = field(default_factory=dict)
+    id: str | None = None
+
+    def arguments_json(self) -> str:
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return json.dumps(self.arguments)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A normal answer: optional reasoning, text and tool calls, streamed in small chunks.
+
+    ``chunk_chars`` None splits text into word-sized tokens; an int cuts fixed-size
+    pieces (handy to split ``<ref id=`` across chunks). ``tokens_per_s`` overrides the
+    server's pace for this step. ``interleave`` sends tool-call argument pieces
+    round-robin across calls, as some servers do.
+    """
+
+    text: str = ""
+    tool_calls: Sequence[ToolCall] = ()
+    reasoning: str = ""
+    chunk_chars: int | None = None
+    tokens_per_s: float | None = None
+    interleave: bool = True
+    finish_reason: str | None = None
+    usage: dict[str, int] | None = None
+
+    @property
+    def finish(self) -> str:
+        if self.finish_reason:
+            return self.finish_reason
+        return "tool_calls" if self.tool_calls else "stop"
+
+
+@dataclass(frozen=True)
+class HttpError:
+    """An error status with OpenAI-shaped error JSON (``headers`` e.g. Retry-After)."""
+
+    status: int
+    message: str = "demo server error"
+    headers: dict[str, str] = field(default_factory=dict)
+    code: str | None = None
+    type: str = "server_error"
+
+
+@dataclass(frozen=True)
+class Drop:
+    """Stream ``text`` then cut the connection without finishing the response."""
+
+    text: str = ""
+    chunk_chars: int | None = None
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """Stream ``text_before`` then a data line that is not JSON."""
+
+    text_before: str = ""
+    payload: str = '{"choices": [ {"delta": '
+
+
+@dataclass(frozen=True)
+class Stall:
+    """Stream ``text_before``, set ``reached``, wait for ``event``, then send ``text_after``.
+
+    Tests hold the answer mid-stream with it (to press Esc / fire an abort); a
+    client that disconnects while stalled is noticed at once.
+    """
+
+    event: asyncio.Event
+    text_before: str = ""
+    text_after: str = ""
+    reached: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+Step = Reply | HttpError | Drop | Malformed | Stall
+ScriptFn = Callable[[dict, int], Step]
+Script = Sequence[Step] | ScriptFn
+
+
+# --------------------------------------------------------------------------- demo model
+
+_FIB_CODE = '''def fib_recursive(n: int) -> int:
+    """The textbook definition: exponential time, fine for small n."""
+    if n < 2:
+        return n
+    return fib_recursive(n - 1) + fib_recursive(n - 2)
+'''
+
+_FIB_ITER = '''def fib_iterative(n: int) -> int:
+    """Linear time, constant memory."""
+    a, b = 0, 1
+    for _ in range(n):
+        a, b = b, a + b
+    return a
+'''
+
+HELP_TEXT = f"""{DEMO_TAG} Hello! I am the offline demo model of selfref-tui: no network, \
+no API key, every answer is scripted so you can see what the app does. Try one of these:
+
+- **"show me some code"** — an answer with `<ref>` blocks (code and prose) you can export
+- **"remember that I like Python"** — I call `remember`; watch the experiences panel
+- **"forget that"** — I call `forget` on a stored experience
+- **"fork two helpers"** — I spawn two child agents with `fork_spawn`, then `fork_gather_all`
+- **"compact the context"** — I call `compact` with a structured summary
+- **"write something long"** — a long, paced answer: press **Esc** to stop it midway
+
+Point the app at a real model with `--base-url` and `--model` (see the README)."""
+
+
+def _long_text() -> str:
+    topics = [
+        "how the context is compiled from patches",
+        "why every edit is an append to a log",
+        "what experiences are and why they survive compaction",
+        "how refs turn parts of an answer into named, exportable blocks",
+        "how forks run child agents on a snapshot of the parent",
+        "what happens when you press Esc in the middle of a stream",
+    ]
+    parts = [f"{DEMO_TAG} Here is a long answer, paced like a real model. Press Esc at any time: "
+             "the partial text is kept and marked as truncated.\n"]
+    for round_no in range(1, 5):
+        for topic in topics:
+            parts.append(
+                f"\n### Part {round_no}: {topic}\n\n"
+                f"This paragraph is about {topic}. The demo model writes it slowly so that you "
+                "can watch the stream arrive token by token, scroll up while it keeps going, and "
+                "interrupt it. Nothing here is generated: the text is scripted inside the package, "
+                "and the server streams it in small chunks over real HTTP, through the same OpenAI "
+                "client path a real provider uses. When you stop it, the answer so far is saved "
+                "with a truncation marker, the transcript stays valid, and your next message "
+                "starts a normal turn.\n"
+            )
+    return "".join(parts)
+
+
+def _last(messages: list[dict], role: str) -> dict | None:
+    for message in reversed(messages):
+        if message.get("role") == role:
+            return message
+    return None
+
+
+def _text_of(message: dict | None) -> str:
+    if not message:
+        return ""
+    content = message.get("content")
+    if isinstance(content, list):
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content or ""
+
+
+def _tool_names(body: dict) -> set[str]:
+    return {t.get("function", {}).get("name", "") for t in body.get("tools") or []}
+
+
+def _after_tools(messages: list[dict], tools: set[str]) -> Step:
+    """A brief answer about the tool results that just came back (or the next call)."""
+    assistant = _last(messages, "assistant") or {}
+    called = [c.get("function", {}).get("name", "") for c in assistant.get("tool_calls") or []]
+    results = []
+    for message in reversed(messages):
+        if message.get("role") != "tool":
+            break
+        results.insert(0, _text_of(message))
+    first = results[0] if results else ""
+    if "fork_spawn" in called and "fork_gather_all" in tools:
+        return Reply(
+            text=f"{DEMO_TAG} Both helpers are running; gathering their answers.",
+            tool_calls=[ToolCall("fork_gather_all", {"include_history": False})],
+        )
+    if "fork_gather_all" in called:
+        return Reply(text=f"{DEMO_TAG} The helpers are done. Their answers, in short:\n\n"
+                     f"{_clip(first, 600)}")
+    if "remember" in called:
+        return Reply(text=f"{DEMO_TAG} Stored it ({_clip(first, 80)}). It is now part of my "
+                     "system prompt and survives compaction.")
+    if "forget" in called:
+        return Reply(text=f"{DEMO_TAG} Done: {_clip(first, 120)}")
+    if "compact" in called:
+        return Reply(text=f"{DEMO_TAG} Compaction queued: the transcript is replaced by the "
+                     "structured summary at the next step.")
+    return Reply(text=f"{DEMO_TAG} The tool answered: {_clip(first, 200)}")
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _refs_answer() -> Reply:
+    text = (
+        f"{DEMO_TAG} Two ways to compute Fibonacci numbers, each in a ref you can export "
+        "(`selfref-tui refs export fib_iterative fib.py`):\n\n"
+        f'<ref id="fib_recursive">\n```python\n{_FIB_CODE}```\n</ref>\n\n'
+        f'<ref id="fib_iterative">\n```python\n{_FIB_ITER}```\n</ref>\n\n'
+        '<ref id="fib_note">The recursive version recomputes the same values again and again, '
+        "so its running time grows exponentially; the iterative one keeps only the last two "
+        "numbers.</ref>\n\nRefs are named blocks: tools and the refs panel can reuse them."
+    )
+    return Reply(text=text)
+
+
+def demo_script(body: dict, call_index: int) -> Step:
+    """The offline demo model: pick a scripted answer from the conversation."""
+    messages = body.get("messages") or []
+    tools = _tool_names(body)
+    if messages and messages[-1].get("role") == "tool":
+        return _after_tools(messages, tools)
+    prompt = _text_of(_last(messages, "user")).lower()
+    if "demo fork task" in prompt:
+        return Reply(text=f"{DEMO_TAG} (child agent) Task done: {_clip(prompt, 160)}")
+    if "compact" in prompt and "compact" in tools:
+        return Reply(
+            text=f"{DEMO_TAG} Compacting the conversation into a structured summary.",
+            tool_calls=[ToolCall("compact", {
+                "goal": "Show what selfref-tui can do with the offline demo model",
+                "instruction": "Keep answering demo requests briefly",
+                "discoveries": ["The demo model is scripted and offline"],
+                "completed": ["Explored the demo"],
+                "current_status": "Context compacted on request",
+                "likely_next_work": "Try refs, forks or Esc on a long answer",
+                "relevant_files_directories": [],
+                "remember": [],
+            })],
+        )
+    if "forget" in prompt and "forget" in tools:
+        system = _text_of(messages[0]) if messages else ""
+        found = re.findall(r"exp_\d+", system)
+        if not found:
+            return Reply(text=f"{DEMO_TAG} There is nothing to forget yet: no experiences are "
+                         "stored. Try \"remember that I like Python\" first.")
+        return Reply(text=f"{DEMO_TAG} Forgetting {found[0]}.",
+                     tool_calls=[ToolCall("forget", {"experience_id": found[0]})])
+    if "remember" in prompt and "remember" in tools:
+        fact = prompt.split("remember", 1)[1].strip(" :.,!") or "the person tried the demo"
+        fact = re.sub(r"^that\s+", "", fact)
+        return Reply(text=f"{DEMO_TAG} I will remember that.",
+                     tool_calls=[ToolCall("remember", {"text": f"The person said: {fact}"})])
+    if "fork" in prompt and "fork_spawn" in tools:
+        return Reply(
+            reasoning="Two independent sub-tasks: run them as children in parallel.",
+            text=f"{DEMO_TAG} Spawning two helpers that work in parallel.",
+            tool_calls=[
+                ToolCall("fork_spawn", {"task": "Demo fork task A: name three uses of "
+                                        "memoization", "instruction": "Answer in one line."}),
+                ToolCall("fork_spawn", {"task": "Demo fork task B: explain tail calls in one "
+                                        "sentence", "instruction": "Answer in one line."}),
+            ],
+        )
+    if "fork" in prompt:
+        return Reply(text=f"{DEMO_TAG} Fork tools are not available at this depth.")
+    if any(word in prompt for word in ("code", "ref", "fib", "example")):
+        return _refs_answer()
+    if any(word in prompt for word in ("long", "essay", "story", "esc")):
+        return Reply(text=_long_text())
+    return Reply(text=HELP_TEXT)
+
+
+DEMO_SCRIPT: ScriptFn = demo_script

@@ -1,0 +1,269 @@
+"""Provider over real HTTP (the real openai client) against the in-package DemoServer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from contextlib import aclosing
+
+import pytest
+
+from selfref_tui.agent.provider import (
+    FinishChunk,
+    Provider,
+    ProviderError,
+    ReasoningChunk,
+    TextChunk,
+    ToolCallChunk,
+    UsageChunk,
+)
+from selfref_tui.config import ProviderConfig
+from selfref_tui.demo import DemoServer, Drop, HttpError, Malformed, Reply, Stall, ToolCall
+
+MESSAGES = [{"role": "user", "content": "hello"}]
+
+
+_OPEN: list[Provider] = []
+
+
+def make(url: str, **kw) -> Provider:
+    cfg = {"base_url": url, "model": "test-model", "max_retries": 0, "timeout_s": 5.0, **kw}
+    provider = Provider(ProviderConfig(**cfg), backoff_base_s=0.01)
+    _OPEN.append(provider)
+    return provider
+
+
+@pytest.fixture(autouse=True)
+async def _close_providers():
+    """An unclosed AsyncOpenAI schedules its close on a dead loop; close them in the test's."""
+    yield
+    while _OPEN:
+        await _OPEN.pop().aclose()
+
+
+async def collect(provider: Provider, tools=None, on_retry=None) -> list:
+    out = []
+    async with aclosing(provider.stream(MESSAGES, tools, on_retry=on_retry)) as chunks:
+        async for chunk in chunks:
+            out.append(chunk)
+    return out
+
+
+async def failure(provider: Provider, **kw) -> tuple[ProviderError, list]:
+    seen: list = []
+    with pytest.raises(ProviderError) as info:
+        async for chunk in provider.stream(MESSAGES, **kw):
+            seen.append(chunk)
+    return info.value, seen
+
+
+def text_of(chunks: list) -> str:
+    return "".join(c.text for c in chunks if isinstance(c, TextChunk))
+
+
+async def test_text_reasoning_usage_and_request_fields():
+    answer = 'Here is <ref id="x">print(1)</ref> and more text.'
+    server = DemoServer([Reply(text=answer, reasoning="thinking hard", chunk_chars=3)])
+    async with server as url:
+        provider = make(url, temperature=0.2, max_output_tokens=99)
+        tools = [{"type": "function", "function": {"name": "remember", "parameters": {}}}]
+        chunks = await collect(provider, tools)
+        await provider.aclose()
+    assert text_of(chunks) == answer
+    assert len([c for c in chunks if isinstance(c, TextChunk)]) > 5  # really streamed
+    assert "".join(c.text for c in chunks if isinstance(c, ReasoningChunk)) == "thinking hard"
+    assert [c.reason for c in chunks if isinstance(c, FinishChunk)] == ["stop"]
+    usage = [c for c in chunks if isinstance(c, UsageChunk)]
+    assert usage and usage[0].usage["completion_tokens"] > 0
+    body = server.requests[0]
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert body["model"] == "test-model" and body["messages"] == MESSAGES
+    assert body["tools"] == tools and body["temperature"] == 0.2 and body["max_tokens"] == 99
+
+
+async def test_no_tools_key_when_no_tools_and_no_optional_settings():
+    server = DemoServer([Reply(text="ok")])
+    async with server as url:
+        provider = make(url)
+        await collect(provider)
+    body = server.requests[0]
+    assert "tools" not in body and "temperature" not in body and "max_tokens" not in body
+
+
+async def test_interleaved_tool_calls_reassemble():
+    calls = [ToolCall("remember", {"text": "the person likes tea " * 3}),
+             ToolCall("forget", {"experience_id": "exp_002"}),
+             ToolCall("fork_spawn", {"task": "a", "instruction": "b"})]
+    async with DemoServer([Reply(text="ok", tool_calls=calls, chunk_chars=4)]) as url:
+        chunks = await collect(make(url))
+    deltas = [c for c in chunks if isinstance(c, ToolCallChunk)]
+    indexes = [d.index for d in deltas if d.id is None]
+    assert indexes[:3] == [0, 1, 2]  # interleaved across calls
+    names, args, ids = {}, {}, {}
+    for d in deltas:
+        if d.id:
+            ids[d.index], names[d.index] = d.id, d.name
+        args[d.index] = args.get(d.index, "") + d.arguments
+    assert names == {0: "remember", 1: "forget", 2: "fork_spawn"}
+    assert len(set(ids.values())) == 3
+    assert [json.loads(args[i]) for i in range(3)] == [c.arguments for c in calls]
+    assert [c.reason for c in chunks if isinstance(c, FinishChunk)] == ["tool_calls"]
+
+
+async def test_api_key_checked_and_401_is_actionable():
+    async with DemoServer([Reply(text="ok")], api_key="sekrit") as url:
+        assert text_of(await collect(make(url, api_key="sekrit"))) == "ok"
+        error, _ = await failure(make(url, api_key="wrong", api_key_env="MY_KEY"))
+    assert error.kind == "auth" and not error.partial
+    assert f"API key rejected by {url}" in error.message and "MY_KEY" in error.message
+    assert "sekrit" not in error.message and "wrong" not in error.message
+
+
+async def test_unknown_model_named():
+    async with DemoServer([Reply(text="ok")], models=("known",)) as url:
+        error, _ = await failure(make(url, model="nope-7b"))
+    assert error.kind == "model" and "nope-7b" in error.message and "--model" in error.message
+
+
+async def test_429_honours_retry_after_then_succeeds():
+    script = [HttpError(429, "slow down", {"Retry-After": "0.2"}), Reply(text="finally")]
+    retries: list = []
+    async with DemoServer(script) as url:
+        started = time.monotonic()
+        chunks = await collect(make(url, max_retries=2),
+                               on_retry=lambda *a: retries.append(a))
+        elapsed = time.monotonic() - started
+    assert text_of(chunks) == "finally"
+    assert len(retries) == 1 and retries[0][0] == 1 and retries[0][1] == pytest.approx(0.2)
+    assert "429" in retries[0][2]
+    assert elapsed >= 0.2
+
+
+async def test_429_exhausted_retries_is_rate_limit_error():
+    script = [HttpError(429, "slow down", {"Retry-After": "0"})] * 3
+    retries: list = []
+    async with DemoServer(script) as url:
+        error, _ = await failure(make(url, max_retries=2), on_retry=lambda *a: retries.append(a))
+    assert error.kind == "rate_limit" and url in error.message
+    assert [r[0] for r in retries] == [1, 2]
+
+
+async def test_5xx_retried_with_backoff_then_error():
+    script = [HttpError(503, "overloaded"), Reply(text="recovered")]
+    retries: list = []
+    async with DemoServer(script) as url:
+        chunks = await collect(make(url, max_retries=1), on_retry=lambda *a: retries.append(a))
+    assert text_of(chunks) == "recovered" and retries[0][1] > 0
+    async with DemoServer([HttpError(500, "boom")] * 2) as url:
+        error, _ = await failure(make(url, max_retries=1))
+    assert error.kind == "server" and "500" in error.message and url in error.message
+
+
+async def test_400_is_bad_request_without_retry_loop():
+    bad = HttpError(400, "messages[1] is invalid", type="invalid_request_error")
+    server = DemoServer([bad] * 3)
+    async with server as url:
+        error, _ = await failure(make(url, max_retries=3))
+    assert error.kind == "bad_request" and "messages[1] is invalid" in error.message
+    # one retry without stream_options (llama.cpp), then the real error
+    assert len(server.requests) == 2 and "stream_options" not in server.requests[1]
+
+
+async def test_connection_refused_names_url():
+    server = DemoServer([])
+    url = await server.start()
+    await server.stop()
+    retries: list = []
+    error, _ = await failure(make(url, max_retries=1), on_retry=lambda *a: retries.append(a))
+    assert error.kind == "connection" and f"cannot reach {url}" in error.message
+    assert len(retries) == 1
+
+
+async def test_timeout_before_output():
+    never = asyncio.Event()
+    async with DemoServer([Stall(never)]) as url:
+        error, seen = await failure(make(url, timeout_s=0.3))
+        never.set()
+    assert error.kind == "timeout" and not error.partial and url in error.message
+    assert seen == []
+
+
+async def test_stream_dropped_midway_is_partial_connection_lost():
+    async with DemoServer([Drop("partial answer that gets cut")]) as url:
+        error, seen = await failure(make(url))
+    assert error.kind == "connection" and error.partial
+    assert "connection lost" in error.message
+    assert text_of(seen) == "partial answer that gets cut"
+
+
+async def test_malformed_chunk_is_protocol_error():
+    async with DemoServer([Malformed("some text")]) as url:
+        error, seen = await failure(make(url))
+    assert error.kind == "protocol" and error.partial and url in error.message
+    assert text_of(seen) == "some text"
+
+
+async def test_server_rejecting_stream_options_gets_a_second_try_without():
+    server = DemoServer([Reply(text="one"), Reply(text="two")], reject_stream_options=True)
+    async with server as url:
+        provider = make(url)
+        first = await collect(provider)
+        second = await collect(provider)
+    assert text_of(first) == "one" and text_of(second) == "two"
+    assert not any(isinstance(c, UsageChunk) for c in first)
+    # rejected once, then remembered for the next call
+    assert ["stream_options" in r for r in server.requests] == [True, False, False]
+
+
+async def test_cancelling_the_consumer_closes_the_http_stream_at_once():
+    release = asyncio.Event()
+    stall = Stall(release, text_before="first words ", text_after="never sent")
+    server = DemoServer([stall])
+    async with server as url:
+        provider = make(url)
+        got: list = []
+
+        async def consume():
+            async for chunk in provider.stream(MESSAGES):
+                got.append(chunk)
+
+        task = asyncio.create_task(consume())
+        await asyncio.wait_for(stall.reached.wait(), 5)
+        await asyncio.sleep(0.05)
+        task.cancel()
+        started = time.monotonic()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await server.wait_disconnect(2.0)
+        assert time.monotonic() - started < 1.0
+        assert server.disconnects == 1
+        assert text_of(got) == "first words "
+
+
+async def test_aclose_closes_the_http_stream():
+    release = asyncio.Event()
+    stall = Stall(release, text_before="hello ")
+    server = DemoServer([stall, Reply(text="next call works")])
+    async with server as url:
+        provider = make(url)
+        gen = provider.stream(MESSAGES)
+        first = await anext(gen)
+        while not isinstance(first, TextChunk):
+            first = await anext(gen)
+        await gen.aclose()
+        assert await server.wait_disconnect(2.0)
+        assert text_of(await collect(provider)) == "next call works"
+
+
+async def test_paced_stream_takes_time():
+    async with DemoServer([Reply(text="one two three four five six seven eight nine ten")],
+                          tokens_per_s=100) as url:
+        started = time.monotonic()
+        await collect(make(url))
+    assert time.monotonic() - started >= 0.09  # ten tokens at 100/s
+
+
+async def test_list_models():
+    async with DemoServer([], models=("alpha", "beta")) as url:
+        assert await make(url).list_models() == ["alpha", "beta"]
