@@ -267,7 +267,9 @@ async def _fork_spawn(args: dict[str, Any], ctx: ToolContext) -> str:
 
 
 async def _fork_gather(args: dict[str, Any], ctx: ToolContext) -> str:
-    results = await ctx.forks.gather_all(include_history=bool(args.get("include_history", False)))
+    results = await ctx.forks.gather_all(
+        include_history=bool(args.get("include_history", False)), records=ctx.records
+    )
     return json.dumps(results, ensure_ascii=False)
 
 

@@ -1,0 +1,647 @@
+"""The runtime loop: compile → stream → tools, until the model answers.
+
+Every fact a turn produces becomes a typed patch and is committed (appended
+and fsynced) the moment it exists: the person's message when the turn starts,
+session patches and queued messages at each compile boundary, the assistant
+message when its stream ends, each tool result as its tool finishes, and the
+abort patches when the signal fires. A crash therefore loses at most the step
+in flight, and an abort leaves a transcript that is valid as it stands.
+
+The abort signal cancels the task that consumes the HTTP stream from inside
+``fire()``, so the response is closed at once rather than at the next chunk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import AgentSettings
+from ..context.mutations import (
+    AssistantMessageMutation,
+    AssistantTruncatedMutation,
+    ContextMutation,
+    ToolCancelledMutation,
+    ToolResultMutation,
+    UserMessageMutation,
+)
+from ..selfref.session import CommitReport, SelfRefSession
+from .abort import AbortSignal
+from .events import (
+    Aborted,
+    CompactionApplied,
+    ContextUsage,
+    ErrorEvent,
+    EventSink,
+    ExperienceForgotten,
+    ExperienceRemembered,
+    LLMCallEnded,
+    LLMCallStarted,
+    QuestionAsked,
+    QueuedMessageDelivered,
+    ReasoningDelta,
+    RefClosed,
+    RefOpened,
+    Retrying,
+    TextDelta,
+    ToolCallArgumentsDelta,
+    ToolCallEnded,
+    ToolCallError,
+    ToolCallStarted,
+    TurnEnded,
+    TurnStarted,
+    discard,
+)
+from .inbox import Inbox
+from .tools import ToolContext, ToolError, now_iso, parse_arguments, run_tool, tool_schemas
+
+RUNTIME_NOTE = "runtime_note"
+AUTO_COMPACT_NOTE = (
+    "[selfref-tui runtime] Your context now holds about {tokens} of {window} tokens "
+    "({percent}%). Call the `compact` tool now with a concrete summary of the conversation "
+    "so far, then continue with the task."
+)
+REQUESTED_COMPACT_NOTE = (
+    "[selfref-tui runtime] The person asked you to compact your context. Call the `compact` "
+    "tool now with a concrete summary of the conversation so far; after it is applied, say "
+    "in one sentence that the context was compacted."
+)
+NO_FD_TOOLS = frozenset({"read_fd"})
+
+
+@dataclass
+class _Stream:
+    """What one streamed LLM call produced so far (kept when it is cut off)."""
+
+    text: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    calls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    usage: dict[str, int] | None = None
+    finish: str | None = None
+    ref_records: list[dict] = field(default_factory=list)
+    refs_seen: int = 0
+
+    @property
+    def content(self) -> str:
+        return "".join(self.text)
+
+    def tool_calls(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["name"], "arguments": "".join(c["args"])},
+            }
+            for _, c in sorted(self.calls.items())
+        ]
+
+
+@dataclass
+class _Turn:
+    """Per-turn state shared by the steps of one ``run_turn``."""
+
+    key: str
+    memory: Any
+    session: SelfRefSession
+    fds: Any
+    abort: AbortSignal
+    inbox: Inbox
+    depth: int
+    forks: Any | None = None
+    on_step: Callable[[str, int], None] | None = None
+    step: int = 0
+
+
+class Agent:
+    """Runs turns for any number of memory keys over one provider."""
+
+    def __init__(
+        self,
+        selfref: Any,
+        provider: Any,
+        settings: AgentSettings,
+        emit: EventSink = discard,
+        *,
+        model: str = "",
+        context_window: int = 128_000,
+    ) -> None:
+        from ..context.compile import InvocationConfig
+        from ..context.tokens import TokenCounter
+
+        self.selfref = selfref
+        self.provider = provider
+        self.settings = settings
+        self.emit = emit
+        self.model = model
+        self.context_window = context_window
+        #: set by a front end that can answer ``QuestionAsked``; otherwise tools get the default
+        self.interactive = False
+        self.config = InvocationConfig(
+            base_system_prompt=settings.base_system_prompt, refs_enabled=settings.refs_enabled
+        )
+        self.tokens = TokenCounter()
+        self._encoder_task: asyncio.Task | None = None
+        self._sessions: dict[str, SelfRefSession] = {}
+        self._fd_tables: dict[str, Any] = {}
+        self._questions: dict[str, asyncio.Future[str]] = {}
+        self._question_seq = 0
+        self._turn_seq = 0
+        self._compact_requested: set[str] = set()
+        self._auto_asked: set[str] = set()
+        self._last_tokens: dict[str, int] = {}
+
+    # ------------------------------------------------------------ front ends
+
+    def memory(self, key: str) -> Any:
+        """The loaded memory key (read-only use: history, experiences, refs, forks)."""
+        return self.selfref.open(key)
+
+    def preview(self, key: str) -> tuple[list[dict], int]:
+        """The exact provider messages the next call would send, and their token count."""
+        from ..context.compile import compile_messages
+
+        memory = self.memory(key)
+        session = self._sessions.get(key)
+        pending: list[ContextMutation] = session.peek_context_mutations() if session else []
+        if key in self._compact_requested:
+            pending.append(_note(REQUESTED_COMPACT_NOTE))
+        messages = compile_messages(self.config, memory.messages, pending)
+        return messages, self.tokens.count_messages(messages)
+
+    def remember_experience(self, key: str, text: str) -> str:
+        """The person adds an experience; queued into a running turn, else committed now."""
+        session = self._sessions.get(key)
+        if session is not None:
+            return session.remember(text)
+        session = SelfRefSession(self.memory(key))
+        exp_id = session.remember(text)
+        self._commit(session, session.collect_context_mutations())
+        return exp_id
+
+    def forget_experience(self, key: str, exp_id: str) -> bool:
+        """The person removes an experience; same queueing as :meth:`remember_experience`."""
+        session = self._sessions.get(key)
+        if session is not None:
+            return session.forget(exp_id)
+        session = SelfRefSession(self.memory(key))
+        found = session.forget(exp_id)
+        self._commit(session, session.collect_context_mutations())
+        return found
+
+    def request_compaction(self, key: str) -> None:
+        """Make the next compile of ``key`` ask the model to call ``compact``."""
+        self._compact_requested.add(key)
+
+    async def ask(self, key: str, prompt: str, choices: tuple[str, ...], default: str) -> str:
+        """Ask the person (``QuestionAsked``); ``default`` when no front end answers."""
+        if not self.interactive:
+            return default
+        self._question_seq += 1
+        question_id = f"q{self._question_seq}"
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._questions[question_id] = future
+        self.emit(QuestionAsked(key=key, question_id=question_id, prompt=prompt, choices=choices))
+        try:
+            return await future
+        finally:
+            self._questions.pop(question_id, None)
+
+    def answer_question(self, question_id: str, choice: str) -> bool:
+        future = self._questions.get(question_id)
+        if future is None or future.done():
+            return False
+        future.set_result(choice)
+        return True
+
+    async def aclose(self) -> None:
+        if self._encoder_task is not None and not self._encoder_task.done():
+            self._encoder_task.cancel()
+        await self.provider.aclose()
+
+    # ------------------------------------------------------------------ turn
+
+    async def run_turn(
+        self,
+        key: str,
+        user_text: str | None,
+        *,
+        abort: AbortSignal | None = None,
+        inbox: Inbox | None = None,
+    ) -> str:
+        """Run one turn; ``"done"``, ``"aborted"``, ``"error"`` or ``"step_limit"``."""
+        return await self.run_key(
+            key,
+            user_text,
+            abort=abort if abort is not None else AbortSignal(),
+            inbox=inbox if inbox is not None else Inbox(),
+        )
+
+    async def run_key(
+        self,
+        key: str,
+        user_text: str | None,
+        *,
+        abort: AbortSignal,
+        inbox: Inbox,
+        depth: int = 0,
+        fds: Any | None = None,
+        on_step: Callable[[str, int], None] | None = None,
+    ) -> str:
+        """``run_turn`` with the knobs forks need (depth, inherited refs, progress)."""
+        from .forks import ForkManager
+
+        memory = self.memory(key)
+        session = SelfRefSession(
+            memory,
+            token_usage=lambda: {
+                "tokens": self._last_tokens.get(key, 0),
+                "window": self.context_window,
+            },
+        )
+        if fds is None:
+            fds = self._fd_table(key, memory)
+        turn = _Turn(key, memory, session, fds, abort, inbox, depth, on_step=on_step)
+        if depth < self.settings.fork_max_depth:
+            turn.forks = ForkManager(self, turn)
+        self._sessions[key] = session
+        self._turn_seq += 1
+        turn_id = self._turn_seq
+        self.emit(TurnStarted(key=key, turn_id=turn_id, user_text=user_text or ""))
+        self._ensure_encoder()
+        outcome = "error"
+        try:
+            if user_text:
+                self._commit(session, [UserMessageMutation({"role": "user", "content": user_text})])
+            outcome = await self._steps(turn)
+        except asyncio.CancelledError:
+            outcome = "aborted"
+            raise
+        except Exception as exc:  # a bug must not leave the turn half-recorded
+            self.emit(ErrorEvent(key=key, message=f"internal error: {exc}", kind="internal"))
+            outcome = "error"
+        finally:
+            if turn.forks is not None:
+                await turn.forks.cancel_all(abort.reason or "the parent turn ended")
+            try:
+                self._report(key, session.finalize())
+            finally:
+                if self._sessions.get(key) is session:
+                    del self._sessions[key]
+                self.emit(TurnEnded(key=key, turn_id=turn_id, outcome=outcome))
+        return outcome
+
+    async def _steps(self, turn: _Turn) -> str:
+        from ..context.compile import compile_messages
+
+        key, session = turn.key, turn.session
+        tools = tool_schemas(forks=turn.forks is not None, refs=self.settings.refs_enabled)
+        while True:
+            # ---- compile boundary: session patches, then queued person input
+            pending = session.collect_context_mutations()
+            delivered = turn.inbox.drain()
+            pending += [UserMessageMutation({"role": "user", "content": t}) for t in delivered]
+            if key in self._compact_requested and not session.has_pending_compaction:
+                self._compact_requested.discard(key)
+                pending.append(_note(REQUESTED_COMPACT_NOTE))
+            if turn.abort.fired:
+                self._commit(session, pending)
+                self.emit(Aborted(key=key, reason=turn.abort.reason, stage="idle"))
+                return "aborted"
+            if turn.step >= self.settings.step_limit:
+                self._commit(session, pending)
+                return "step_limit"
+            messages = compile_messages(self.config, turn.memory.messages, pending)
+            tokens = self.tokens.count_messages(messages)
+            if self._should_auto_compact(key, tokens, pending):
+                self._auto_asked.add(key)
+                pending.append(_note(AUTO_COMPACT_NOTE.format(
+                    tokens=tokens,
+                    window=self.context_window,
+                    percent=round(100 * tokens / max(self.context_window, 1)),
+                )))
+                messages = compile_messages(self.config, turn.memory.messages, pending)
+                tokens = self.tokens.count_messages(messages)
+            self._commit(session, pending)
+            for text in delivered:
+                self.emit(QueuedMessageDelivered(key=key, text=text))
+            self._last_tokens[key] = tokens
+            self.emit(ContextUsage(key=key, tokens=tokens, window=self.context_window))
+            # ---- one LLM call
+            turn.step += 1
+            if turn.on_step is not None:
+                turn.on_step("running", turn.step)
+            stream_outcome, calls = await self._llm_step(turn, messages, tools)
+            if stream_outcome != "ok":
+                return stream_outcome
+            if not calls:
+                return "done"
+            if turn.on_step is not None:
+                turn.on_step("tool", turn.step)
+            if await self._run_tools(turn, calls) == "aborted":
+                return "aborted"
+
+    def _should_auto_compact(self, key: str, tokens: int, pending: list) -> bool:
+        ratio = self.settings.auto_compact_ratio
+        if ratio <= 0 or key in self._auto_asked:
+            return False
+        if any(m.message.get(RUNTIME_NOTE) for m in pending if isinstance(m, UserMessageMutation)):
+            return False
+        return tokens >= ratio * self.context_window
+
+    # ------------------------------------------------------------ streaming
+
+    async def _llm_step(
+        self, turn: _Turn, messages: list[dict], tools: list[dict]
+    ) -> tuple[str, list]:
+        from .provider import ProviderError
+
+        key, step = turn.key, turn.step
+        self.emit(LLMCallStarted(key=key, step=step, model=self.model))
+        started = time.perf_counter()
+        state = _Stream()
+        message_index = len(turn.memory.history)
+        consume = asyncio.create_task(self._consume(turn, messages, tools, state, message_index))
+        unhook = turn.abort.on_fire(consume.cancel)
+        try:
+            await asyncio.wait({consume})
+        except asyncio.CancelledError:
+            consume.cancel()
+            raise
+        finally:
+            unhook()
+        duration = time.perf_counter() - started
+
+        def ended(finish: str | None) -> None:
+            self.emit(LLMCallEnded(key=key, step=step, duration_s=duration, usage=state.usage,
+                                   finish_reason=finish))
+
+        if consume.cancelled():
+            # Aborted mid-stream: keep what arrived, marked, and nothing half-made.
+            ended("aborted")
+            self._commit(
+                turn.session,
+                [AssistantTruncatedMutation(state.content, turn.abort.reason)],
+                state.ref_records,
+            )
+            self.emit(Aborted(key=key, reason=turn.abort.reason, stage="stream"))
+            return "aborted", []
+        error = consume.exception()
+        if error is not None:
+            ended("error")
+            if isinstance(error, ProviderError):
+                message, kind = error.message, error.kind
+            else:
+                message, kind = f"internal error: {error}", "internal"
+            lost = kind in ("connection", "timeout")
+            if state.content or getattr(error, "partial", False):
+                reason = "connection lost" if lost else f"error: {message}"
+                self._commit(
+                    turn.session,
+                    [AssistantTruncatedMutation(state.content, reason)],
+                    state.ref_records,
+                )
+            self.emit(ErrorEvent(key=key, message=message, kind=kind))
+            return "error", []
+        ended(state.finish)
+        calls = state.tool_calls()
+        content: str | None = state.content
+        if calls and not content:
+            content = None
+        reasoning = (
+            [{"type": "reasoning", "text": "".join(state.reasoning)}] if state.reasoning else []
+        )
+        answer = AssistantMessageMutation(
+            content=content, tool_calls=calls, reasoning_details=reasoning
+        )
+        self._commit(turn.session, [answer], state.ref_records)
+        return "ok", calls
+
+    async def _consume(
+        self,
+        turn: _Turn,
+        messages: list[dict],
+        tools: list[dict],
+        state: _Stream,
+        message_index: int,
+    ) -> None:
+        from ..refs.parser import StreamingRefParser
+        from .provider import ReasoningChunk, TextChunk, ToolCallChunk, UsageChunk
+
+        key, emit = turn.key, self.emit
+        parser = StreamingRefParser()
+
+        def on_retry(attempt: int, delay: float, reason: str) -> None:
+            emit(Retrying(key=key, attempt=attempt, delay_s=delay, reason=reason))
+
+        stream = self.provider.stream(messages, tools or None, on_retry=on_retry)
+        try:
+            async for chunk in stream:
+                if isinstance(chunk, TextChunk):
+                    state.text.append(chunk.text)
+                    emit(TextDelta(key=key, text=chunk.text))
+                    self._ref_segments(turn, parser, parser.feed(chunk.text), state, message_index)
+                elif isinstance(chunk, ReasoningChunk):
+                    state.reasoning.append(chunk.text)
+                    emit(ReasoningDelta(key=key, text=chunk.text))
+                elif isinstance(chunk, ToolCallChunk):
+                    self._tool_delta(turn, state, chunk)
+                elif isinstance(chunk, UsageChunk):
+                    state.usage = dict(chunk.usage)
+                else:  # FinishChunk
+                    state.finish = getattr(chunk, "reason", None)
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+            self._ref_segments(turn, parser, parser.finish(), state, message_index)
+
+    def _ref_segments(
+        self, turn: _Turn, parser: Any, segments: list, state: _Stream, index: int
+    ) -> None:
+        for segment in segments:
+            if segment.kind == "ref_open":
+                self.emit(RefOpened(key=turn.key, ref_id=segment.ref_id or ""))
+            elif segment.kind == "ref_close" and state.refs_seen < len(parser.refs):
+                ref = parser.refs[state.refs_seen]
+                state.refs_seen += 1
+                record = turn.fds.add_ref(ref.id, ref.content, now_iso(), message_index=index)
+                state.ref_records.append(record)
+                self.emit(RefClosed(key=turn.key, ref_id=ref.id, content=ref.content))
+
+    def _tool_delta(self, turn: _Turn, state: _Stream, chunk: Any) -> None:
+        entry = state.calls.get(chunk.index)
+        if entry is None:
+            entry = {"id": "", "name": "", "args": [], "started": False}
+            state.calls[chunk.index] = entry
+        if chunk.id and not entry["id"]:
+            entry["id"] = chunk.id
+        if chunk.name and not entry["name"]:
+            entry["name"] = chunk.name
+        if chunk.arguments:
+            entry["args"].append(chunk.arguments)
+        if not entry["started"] and entry["name"]:
+            entry["started"] = True
+            if not entry["id"]:
+                entry["id"] = f"call_{turn.step}_{chunk.index}"
+            self.emit(ToolCallStarted(key=turn.key, call_id=entry["id"], name=entry["name"]))
+            if entry["args"]:
+                self.emit(ToolCallArgumentsDelta(
+                    key=turn.key, call_id=entry["id"], delta="".join(entry["args"])
+                ))
+        elif entry["started"] and chunk.arguments:
+            self.emit(
+                ToolCallArgumentsDelta(key=turn.key, call_id=entry["id"], delta=chunk.arguments)
+            )
+        if not entry["id"]:
+            entry["id"] = f"call_{turn.step}_{chunk.index}"
+
+    # ---------------------------------------------------------------- tools
+
+    async def _run_tools(self, turn: _Turn, calls: list[dict]) -> str:
+        key = turn.key
+        tasks: dict[asyncio.Task, dict] = {}
+        for call in calls:
+            call_id, name = call["id"], call["function"]["name"]
+            arguments = call["function"]["arguments"]
+            try:
+                args = parse_arguments(arguments)
+            except ToolError as exc:
+                self._tool_failed(turn, call_id, name, arguments, str(exc), 0.0, [])
+                continue
+            ctx = ToolContext(
+                key=key,
+                session=turn.session,
+                fds=turn.fds,
+                forks=turn.forks,
+                ask=lambda p, c, d: self.ask(key, p, c, d),
+                roots=self.settings.allowed_roots or (_cwd(),),
+                call_id=call_id,
+            )
+            task = asyncio.create_task(self._one_tool(name, args, ctx), name=f"tool:{name}")
+            tasks[task] = {"id": call_id, "name": name, "arguments": arguments, "ctx": ctx}
+        pending = set(tasks)
+        aborted = asyncio.create_task(turn.abort.wait())
+        try:
+            while pending:
+                done, pending = await asyncio.wait(
+                    pending | {aborted}, return_when=asyncio.FIRST_COMPLETED
+                )
+                for task in done:
+                    if task is aborted:
+                        continue
+                    meta = tasks[task]
+                    ok, text, duration = task.result()
+                    if ok:
+                        self._commit(turn.session, [ToolResultMutation(meta["id"], text)],
+                                     meta["ctx"].records)
+                        self.emit(ToolCallEnded(key=key, call_id=meta["id"], name=meta["name"],
+                                                arguments=meta["arguments"], result=text,
+                                                duration_s=duration))
+                    else:
+                        self._tool_failed(turn, meta["id"], meta["name"], meta["arguments"], text,
+                                          duration, meta["ctx"].records)
+                pending.discard(aborted)
+                if aborted in done:
+                    break
+        except asyncio.CancelledError:
+            for task in pending:
+                task.cancel()
+            raise
+        finally:
+            aborted.cancel()
+        if not pending:
+            return "ok"
+        # Aborted with tools still running: cancel them, keep what finished.
+        stage = "forks" if turn.forks is not None and turn.forks.running else "tools"
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        reason = turn.abort.reason
+        self._commit(
+            turn.session,
+            [ToolCancelledMutation(tasks[t]["id"], tasks[t]["name"], reason) for t in pending],
+        )
+        if turn.forks is not None:
+            await turn.forks.cancel_all(reason)
+        self.emit(Aborted(key=key, reason=reason, stage=stage))
+        return "aborted"
+
+    async def _one_tool(self, name: str, args: dict, ctx: ToolContext) -> tuple[bool, str, float]:
+        started = time.perf_counter()
+        try:
+            text = await run_tool(name, args, ctx)
+        except ToolError as exc:
+            return False, str(exc), time.perf_counter() - started
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a tool bug becomes a result the model can read
+            return False, f"the tool failed: {exc}", time.perf_counter() - started
+        if name not in NO_FD_TOOLS and len(text) > self.settings.fd_threshold_chars:
+            text, record = ctx.fds.add_output(text, now_iso(), f"tool:{name}")
+            if record is not None:
+                ctx.records.append(record if "t" in record else {"t": "fd", **record})
+        return True, text, time.perf_counter() - started
+
+    def _tool_failed(self, turn: _Turn, call_id: str, name: str, arguments: str, error: str,
+                     duration: float, records: list[dict]) -> None:
+        content = f"Error: {error}"
+        self._commit(turn.session, [ToolResultMutation(call_id, content)], records)
+        self.emit(ToolCallError(key=turn.key, call_id=call_id, name=name, arguments=arguments,
+                                error=error, duration_s=duration))
+
+    # -------------------------------------------------------------- helpers
+
+    def _commit(self, session: SelfRefSession, mutations: list[ContextMutation],
+                records: list[dict] | None = None) -> None:
+        if not mutations and not records:
+            return
+        self._report(session.key, session.commit(mutations, records or ()))
+
+    def _report(self, key: str, report: CommitReport) -> None:
+        for exp_id in report.forgotten:
+            self.emit(ExperienceForgotten(key=key, experience_id=exp_id))
+        for exp_id, text in report.remembered:
+            self.emit(ExperienceRemembered(key=key, experience_id=exp_id, text=text))
+        for summary in report.compactions:
+            self._auto_asked.discard(key)
+            self.emit(CompactionApplied(key=key, summary=summary,
+                                        messages_before=report.messages_before))
+
+    def _fd_table(self, key: str, memory: Any) -> Any:
+        from ..refs.fds import FdTable
+
+        table = self._fd_tables.get(key)
+        if table is None:
+            table = FdTable.from_store(
+                memory.refs, memory.fds, threshold=self.settings.fd_threshold_chars
+            )
+            self._fd_tables[key] = table
+        return table
+
+    def _ensure_encoder(self) -> None:
+        """Load the tiktoken encoding once, in a thread; estimates are used meanwhile."""
+        if self._encoder_task is not None or self.tokens.ready:
+            return
+        from ..selfref.encodings import load_encoder
+
+        async def load() -> None:
+            try:
+                encode = await asyncio.to_thread(load_encoder, self.model or "gpt-4o-mini")
+            except Exception:  # offline data missing: keep estimating
+                return
+            self.tokens.set_encoder(encode)
+
+        self._encoder_task = asyncio.create_task(load(), name="load-encoder")
+
+
+def _note(text: str) -> UserMessageMutation:
+    return UserMessageMutation({"role": "user", "content": text, RUNTIME_NOTE: True})
+
+
+def _cwd() -> Any:
+    from pathlib import Path
+
+    return Path.cwd()
