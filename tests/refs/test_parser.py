@@ -234,7 +234,8 @@ def test_feed_after_finish_is_refused():
 
 
 ALPHABET = ['<ref id="a">', '<ref id="b" x=\'1\'>', "</ref>", "<", ">", "ref", "</", "\n",
-            "```", "~~~", "`", " ", "x", "id=", '"', "'", "\t", "py"]
+            "```", "~~~", "`", " ", "x", "id=", '"', "'", "\t", "py", "    ", "````",
+            '<ref id="a">\n```py\n', "\n```\n</ref>"]
 
 
 @st.composite
@@ -249,7 +250,7 @@ def message_and_cuts(draw):
     return text, chunks
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(message_and_cuts())
 def test_any_chunking_gives_same_result(data):
     text, chunks = data
