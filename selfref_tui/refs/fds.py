@@ -48,6 +48,17 @@ ERROR_TYPES = ("not_found", "invalid_range", "invalid_parameter", "path_not_allo
                "write_error")
 
 
+def namespace_for_key(key: str) -> str:
+    """The fd namespace of a memory key: ``main`` → "", ``main::fork::1::fork::2`` → "1.2".
+
+    Matches ``FdTable.child``: the root table's ``child("1")`` is the table of
+    ``main::fork::1``, so a fork reloaded from its key keeps numbering where
+    its spawn-time table would have, and never aliases its parent.
+    """
+    parts = key.split("::fork::")[1:]
+    return ".".join(p for p in parts if _NS_PART.fullmatch(p))
+
+
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from selfref_tui.refs.fds import FdTable, natural_key
+from selfref_tui.refs.fds import FdTable, namespace_for_key, natural_key
 from selfref_tui.refs.parser import parse_refs
 
 T = "2026-01-01T00:00:00+00:00"
@@ -231,3 +231,18 @@ def test_forks_copy_parent_and_never_alias():
 def test_bad_namespace_refused():
     with pytest.raises(ValueError):
         FdTable().child("a.b")
+
+
+def test_namespace_for_fork_keys_matches_child():
+    assert namespace_for_key("main") == ""
+    assert namespace_for_key("main::fork::1") == "1"
+    assert namespace_for_key("main::fork::1::fork::2") == "1.2"
+    parent = FdTable()
+    parent.add_fd("p")
+    child = parent.child("1").child("2")
+    rec = child.add_fd("c")
+    reloaded = FdTable.from_store(
+        {}, {r["id"]: r for r in child.records() if r["t"] == "fd"},
+        namespace=namespace_for_key("main::fork::1::fork::2"))
+    assert reloaded.namespace == child.namespace
+    assert reloaded.add_fd("d")["id"] == "fd:1.2.2" != rec["id"]
