@@ -8,8 +8,12 @@ start and is excluded from ``repr`` so it cannot leak into a log or the screen.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -65,3 +69,192 @@ class AppConfig:
     key: str = DEFAULT_KEY
     #: True when neither an API key nor a base URL was configured anywhere.
     unconfigured: bool = False
+
+
+# --------------------------------------------------------------------------- loading
+
+APP_NAME = "selfref-tui"
+
+
+class ConfigError(Exception):
+    """A configuration problem, worded as one line naming the file and what to change."""
+
+
+def default_config_path(env: Mapping[str, str] = os.environ) -> Path:
+    if env.get("SELFREF_CONFIG"):
+        return Path(env["SELFREF_CONFIG"]).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
+
+
+def default_data_dir(env: Mapping[str, str] = os.environ) -> Path:
+    if env.get("SELFREF_DATA_DIR"):
+        return Path(env["SELFREF_DATA_DIR"]).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir(APP_NAME))
+
+
+_PROFILE_TYPES: dict[str, tuple[type, ...]] = {
+    "base_url": (str,), "api_key_env": (str,), "model": (str,), "context_window": (int,),
+    "temperature": (int, float), "max_output_tokens": (int,), "timeout_s": (int, float),
+    "max_retries": (int,),
+}
+_AGENT_FIELDS = {f.name for f in fields(AgentSettings)}
+_TOP_LEVEL = {"default_provider", "providers", "agent", "keymap", "data_dir", "key"}
+
+
+def load_config(
+    *,
+    config_path: str | Path | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    demo: bool = False,
+    data_dir: str | Path | None = None,
+    key: str | None = None,
+    profile: str | None = None,
+    env: Mapping[str, str] = os.environ,
+) -> AppConfig:
+    """Built-in defaults < config.toml < environment < the arguments (command-line flags).
+
+    A profile chosen with ``profile=`` is a flag, so its values beat the environment;
+    ``default_provider`` from the file is below it. The API key is only ever read from
+    the environment variable named by the profile's ``api_key_env``.
+    ``demo=True`` returns the demo profile with an empty base URL: the caller starts the
+    demo server and fills it in (``selfref_tui.demo.with_demo_url``).
+    """
+    path = Path(config_path).expanduser() if config_path else default_config_path(env)
+    data = _read_toml(path)
+    profiles = {name: _profile(path, name, raw)
+                for name, raw in _table(path, data, "providers").items()}
+    agent = _agent(path, _table(path, data, "agent"))
+    keymap = _keymap(path, _table(path, data, "keymap"))
+    resolved_dir = Path(data_dir).expanduser() if data_dir else (
+        default_data_dir(env) if env.get("SELFREF_DATA_DIR") or not data.get("data_dir")
+        else Path(str(data["data_dir"])).expanduser())
+    memory_key = key or str(data.get("key") or DEFAULT_KEY)
+
+    if demo:
+        from selfref_tui.demo import demo_provider
+
+        return AppConfig(provider=demo_provider(""), agent=agent, profiles=profiles,
+                         keymap=keymap, data_dir=resolved_dir, key=memory_key)
+
+    chosen = profile or data.get("default_provider")
+    if chosen is not None and not isinstance(chosen, str):
+        raise ConfigError(f"{path}: default_provider must be a profile name (a string)")
+    if chosen and chosen not in profiles:
+        known = ", ".join(sorted(profiles)) or "none defined"
+        raise ConfigError(f"no provider profile named '{chosen}' in {path} (known: {known}); "
+                          f"add a [providers.{chosen}] table or pick another")
+    provider = profiles[chosen] if chosen else ProviderConfig()
+    explicit_url = bool(chosen and "base_url" in _table(path, data, "providers")[chosen])
+
+    if not profile:  # the environment beats the file, not an explicitly chosen profile
+        if env.get("OPENAI_BASE_URL"):
+            provider = replace(provider, base_url=env["OPENAI_BASE_URL"])
+            explicit_url = True
+        if env.get("SELFREF_MODEL"):
+            provider = replace(provider, model=env["SELFREF_MODEL"])
+    if base_url:
+        provider = replace(provider, base_url=base_url)
+        explicit_url = True
+    if model:
+        provider = replace(provider, model=model)
+    api_key = env.get(provider.api_key_env, "") if provider.api_key_env else ""
+    provider = replace(provider, api_key=api_key, base_url=provider.base_url.rstrip("/"))
+    return AppConfig(provider=provider, agent=agent, profiles=profiles, keymap=keymap,
+                     data_dir=resolved_dir, key=memory_key,
+                     unconfigured=not api_key and not explicit_url)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc} — fix that line or move the file "
+                          "away") from None
+    _refuse_plain_keys(path, data, "")
+    unknown = sorted(set(data) - _TOP_LEVEL)
+    if unknown:
+        raise ConfigError(f"{path}: unknown setting '{unknown[0]}' (known: "
+                          f"{', '.join(sorted(_TOP_LEVEL))})")
+    return data
+
+
+def _refuse_plain_keys(path: Path, table: Mapping[str, Any], where: str) -> None:
+    for name, value in table.items():
+        if name == "api_key":
+            place = f"[{where}]" if where else "the top level"
+            raise ConfigError(f"{path}: {place} holds a plain-text api_key; delete it, export "
+                              "the key in an environment variable and set api_key_env = "
+                              "\"THAT_VARIABLE\" instead")
+        if isinstance(value, Mapping):
+            _refuse_plain_keys(path, value, f"{where}.{name}" if where else name)
+
+
+def _table(path: Path, data: Mapping[str, Any], name: str) -> dict[str, Any]:
+    value = data.get(name, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: '{name}' must be a table ([{name}])")
+    return value
+
+
+def _check(path: Path, where: str, name: str, value: Any, types: tuple[type, ...]) -> Any:
+    if isinstance(value, bool) or not isinstance(value, types):
+        wanted = " or ".join(t.__name__ for t in types)
+        raise ConfigError(f"{path}: [{where}] {name} must be {wanted}, not {value!r}")
+    return value
+
+
+def _profile(path: Path, name: str, raw: Any) -> ProviderConfig:
+    where = f"providers.{name}"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: [{where}] must be a table")
+    values: dict[str, Any] = {}
+    for field_name, value in raw.items():
+        if field_name not in _PROFILE_TYPES:
+            raise ConfigError(f"{path}: unknown setting '{field_name}' in [{where}] (known: "
+                              f"{', '.join(sorted(_PROFILE_TYPES))})")
+        values[field_name] = _check(path, where, field_name, value, _PROFILE_TYPES[field_name])
+    if "temperature" in values:
+        values["temperature"] = float(values["temperature"])
+    return ProviderConfig(name=name, **values)
+
+
+def _agent(path: Path, raw: dict[str, Any]) -> AgentSettings:
+    defaults = AgentSettings()
+    values: dict[str, Any] = {}
+    for name, value in raw.items():
+        if name == "system_prompt":
+            name = "base_system_prompt"
+        if name not in _AGENT_FIELDS:
+            raise ConfigError(f"{path}: unknown setting '{name}' in [agent] (known: "
+                              f"{', '.join(sorted(_AGENT_FIELDS))})")
+        if name == "allowed_roots":
+            roots = _check(path, "agent", name, value, (list,))
+            values[name] = tuple(Path(str(r)).expanduser() for r in roots)
+            continue
+        default = getattr(defaults, name)
+        types: tuple[type, ...] = (int, float) if isinstance(default, float) else (type(default),)
+        values[name] = _check(path, "agent", name, value, types)
+        if isinstance(default, float):
+            values[name] = float(value)
+    settings = replace(defaults, **values)
+    if settings.step_limit < 1:
+        raise ConfigError(f"{path}: [agent] step_limit must be at least 1")
+    if not 0 < settings.auto_compact_ratio <= 1:
+        raise ConfigError(f"{path}: [agent] auto_compact_ratio must be between 0 and 1")
+    return settings
+
+
+def _keymap(path: Path, raw: dict[str, Any]) -> dict[str, str]:
+    return {str(binding): _check(path, "keymap", binding, keys, (str,))
+            for binding, keys in raw.items()}
