@@ -1,0 +1,113 @@
+"""Exactly what the model will see on its next call, message by message.
+
+The messages are the runtime's rendered provider messages (``Agent.preview``),
+shown verbatim as plain text — no Markdown rendering, so nothing is hidden.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+ROLE_STYLES = {
+    "system": "$warning",
+    "user": "$primary",
+    "assistant": "$success",
+    "tool": "$accent",
+}
+
+
+def message_text(message: Mapping[str, Any]) -> str:
+    """The body as the model gets it: text parts joined, tool calls spelled out."""
+    content = message.get("content")
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, Mapping) and part.get("type") == "text":
+                parts.append(str(part.get("text", "")))
+            elif isinstance(part, Mapping):
+                parts.append(f"[{part.get('type', 'part')}]")
+            else:
+                parts.append(str(part))
+        text = "\n".join(parts)
+    else:
+        text = "" if content is None else str(content)
+    for call in message.get("tool_calls") or []:
+        function = call.get("function", {}) if isinstance(call, Mapping) else {}
+        arguments = function.get("arguments", "")
+        try:
+            arguments = json.dumps(json.loads(arguments), ensure_ascii=False)
+        except (TypeError, ValueError):
+            pass
+        text += ("\n" if text else "") + f"→ {function.get('name', '?')}({arguments})"
+    return text
+
+
+class ContextView(ModalScreen[None]):
+    """Role-coloured, scrollable; Esc (or q) closes."""
+
+    DEFAULT_CSS = """
+    ContextView { align: center middle; background: $background 60%; }
+    ContextView > #dialog {
+        width: 90%;
+        height: 90%;
+        border: round $primary;
+        border-title-color: $primary;
+        border-subtitle-color: $text-muted;
+        background: $surface;
+    }
+    ContextView #messages { padding: 0 1; scrollbar-size-vertical: 1; }
+    ContextView .role { text-style: bold; margin-top: 1; }
+    ContextView .body { padding-left: 2; color: $text; }
+    ContextView .empty { color: $text-muted; text-style: italic; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Close", id="context.close"),
+        Binding("q", "close", "Close", show=False, id="context.quit"),
+    ]
+
+    def __init__(self, messages: Sequence[Mapping[str, Any]], tokens: int) -> None:
+        super().__init__()
+        self.messages = [dict(m) for m in messages]
+        self.tokens = tokens
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog") as dialog:
+            count = len(self.messages)
+            dialog.border_title = "Next call"
+            dialog.border_subtitle = (
+                f"{count} message{'s' if count != 1 else ''} · {self.tokens:,} tokens · esc closes"
+            )
+            with VerticalScroll(id="messages"):
+                if not self.messages:
+                    yield Static("Nothing yet: the next call starts empty.", classes="empty")
+                for index, message in enumerate(self.messages):
+                    role = str(message.get("role", "?"))
+                    text = message_text(message)
+                    head = Content.assemble(
+                        (role, ROLE_STYLES.get(role, "$text")),
+                        (f"  #{index}", "dim"),
+                        (f" · {message['name']}" if message.get("name") else "", "dim"),
+                        (
+                            f" · {message['tool_call_id']}" if message.get("tool_call_id") else "",
+                            "dim",
+                        ),
+                        (f" · {len(text):,} chars", "dim"),
+                    )
+                    yield Static(head, classes=f"role role-{role}")
+                    yield Static(Content(text), classes="body")
+
+    def on_mount(self) -> None:
+        self.query_one("#messages", VerticalScroll).focus()
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,84 @@
+"""Where to write a ref: a prefilled path the person can edit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Input, Static
+
+
+class ExportDialog(ModalScreen[str | None]):
+    """Enter dismisses with the path (``~`` expanded); Esc with None."""
+
+    DEFAULT_CSS = """
+    ExportDialog { align: center middle; background: $background 60%; }
+    ExportDialog > #dialog {
+        width: 72;
+        height: auto;
+        padding: 1 2;
+        border: round $primary;
+        border-title-color: $primary;
+        background: $surface;
+    }
+    ExportDialog #preview {
+        color: $text-muted;
+        max-height: 6;
+        margin-bottom: 1;
+        padding: 0 1;
+        background: $background 50%;
+    }
+    ExportDialog Input { margin: 0; }
+    ExportDialog #error { color: $error; height: auto; }
+    ExportDialog #hint { color: $text-muted; margin-top: 1; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="export.cancel"),
+    ]
+
+    def __init__(self, ref_id: str, suggested_path: str, *, preview: str = "") -> None:
+        super().__init__()
+        self.ref_id = ref_id
+        self.suggested_path = suggested_path
+        self.preview = preview
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog") as dialog:
+            dialog.border_title = f"Export ref:{self.ref_id}"
+            if self.preview:
+                lines = self.preview.splitlines()
+                shown = "\n".join(lines[:5]) + ("\n…" if len(lines) > 5 else "")
+                yield Static(Content(shown), id="preview")
+            yield Input(self.suggested_path, placeholder="path/to/file", id="path")
+            yield Static("", id="error")
+            yield Static(
+                Content.assemble(
+                    ("enter", "bold $primary"), " write   ", ("esc", "bold $primary"), " cancel"
+                ),
+                id="hint",
+            )
+
+    def on_mount(self) -> None:
+        path_input = self.query_one(Input)
+        path_input.cursor_blink = False
+        path_input.focus()
+        path_input.action_end()
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        value = event.value.strip()
+        if not value:
+            self.query_one("#error", Static).update("Type a file path, or press Esc to cancel.")
+            return
+        self.dismiss(str(Path(value).expanduser()))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

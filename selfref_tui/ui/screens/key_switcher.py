@@ -1,0 +1,187 @@
+"""Switch memory key: type to filter, arrows to pick, or type a new name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+NEW_PREFIX = "new:"
+KEY_PREFIX = "key:"
+
+
+def filter_keys(keys: Sequence[Mapping[str, Any]], query: str) -> list[Mapping[str, Any]]:
+    """Case-insensitive substring match; names starting with the query come first."""
+    needle = query.strip().lower()
+    if not needle:
+        return list(keys)
+    hits = [k for k in keys if needle in str(k.get("key", "")).lower()]
+    return sorted(hits, key=lambda k: not str(k.get("key", "")).lower().startswith(needle))
+
+
+class KeySwitcher(ModalScreen[str | None]):
+    """Dismisses with the chosen key name, a newly typed one, or None (Esc)."""
+
+    DEFAULT_CSS = """
+    KeySwitcher { align: center top; background: $background 60%; }
+    KeySwitcher > #dialog {
+        width: 70;
+        height: auto;
+        max-height: 80%;
+        margin-top: 3;
+        padding: 0 1 1 1;
+        border: round $primary;
+        border-title-color: $primary;
+        background: $surface;
+    }
+    KeySwitcher Input { margin-bottom: 1; }
+    KeySwitcher OptionList {
+        height: auto;
+        max-height: 16;
+        border: none;
+        background: transparent;
+        padding: 0;
+    }
+    KeySwitcher OptionList:focus { border: none; }
+    KeySwitcher OptionList > .option-list--option { padding: 0 1; }
+    KeySwitcher OptionList > .option-list--option-highlighted {
+        background: $primary 30%;
+        text-style: none;
+    }
+    KeySwitcher #error { color: $error; height: auto; padding: 0 1; }
+    KeySwitcher #hint { color: $text-muted; padding: 0 1; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="keys.cancel"),
+        Binding("down", "move(1)", "Next", show=False, id="keys.down"),
+        Binding("up", "move(-1)", "Previous", show=False, id="keys.up"),
+    ]
+
+    def __init__(
+        self,
+        keys: Sequence[Mapping[str, Any]],
+        current: str,
+        *,
+        validate: Callable[[str], object] | None = None,
+    ) -> None:
+        """``validate`` raises (any Exception, with a one-line message) on a bad new name."""
+        super().__init__()
+        self.keys = [dict(k) for k in keys if k.get("key")]
+        self.current = current
+        self._validate = validate
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog") as dialog:
+            dialog.border_title = "Memory keys"
+            yield Input(placeholder="filter, or type a new key name", id="filter")
+            yield OptionList()
+            yield Static("", id="error")
+            yield Static(
+                Content.assemble(
+                    ("↑↓", "bold $primary"),
+                    " choose   ",
+                    ("enter", "bold $primary"),
+                    " switch / create   ",
+                    ("esc", "bold $primary"),
+                    " cancel",
+                ),
+                id="hint",
+            )
+
+    def on_mount(self) -> None:
+        field = self.query_one(Input)
+        field.cursor_blink = False
+        field.focus()
+        self._refilter("")
+
+    @property
+    def option_list(self) -> OptionList:
+        return self.query_one(OptionList)
+
+    @property
+    def visible_keys(self) -> list[str]:
+        """Option values in display order ("new:NAME" for the create row)."""
+        return [option.id or "" for option in self.option_list.options]
+
+    def _refilter(self, query: str) -> None:
+        matches = filter_keys(self.keys, query)
+        options: list[Option] = []
+        name = query.strip()
+        for k in matches:
+            key = str(k["key"])
+            details = f"{k.get('messages', 0)} messages"
+            updated = str(k.get("updated") or "")[:16].replace("T", " ")
+            if updated:
+                details += f" · {updated}"
+            label = Content.assemble(
+                ("● " if key == self.current else "  ", "$primary"),
+                (key, "bold"),
+                "  ",
+                (details, "dim"),
+            )
+            options.append(Option(label, id=KEY_PREFIX + key))
+        if name and all(str(k["key"]) != name for k in self.keys):
+            # Last, so Enter after a partial filter picks the existing match.
+            options.append(
+                Option(
+                    Content.assemble(("+ new key ", "$text-muted"), (name, "bold $primary")),
+                    id=NEW_PREFIX + name,
+                )
+            )
+        option_list = self.option_list
+        option_list.set_options(options)
+        option_list.display = bool(options)
+        if options:
+            option_list.highlighted = 0
+
+    @on(Input.Changed)
+    def _changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.query_one("#error", Static).update("")
+        self._refilter(event.value)
+
+    def action_move(self, delta: int) -> None:
+        option_list = self.option_list
+        if option_list.option_count:
+            current = option_list.highlighted or 0
+            option_list.highlighted = max(0, min(option_list.option_count - 1, current + delta))
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        option = self.option_list.highlighted_option
+        if option is not None and option.id:
+            self._choose(option.id)
+        elif event.value.strip():
+            self._choose(NEW_PREFIX + event.value.strip())
+
+    @on(OptionList.OptionSelected)
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if event.option.id:
+            self._choose(event.option.id)
+
+    def _choose(self, value: str) -> None:
+        if value.startswith(KEY_PREFIX):
+            self.dismiss(value[len(KEY_PREFIX) :])
+            return
+        name = value[len(NEW_PREFIX) :]
+        if self._validate is not None:
+            try:
+                self._validate(name)
+            except Exception as error:  # the validator's message is meant for people
+                self.query_one("#error", Static).update(Content(str(error)))
+                return
+        self.dismiss(name)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

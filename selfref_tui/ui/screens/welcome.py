@@ -1,0 +1,103 @@
+"""First run: no API key and no base URL anywhere, so explain how to get one going."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Center, Horizontal, VerticalScroll
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import Button, Markdown, Static
+
+
+def default_config_path() -> Path:
+    import platformdirs  # deferred: only the first-run screen needs it
+
+    return Path(platformdirs.user_config_dir("selfref-tui")) / "config.toml"
+
+
+def welcome_markdown(config_path: str) -> str:
+    return f"""\
+No model provider is configured yet. Choose one, then start `selfref-tui` again:
+
+```bash
+export OPENAI_API_KEY=sk-...                       # OpenAI
+export OPENAI_BASE_URL=http://localhost:11434/v1   # Ollama
+export OPENAI_BASE_URL=http://localhost:8000/v1    # vLLM
+```
+
+or add a profile to `{config_path}` and run `selfref-tui --profile local`:
+
+```toml
+[providers.local]
+base_url = "http://localhost:11434/v1"
+model = "qwen2.5-coder:7b"
+```
+
+Or try the **offline demo model** now: no network needed, and it shows refs,
+memory and forks at work.
+"""
+
+
+class WelcomeScreen(Screen[str]):
+    """Dismisses with "demo" or "quit"."""
+
+    DEFAULT_CSS = """
+    WelcomeScreen { align: center middle; background: $background; }
+    WelcomeScreen > #panel {
+        width: 84;
+        max-width: 100%;
+        height: auto;
+        max-height: 100%;
+        padding: 1 2;
+        border: round $primary;
+        border-title-color: $primary;
+        border-title-style: bold;
+        background: $surface;
+        scrollbar-size-vertical: 1;
+    }
+    WelcomeScreen #tagline { color: $text-muted; margin-bottom: 1; }
+    WelcomeScreen Markdown { margin: 0; padding: 0; background: transparent; }
+    WelcomeScreen #buttons { height: auto; width: auto; margin-top: 1; }
+    WelcomeScreen Button { margin: 0 1; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("d", "choose('demo')", "Demo model", id="welcome.demo"),
+        Binding("q", "choose('quit')", "Quit", id="welcome.quit"),
+        Binding("escape", "choose('quit')", "Quit", show=False, id="welcome.escape"),
+    ]
+
+    def __init__(self, config_path: str | Path | None = None) -> None:
+        super().__init__()
+        self.config_path = str(config_path) if config_path is not None else None
+
+    def compose(self) -> ComposeResult:
+        path = self.config_path or str(default_config_path())
+        with VerticalScroll(id="panel") as panel:
+            panel.border_title = "Welcome to selfref-tui"
+            yield Static(
+                "A chat whose agent keeps its own memory, forks helpers, and hands you refs.",
+                id="tagline",
+            )
+            yield Markdown(welcome_markdown(path))
+            with Center(), Horizontal(id="buttons"):
+                yield Button(
+                    Content.from_markup("Try the [u]d[/u]emo model"), id="demo", variant="primary"
+                )
+                yield Button(Content.from_markup("[u]Q[/u]uit"), id="quit")
+
+    def on_mount(self) -> None:
+        self.query_one("#demo", Button).focus(scroll_visible=False)
+
+    def action_choose(self, choice: str) -> None:
+        self.dismiss(choice)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id or "quit")

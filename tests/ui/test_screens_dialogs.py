@@ -1,0 +1,209 @@
+"""Pilot tests for the modal screens: each returns what the person chose through dismiss."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import Input, Static
+
+from selfref_tui.ui.screens import (
+    ConfirmScreen,
+    ContextView,
+    ExportDialog,
+    HelpScreen,
+    KeySwitcher,
+    OverwritePrompt,
+    WelcomeScreen,
+)
+
+KEYS = [
+    {"key": "main", "messages": 42, "updated": "2025-03-01T10:22:33"},
+    {"key": "project-x", "messages": 7, "updated": "2025-02-11T08:00:00"},
+    {"key": "notes", "messages": 0, "updated": ""},
+]
+
+
+class HostApp(App):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+b", "noop", "Toggle sidebar", id="sidebar")
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.results: list[Any] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static("host")
+
+    def action_noop(self) -> None:
+        pass
+
+    def open(self, screen: Screen) -> None:
+        self.push_screen(screen, self.results.append)
+
+
+async def _open(pilot, screen: Screen) -> None:
+    pilot.app.open(screen)
+    await pilot.pause()
+
+
+async def test_export_dialog_returns_edited_path(tmp_path):
+    app = HostApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open(pilot, ExportDialog("fib", str(tmp_path / "fib.py"), preview="def fib(): ..."))
+        field = app.screen.query_one(Input)
+        assert field.value == str(tmp_path / "fib.py")
+        await pilot.press("backspace", "backspace", "t", "x", "t", "enter")
+        await pilot.pause()
+        assert app.results == [str(tmp_path / "fib.txt")]
+
+
+async def test_export_dialog_escape_and_empty_path():
+    app = HostApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open(pilot, ExportDialog("fib", ""))
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.results == []  # an empty path is refused, the dialog stays
+        assert "Type a file path" in str(app.screen.query_one("#error", Static).render())
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.results == [None]
+        await _open(pilot, ExportDialog("fib", "~/fib.py"))
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not app.results[-1].startswith("~")
+
+
+async def test_overwrite_prompt_choices():
+    app = HostApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        for key, expected in [("o", "overwrite"), ("a", "append"), ("c", "cancel")]:
+            await _open(pilot, OverwritePrompt("/tmp/x.py"))
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.results[-1] == expected
+        await _open(pilot, OverwritePrompt("/tmp/x.py"))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.results[-1] == "cancel"
+        await _open(pilot, OverwritePrompt("/tmp/x.py"))
+        await pilot.click("#append")
+        await pilot.pause()
+        assert app.results == ["overwrite", "append", "cancel", "cancel", "append"]
+
+
+async def test_key_switcher_filters_and_chooses():
+    app = HostApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open(pilot, KeySwitcher(KEYS, "main"))
+        screen = app.screen
+        assert screen.visible_keys == ["key:main", "key:project-x", "key:notes"]
+        await pilot.press("o")
+        assert screen.visible_keys == ["key:project-x", "key:notes", "new:o"]
+        await pilot.press("t")  # "ot" matches notes only
+        assert screen.visible_keys == ["key:notes", "new:ot"]
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.results == ["notes"]
+
+
+async def test_key_switcher_new_key_arrows_and_validation():
+    def validate(name: str) -> str:
+        if " " in name:
+            raise ValueError("Key names cannot contain spaces.")
+        return name
+
+    app = HostApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open(pilot, KeySwitcher(KEYS, "main", validate=validate))
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert app.results == ["project-x"]
+
+        await _open(pilot, KeySwitcher(KEYS, "main", validate=validate))
+        await pilot.press(*"bad name", "enter")
+        await pilot.pause()
+        assert len(app.results) == 1
+        assert "cannot contain spaces" in str(app.screen.query_one("#error", Static).render())
+        await pilot.press(*["backspace"] * 5, "-", "k", "e", "y", "enter")
+        await pilot.pause()
+        assert app.results == ["project-x", "bad-key"]
+
+        await _open(pilot, KeySwitcher(KEYS, "main"))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.results[-1] is None
+
+
+async def test_welcome_choices():
+    app = HostApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await _open(pilot, WelcomeScreen("/cfg/config.toml"))
+        text = app.screen.query_one("Markdown").source
+        for needle in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "localhost:11434/v1", "8000/v1"):
+            assert needle in text
+        assert "/cfg/config.toml" in text and "[providers.local]" in text
+        await pilot.press("d")
+        await pilot.pause()
+        await _open(pilot, WelcomeScreen("/cfg/config.toml"))
+        await pilot.press("q")
+        await pilot.pause()
+        await _open(pilot, WelcomeScreen("/cfg/config.toml"))
+        await pilot.press("enter")  # the demo button has focus
+        await pilot.pause()
+        assert app.results == ["demo", "quit", "demo"]
+
+
+async def test_confirm_screen_only_y_confirms():
+    app = HostApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        for key in ("y", "n", "escape", "enter"):
+            await _open(pilot, ConfirmScreen("Start a new key?"))
+            await pilot.press(key)
+            await pilot.pause()
+        assert app.results == [True, False, False, False]
+
+
+async def test_help_lists_active_bindings_and_commands():
+    app = HostApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await _open(pilot, HelpScreen.from_app(app))
+        screen = app.screen
+        assert ("ctrl+b", "Toggle sidebar") in screen.keys
+        assert any(command.startswith("/export") for command, _ in screen.commands)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.results == [None]
+
+
+async def test_context_view_shows_every_message_verbatim():
+    messages = [
+        {"role": "system", "content": "Base prompt <experiences>exp_001</experiences>"},
+        {"role": "user", "content": "Write [bold]fib[/bold]"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "function": {"name": "remember", "arguments": '{"text":"x"}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "<ok/>"},
+    ]
+    app = HostApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await _open(pilot, ContextView(messages, 321))
+        bodies = [str(w.render()) for w in app.screen.query(".body").results(Static)]
+        assert bodies == [
+            "Base prompt <experiences>exp_001</experiences>",
+            "Write [bold]fib[/bold]",
+            '→ remember({"text": "x"})',
+            "<ok/>",
+        ]
+        assert "321 tokens" in str(app.screen.query_one("#dialog").border_subtitle)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.results == [None]
