@@ -207,3 +207,11 @@ async def test_context_view_shows_every_message_verbatim():
         await pilot.press("escape")
         await pilot.pause()
         assert app.results == [None]
+
+
+async def test_welcome_names_the_config_file_in_use(tmp_path):
+    app = HostApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await _open(pilot, WelcomeScreen())
+        # tests/conftest.py points SELFREF_CONFIG at tmp_path / "config.toml"
+        assert str(tmp_path / "config.toml") in app.screen.query_one("Markdown").source

@@ -13,11 +13,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Button, Markdown, Static
 
-
-def default_config_path() -> Path:
-    import platformdirs  # deferred: only the first-run screen needs it
-
-    return Path(platformdirs.user_config_dir("selfref-tui")) / "config.toml"
+from selfref_tui.config import default_config_path
 
 
 def welcome_markdown(config_path: str) -> str:
@@ -77,7 +73,7 @@ class WelcomeScreen(Screen[str]):
         self.config_path = str(config_path) if config_path is not None else None
 
     def compose(self) -> ComposeResult:
-        path = self.config_path or str(default_config_path())
+        path = self.config_path or str(default_config_path())  # honours SELFREF_CONFIG
         with VerticalScroll(id="panel") as panel:
             panel.border_title = "Welcome to selfref-tui"
             yield Static(
