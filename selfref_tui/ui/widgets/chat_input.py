@@ -53,7 +53,7 @@ class ChatInput(TextArea):
             tab_behavior="focus",
             placeholder=placeholder,
         )
-        self.history: list[str] = []
+        self.sent_history: list[str] = []
         self._recall_index: int | None = None
 
     async def _on_key(self, event: events.Key) -> None:
@@ -74,8 +74,8 @@ class ChatInput(TextArea):
 
     def accept(self, text: str) -> None:
         """The app took ``text``: remember it for Up and empty the input."""
-        if not self.history or self.history[-1] != text:
-            self.history.append(text)
+        if not self.sent_history or self.sent_history[-1] != text:
+            self.sent_history.append(text)
         self._recall_index = None
         self.clear()
 
@@ -85,16 +85,16 @@ class ChatInput(TextArea):
             return True
         return (
             self._recall_index is not None
-            and 0 <= self._recall_index < len(self.history)
-            and self.text == self.history[self._recall_index]
+            and 0 <= self._recall_index < len(self.sent_history)
+            and self.text == self.sent_history[self._recall_index]
         )
 
     def action_cursor_up(self, select: bool = False) -> None:
-        if not select and self.history and self._recalling() and self.cursor_location[0] == 0:
-            index = len(self.history) if self._recall_index is None or not self.text else self._recall_index
+        if not select and self.sent_history and self._recalling() and self.cursor_location[0] == 0:
+            index = len(self.sent_history) if self._recall_index is None or not self.text else self._recall_index
             if index > 0:
                 self._recall_index = index - 1
-                self._show(self.history[self._recall_index])
+                self._show(self.sent_history[self._recall_index])
             return
         super().action_cursor_up(select)
 
@@ -104,11 +104,11 @@ class ChatInput(TextArea):
             self.cursor_location[0] == last_row
         ):
             self._recall_index += 1
-            if self._recall_index >= len(self.history):
+            if self._recall_index >= len(self.sent_history):
                 self._recall_index = None
                 self.clear()
             else:
-                self._show(self.history[self._recall_index])
+                self._show(self.sent_history[self._recall_index])
             return
         super().action_cursor_down(select)
 

@@ -22,7 +22,7 @@ class ReasoningView(Collapsible):
     def __init__(self, text: str = "") -> None:
         self._parts: list[str] = [text] if text else []
         self._body = Static(text, markup=False)
-        super().__init__(self._body, title=self._title(), collapsed=True)
+        super().__init__(self._body, title=self._label_text(), collapsed=True)
 
     @property
     def text(self) -> str:
@@ -32,11 +32,11 @@ class ReasoningView(Collapsible):
         self._parts.append(text)
         if not self.collapsed:
             self._body.update(self.text)
-        self.title = self._title()
+        self.title = self._label_text()
 
     def _on_collapsible_expanded(self) -> None:
         self._body.update(self.text)
 
-    def _title(self) -> str:
+    def _label_text(self) -> str:
         words = len(self.text.split())
         return f"Reasoning · {words} words" if words else "Reasoning"

@@ -59,7 +59,7 @@ class ToolCard(Collapsible):
             self._args,
             Static("result", classes="label"),
             self._result,
-            title=self._title(),
+            title=self._label_text(),
             collapsed=True,
             classes=classes,
         )
@@ -88,9 +88,9 @@ class ToolCard(Collapsible):
         self._result.update(_clip(result))
         self.set_class(status == "error", "-error")
         self.set_class(status == "cancelled", "-cancelled")
-        self.title = self._title()
+        self.title = self._label_text()
 
-    def _title(self) -> str:
+    def _label_text(self) -> str:
         parts = [f"⚙ {self.tool_name}", _STATUS.get(self.status, self.status)]
         if self.duration_s is not None:
             parts.append(f"{self.duration_s:.2f}s")

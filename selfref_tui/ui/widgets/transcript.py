@@ -182,7 +182,7 @@ class Transcript(VerticalScroll):
                 else:
                     card.finish(content, float(item.get("duration_s") or 0.0))
                     card.duration_s = item.get("duration_s")
-                    card.title = card._title()
+                    card.title = card._label_text()
         if widgets:
             await self.mount_all(widgets, before=before)
         for item, message in pending:

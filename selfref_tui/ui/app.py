@@ -1,0 +1,633 @@
+"""The Textual app: layout, key actions, and the bridge from runtime events to widgets.
+
+Start-up never waits: ``compose`` builds the whole screen from the config
+alone; an async worker then starts the demo server (if any), imports the
+runtime (openai is a heavy import), opens the memory key in a thread and
+mounts its history tail-first. Input typed before that is kept and sent
+when the agent is ready.
+
+Runtime events arrive through :meth:`SelfRefApp.emit` on the app's own
+loop. They are buffered and drained by one message handler, so a burst of
+text deltas becomes one write per widget instead of one message per token,
+and their order is kept. Each event is routed by its ``key``: the shown
+key goes to the transcript, sidebar and header; a fork's child key goes to
+the fork panel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from selfref_tui.agent import events as ev
+from selfref_tui.config import AppConfig
+from selfref_tui.ui import commands as slash
+from selfref_tui.ui.keymap import BINDINGS, check_keymap
+from selfref_tui.ui.widgets.app_header import AppHeader
+from selfref_tui.ui.widgets.chat_input import ChatInput
+from selfref_tui.ui.widgets.experience_list import ExperienceList
+from selfref_tui.ui.widgets.fork_panel import ForkPanel
+from selfref_tui.ui.widgets.ref_list import RefList
+from selfref_tui.ui.widgets.sidebar import Sidebar
+from selfref_tui.ui.widgets.transcript import Transcript
+
+PLACEHOLDER = "Message  (Enter send · shift+enter/ctrl+j newline · / commands · F1 help)"
+
+
+@dataclass
+class _Drain(Message):
+    """Runtime events are waiting in :attr:`SelfRefApp._events`."""
+
+
+class SelfRefApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "selfref-tui"
+    BINDINGS = BINDINGS
+
+    def __init__(self, config: AppConfig, *, tail_items: int = 50) -> None:
+        super().__init__()
+        self.config = config
+        self.tail_items = tail_items
+        self.key = config.key
+        self.agent: Any = None
+        self.router: Any = None
+        self.selfref: Any = None
+        self.demo_server: Any = None
+        self.ready = False
+        #: why the current key cannot take input (locked, corrupt…); None when it can
+        self.key_error: str | None = None
+        self._events: list[ev.AgentEvent] = []
+        self._drain_posted = False
+        self._early_inputs: list[str] = []
+        self._stream_tokens = 0
+        self._closed = False
+        keymap, self.keymap_warnings = check_keymap(config.keymap)
+        self._user_keymap = keymap
+
+    # ------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        provider = self.config.provider
+        yield AppHeader(key=self.key, provider=provider.name, model=self._model_name(),
+                        demo=provider.demo)
+        with Horizontal(id="body"):
+            with Vertical(id="chat"):
+                yield Transcript(id="transcript")
+                yield ChatInput(id="input", placeholder=PLACEHOLDER)
+            yield ForkPanel(id="forks")
+            yield Sidebar(id="sidebar", compact_ratio=self.config.agent.auto_compact_ratio)
+        yield Footer()
+
+    @property
+    def transcript(self) -> Transcript:
+        return self.query_one("#transcript", Transcript)
+
+    @property
+    def chat_input(self) -> ChatInput:
+        return self.query_one("#input", ChatInput)
+
+    @property
+    def header(self) -> AppHeader:
+        return self.query_one(AppHeader)
+
+    @property
+    def sidebar(self) -> Sidebar:
+        return self.query_one("#sidebar", Sidebar)
+
+    @property
+    def fork_panel(self) -> ForkPanel:
+        return self.query_one("#forks", ForkPanel)
+
+    def _model_name(self) -> str:
+        if self.config.provider.demo:
+            from selfref_tui.demo.script import DEMO_MODEL
+
+            return DEMO_MODEL
+        return self.config.provider.model
+
+    def on_mount(self) -> None:
+        if self._user_keymap:
+            self.set_keymap(self._user_keymap)
+        for warning in self.keymap_warnings:
+            self.notify(warning, severity="warning", timeout=8)
+        self.fork_panel.display = False
+        self.chat_input.focus()
+        if self.config.unconfigured and not self.config.provider.demo:
+            from selfref_tui.ui.screens.welcome import WelcomeScreen
+
+            self.header.set_status("not configured")
+            self.push_screen(WelcomeScreen(), self._welcome_done)
+        else:
+            self.boot()
+
+    def _welcome_done(self, choice: str | None) -> None:
+        if choice == "demo":
+            self.config = replace(self.config, provider=replace(self.config.provider, demo=True),
+                                  unconfigured=False)
+            self.header.set_model(self.config.provider.name, self._model_name(), True)
+            self.boot()
+        else:
+            self.exit(0)
+
+    # ------------------------------------------------------------- start-up
+
+    @work(exclusive=True, group="boot")
+    async def boot(self) -> None:
+        """Everything slow, after the first frame: demo server, runtime import, store."""
+        provider_config = self.config.provider
+        try:
+            if provider_config.demo:
+                from selfref_tui.demo.script import DEMO_MODEL, DEMO_SCRIPT
+                from selfref_tui.demo.server import DemoServer
+
+                self.demo_server = DemoServer(DEMO_SCRIPT)
+                url = await self.demo_server.start()
+                provider_config = replace(provider_config, base_url=url, model=DEMO_MODEL,
+                                          api_key=provider_config.api_key or "demo")
+            from selfref_tui.agent.loop import Agent
+            from selfref_tui.agent.provider import Provider
+            from selfref_tui.agent.router import AgentInputRouter
+            from selfref_tui.selfref.reference import SelfReference
+
+            self.selfref = SelfReference(self.config.data_dir)
+            provider = Provider(provider_config)
+            self.agent = Agent(self.selfref, provider, self.config.agent, self.emit,
+                               model=provider_config.model,
+                               context_window=provider_config.context_window)
+            self.router = AgentInputRouter(self.agent, self.key)
+        except Exception as exc:  # never crash the first frame; say what failed
+            self.header.set_status("not ready")
+            await self.transcript.add_error(f"Could not start: {exc}", "internal")
+            self.notify(f"Could not start: {exc}", severity="error", timeout=10)
+            return
+        self.ready = True
+        await self.open_key(self.key)
+        early, self._early_inputs = self._early_inputs, []
+        for text in early:
+            await self._send(text, shown=True)
+
+    async def open_key(self, key: str) -> bool:
+        """Show ``key``: its history (tail first), experiences, refs and forks."""
+        from selfref_tui.selfref.errors import StoreError
+
+        self.header.set_key(key)
+        self.header.set_status("loading…")
+        await self.transcript.reset()
+        self.fork_panel.clear()
+        try:
+            memory = await asyncio.to_thread(self.agent.memory, key)
+        except StoreError as exc:
+            self.key_error = str(exc)
+            self.header.set_status("unavailable")
+            await self.transcript.add_error(str(exc), "store")
+            self.notify(str(exc), title=f"Memory key {key!r}", severity="error", timeout=10)
+            return False
+        except Exception as exc:
+            self.key_error = f"Cannot open memory key {key!r}: {exc}"
+            self.header.set_status("unavailable")
+            await self.transcript.add_error(self.key_error, "store")
+            return False
+        self.key_error = None
+        self.key = key
+        if self.router is not None:
+            self.router.key = key
+        await self.transcript.load_history(memory.history, tail=self.tail_items)
+        self._refresh_sidebar(memory)
+        forks = getattr(memory, "forks", {}) or {}
+        if forks:
+            self.fork_panel.load_forks(forks.values())
+        self.header.set_status("ready")
+        self._refresh_usage()
+        return True
+
+    @work(exclusive=True, group="usage")
+    async def _refresh_usage(self) -> None:
+        """Token count of the next call, computed off the loop (it may encode a lot)."""
+        if self.agent is None or self.key_error:
+            return
+        key = self.key
+        try:
+            _messages, tokens = await asyncio.to_thread(self.agent.preview, key)
+        except Exception:
+            return
+        if key == self.key:
+            self.sidebar.meter.set_usage(tokens, self.agent.context_window)
+
+    def _refresh_sidebar(self, memory: Any | None = None) -> None:
+        if memory is None:
+            if self.agent is None or self.key_error:
+                return
+            try:
+                memory = self.agent.memory(self.key)
+            except Exception:
+                return
+        self.sidebar.set_experiences(list(memory.experiences))
+        rows: list[dict] = []
+        for ref_id, occurrences in memory.refs.items():
+            for index, occurrence in enumerate(occurrences):
+                rows.append({"id": ref_id, "content": occurrence.get("content", ""),
+                             "superseded": index < len(occurrences) - 1,
+                             "order": occurrence.get("message_index", 0)})
+        rows.sort(key=lambda r: r["order"])
+        self.sidebar.set_refs(rows)
+
+    # ------------------------------------------------------------- events
+
+    def emit(self, event: ev.AgentEvent) -> None:
+        """The runtime's event sink: buffer, and post one drain message per burst."""
+        if threading.get_ident() != self._thread_id:
+            self.call_from_thread(self.emit, event)
+            return
+        self._events.append(event)
+        if not self._drain_posted:
+            self._drain_posted = True
+            self.post_message(_Drain())
+
+    @on(_Drain)
+    async def _drain(self) -> None:
+        events, self._events = self._events, []
+        self._drain_posted = False
+        for event in _coalesce(events):
+            try:
+                await self.dispatch_event(event)
+            except Exception as exc:  # a display bug must not take the app down
+                self.log.error(f"event {event!r} failed: {exc!r}")
+
+    async def dispatch_event(self, event: ev.AgentEvent) -> None:
+        key = event.key
+        if key != self.key:
+            if key.startswith(self.key + "::"):
+                self._to_fork_panel(event)
+            return
+        if isinstance(event, (ev.ForkSpawned, ev.ForkProgress, ev.ForkFinished)):
+            self._to_fork_panel(event)
+            return
+        await self.transcript.handle(event)
+        meter = self.sidebar.meter
+        if isinstance(event, ev.TextDelta):
+            self._stream_tokens += max(1, len(event.text) // 4)
+            meter.stream_progress(self._stream_tokens)
+        elif isinstance(event, ev.TurnStarted):
+            self._stream_tokens = 0
+            meter.stream_started()
+            self.header.set_status("working…")
+            self.chat_input.add_class("-busy")
+        elif isinstance(event, ev.LLMCallStarted):
+            self.header.set_status("waiting for the model…")
+        elif isinstance(event, ev.ContextUsage):
+            meter.set_usage(event.tokens, event.window)
+        elif isinstance(event, ev.TurnEnded):
+            meter.stream_ended()
+            self.header.set_status({"done": "ready", "aborted": "stopped", "error": "error",
+                                    "step_limit": "step limit reached"}.get(event.outcome, "ready"))
+            self.chat_input.remove_class("-busy")
+            self._refresh_sidebar()
+            self._refresh_usage()
+        elif isinstance(event, (ev.ExperienceRemembered, ev.ExperienceForgotten,
+                                ev.RefClosed, ev.CompactionApplied)):
+            self._refresh_sidebar()
+        elif isinstance(event, ev.ErrorEvent):
+            self.notify(event.message, severity="error", timeout=8)
+        elif isinstance(event, ev.Retrying):
+            self.header.set_status(f"retrying in {event.delay_s:.1f}s (attempt {event.attempt})")
+        elif isinstance(event, ev.Aborted):
+            self.header.set_status("stopped")
+
+    def _to_fork_panel(self, event: ev.AgentEvent) -> None:
+        panel = self.fork_panel
+        if isinstance(event, ev.ForkSpawned):
+            panel.fork_spawned(event.fork_id, event.child_key, event.task)
+            panel.display = True
+        elif isinstance(event, ev.ForkProgress):
+            panel.fork_progress(event.fork_id, event.status, event.step)
+        elif isinstance(event, ev.ForkFinished):
+            panel.fork_finished(event.fork_id, event.status, event.response, event.error)
+        elif isinstance(event, ev.TextDelta):
+            panel.child_text(event.key, event.text)
+        elif isinstance(event, ev.ToolCallStarted):
+            panel.child_tool(event.key, event.name, "running")
+        elif isinstance(event, ev.ToolCallEnded):
+            panel.child_tool(event.key, event.name, "done")
+        elif isinstance(event, ev.ToolCallError):
+            panel.child_tool(event.key, event.name, "error")
+
+    # -------------------------------------------------------------- input
+
+    @on(ChatInput.Submitted)
+    async def _submitted(self, message: ChatInput.Submitted) -> None:
+        text = message.text
+        if slash.is_command(text):
+            if await self.run_command(text):
+                message.chat_input.accept(text)
+            return
+        text = slash.unescape(text)
+        if not self.ready:
+            message.chat_input.accept(message.text)
+            self._early_inputs.append(text)
+            await self.transcript.add_user(text, queued=True)
+            return
+        if self.key_error:
+            self.notify(f"{self.key_error} Your text is still in the input.",
+                        severity="error", timeout=8)
+            return
+        message.chat_input.accept(message.text)
+        await self._send(text)
+
+    async def _send(self, text: str, *, shown: bool = False) -> None:
+        outcome = self.router.submit(text)
+        if shown:
+            if outcome != "queued":
+                self.transcript.deliver(text)
+            return
+        await self.transcript.add_user(text, queued=outcome == "queued")
+
+    @on(ChatInput.ScrollToBottom)
+    def _input_end(self) -> None:
+        self.transcript.scroll_bottom()
+
+    async def run_command(self, text: str) -> bool:
+        """Run a slash command; False keeps the text in the input (it needs fixing)."""
+        try:
+            command = slash.parse_command(text)
+        except slash.CommandError as exc:
+            self.notify(str(exc), severity="warning")
+            return False
+        name = command.name
+        if name == "help":
+            self.action_help()
+            return True
+        if name == "new":
+            return self.action_new_key() is None
+        if name == "key":
+            return await self.switch_key(command.args[0])
+        if not self._agent_ready():
+            return False
+        if name == "context":
+            self.action_show_context()
+        elif name == "compact":
+            self.agent.request_compaction(self.key)
+            if self.router.busy:
+                self.notify("Compaction requested: it happens at the next step.")
+            else:
+                self.router.submit("Please compact the conversation now.")
+                await self.transcript.add_user("Please compact the conversation now.")
+        elif name == "remember":
+            exp_id = self.agent.remember_experience(self.key, command.text)
+            self.notify(f"Remembered as {exp_id}.")
+            self._refresh_sidebar()
+        elif name == "forget":
+            self.forget(command.args[0])
+        elif name == "export":
+            self.export_ref_by_id(command.args[0], command.args[1] if len(command.args) > 1 else None)
+        return True
+
+    def _agent_ready(self) -> bool:
+        if not self.ready:
+            self.notify("Still starting up; try again in a moment.", severity="warning")
+            return False
+        if self.key_error:
+            self.notify(self.key_error, severity="error")
+            return False
+        return True
+
+    def forget(self, exp_id: str) -> None:
+        if not self._agent_ready():
+            return
+        if self.agent.forget_experience(self.key, exp_id):
+            self.notify(f"Forgot {exp_id}.")
+        else:
+            self.notify(f"No experience {exp_id}; the sidebar lists them (ctrl+b).",
+                        severity="warning")
+        self._refresh_sidebar()
+
+    @on(ExperienceList.ForgetRequested)
+    def _forget_requested(self, message: ExperienceList.ForgetRequested) -> None:
+        self.forget(message.experience_id)
+
+    @on(RefList.RefChosen)
+    async def _ref_chosen(self, message: RefList.RefChosen) -> None:
+        transcript = self.transcript
+        while transcript.highlight_ref_id(message.ref_id) is None and transcript.older_count:
+            await transcript.load_older()
+
+    @on(Transcript.RefHighlighted)
+    def _ref_highlighted(self, message: Transcript.RefHighlighted) -> None:
+        self.sidebar.ref_list.highlight_ref(message.ref_id)
+
+    # ------------------------------------------------------------- actions
+
+    def action_abort(self) -> None:
+        self.chat_input.focus()
+        if self.router is not None and self.router.abort():
+            self.header.set_status("stopping…")
+
+    def action_ref_prev(self) -> None:
+        if self.transcript.move_highlight(-1) is None:
+            self.notify("No refs in this conversation yet.")
+
+    def action_ref_next(self) -> None:
+        if self.transcript.move_highlight(+1) is None:
+            self.notify("No refs in this conversation yet.")
+
+    def action_scroll_bottom(self) -> None:
+        self.transcript.scroll_bottom()
+
+    def action_copy_ref(self) -> None:
+        block = self.transcript.target_ref()
+        if block is None:
+            self.notify("No ref to copy yet.", severity="warning")
+            return
+        text = block.text_so_far
+        self.copy_to_clipboard(text)
+        self.notify(f"Copied ref:{block.ref_id} ({len(text)} characters).")
+
+    def action_export_ref(self) -> None:
+        block = self.transcript.target_ref()
+        if block is None:
+            self.notify("No ref to export yet.", severity="warning")
+            return
+        if not block.closed:
+            self.notify(f"ref:{block.ref_id} is not finished; only complete refs can be exported.",
+                        severity="warning")
+            return
+        self.export_ref(block.ref_id, block.content or "", None)
+
+    def export_ref_by_id(self, ref_id: str, path: str | None) -> None:
+        ref_id = ref_id.removeprefix("ref:")
+        occurrences = self.agent.memory(self.key).refs.get(ref_id)
+        if not occurrences:
+            self.notify(f"No ref {ref_id!r} in this memory key.", severity="warning")
+            return
+        self.export_ref(ref_id, occurrences[-1].get("content", ""), path)
+
+    @work(exclusive=True, group="export")
+    async def export_ref(self, ref_id: str, content: str, path: str | None) -> None:
+        """Dialog → existing file? overwrite/append/cancel → write → notify the full path."""
+        from selfref_tui.refs.export import export_plan
+        from selfref_tui.selfref.files import write_file
+        from selfref_tui.ui.screens.export_dialog import ExportDialog
+        from selfref_tui.ui.screens.overwrite_prompt import OverwritePrompt
+
+        plan = export_plan(ref_id, content)
+        if path is None:
+            suggested = str(Path.cwd() / plan.suggested_name)
+            path = await self.push_screen_wait(ExportDialog(ref_id, suggested, preview=plan.content))
+            if not path:
+                return
+        target = Path(path).expanduser()
+        mode = "write"
+        if target.exists():
+            mode = await self.push_screen_wait(OverwritePrompt(str(target)))
+            if mode not in ("overwrite", "append"):
+                self.notify("Export cancelled.")
+                return
+            mode = "write" if mode == "overwrite" else "append"
+        try:
+            written = write_file(target, plan.content, mode=mode, roots=None)
+        except Exception as exc:
+            self.notify(f"Could not write {target}: {exc}", severity="error", timeout=8)
+            return
+        verb = "Appended" if mode == "append" else "Wrote"
+        self.notify(f"{verb} ref:{ref_id} to {Path(written).resolve()}", timeout=6)
+
+    def action_toggle_sidebar(self) -> None:
+        sidebar = self.sidebar
+        sidebar.display = not sidebar.display
+
+    def action_toggle_forks(self) -> None:
+        panel = self.fork_panel
+        panel.display = not panel.display
+
+    def action_help(self) -> None:
+        from selfref_tui.ui.screens.help import HelpScreen
+
+        keys = [(self._key_label(b.id, b.key), b.description) for b in BINDINGS if b.id]
+        self.push_screen(HelpScreen(keys, slash.help_rows()))
+
+    def _key_label(self, binding_id: str | None, default: str) -> str:
+        return self._keymap.get(binding_id or "", default) if binding_id else default
+
+    def action_show_context(self) -> None:
+        if not self._agent_ready():
+            return
+        from selfref_tui.ui.screens.context_view import ContextView
+
+        messages, tokens = self.agent.preview(self.key)
+        self.push_screen(ContextView(messages, tokens))
+
+    def action_new_key(self) -> None:
+        if not self._agent_ready():
+            return
+        existing = {info.key for info in self.selfref.keys()} | {self.key}
+        n = 1
+        while f"chat-{n}" in existing:
+            n += 1
+        self.run_worker(self.switch_key(f"chat-{n}"), group="switch", exclusive=True)
+
+    @work(exclusive=True, group="switch")
+    async def action_switch_key(self) -> None:
+        if not self._agent_ready() and not self.key_error:
+            return
+        from selfref_tui.selfref.keys import validate_key
+        from selfref_tui.ui.screens.key_switcher import KeySwitcher
+
+        keys = [{"key": i.key, "messages": i.messages, "updated": i.updated}
+                for i in await asyncio.to_thread(self.selfref.keys)]
+        chosen = await self.push_screen_wait(KeySwitcher(keys, self.key, validate=validate_key))
+        if chosen:
+            await self.switch_key(chosen)
+
+    async def switch_key(self, key: str) -> bool:
+        if not self.ready:
+            self.notify("Still starting up; try again in a moment.", severity="warning")
+            return False
+        if self.router is not None and self.router.busy:
+            self.notify("A turn is running; press Esc first, then switch keys.",
+                        severity="warning")
+            return False
+        from selfref_tui.selfref.errors import StoreError
+        from selfref_tui.selfref.keys import validate_key
+
+        try:
+            validate_key(key)
+        except StoreError as exc:
+            self.notify(str(exc), severity="error")
+            return False
+        if key == self.key and not self.key_error:
+            return True
+        return await self.open_key(key)
+
+    async def action_quit(self) -> None:
+        await self.shutdown_runtime()
+        self.exit(0)
+
+    async def shutdown_runtime(self) -> None:
+        """Stop the turn (its abort patches are committed), close HTTP, release locks."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self.router is not None:
+                await self.router.aclose()
+            if self.agent is not None:
+                await self.agent.aclose()
+        finally:
+            if self.demo_server is not None:
+                await self.demo_server.stop()
+            if self.selfref is not None:
+                self.selfref.close()
+
+    async def on_unmount(self) -> None:
+        await self.shutdown_runtime()
+
+    # ------------------------------------------------------------- palette
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for binding in BINDINGS:
+            if binding.id in ("command_palette", "quit"):
+                continue
+            yield SystemCommand(f"{binding.description} ({self._key_label(binding.id, binding.key)})",
+                                binding.tooltip, _action(self, binding.action))
+        for usage, help_text in slash.help_rows():
+            if " " not in usage:
+                yield SystemCommand(usage, help_text, _command(self, usage))
+
+
+def _action(app: SelfRefApp, action: str):  # noqa: ANN202 - a callback
+    return lambda: app.run_action(action)
+
+
+def _command(app: SelfRefApp, text: str):  # noqa: ANN202 - a callback
+    return lambda: app.run_worker(app.run_command(text))
+
+
+def _coalesce(events: list[ev.AgentEvent]) -> list[ev.AgentEvent]:
+    """Join runs of text deltas of one key: one widget write per burst, same text."""
+    out: list[ev.AgentEvent] = []
+    for event in events:
+        last = out[-1] if out else None
+        if (isinstance(event, ev.TextDelta) and isinstance(last, ev.TextDelta)
+                and last.key == event.key):
+            out[-1] = ev.TextDelta(key=event.key, text=last.text + event.text)
+        else:
+            out.append(event)
+    return out
+
+
+def run_app(config: AppConfig) -> int:
+    """What ``selfref-tui`` with no sub-command runs."""
+    app = SelfRefApp(config)
+    result = app.run()
+    return int(result or 0)

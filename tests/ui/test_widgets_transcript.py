@@ -1,0 +1,245 @@
+"""Transcript widgets fed runtime events directly (no runtime, no network)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from textual.app import App, ComposeResult
+from textual.widgets import Markdown
+
+from selfref_tui.agent import events as ev
+from selfref_tui.ui.widgets.assistant_message import AssistantMessage
+from selfref_tui.ui.widgets.compaction_divider import CompactionDivider
+from selfref_tui.ui.widgets.error_block import ErrorBlock
+from selfref_tui.ui.widgets.ref_block import RefBlock, StreamingMarkdown
+from selfref_tui.ui.widgets.tool_card import ToolCard
+from selfref_tui.ui.widgets.transcript import Transcript
+from selfref_tui.ui.widgets.user_message import UserMessage
+
+K = "main"
+
+
+class TranscriptApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Transcript(id="t")
+
+    @property
+    def t(self) -> Transcript:
+        return self.query_one(Transcript)
+
+
+async def wait_until(pilot, predicate, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        await pilot.pause(0.01)
+
+
+async def stream(t: Transcript, text: str, size: int = 3) -> None:
+    for i in range(0, len(text), size):
+        await t.handle(ev.TextDelta(key=K, text=text[i:i + size]))
+
+
+ANSWER = (
+    "Here are two versions.\n\n"
+    '<ref id="fib_recursive">\n```python\ndef fib(n):\n    return n if n < 2 else fib(n-1) + fib(n-2)\n```\n</ref>\n\n'
+    "and\n"
+    '<ref id="fib_iterative">\n```python\ndef fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n```\n</ref>\n'
+    "Done."
+)
+
+
+async def test_refs_become_blocks_while_streaming_and_markdown_streams():
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        t = app.t
+        await t.handle(ev.TurnStarted(key=K, turn_id=1, user_text="fib please"))
+        cut = ANSWER.index('<ref id="fib_recursive">') + len('<ref id="fib_recursive">')
+        await stream(t, ANSWER[:cut])
+        blocks = t.ref_blocks()
+        # The block exists as soon as the opening tag is complete, before any content.
+        assert [b.ref_id for b in blocks] == ["fib_recursive"]
+        assert blocks[0].has_class("-open") and not blocks[0].closed
+        assert str(blocks[0].border_title) == "ref:fib_recursive"
+        await stream(t, ANSWER[cut:])
+        blocks = t.ref_blocks()
+        assert [b.ref_id for b in blocks] == ["fib_recursive", "fib_iterative"]
+        assert blocks[0].closed and blocks[0].content.startswith("```python\ndef fib")
+        assert not blocks[1].has_class("-open")
+        answer = t.current
+        assert answer is not None
+        # Text before the first ref streams through MarkdownStream, not a full update.
+        first_md = answer.query(StreamingMarkdown).first()
+        assert first_md.text.startswith("Here are two versions.")
+        await t.handle(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
+        await t.handle(ev.TurnEnded(key=K, turn_id=1, outcome="done"))
+        await pilot.pause()
+        assert answer.finished and not answer.interrupted
+        # Fenced code inside a ref is rendered as a code block (syntax highlighted).
+        fences = blocks[1].query("MarkdownFence")
+        assert len(fences) == 1
+        # After stop() each piece got one full render of its whole text.
+        for md in answer.query(StreamingMarkdown):
+            assert md.source == md.text
+
+
+async def test_superseded_ref_is_dimmed_and_unfinished_ref_marked():
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        t = app.t
+        await stream(t, '<ref id="a">\nold\n</ref>\n')
+        await t.handle(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
+        await stream(t, '<ref id="a">\nnew\n</ref>\n<ref id="b">\nnever closed')
+        await t.handle(ev.LLMCallEnded(key=K, step=2, duration_s=0.1, finish_reason="stop"))
+        await pilot.pause()
+        a_old, a_new, b = t.ref_blocks()
+        assert a_old.has_class("-superseded") and not a_new.has_class("-superseded")
+        assert b.has_class("-unfinished") and not b.closed
+        assert "unfinished" in str(b.border_subtitle)
+
+
+async def test_abort_keeps_partial_text_marked_interrupted():
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        t = app.t
+        await stream(t, "A long answer that gets cut")
+        await t.handle(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="aborted"))
+        await t.handle(ev.Aborted(key=K, reason="user pressed Esc", stage="stream"))
+        await t.handle(ev.TurnEnded(key=K, turn_id=1, outcome="aborted"))
+        await pilot.pause()
+        answer = t.query_one(AssistantMessage)
+        assert answer.interrupted and answer.has_class("-interrupted")
+        assert "A long answer that gets cut" in answer.query_one(Markdown).source
+        assert "interrupted" in str(answer.query_one(".marker").render())
+
+
+async def test_tool_cards_show_status_duration_and_result():
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        t = app.t
+        await t.handle(ev.ToolCallStarted(key=K, call_id="c1", name="remember"))
+        await t.handle(ev.ToolCallArgumentsDelta(key=K, call_id="c1", delta='{"text": "likes'))
+        await t.handle(ev.ToolCallArgumentsDelta(key=K, call_id="c1", delta=' tea"}'))
+        card = t.query_one(ToolCard)
+        assert card.status == "running" and card.arguments == '{"text": "likes tea"}'
+        await t.handle(ev.ToolCallEnded(key=K, call_id="c1", name="remember",
+                                        arguments='{"text": "likes tea"}', result="exp_001",
+                                        duration_s=0.25))
+        await t.handle(ev.ToolCallStarted(key=K, call_id="c2", name="read_fd"))
+        await t.handle(ev.ToolCallError(key=K, call_id="c2", name="read_fd", arguments="{",
+                                        error="invalid JSON arguments", duration_s=0.0))
+        await t.handle(ev.ToolCallStarted(key=K, call_id="c3", name="slow"))
+        await t.handle(ev.Aborted(key=K, reason="user pressed Esc", stage="tools"))
+        await pilot.pause()
+        c1, c2, c3 = t.query(ToolCard)
+        assert c1.collapsed and "remember" in c1.title and "done" in c1.title and "0.25s" in c1.title
+        assert c1.result == "exp_001"
+        assert c2.status == "error" and c2.has_class("-error")
+        assert c3.status == "cancelled"
+
+
+async def test_queued_message_is_marked_until_delivered():
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        t = app.t
+        await t.add_user("first")
+        await t.handle(ev.TurnStarted(key=K, turn_id=1, user_text="first"))
+        await stream(t, "working on it")
+        queued = await t.add_user("also this", queued=True)
+        assert queued.has_class("-queued") and t.queued_messages() == [queued]
+        await t.handle(ev.QueuedMessageDelivered(key=K, text="also this"))
+        await pilot.pause()
+        assert not queued.queued and not queued.has_class("-queued")
+        # It moved to where the model now sees it: after the answer so far.
+        assert t.children[-1] is queued
+        # TurnStarted for a message already shown does not duplicate it.
+        assert len(t.query(UserMessage)) == 2
+
+
+async def test_compaction_divider_archives_earlier_items_and_errors_inline():
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        t = app.t
+        await t.add_user("hello")
+        await stream(t, "hi")
+        await t.handle(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
+        await t.handle(ev.CompactionApplied(key=K, summary={"goal": "greet", "completed": ["said hi"]},
+                                            messages_before=3))
+        await t.handle(ev.ErrorEvent(key=K, message="Provider unreachable at http://x; start it.",
+                                     kind="connection"))
+        await pilot.pause()
+        assert t.query_one(UserMessage).has_class("archived")
+        assert t.query_one(AssistantMessage).has_class("archived")
+        divider = t.query_one(CompactionDivider)
+        assert divider.collapsed and "3 messages" in divider.title
+        error = t.query_one(ErrorBlock)
+        assert error.kind == "connection" and "start it" in error.message
+
+
+HISTORY = [
+    {"role": "system", "content": ""},
+    {"role": "user", "content": "old question", "archived": True},
+    {"role": "assistant", "content": 'old <ref id="x">\nv1\n</ref>', "archived": True},
+    {"role": "compaction", "summary": {"goal": "g"}},
+    {"role": "user", "content": "summary", "compaction": {"goal": "g"}},
+    {"role": "user", "content": "new question"},
+    {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "t1", "type": "function", "function": {"name": "remember", "arguments": "{}"}}]},
+    {"role": "tool", "tool_call_id": "t1", "content": "exp_001"},
+    {"role": "assistant", "content": 'new <ref id="x">\nv2\n</ref>', "truncated": True,
+     "abort_reason": "user pressed Esc"},
+]
+
+
+async def test_stored_history_renders_the_same_widgets():
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        t = app.t
+        await t.load_history(HISTORY)
+        await pilot.pause()
+        kinds = [type(c).__name__ for c in t.children if c.display]
+        assert kinds == ["UserMessage", "AssistantMessage", "CompactionDivider", "UserMessage",
+                         "AssistantMessage", "ToolCard", "AssistantMessage"]
+        old, new = t.ref_blocks()
+        assert old.has_class("-superseded") and new.content == "v2"
+        assert t.query(UserMessage).first().has_class("archived")
+        assert t.query_one(ToolCard).result == "exp_001"
+        assert list(t.query(AssistantMessage))[-1].interrupted
+
+
+async def test_long_history_mounts_tail_first_and_older_on_demand():
+    history = [{"role": "system", "content": ""}]
+    for i in range(130):
+        history.append({"role": "user", "content": f"q{i}"})
+        history.append({"role": "assistant", "content": f"a{i}"})
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        t = app.t
+        await t.load_history(history, tail=50)
+        await pilot.pause()
+        assert len(t.query(UserMessage)) + len(t.query(AssistantMessage)) == 50
+        assert t.older_count == 210
+        assert t.query(UserMessage).first().text == "q105"
+        await t.load_older(100)
+        assert t.older_count == 110
+        assert t.query(UserMessage).first().text == "q55"
+
+
+async def test_ref_highlight_moves_through_refs():
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 20)) as pilot:
+        t = app.t
+        await stream(t, '<ref id="a">\n1\n</ref>\ntext\n<ref id="b">\n2\n</ref>\n<ref id="c">\n3\n</ref>')
+        await t.handle(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
+        await pilot.pause()
+        assert t.move_highlight(-1).ref_id == "c"  # starts from the newest
+        assert t.move_highlight(-1).ref_id == "b"
+        assert t.move_highlight(-1).ref_id == "a"
+        assert t.move_highlight(-1).ref_id == "a"
+        assert t.move_highlight(+1).ref_id == "b"
+        assert [b.has_class("-highlighted") for b in t.ref_blocks()] == [False, True, False]
+        assert t.target_ref().ref_id == "b"
+        assert isinstance(t.target_ref(), RefBlock)
+        await asyncio.sleep(0)
