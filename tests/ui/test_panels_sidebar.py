@@ -138,6 +138,7 @@ async def test_meter_numbers_and_levels():
     app = SidebarApp(clock)
     async with app.run_test(size=(80, 30)) as pilot:
         meter = pilot.app.query_one(ContextMeter)
+        assert meter.usage_label == "counting…"  # no window known yet: no fake "0 / 0"
         meter.set_usage(12_300, 128_000)
         await pilot.pause()
         assert meter.usage_label == "12.3k / 128k"

@@ -132,6 +132,8 @@ class ContextMeter(Widget):
 
     @property
     def usage_label(self) -> str:
+        if not self.window:
+            return "counting…"
         return f"{format_tokens(self.tokens)} / {format_tokens(self.window)}"
 
     @property
@@ -145,7 +147,7 @@ class ContextMeter(Widget):
     def render(self) -> Content:
         width = max(10, self.content_region.width or self.size.width or 30)
         colour = {"ok": "$primary", "near": "$warning", "over": "$error"}[self.level]
-        percent = f"{self.ratio * 100:.0f}%"
+        percent = f"{self.ratio * 100:.0f}%" if self.window else ""
         header = Content.from_markup("[b $text-muted]CONTEXT")
         figures = Content.assemble((self.usage_label, "bold"), " ", (percent, "dim"))
         gap = max(1, width - header.cell_length - figures.cell_length)

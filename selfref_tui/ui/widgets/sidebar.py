@@ -34,7 +34,10 @@ class Sidebar(Vertical):
         margin: 0 1;
         color: $foreground 10%;
     }
-    Sidebar > ContextMeter { dock: bottom; margin-bottom: 1; }
+    /* Refs take the space left, so the meter always sits at the bottom, never on top. */
+    Sidebar > RefList { height: 1fr; max-height: 100%; }
+    Sidebar > RefList > OptionList { height: 1fr; }
+    Sidebar > ContextMeter { margin: 1 0; }
     """
 
     def __init__(
