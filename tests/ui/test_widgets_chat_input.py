@@ -1,0 +1,89 @@
+"""The chat input: Enter sends, shift+enter / ctrl+j add a line, Up recalls."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import App, ComposeResult
+
+from selfref_tui.ui.widgets.chat_input import ChatInput
+
+
+class InputApp(App[None]):
+    def __init__(self, accept: bool = True) -> None:
+        super().__init__()
+        self.sent: list[str] = []
+        self.bottom = 0
+        self.accept = accept
+
+    def compose(self) -> ComposeResult:
+        yield ChatInput()
+
+    @on(ChatInput.Submitted)
+    def _sent(self, message: ChatInput.Submitted) -> None:
+        self.sent.append(message.text)
+        if self.accept:
+            message.chat_input.accept(message.text)
+
+    @on(ChatInput.ScrollToBottom)
+    def _bottom(self) -> None:
+        self.bottom += 1
+
+
+async def test_enter_sends_and_newline_keys_insert_lines():
+    app = InputApp()
+    async with app.run_test() as pilot:
+        chat = app.query_one(ChatInput)
+        chat.focus()
+        await pilot.press("h", "i", "shift+enter", "t", "h", "e", "r", "e", "ctrl+j", "x")
+        assert chat.text == "hi\nthere\nx"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.sent == ["hi\nthere\nx"] and chat.text == ""
+        await pilot.press("enter")  # empty input sends nothing
+        await pilot.pause()
+        assert app.sent == ["hi\nthere\nx"]
+
+
+async def test_rejected_text_stays_in_the_input():
+    app = InputApp(accept=False)
+    async with app.run_test() as pilot:
+        chat = app.query_one(ChatInput)
+        chat.focus()
+        await pilot.press("o", "k", "enter")
+        await pilot.pause()
+        assert app.sent == ["ok"] and chat.text == "ok"
+
+
+async def test_up_on_empty_input_recalls_earlier_inputs():
+    app = InputApp()
+    async with app.run_test() as pilot:
+        chat = app.query_one(ChatInput)
+        chat.focus()
+        for word in ("one", "two"):
+            await pilot.press(*word, "enter")
+        await pilot.pause()
+        await pilot.press("up")
+        assert chat.text == "two"
+        await pilot.press("up")
+        assert chat.text == "one"
+        await pilot.press("up")
+        assert chat.text == "one"
+        await pilot.press("down")
+        assert chat.text == "two"
+        await pilot.press("down")
+        assert chat.text == ""
+        # With text typed, Up is plain cursor movement.
+        await pilot.press("z", "up")
+        assert chat.text == "z"
+
+
+async def test_end_on_empty_input_returns_transcript_to_bottom():
+    app = InputApp()
+    async with app.run_test() as pilot:
+        app.query_one(ChatInput).focus()
+        await pilot.press("end")
+        await pilot.pause()
+        assert app.bottom == 1
+        await pilot.press("a", "end")
+        await pilot.pause()
+        assert app.bottom == 1
