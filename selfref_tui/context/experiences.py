@@ -10,7 +10,6 @@ counter means an id is never reused after a forget.
 from __future__ import annotations
 
 from typing import Any
-from xml.sax.saxutils import escape
 
 EXPERIENCES_KEY = "experiences"
 SEQ_KEY = "exp_seq"
@@ -96,6 +95,17 @@ def with_forgotten(
     updated = dict(system_message)
     updated[EXPERIENCES_KEY] = kept
     return updated, True
+
+
+def escape(text: str, entities: dict[str, str] | None = None) -> str:
+    """XML-escape ``&``, ``<``, ``>`` (and ``entities``), like xml.sax.saxutils.escape.
+
+    Own copy because importing xml.sax.saxutils pulls in urllib, http and ssl.
+    """
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for char, entity in (entities or {}).items():
+        text = text.replace(char, entity)
+    return text
 
 
 def render_experiences_block(experiences: list[dict[str, str]]) -> str:

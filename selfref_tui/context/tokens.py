@@ -1,0 +1,146 @@
+"""Token counts for the context meter and compaction decisions.
+
+Counting re-runs before every call over the whole history, so each message's
+count is cached: a turn costs the encoding of its new messages plus a dict
+lookup per old one. The encoder arrives late (loading tiktoken's data takes
+~0.3 s and is kept off the start-up path), so until then counts are estimates
+(about four characters per token) and :attr:`TokenCounter.ready` says so.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any
+
+Encode = Callable[[str], list[int]]
+
+# OpenAI's chat format: every message costs a few tokens of framing, a name one
+# more, and the reply is primed with a few more (see the openai-cookbook recipe
+# "How to count tokens with tiktoken").
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_NAME = 1
+TOKENS_PER_TOOL_CALL = 3
+REPLY_PRIMING = 3
+# An image part is billed by its size, which we do not know here; assume a
+# 1024x1024 high-detail image so the meter errs towards "full".
+TOKENS_PER_IMAGE = 765
+DEFAULT_CACHE_SIZE = 50_000
+
+
+def estimate_tokens(text: str) -> int:
+    """A tokenizer-free guess: about four characters per token, rounded up."""
+    return (len(text) + 3) // 4
+
+
+class TokenCounter:
+    """Counts tokens of provider messages with a bounded per-message cache."""
+
+    def __init__(self, encode: Encode | None = None, *, max_entries: int = DEFAULT_CACHE_SIZE):
+        self._encode: Encode | None = encode
+        self._cache: OrderedDict[Hashable, int] = OrderedDict()
+        self._max_entries = max(1, max_entries)
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def ready(self) -> bool:
+        """True once real token counts (not estimates) are being returned."""
+        return self._encode is not None
+
+    def set_encoder(self, encode: Encode) -> None:
+        """Switch from estimates to exact counts; cached estimates are dropped."""
+        self._encode = encode
+        self._cache.clear()
+
+    def count_text(self, text: str) -> int:
+        if not text:
+            return 0
+        if self._encode is None:
+            return estimate_tokens(text)
+        return len(self._encode(text))
+
+    def count_message(self, message: dict[str, Any]) -> int:
+        key = _cache_key(message)
+        cache = self._cache
+        cached = cache.get(key)
+        if cached is not None:
+            cache.move_to_end(key)
+            self.hits += 1
+            return cached
+        self.misses += 1
+        count = self._count_uncached(message)
+        cache[key] = count
+        if len(cache) > self._max_entries:
+            cache.popitem(last=False)
+        return count
+
+    def count_messages(self, messages: list[dict[str, Any]]) -> int:
+        """Tokens the provider will count for ``messages`` as a prompt (an estimate
+        until :attr:`ready`; exact framing differs slightly between providers)."""
+        if not messages:
+            return 0
+        count = self.count_message
+        return sum(count(m) for m in messages) + REPLY_PRIMING
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def _count_uncached(self, message: dict[str, Any]) -> int:
+        total = TOKENS_PER_MESSAGE + self.count_text(str(message.get("role") or ""))
+        content = message.get("content")
+        if isinstance(content, str):
+            total += self.count_text(content)
+        elif isinstance(content, list):
+            for part in content:
+                if not isinstance(part, dict):
+                    continue
+                if part.get("type") == "image_url" or "image_url" in part:
+                    total += TOKENS_PER_IMAGE
+                else:
+                    total += self.count_text(str(part.get("text", "")))
+        name = message.get("name")
+        if isinstance(name, str) and name:
+            total += TOKENS_PER_NAME + self.count_text(name)
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict):
+                total += TOKENS_PER_TOOL_CALL
+                total += self.count_text(str(function.get("name", "")))
+                total += self.count_text(str(function.get("arguments", "")))
+        call_id = message.get("tool_call_id")
+        if isinstance(call_id, str):
+            total += self.count_text(call_id)
+        return total
+
+
+def _cache_key(message: dict[str, Any]) -> Hashable:
+    """What the count depends on. Strings hash once and keep their hash, so
+    keys of long stored messages are cheap to rebuild on every count."""
+    content = message.get("content")
+    if not isinstance(content, str | None):
+        content = repr(content)
+    calls = message.get("tool_calls")
+    calls_key: Hashable = None
+    if calls:
+        calls_key = tuple(
+            (
+                str(c.get("id", "")),
+                str((c.get("function") or {}).get("name", "")),
+                str((c.get("function") or {}).get("arguments", "")),
+            )
+            if isinstance(c, dict)
+            else repr(c)
+            for c in calls
+        )
+    return (
+        _str_or_none(message.get("role")),
+        content,
+        calls_key,
+        _str_or_none(message.get("name")),
+        _str_or_none(message.get("tool_call_id")),
+    )
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if value is None or isinstance(value, str) else repr(value)

