@@ -9,45 +9,29 @@ error). The result is the same patch, only cheaper to get.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
 from ..context.mutations import MUTATION_TYPES, ContextMutation, mutation_from_dict
 
-
-def _is_str(v: Any) -> bool:
-    return type(v) is str
-
-
-def _is_opt_str(v: Any) -> bool:
-    return v is None or type(v) is str
-
-
-def _is_dict(v: Any) -> bool:
-    return type(v) is dict
-
-
-def _is_dict_list(v: Any) -> bool:
-    return type(v) is list and all(type(x) is dict for x in v)
-
-
-_CHECKS: dict[str, Callable[[Any], bool]] = {
-    "str": _is_str,
-    "str | None": _is_opt_str,
-    "dict[str, Any]": _is_dict,
-    "list[dict[str, Any]]": _is_dict_list,
-    "list[dict[str, str]]": _is_dict_list,
+# Field kinds, from the annotation text (the module uses postponed annotations).
+_STR, _OPT_STR, _DICT, _DICT_LIST = range(4)
+_KINDS: dict[str, int] = {
+    "str": _STR,
+    "str | None": _OPT_STR,
+    "dict[str, Any]": _DICT,
+    "list[dict[str, Any]]": _DICT_LIST,
+    "list[dict[str, str]]": _DICT_LIST,
 }
 
 
-def _spec(cls: type) -> tuple[type, tuple[tuple[str, Callable[[Any], bool]], ...]] | None:
+def _spec(cls: type) -> tuple[type, tuple[tuple[str, int], ...]] | None:
     out = []
     for f in fields(cls):
-        check = _CHECKS.get(f.type if isinstance(f.type, str) else "")
-        if check is None:
+        kind = _KINDS.get(f.type if isinstance(f.type, str) else "")
+        if kind is None:
             return None  # an annotation this module does not know: always use the reference
-        out.append((f.name, check))
+        out.append((f.name, kind))
     return cls, tuple(out)
 
 
@@ -62,12 +46,22 @@ def decode_mutation(data: Any) -> ContextMutation:
         if spec is not None:
             cls, checks = spec
             kwargs = {}
-            for name, check in checks:
-                if name in data:
-                    value = data[name]
-                    if not check(value):
+            for field_name, kind in checks:
+                if field_name in data:
+                    value = data[field_name]
+                    t = type(value)
+                    if kind == _STR:
+                        if t is not str:
+                            break
+                    elif kind == _OPT_STR:
+                        if t is not str and value is not None:
+                            break
+                    elif kind == _DICT:
+                        if t is not dict:
+                            break
+                    elif t is not list or (value and not all(type(v) is dict for v in value)):
                         break
-                    kwargs[name] = value
+                    kwargs[field_name] = value
             else:
                 try:
                     return cls(**kwargs)

@@ -1,0 +1,169 @@
+"""Engine benchmark: prints figures, asserts nothing (timing goals live here, not in tests).
+
+    python bench/store_bench.py [--quick]
+
+Measures, in a temporary data dir, the median of several runs of:
+  * commit of a one-message turn (user message + assistant answer) at 100,
+    10,000 and 100,000 messages of history, and the ratio 100k/100 (goal <= 1.5);
+  * load of a 100k-message key (goal <= 1 s);
+  * compile of the next provider request at a 10k-message history (goal <= 20 ms);
+  * the streaming ref parser on 1 MB fed one character at a time (goal: linear, <= 2 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from selfref_tui.context.mutations import (
+    AssistantMessageMutation,
+    ExperienceRememberMutation,
+    UserMessageMutation,
+)
+from selfref_tui.selfref import SelfReference
+
+FILLER = "Some ordinary chat text about the work at hand, long enough to be realistic. " * 3
+
+
+def turn(i: int) -> list:
+    return [
+        UserMessageMutation({"role": "user", "content": f"question {i}: {FILLER}"}),
+        AssistantMessageMutation(content=f"answer {i}: {FILLER}"),
+    ]
+
+
+def build_key(store: SelfReference, key: str, messages: int) -> None:
+    """Fill a key through the public API, 1,000 turns per commit to keep set-up short."""
+    memory = store.open(key)
+    memory.commit([ExperienceRememberMutation("The person likes short answers.")])
+    done = 0
+    while done < messages // 2:
+        n = min(1000, messages // 2 - done)
+        memory.commit([m for i in range(done, done + n) for m in turn(i)])
+        done += n
+
+
+def median_time(fn: Callable[[], object], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def bench_commits(store: SelfReference, runs: int) -> dict[int, float]:
+    out = {}
+    for size in (100, 10_000, 100_000):
+        key = f"commit-{size}"
+        build_key(store, key, size)
+        memory = store.open(key)
+        counter = iter(range(10**9))
+
+        def one_turn(m=memory, c=counter) -> None:
+            m.commit(turn(next(c)))
+
+        for _ in range(3):  # let the set-up's bulk writes settle before timing
+            one_turn()
+        gc.collect()
+        out[size] = median_time(one_turn, runs)
+    return out
+
+
+def bench_load(data_dir: Path, runs: int) -> float:
+    return median_time(lambda: SelfReference(data_dir).open("commit-100000", write=False), runs)
+
+
+def bench_compile(store: SelfReference, runs: int) -> tuple[float, str]:
+    memory = store.open("commit-10000", write=False)
+    pending = [UserMessageMutation({"role": "user", "content": "one more question"})]
+    try:
+        from selfref_tui.context.compile import InvocationConfig, compile_messages
+    except ImportError:
+        from selfref_tui.context.apply import apply_mutations
+
+        fallback = median_time(lambda: apply_mutations(memory.messages, pending), runs)
+        return fallback, "apply_mutations"
+    config = InvocationConfig(base_system_prompt="You are a helpful assistant.")
+    return (
+        median_time(lambda: compile_messages(config, memory.messages, pending), runs),
+        "compile_messages",
+    )
+
+
+def parser_text(size: int) -> str:
+    block = (
+        'Here is the function:\n<ref id="fib_iter">\n```python\ndef fib(n):\n'
+        "    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n```\n"
+        "</ref>\nAnd some prose with a < sign, an <other> tag and `code`.\n"
+    )
+    return (block * (size // len(block) + 1))[:size]
+
+
+def bench_parser(size: int, runs: int) -> tuple[float, str]:
+    text = parser_text(size)
+    try:
+        from selfref_tui.refs.parser import StreamingRefParser
+    except ImportError:
+        return float("nan"), "missing"
+
+    def run() -> None:
+        parser = StreamingRefParser()
+        feed = parser.feed
+        for ch in text:
+            feed(ch)
+        parser.finish()
+
+    return median_time(run, runs), "StreamingRefParser"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer runs")
+    args = ap.parse_args()
+    runs = 5 if args.quick else 25
+    with tempfile.TemporaryDirectory() as tmp:
+        data_dir = Path(tmp) / "data"
+        store = SelfReference(data_dir)
+        t0 = time.perf_counter()
+        commits = bench_commits(store, runs)
+        setup = time.perf_counter() - t0
+        store.close()
+        load = bench_load(data_dir, 3 if args.quick else 7)
+        store = SelfReference(data_dir)
+        compile_s, compile_fn = bench_compile(store, runs)
+        store.close()
+    p_runs = 1 if args.quick else 3
+    half, half_fn = bench_parser(500_000, p_runs)
+    full, _ = bench_parser(1_000_000, p_runs)
+
+    ratio = commits[100_000] / commits[100]
+    rows = [
+        ("commit 1-message turn @ 100 msgs", f"{commits[100] * 1e3:.3f} ms", ""),
+        ("commit 1-message turn @ 10k msgs", f"{commits[10_000] * 1e3:.3f} ms", ""),
+        ("commit 1-message turn @ 100k msgs", f"{commits[100_000] * 1e3:.3f} ms", ""),
+        ("commit ratio 100k / 100", f"{ratio:.2f}", "<= 1.5"),
+        ("load 100k-message key", f"{load:.3f} s", "<= 1 s"),
+        (f"compile @ 10k msgs ({compile_fn})", f"{compile_s * 1e3:.2f} ms", "<= 20 ms"),
+        (f"ref parser 0.5 MB, 1 char/feed ({half_fn})", f"{half:.2f} s", ""),
+        ("ref parser 1 MB, 1 char/feed", f"{full:.2f} s", "<= 2 s, linear"),
+        ("parser ratio 1 MB / 0.5 MB", f"{full / half:.2f}", "~2 (linear)"),
+    ]
+    print(f"selfref-tui engine benchmark (medians; {runs} runs; python {sys.version.split()[0]})")
+    width = max(len(r[0]) for r in rows)
+    print(f"{'measure':<{width}}  {'median':>12}  goal")
+    for name, value, goal in rows:
+        print(f"{name:<{width}}  {value:>12}  {goal}")
+    print(f"(set-up of the 100 / 10k / 100k keys took {setup:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""The fast patch decoder agrees with the reference decoder, on good and bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from selfref_tui.context.mutations import (
+    AssistantMessageMutation,
+    AssistantTruncatedMutation,
+    ContextReplaceMutation,
+    ContextSummaryMutation,
+    ExperienceForgetMutation,
+    ExperienceRememberMutation,
+    MultimodalToolResultMutation,
+    MutationDecodeError,
+    ToolCancelledMutation,
+    ToolResultMutation,
+    UserMessageMutation,
+    mutation_from_dict,
+    mutation_to_dict,
+)
+from selfref_tui.selfref.decode import _SPECS, decode_mutation
+
+ALL = [
+    AssistantMessageMutation("hi", [{"id": "c", "function": {"name": "f", "arguments": "{}"}}]),
+    AssistantMessageMutation(None),
+    ToolResultMutation("c", "out"),
+    MultimodalToolResultMutation("c", "shot", "{}", [{"role": "user", "content": []}]),
+    UserMessageMutation({"role": "user", "content": "q"}),
+    ContextReplaceMutation([{"role": "user", "content": "x"}]),
+    ContextSummaryMutation({"role": "user", "content": "s"}, [{"text": "r"}]),
+    ExperienceRememberMutation("t"),
+    ExperienceForgetMutation("exp_001"),
+    AssistantTruncatedMutation("par", "esc"),
+    ToolCancelledMutation("c", "ls", "esc"),
+]
+
+
+def test_every_patch_type_has_a_fast_path():
+    assert {type(m).__name__ for m in ALL} == set(_SPECS)
+
+
+@pytest.mark.parametrize("mutation", ALL, ids=lambda m: type(m).__name__)
+def test_round_trip_matches_the_reference(mutation):
+    data = mutation_to_dict(mutation)
+    assert decode_mutation(data) == mutation_from_dict(data) == mutation
+
+
+BAD = [
+    None,
+    [],
+    {"type": ["unhashable"]},
+    {"type": "Nope"},
+    {"type": "ToolResultMutation", "tool_call_id": "c"},
+    {"type": "ToolResultMutation", "tool_call_id": 1, "content": "x"},
+    {"type": "AssistantMessageMutation", "content": 3},
+    {"type": "AssistantMessageMutation", "tool_calls": ["not a dict"]},
+    {"type": "UserMessageMutation", "message": "text"},
+    {"type": "ContextSummaryMutation", "summary_message": {}, "remember": "x"},
+]
+
+
+@pytest.mark.parametrize("data", BAD)
+def test_bad_shapes_raise_like_the_reference(data):
+    with pytest.raises(MutationDecodeError) as fast:
+        decode_mutation(data)
+    with pytest.raises(MutationDecodeError) as ref:
+        mutation_from_dict(data)
+    assert str(fast.value) == str(ref.value)
