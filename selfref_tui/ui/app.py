@@ -122,6 +122,8 @@ class SelfRefApp(App[int]):
         for warning in self.keymap_warnings:
             self.notify(warning, severity="warning", timeout=8)
         self.fork_panel.display = False
+        if self.is_headless:
+            self.chat_input.cursor_blink = False  # tests and snapshots: a steady frame
         self.chat_input.focus()
         if self.config.unconfigured and not self.config.provider.demo:
             from selfref_tui.ui.screens.welcome import WelcomeScreen
@@ -179,14 +181,21 @@ class SelfRefApp(App[int]):
 
     async def open_key(self, key: str) -> bool:
         """Show ``key``: its history (tail first), experiences, refs and forks."""
-        from selfref_tui.selfref.errors import StoreError
+        from selfref_tui.selfref.errors import CorruptStoreError, StoreError
 
         self.header.set_key(key)
         self.header.set_status("loading…")
         await self.transcript.reset()
         self.fork_panel.clear()
         try:
-            memory = await asyncio.to_thread(self.agent.memory, key)
+            try:
+                memory = await asyncio.to_thread(self.agent.memory, key)
+            except CorruptStoreError as exc:
+                # The store moved the damaged log aside (kept for recovery); say so,
+                # then carry on with the key as it now stands.
+                await self.transcript.add_error(str(exc), "store")
+                self.notify(str(exc), title=f"Memory key {key!r}", severity="error", timeout=10)
+                memory = await asyncio.to_thread(self.agent.memory, key)
         except StoreError as exc:
             self.key_error = str(exc)
             self.header.set_status("unavailable")
