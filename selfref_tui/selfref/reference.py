@@ -74,6 +74,10 @@ class SelfReference:
         self._stamp[key] = _stamp(key_dir)
         return memory
 
+    def open_key(self, key: str, *, write: bool = True) -> MemoryKey:
+        """Alias of :meth:`open` (the name docs/architecture.md uses)."""
+        return self.open(key, write=write)
+
     def keys(self) -> list[KeyInfo]:
         """Every stored key, newest activity first, from the small meta files only."""
         try:

@@ -50,9 +50,28 @@ from ..context.mutations import (
     mutation_to_dict,
 )
 from .decode import decode_mutation
-from .errors import CorruptStoreError, StoreError, UnsupportedSchemaError
+from .errors import (
+    CorruptStoreError,
+    InvalidKeyError,
+    StoreError,
+    StoreLockedError,
+    UnsupportedSchemaError,
+)
 from .fsutil import FILE_MODE, atomic_write, ensure_dir, fsync_dir, write_all
+from .keys import validate_key
 from .lock import WriterLock
+
+__all__ = [
+    "SCHEMA",
+    "CorruptStoreError",
+    "InvalidKeyError",
+    "KeyInfo",
+    "MemoryKey",
+    "StoreError",
+    "StoreLockedError",
+    "UnsupportedSchemaError",
+    "validate_key",
+]
 
 SCHEMA = 1
 LOG_NAME = "log.jsonl"
@@ -466,6 +485,7 @@ class MemoryKey:
         return None
 
     def _archive_working(self, mutation: ContextMutation) -> None:
+        before = self._archived_count
         for message in self._builder.messages:
             if message.get("role") != "system":
                 self._archive.append({**message, "archived": True})
@@ -475,6 +495,8 @@ class MemoryKey:
             compaction = mutation.summary_message.get("compaction")
             summary = dict(compaction) if isinstance(compaction, dict) else {}
             self.summary = summary
+        elif self._archived_count == before:
+            return  # a replace on an empty transcript (a fork's seed) hides nothing: no marker
         self._archive.append({"role": "compaction", "summary": summary})
 
     def _repair(self, good_end: int, reason: str) -> None:

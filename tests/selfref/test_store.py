@@ -117,6 +117,9 @@ def test_compaction_archives_history_and_keeps_the_summary(tmp_path):
     assert memory.message_count == 7
     memory.commit([ContextReplaceMutation([{"role": "user", "content": "fresh"}])])
     assert memory.history[-2] == {"role": "compaction", "summary": {}}
+    seeded = SelfReference(tmp_path).open("main::fork::1")
+    seeded.commit([ContextReplaceMutation([{"role": "user", "content": "seed"}])])
+    assert [m["role"] for m in seeded.history] == ["user"]  # nothing hidden: no marker
     assert memory.messages[-1]["content"] == "fresh"
     assert state(reload(tmp_path)) == state(memory)
 
