@@ -198,9 +198,10 @@ def _after_tools(messages: list[dict], tools: set[str]) -> Step:
         )
     if "fork_gather_all" in called:
         return Reply(text=f"{DEMO_TAG} The helpers are done. Their answers, in short:\n\n"
-                     f"{_clip(first, 600)}")
+                     f"{_fork_lines(first)}")
     if "remember" in called:
-        return Reply(text=f"{DEMO_TAG} Stored it ({_clip(first, 80)}). It is now part of my "
+        exp_id = _json_field(first, "experience_id") or _clip(first, 80)
+        return Reply(text=f"{DEMO_TAG} Stored it as {exp_id}. It is now part of my "
                      "system prompt and survives compaction.")
     if "forget" in called:
         return Reply(text=f"{DEMO_TAG} Done: {_clip(first, 120)}")
@@ -208,6 +209,30 @@ def _after_tools(messages: list[dict], tools: set[str]) -> Step:
         return Reply(text=f"{DEMO_TAG} Compaction queued: the transcript is replaced by the "
                      "structured summary at the next step.")
     return Reply(text=f"{DEMO_TAG} The tool answered: {_clip(first, 200)}")
+
+
+def _json_field(text: str, name: str) -> str:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return ""
+    return str(value.get(name, "")) if isinstance(value, dict) else ""
+
+
+def _fork_lines(text: str) -> str:
+    """One line per child from fork_gather_all's JSON, or the raw text clipped."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return _clip(text, 600)
+    if not isinstance(value, dict):
+        return _clip(text, 600)
+    lines = []
+    for fork_id, result in value.items():
+        if isinstance(result, dict):
+            answer = result.get("response") or result.get("error") or ""
+            lines.append(f"- **{fork_id}** ({result.get('status', '?')}): {_clip(answer, 160)}")
+    return "\n".join(lines) or _clip(text, 600)
 
 
 def _clip(text: str, limit: int) -> str:
@@ -234,9 +259,11 @@ def demo_script(body: dict, call_index: int) -> Step:
     tools = _tool_names(body)
     if messages and messages[-1].get("role") == "tool":
         return _after_tools(messages, tools)
-    prompt = _text_of(_last(messages, "user")).lower()
+    original = _text_of(_last(messages, "user"))
+    prompt = original.lower()
     if "demo fork task" in prompt:
-        return Reply(text=f"{DEMO_TAG} (child agent) Task done: {_clip(prompt, 160)}")
+        task = original[prompt.index("demo fork task"):].split("\n", 1)[0]
+        return Reply(text=f"{DEMO_TAG} (child agent) Done with “{_clip(task, 120)}”.")
     if "compact" in prompt and "compact" in tools:
         return Reply(
             text=f"{DEMO_TAG} Compacting the conversation into a structured summary.",

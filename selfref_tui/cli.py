@@ -1,0 +1,547 @@
+"""The ``selfref-tui`` command line: the app, one-shot ``ask``, and store inspection.
+
+It is a stable interface for scripts: JSON shapes and exit codes below do not
+change without a major version. Heavy modules (Textual, openai, the runtime)
+are imported inside the commands that need them so ``--help`` and ``keys list``
+start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from selfref_tui.config import DEFAULT_KEY, AppConfig, ConfigError, load_config
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STORE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+EPILOG = """\
+exit codes:
+  0    success
+  1    error (provider failure, missing ref or experience, file exists, ...)
+  2    usage error (bad arguments, invalid key name, bad config)
+  3    store locked by another selfref-tui, or corrupt / from a newer version
+  130  interrupted (Ctrl+C): the partial answer is kept, marked as truncated
+
+environment: OPENAI_API_KEY, OPENAI_BASE_URL, SELFREF_MODEL, SELFREF_DATA_DIR,
+SELFREF_CONFIG (path of config.toml)."""
+
+
+class CliError(Exception):
+    """One line for stderr and the exit code that goes with it."""
+
+    def __init__(self, message: str, code: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# --------------------------------------------------------------------------- parser
+
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line (plus where to look), exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"{self.prog}: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _common(parser: argparse.ArgumentParser, *, key: bool = True, top: bool = False) -> None:
+    # Sub-commands use SUPPRESS so a flag given before the command is not reset.
+    default = None if top else argparse.SUPPRESS
+    parser.add_argument("--data-dir", metavar="DIR", default=default, help="store directory "
+                        "(default: $SELFREF_DATA_DIR or the platform's data dir)")
+    if key:
+        parser.add_argument("--key", metavar="K", default=default,
+                            help=f"memory key (default: {DEFAULT_KEY})")
+
+
+def _provider_flags(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
+    default = None if top else argparse.SUPPRESS
+    parser.add_argument("--model", metavar="M", default=default,
+                        help="model name (overrides config/env)")
+    parser.add_argument("--base-url", metavar="URL", default=default,
+                        help="OpenAI-compatible base URL, e.g. http://localhost:11434/v1")
+    parser.add_argument("--profile", metavar="NAME", default=default,
+                        help="a [providers.NAME] profile from config.toml")
+    parser.add_argument("--config", metavar="PATH", default=default,
+                        help="config.toml to read")
+    parser.add_argument("--demo", action="store_true", default=False if top else default,
+                        help="use the offline demo model")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="selfref-tui", formatter_class=_formatter, epilog=EPILOG,
+        description="A terminal chat app whose agent manages its own context. "
+                    "Without a command, starts the app.")
+    _common(parser, top=True)
+    _provider_flags(parser, top=True)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def sub(parent: Any, name: str, help_text: str) -> argparse.ArgumentParser:
+        return parent.add_parser(name, help=help_text, description=help_text,
+                                 epilog=EPILOG, formatter_class=_formatter)
+
+    ask = sub(commands, "ask", "run one turn and stream the answer to stdout")
+    ask.add_argument("prompt", metavar="PROMPT", help="the message; - reads it from stdin")
+    _common(ask)
+    _provider_flags(ask)
+
+    refs = sub(commands, "refs", "list, show and export refs").add_subparsers(
+        dest="action", metavar="ACTION", required=True)
+    p = sub(refs, "list", "refs of a key: id, size, creation time")
+    _common(p)
+    p.add_argument("--json", action="store_true", help='[{"id","chars","lines","created"}]')
+    p = sub(refs, "show", "print a ref's current content")
+    p.add_argument("ref_id", metavar="ID")
+    _common(p)
+    p = sub(refs, "export", "write a ref to a file (a lone code fence is stripped)")
+    p.add_argument("ref_id", metavar="ID")
+    p.add_argument("path", metavar="PATH", help="file, or a directory for the suggested name")
+    p.add_argument("--mode", choices=("write", "append"), default="write")
+    p.add_argument("--force", action="store_true", help="overwrite an existing file")
+    _common(p)
+
+    exps = sub(commands, "experiences", "durable experiences in the system prompt") \
+        .add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = sub(exps, "list", "experiences of a key")
+    _common(p)
+    p.add_argument("--json", action="store_true", help='[{"id","text"}]')
+    p = sub(exps, "forget", "remove an experience by id")
+    p.add_argument("exp_id", metavar="EXP_ID")
+    _common(p)
+    p = sub(exps, "add", "add an experience; prints its id")
+    p.add_argument("text", metavar="TEXT")
+    _common(p)
+
+    keys = sub(commands, "keys", "memory keys").add_subparsers(
+        dest="action", metavar="ACTION", required=True)
+    p = sub(keys, "list", "memory keys with message counts and last activity")
+    _common(p, key=False)
+    p.add_argument("--json", action="store_true", help='[{"key","messages","updated"}]')
+
+    ctx = sub(commands, "context", "what the model sees").add_subparsers(
+        dest="action", metavar="ACTION", required=True)
+    p = sub(ctx, "show", "the exact provider messages the next call would send")
+    _common(p)
+    _provider_flags(p)
+    p.add_argument("--json", action="store_true", help='{"model","messages":[...],"tokens":N}')
+    return parser
+
+
+# --------------------------------------------------------------------------- entry
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return int(exc.code or 0)
+    try:
+        return _dispatch(args)
+    except CliError as exc:
+        _err(str(exc))
+        return exc.code
+    except ConfigError as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `... | head`: the reader left, nothing to report
+        _silence_stdout()
+        return EXIT_ERROR
+    except Exception as exc:
+        store_code = _store_exit_code(exc)
+        if store_code is not None:
+            _err(str(exc))
+            return store_code
+        if isinstance(exc, OSError):
+            _err(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
+            return EXIT_ERROR
+        raise
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command is None:
+        return _run_app(args)
+    if args.command == "ask":
+        return asyncio.run(_ask(args))
+    handler = _HANDLERS[(args.command, args.action)]
+    return handler(args)
+
+
+def _silence_stdout() -> None:
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+def _err(message: str) -> None:
+    print(f"selfref-tui: {' '.join(message.split())}", file=sys.stderr)
+
+
+def _store_exit_code(exc: BaseException) -> int | None:
+    from selfref_tui.selfref.errors import InvalidKeyError, StoreError
+
+    if isinstance(exc, InvalidKeyError):
+        return EXIT_USAGE
+    if isinstance(exc, StoreError):
+        return EXIT_STORE
+    return None
+
+
+def _config(args: argparse.Namespace) -> AppConfig:
+    return load_config(
+        config_path=getattr(args, "config", None), model=getattr(args, "model", None),
+        base_url=getattr(args, "base_url", None), demo=getattr(args, "demo", False),
+        data_dir=args.data_dir, key=getattr(args, "key", None),
+        profile=getattr(args, "profile", None))
+
+
+def _store(args: argparse.Namespace) -> Any:
+    from selfref_tui.selfref.reference import SelfReference
+
+    return SelfReference(_config(args).data_dir if args.data_dir is None else args.data_dir)
+
+
+def _key(args: argparse.Namespace) -> str:
+    from selfref_tui.selfref.keys import validate_key
+
+    return validate_key(args.key or DEFAULT_KEY)
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+# --------------------------------------------------------------------------- app
+
+def _run_app(args: argparse.Namespace) -> int:
+    config = _config(args)
+    try:
+        from selfref_tui.ui.app import run_app
+    except ImportError as exc:
+        raise CliError(f"the terminal app is not available ({exc}); the `ask`, `refs`, "
+                       "`experiences`, `keys` and `context` commands still work") from None
+    return run_app(config)
+
+
+# --------------------------------------------------------------------------- ask
+
+@dataclass
+class _AskOutput:
+    """Turns runtime events into stdout text (the answer) and stderr notes."""
+
+    key: str
+    wrote: bool = False
+    last_char: str = "\n"
+    error: str = ""
+    steps: int = 0
+
+    def __call__(self, event: Any) -> None:
+        from selfref_tui.agent import events as ev
+
+        if getattr(event, "key", self.key) != self.key:
+            return  # a fork's events: its answer reaches us through fork_gather_all
+        if isinstance(event, ev.LLMCallStarted):
+            self.steps += 1
+            if self.wrote and self.last_char != "\n":
+                self._out("\n")
+        elif isinstance(event, ev.TextDelta):
+            self._out(event.text)
+        elif isinstance(event, ev.ToolCallStarted):
+            self._note(f"[tool] {event.name}")
+        elif isinstance(event, ev.Retrying):
+            self._note(f"[retry {event.attempt}] in {event.delay_s:.1f}s: {event.reason}")
+        elif isinstance(event, ev.ErrorEvent):
+            self.error = event.message
+
+    def _out(self, text: str) -> None:
+        if not text:
+            return
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        self.wrote = True
+        self.last_char = text[-1]
+
+    def _note(self, text: str) -> None:
+        if self.wrote and self.last_char != "\n":
+            self._out("\n")
+        print(text, file=sys.stderr, flush=True)
+
+    def finish(self) -> None:
+        if self.wrote and self.last_char != "\n":
+            self._out("\n")
+
+
+def _read_prompt(prompt: str) -> str:
+    text = sys.stdin.read() if prompt == "-" else prompt
+    if not text.strip():
+        raise CliError("the prompt is empty; pass some text or pipe it with `ask -`",
+                       EXIT_USAGE)
+    return text
+
+
+async def _ask(args: argparse.Namespace) -> int:
+    from selfref_tui.agent.abort import AbortSignal
+    from selfref_tui.agent.loop import Agent
+    from selfref_tui.agent.provider import Provider
+    from selfref_tui.selfref.reference import SelfReference
+
+    prompt = _read_prompt(args.prompt)
+    config = _config(args)
+    key = _key(args)
+    server = None
+    if config.provider.demo:
+        from selfref_tui.demo import demo_server, with_demo_url
+
+        server = demo_server()
+        config = with_demo_url(config, await server.start())
+    elif config.unconfigured:
+        raise CliError("no provider configured: set OPENAI_API_KEY, or point --base-url / "
+                       "OPENAI_BASE_URL at a local server, or try --demo")
+    selfref = SelfReference(config.data_dir)
+    output = _AskOutput(key)
+    abort = AbortSignal()
+    loop = asyncio.get_running_loop()
+    agent = None
+    try:
+        selfref.open(key)  # take the key's lock up front: a clear exit 3 if the app holds it
+        provider = Provider(config.provider)
+        agent = Agent(selfref, provider, config.agent, output, model=config.provider.model,
+                      context_window=config.provider.context_window)
+        loop.add_signal_handler(signal.SIGINT, abort.fire, "interrupted (Ctrl+C)")
+        outcome = await agent.run_turn(key, prompt, abort=abort)
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        output.finish()
+        if agent is not None:
+            await agent.aclose()
+        selfref.close()
+        if server is not None:
+            await server.stop()
+    if outcome == "done":
+        return EXIT_OK
+    if outcome == "aborted":
+        _err("interrupted: the partial answer was kept, marked as truncated")
+        return EXIT_INTERRUPTED
+    if outcome == "step_limit":
+        raise CliError(f"stopped after {config.agent.step_limit} steps (the step limit); "
+                       "ask again to continue, or raise [agent] step_limit in config.toml")
+    raise CliError(output.error or "the turn failed; see the messages above")
+
+
+# --------------------------------------------------------------------------- refs
+
+def _read_memory(args: argparse.Namespace) -> Any:
+    """A read-only view of the key: works while the app is writing it."""
+    return _store(args).open(_key(args), write=False)
+
+
+def _current_ref(args: argparse.Namespace) -> dict:
+    memory = _read_memory(args)
+    occurrences = memory.refs.get(args.ref_id)
+    if not occurrences:
+        known = ", ".join(sorted(memory.refs)[:8]) or "none yet"
+        raise CliError(f"no ref '{args.ref_id}' under key '{memory.key}' (known: {known}); "
+                       "see `selfref-tui refs list`")
+    return occurrences[-1]
+
+
+def _refs_list(args: argparse.Namespace) -> int:
+    memory = _read_memory(args)
+    rows = []
+    for ref_id, occurrences in memory.refs.items():
+        current = occurrences[-1]
+        content = current.get("content", "")
+        rows.append({"id": ref_id, "chars": len(content),
+                     "lines": content.count("\n") + 1 if content else 0,
+                     "created": current.get("created", "")})
+    if args.json:
+        _print_json(rows)
+    elif not rows:
+        print(f"no refs under key '{memory.key}'")
+    else:
+        width = max(len(r["id"]) for r in rows)
+        for r in rows:
+            print(f"{r['id']:<{width}}  {r['chars']:>7} chars  {r['lines']:>5} lines  "
+                  f"{r['created']}")
+    return EXIT_OK
+
+
+def _refs_show(args: argparse.Namespace) -> int:
+    content = _current_ref(args).get("content", "")
+    sys.stdout.write(content if content.endswith("\n") else content + "\n")
+    return EXIT_OK
+
+
+def _refs_export(args: argparse.Namespace) -> int:
+    from selfref_tui.refs.export import export_plan
+    from selfref_tui.selfref.files import FileWriteError, PathNotAllowed, write_file
+
+    ref = _current_ref(args)
+    plan = export_plan(args.ref_id, ref.get("content", ""))
+    target = Path(args.path).expanduser()
+    if target.is_dir():
+        target = target / plan.suggested_name
+    if target.exists() and args.mode == "write" and not args.force:
+        raise CliError(f"{target} already exists; pass --force to overwrite it or "
+                       "--mode append to add to it")
+    try:
+        written = write_file(target, plan.content, mode=args.mode, roots=None)
+    except (FileWriteError, PathNotAllowed) as exc:
+        raise CliError(str(exc)) from None
+    verb = "appended" if args.mode == "append" else "wrote"
+    print(f"{verb} {len(plan.content)} chars of ref '{args.ref_id}' to {written}")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- experiences
+
+def _experiences_list(args: argparse.Namespace) -> int:
+    memory = _read_memory(args)
+    rows = [{"id": e["id"], "text": e["text"]} for e in memory.experiences]
+    if args.json:
+        _print_json(rows)
+    elif not rows:
+        print(f"no experiences under key '{memory.key}'")
+    else:
+        for row in rows:
+            print(f"{row['id']}  {row['text']}")
+    return EXIT_OK
+
+
+def _session(args: argparse.Namespace) -> tuple[Any, Any]:
+    from selfref_tui.selfref.session import SelfRefSession
+
+    store = _store(args)
+    return store, SelfRefSession(store.open(_key(args)))
+
+
+def _experiences_forget(args: argparse.Namespace) -> int:
+    store, session = _session(args)
+    try:
+        if not session.forget(args.exp_id):
+            raise CliError(f"no experience '{args.exp_id}' under key '{session.key}'; see "
+                           "`selfref-tui experiences list`")
+        session.commit(session.collect_context_mutations())
+    finally:
+        store.close()
+    print(f"forgot {args.exp_id}")
+    return EXIT_OK
+
+
+def _experiences_add(args: argparse.Namespace) -> int:
+    if not args.text.strip():
+        raise CliError("the experience text is empty", EXIT_USAGE)
+    store, session = _session(args)
+    try:
+        exp_id = session.remember(args.text)
+        session.commit(session.collect_context_mutations())
+    finally:
+        store.close()
+    print(exp_id)
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- keys, context
+
+def _keys_list(args: argparse.Namespace) -> int:
+    infos = _store(args).keys()
+    rows = [{"key": i.key, "messages": i.messages, "updated": i.updated} for i in infos]
+    if args.json:
+        _print_json(rows)
+    elif not rows:
+        print("no memory keys yet")
+    else:
+        width = max(len(r["key"]) for r in rows)
+        for info, row in zip(infos, rows, strict=True):
+            problem = f"  ({info.problem})" if getattr(info, "problem", "") else ""
+            print(f"{row['key']:<{width}}  {row['messages']:>6} messages  {row['updated']}"
+                  f"{problem}")
+    return EXIT_OK
+
+
+class _ReadOnlyStore:
+    """Hands the runtime read-only keys, so a preview never needs the writer's lock."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def open(self, key: str, *, write: bool = True) -> Any:
+        return self._store.open(key, write=False)
+
+    def close(self) -> None:
+        self._store.close()
+
+
+def _context_show(args: argparse.Namespace) -> int:
+    from selfref_tui.agent.loop import Agent
+    from selfref_tui.agent.provider import Provider
+    from selfref_tui.selfref.reference import SelfReference
+
+    config = _config(args)
+    key = _key(args)
+    provider_config = config.provider
+    if provider_config.demo and not provider_config.base_url:
+        provider_config = replace(provider_config, base_url="http://127.0.0.1:9/v1")
+    store = _ReadOnlyStore(SelfReference(config.data_dir))
+    agent = Agent(store, Provider(provider_config), config.agent,
+                  model=provider_config.model, context_window=provider_config.context_window)
+    _load_encoder(agent, provider_config.model)
+    messages, tokens = agent.preview(key)
+    asyncio.run(agent.aclose())
+    store.close()
+    if args.json:
+        _print_json({"model": provider_config.model, "messages": messages, "tokens": tokens})
+        return EXIT_OK
+    print(f"model {provider_config.model} · {len(messages)} messages · {tokens} tokens "
+          f"of {provider_config.context_window}")
+    for index, message in enumerate(messages):
+        print(f"\n── [{index}] {message.get('role')}"
+              + (f" (tool_call_id {message['tool_call_id']})" if "tool_call_id" in message
+                 else ""))
+        if message.get("content"):
+            print(message["content"] if isinstance(message["content"], str)
+                  else json.dumps(message["content"], ensure_ascii=False))
+        for call in message.get("tool_calls") or ():
+            fn = call.get("function", {})
+            print(f"→ {fn.get('name')}({fn.get('arguments')})  [{call.get('id')}]")
+    return EXIT_OK
+
+
+def _load_encoder(agent: Any, model: str) -> None:
+    """Exact token counts for a one-shot command (the app loads this off its start-up path)."""
+    try:
+        from selfref_tui.selfref.encodings import load_encoder
+    except ImportError:
+        return
+    try:
+        agent.tokens.set_encoder(load_encoder(model))
+    except Exception:  # an estimate is still a useful answer
+        return
+
+
+_HANDLERS = {
+    ("refs", "list"): _refs_list,
+    ("refs", "show"): _refs_show,
+    ("refs", "export"): _refs_export,
+    ("experiences", "list"): _experiences_list,
+    ("experiences", "forget"): _experiences_forget,
+    ("experiences", "add"): _experiences_add,
+    ("keys", "list"): _keys_list,
+    ("context", "show"): _context_show,
+}

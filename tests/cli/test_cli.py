@@ -1,0 +1,215 @@
+"""The command line in a subprocess (``python -m selfref_tui``), against real stores in tmp dirs.
+
+``ask`` talks to the demo model over real HTTP: ``--demo`` starts the in-package
+server inside the subprocess; the provider-failure tests run a DemoServer in
+this process and point ``--base-url`` at it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from selfref_tui.demo import DemoServer, HttpError, Reply
+from selfref_tui.selfref.reference import SelfReference
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra or {})
+    return env
+
+
+def run(*args: str, stdin: str | None = None, env: dict[str, str] | None = None,
+        timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "selfref_tui", *args], input=stdin,
+                          capture_output=True, text=True, env=_env(env), timeout=timeout,
+                          cwd=ROOT)
+
+
+async def arun(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "selfref_tui", *args, env=_env(env), cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+def one_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    assert len(lines) == 1, text
+    return lines[0]
+
+
+@pytest.mark.parametrize("args", [(), ("ask",), ("refs",), ("refs", "export"),
+                                  ("experiences", "add"), ("keys", "list"),
+                                  ("context", "show")])
+def test_help_everywhere_documents_exit_codes(args):
+    result = run(*args, "--help")
+    assert result.returncode == 0 and "usage: selfref-tui" in result.stdout
+    assert "130" in result.stdout and "store locked" in result.stdout
+
+
+def test_usage_errors_are_one_line_exit_2(tmp_path):
+    result = run("refs")
+    assert result.returncode == 2 and "ACTION" in one_line(result.stderr)
+    result = run("experiences", "list", "--key", "../evil")
+    assert result.returncode == 2 and one_line(result.stderr)
+    (tmp_path / "config.toml").write_text("[agent\n")
+    result = run("ask", "hi")
+    assert result.returncode == 2 and "config.toml" in one_line(result.stderr)
+
+
+def test_unconfigured_ask_explains_what_to_do():
+    result = run("ask", "hello")
+    assert result.returncode == 1
+    assert "OPENAI_API_KEY" in one_line(result.stderr) and "--demo" in result.stderr
+
+
+def test_ask_demo_then_refs_list_show_export(tmp_path):
+    result = run("ask", "--demo", "show me some code")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("[demo model]") and '<ref id="fib_iterative">' in result.stdout
+
+    listed = run("refs", "list", "--json")
+    rows = json.loads(listed.stdout)
+    assert [r["id"] for r in rows] == ["fib_recursive", "fib_iterative", "fib_note"]
+    assert set(rows[0]) == {"id", "chars", "lines", "created"}
+    assert rows[1]["lines"] > 3 and rows[1]["chars"] > 50
+
+    shown = run("refs", "show", "fib_iterative")
+    assert shown.stdout.startswith("```python\ndef fib_iterative")
+
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    exported = run("refs", "export", "fib_iterative", str(out_dir))
+    target = out_dir / "fib_iterative.py"
+    assert exported.returncode == 0 and target.read_text().startswith("def fib_iterative")
+    target.write_text("# mine\n")
+    refused = run("refs", "export", "fib_iterative", str(target))
+    assert refused.returncode == 1 and "--force" in one_line(refused.stderr)
+    assert target.read_text() == "# mine\n"
+    appended = run("refs", "export", "fib_iterative", str(target), "--mode", "append")
+    assert appended.returncode == 0
+    assert target.read_text().startswith("# mine\ndef fib_iterative")
+    forced = run("refs", "export", "fib_iterative", str(target), "--force")
+    assert forced.returncode == 0 and target.read_text().startswith("def fib_iterative")
+
+    missing = run("refs", "show", "nope")
+    assert missing.returncode == 1 and "fib_note" in one_line(missing.stderr)
+
+
+def test_ask_reads_stdin_and_keys_list(tmp_path):
+    result = run("ask", "--demo", "--key", "work", "-", stdin="remember that I use vim\n")
+    assert result.returncode == 0, result.stderr
+    assert "[tool] remember" in result.stderr and "Stored it as exp_001" in result.stdout
+    keys = json.loads(run("keys", "list", "--json").stdout)
+    assert [k["key"] for k in keys] == ["work"]
+    assert set(keys[0]) == {"key", "messages", "updated"} and keys[0]["messages"] >= 4
+    exps = json.loads(run("experiences", "list", "--key", "work", "--json").stdout)
+    assert exps == [{"id": "exp_001", "text": "The person said: i use vim"}]
+
+
+def test_experiences_add_forget_persisted(tmp_path):
+    added = run("experiences", "add", "prefers short answers")
+    assert added.returncode == 0 and added.stdout.strip() == "exp_001"
+    assert run("experiences", "add", "uses Linux").stdout.strip() == "exp_002"
+    forgot = run("experiences", "forget", "exp_001")
+    assert forgot.returncode == 0
+    assert json.loads(run("experiences", "list", "--json").stdout) == [
+        {"id": "exp_002", "text": "uses Linux"}]
+    again = run("experiences", "forget", "exp_001")
+    assert again.returncode == 1 and "exp_001" in one_line(again.stderr)
+    # persisted as patches in the store, visible to a fresh reader
+    with SelfReference(os.environ["SELFREF_DATA_DIR"]) as store:
+        memory = store.open("main", write=False)
+        assert [e["id"] for e in memory.experiences] == ["exp_002"]
+
+
+def test_context_show_is_the_next_request():
+    run("experiences", "add", "likes tea")
+    assert run("ask", "--demo", "hello").returncode == 0
+    shown = run("context", "show", "--json", "--model", "my-model")
+    data = json.loads(shown.stdout)
+    assert set(data) == {"model", "messages", "tokens"} and data["model"] == "my-model"
+    roles = [m["role"] for m in data["messages"]]
+    assert roles == ["system", "user", "assistant"]
+    assert "likes tea" in data["messages"][0]["content"]
+    assert data["messages"][2]["content"].startswith("[demo model]")
+    assert data["tokens"] > 50
+    text = run("context", "show")
+    assert text.returncode == 0 and "── [2] assistant" in text.stdout
+
+
+def test_store_locked_exits_3():
+    with SelfReference(os.environ["SELFREF_DATA_DIR"]) as store:
+        store.open("main")
+        result = run("experiences", "add", "x")
+        assert result.returncode == 3 and one_line(result.stderr)
+        # readers still work while a writer holds the key
+        assert run("experiences", "list").returncode == 0
+
+
+def test_sigint_aborts_keeps_partial_and_exits_130():
+    proc = subprocess.Popen([sys.executable, "-m", "selfref_tui", "ask", "--demo",
+                             "write something long"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=_env(), cwd=ROOT)
+    assert proc.stdout is not None
+    first = b""
+    while len(first) < 40:  # the answer is streaming (raw reads: communicate() skips buffers)
+        chunk = os.read(proc.stdout.fileno(), 40)
+        assert chunk, proc.stderr.read() if proc.stderr else ""
+        first += chunk
+    assert first.startswith(b"[demo model]")
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "interrupted" in one_line(err.decode())
+    streamed = (first + out).decode()
+    with SelfReference(os.environ["SELFREF_DATA_DIR"]) as store:
+        last = store.open("main", write=False).messages[-1]
+    assert last["role"] == "assistant" and last.get("truncated")
+    assert last["content"].startswith(streamed.strip()[:200])
+    assert len(last["content"]) < 8_000  # cut well before the end
+    again = run("ask", "--demo", "hi")  # the next turn is a normal one
+    assert again.returncode == 0 and "Try one of these" in again.stdout
+
+
+async def test_ask_against_a_server_and_its_failures():
+    server = DemoServer([Reply(text="Hello from a real endpoint."),
+                         HttpError(500, "kaput"), HttpError(500, "kaput"),
+                         HttpError(500, "kaput"), HttpError(500, "kaput")],
+                        api_key="sk-test", models=("m1",))
+    async with server as url:
+        env = {"OPENAI_API_KEY": "sk-test"}
+        code, out, err = await arun("ask", "--base-url", url, "--model", "m1", "hi", env=env)
+        assert code == 0, err
+        assert out == "Hello from a real endpoint.\n"
+        assert server.requests[0]["model"] == "m1" and server.requests[0]["stream"] is True
+
+        code, out, err = await arun("ask", "--base-url", url, "--model", "m1", "again", env=env)
+        assert code == 1 and "500" in err.strip().splitlines()[-1]
+        assert err.count("[retry") == 3  # default max_retries, visible
+
+        code, _, err = await arun("ask", "--base-url", url, "--model", "m1", "x",
+                                  env={"OPENAI_API_KEY": "wrong"})
+        assert code == 1 and f"API key rejected by {url}" in one_line(err)
+        assert "wrong" not in err
+
+        code, _, err = await arun("ask", "--base-url", url, "--model", "zz", "x", env=env)
+        assert code == 1 and "'zz'" in one_line(err)
+
+    code, _, err = await arun("ask", "--base-url", url, "--model", "m1", "x", env=env)
+    assert code == 1 and f"cannot reach {url}" in err.strip().splitlines()[-1]
