@@ -281,3 +281,13 @@ def test_default_data_dir(monkeypatch, tmp_path):
     monkeypatch.delenv("SELFREF_DATA_DIR")
     assert SelfReference().data_dir == Path(platformdirs.user_data_dir("selfref-tui"))
     assert SelfReference(tmp_path / "x").data_dir == tmp_path / "x"
+
+
+def test_key_list_reads_meta_not_logs(tmp_path):
+    store = SelfReference(tmp_path)
+    store.open("main").commit(turn(1))
+    store.close()
+    log = store.key_dir("main") / LOG_NAME
+    log.write_bytes(log.read_bytes() + b"{damaged}\n" + b"x" * 1000 + b"\n")
+    (info,) = SelfReference(tmp_path).keys()
+    assert (info.key, info.messages, info.problem) == ("main", 2, "")
