@@ -186,6 +186,7 @@ async def test_abort_while_streaming_keeps_partial_and_next_turn_is_normal(harne
         await wait_until(lambda: "".join(e.text for e in h.of(ev.TextDelta)) == "Half an answer")
         signal.fire("user pressed Esc")
         assert await asyncio.wait_for(turn, 2) == "aborted"
+        assert await h.server.wait_disconnect(2.0)  # the HTTP stream was closed, not drained
         aborted = h.of(ev.Aborted)
         assert [(a.stage, a.reason) for a in aborted] == [("stream", "user pressed Esc")]
         last = h.reload().messages[-1]
