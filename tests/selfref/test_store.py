@@ -291,3 +291,14 @@ def test_key_list_reads_meta_not_logs(tmp_path):
     log.write_bytes(log.read_bytes() + b"{damaged}\n" + b"x" * 1000 + b"\n")
     (info,) = SelfReference(tmp_path).keys()
     assert (info.key, info.messages, info.problem) == ("main", 2, "")
+
+
+def test_odd_but_json_able_input_round_trips(tmp_path):
+    """Lone surrogates, NaN and non-text dict keys neither crash nor differ after reload."""
+    memory = SelfReference(tmp_path).open("main")
+    weird = {"role": "user", "content": "bad \udc80 half", "score": float("inf"), 1: "int key"}
+    memory.commit([UserMessageMutation(weird)])
+    assert memory.messages[-1]["1"] == "int key"
+    again = reload(tmp_path)
+    assert again.messages[-1]["content"] == "bad \udc80 half"
+    assert again.messages[-1]["score"] == float("inf") and again.messages[-1]["1"] == "int key"
