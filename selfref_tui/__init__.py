@@ -1,0 +1,73 @@
+"""selfref-tui: a terminal chat app whose agent manages its own context.
+
+The public names are resolved lazily (PEP 562) so that ``import selfref_tui``
+— which every command-line call does — stays cheap: the app's first frame
+must not wait for the openai client or the store to import.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    **{
+        name: "selfref_tui.context.mutations"
+        for name in (
+            "AssistantMessageMutation",
+            "ToolResultMutation",
+            "MultimodalToolResultMutation",
+            "UserMessageMutation",
+            "ContextReplaceMutation",
+            "ContextSummaryMutation",
+            "ExperienceRememberMutation",
+            "ExperienceForgetMutation",
+            "AssistantTruncatedMutation",
+            "ToolCancelledMutation",
+            "ContextMutation",
+        )
+    },
+    "apply_mutations": "selfref_tui.context.apply",
+    "DataFromSelfRef": "selfref_tui.context.compile",
+    "render_system_prompt_with_experiences": "selfref_tui.context.experiences",
+    "SelfReference": "selfref_tui.selfref.reference",
+    "SelfRefSession": "selfref_tui.selfref.session",
+    "parse_refs": "selfref_tui.refs.parser",
+    "AgentInputRouter": "selfref_tui.agent.router",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'selfref_tui' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from selfref_tui.agent.router import AgentInputRouter
+    from selfref_tui.context.apply import apply_mutations
+    from selfref_tui.context.compile import DataFromSelfRef
+    from selfref_tui.context.experiences import render_system_prompt_with_experiences
+    from selfref_tui.context.mutations import (
+        AssistantMessageMutation,
+        AssistantTruncatedMutation,
+        ContextMutation,
+        ContextReplaceMutation,
+        ContextSummaryMutation,
+        ExperienceForgetMutation,
+        ExperienceRememberMutation,
+        MultimodalToolResultMutation,
+        ToolCancelledMutation,
+        ToolResultMutation,
+        UserMessageMutation,
+    )
+    from selfref_tui.refs.parser import parse_refs
+    from selfref_tui.selfref.reference import SelfReference
+    from selfref_tui.selfref.session import SelfRefSession
