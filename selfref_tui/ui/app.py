@@ -79,8 +79,9 @@ class SelfRefApp(App[int]):
 
     def compose(self) -> ComposeResult:
         provider = self.config.provider
-        yield AppHeader(key=self.key, provider=provider.name, model=self._model_name(),
-                        demo=provider.demo)
+        yield AppHeader(
+            key=self.key, provider=provider.name, model=self._model_name(), demo=provider.demo
+        )
         with Horizontal(id="body"):
             with Vertical(id="chat"):
                 yield Transcript(id="transcript")
@@ -135,8 +136,9 @@ class SelfRefApp(App[int]):
 
     def _welcome_done(self, choice: str | None) -> None:
         if choice == "demo":
-            self.config = replace(self.config, provider=replace(self.config.provider, demo=True),
-                                  unconfigured=False)
+            self.config = replace(
+                self.config, provider=replace(self.config.provider, demo=True), unconfigured=False
+            )
             self.header.set_model(self.config.provider.name, self._model_name(), True)
             self.boot()
         else:
@@ -155,8 +157,12 @@ class SelfRefApp(App[int]):
 
                 self.demo_server = DemoServer(DEMO_SCRIPT)
                 url = await self.demo_server.start()
-                provider_config = replace(provider_config, base_url=url, model=DEMO_MODEL,
-                                          api_key=provider_config.api_key or "demo")
+                provider_config = replace(
+                    provider_config,
+                    base_url=url,
+                    model=DEMO_MODEL,
+                    api_key=provider_config.api_key or "demo",
+                )
             from selfref_tui.agent.loop import Agent
             from selfref_tui.agent.provider import Provider
             from selfref_tui.agent.router import AgentInputRouter
@@ -164,9 +170,14 @@ class SelfRefApp(App[int]):
 
             self.selfref = SelfReference(self.config.data_dir)
             provider = Provider(provider_config)
-            self.agent = Agent(self.selfref, provider, self.config.agent, self.emit,
-                               model=provider_config.model,
-                               context_window=provider_config.context_window)
+            self.agent = Agent(
+                self.selfref,
+                provider,
+                self.config.agent,
+                self.emit,
+                model=provider_config.model,
+                context_window=provider_config.context_window,
+            )
             self.router = AgentInputRouter(self.agent, self.key)
         except Exception as exc:  # never crash the first frame; say what failed
             self.header.set_status("not ready")
@@ -245,9 +256,14 @@ class SelfRefApp(App[int]):
         rows: list[dict] = []
         for ref_id, occurrences in memory.refs.items():
             for index, occurrence in enumerate(occurrences):
-                rows.append({"id": ref_id, "content": occurrence.get("content", ""),
-                             "superseded": index < len(occurrences) - 1,
-                             "order": occurrence.get("message_index", 0)})
+                rows.append(
+                    {
+                        "id": ref_id,
+                        "content": occurrence.get("content", ""),
+                        "superseded": index < len(occurrences) - 1,
+                        "order": occurrence.get("message_index", 0),
+                    }
+                )
         rows.sort(key=lambda r: r["order"])
         self.sidebar.set_refs(rows)
 
@@ -298,13 +314,21 @@ class SelfRefApp(App[int]):
             meter.set_usage(event.tokens, event.window)
         elif isinstance(event, ev.TurnEnded):
             meter.stream_ended()
-            self.header.set_status({"done": "ready", "aborted": "stopped", "error": "error",
-                                    "step_limit": "step limit reached"}.get(event.outcome, "ready"))
+            self.header.set_status(
+                {
+                    "done": "ready",
+                    "aborted": "stopped",
+                    "error": "error",
+                    "step_limit": "step limit reached",
+                }.get(event.outcome, "ready")
+            )
             self.chat_input.remove_class("-busy")
             self._refresh_sidebar()
             self._refresh_usage()
-        elif isinstance(event, (ev.ExperienceRemembered, ev.ExperienceForgotten,
-                                ev.RefClosed, ev.CompactionApplied)):
+        elif isinstance(
+            event,
+            (ev.ExperienceRemembered, ev.ExperienceForgotten, ev.RefClosed, ev.CompactionApplied),
+        ):
             self._refresh_sidebar()
         elif isinstance(event, ev.ErrorEvent):
             self.notify(event.message, severity="error", timeout=8)
@@ -317,7 +341,7 @@ class SelfRefApp(App[int]):
         panel = self.fork_panel
         if isinstance(event, ev.ForkSpawned):
             panel.fork_spawned(event.fork_id, event.child_key, event.task)
-            panel.display = True
+            self.show_forks(True)
         elif isinstance(event, ev.ForkProgress):
             panel.fork_progress(event.fork_id, event.status, event.step)
         elif isinstance(event, ev.ForkFinished):
@@ -347,8 +371,9 @@ class SelfRefApp(App[int]):
             await self.transcript.add_user(text, queued=True)
             return
         if self.key_error:
-            self.notify(f"{self.key_error} Your text is still in the input.",
-                        severity="error", timeout=8)
+            self.notify(
+                f"{self.key_error} Your text is still in the input.", severity="error", timeout=8
+            )
             return
         message.chat_input.accept(message.text)
         await self._send(text)
@@ -398,7 +423,9 @@ class SelfRefApp(App[int]):
         elif name == "forget":
             self.forget(command.args[0])
         elif name == "export":
-            self.export_ref_by_id(command.args[0], command.args[1] if len(command.args) > 1 else None)
+            self.export_ref_by_id(
+                command.args[0], command.args[1] if len(command.args) > 1 else None
+            )
         return True
 
     def _agent_ready(self) -> bool:
@@ -416,8 +443,9 @@ class SelfRefApp(App[int]):
         if self.agent.forget_experience(self.key, exp_id):
             self.notify(f"Forgot {exp_id}.")
         else:
-            self.notify(f"No experience {exp_id}; the sidebar lists them (ctrl+b).",
-                        severity="warning")
+            self.notify(
+                f"No experience {exp_id}; the sidebar lists them (ctrl+b).", severity="warning"
+            )
         self._refresh_sidebar()
 
     @on(ExperienceList.ForgetRequested)
@@ -467,8 +495,10 @@ class SelfRefApp(App[int]):
             self.notify("No ref to export yet.", severity="warning")
             return
         if not block.closed:
-            self.notify(f"ref:{block.ref_id} is not finished; only complete refs can be exported.",
-                        severity="warning")
+            self.notify(
+                f"ref:{block.ref_id} is not finished; only complete refs can be exported.",
+                severity="warning",
+            )
             return
         self.export_ref(block.ref_id, block.content or "", None)
 
@@ -491,7 +521,9 @@ class SelfRefApp(App[int]):
         plan = export_plan(ref_id, content)
         if path is None:
             suggested = str(Path.cwd() / plan.suggested_name)
-            path = await self.push_screen_wait(ExportDialog(ref_id, suggested, preview=plan.content))
+            path = await self.push_screen_wait(
+                ExportDialog(ref_id, suggested, preview=plan.content)
+            )
             if not path:
                 return
         target = Path(path).expanduser()
@@ -515,8 +547,20 @@ class SelfRefApp(App[int]):
         sidebar.display = not sidebar.display
 
     def action_toggle_forks(self) -> None:
+        self.show_forks(not self.fork_panel.display)
+
+    def show_forks(self, show: bool) -> None:
+        """On a narrow terminal the fork panel takes the sidebar's place, not the chat's."""
         panel = self.fork_panel
-        panel.display = not panel.display
+        if panel.display == show:
+            return
+        panel.display = show
+        if show and self.size.width < 150 and self.sidebar.display:
+            self.sidebar.display = False
+            self._sidebar_hidden_for_forks = True
+        elif not show and getattr(self, "_sidebar_hidden_for_forks", False):
+            self.sidebar.display = True
+            self._sidebar_hidden_for_forks = False
 
     def action_help(self) -> None:
         from selfref_tui.ui.screens.help import HelpScreen
@@ -538,7 +582,7 @@ class SelfRefApp(App[int]):
     def action_new_key(self) -> None:
         if not self._agent_ready():
             return
-        existing = {info.key for info in self.selfref.keys()} | {self.key}
+        existing = {info.key for info in self.selfref.keys()} | {self.key}  # noqa: SIM118
         n = 1
         while f"chat-{n}" in existing:
             n += 1
@@ -551,8 +595,10 @@ class SelfRefApp(App[int]):
         from selfref_tui.selfref.keys import validate_key
         from selfref_tui.ui.screens.key_switcher import KeySwitcher
 
-        keys = [{"key": i.key, "messages": i.messages, "updated": i.updated}
-                for i in await asyncio.to_thread(self.selfref.keys)]
+        keys = [
+            {"key": i.key, "messages": i.messages, "updated": i.updated}
+            for i in await asyncio.to_thread(self.selfref.keys)
+        ]
         chosen = await self.push_screen_wait(KeySwitcher(keys, self.key, validate=validate_key))
         if chosen:
             await self.switch_key(chosen)
@@ -562,8 +608,7 @@ class SelfRefApp(App[int]):
             self.notify("Still starting up; try again in a moment.", severity="warning")
             return False
         if self.router is not None and self.router.busy:
-            self.notify("A turn is running; press Esc first, then switch keys.",
-                        severity="warning")
+            self.notify("A turn is running; press Esc first, then switch keys.", severity="warning")
             return False
         from selfref_tui.selfref.errors import StoreError
         from selfref_tui.selfref.keys import validate_key
@@ -607,18 +652,21 @@ class SelfRefApp(App[int]):
         for binding in BINDINGS:
             if binding.id in ("command_palette", "quit"):
                 continue
-            yield SystemCommand(f"{binding.description} ({self._key_label(binding.id, binding.key)})",
-                                binding.tooltip, _action(self, binding.action))
+            yield SystemCommand(
+                f"{binding.description} ({self._key_label(binding.id, binding.key)})",
+                binding.tooltip,
+                _action(self, binding.action),
+            )
         for usage, help_text in slash.help_rows():
             if " " not in usage:
                 yield SystemCommand(usage, help_text, _command(self, usage))
 
 
-def _action(app: SelfRefApp, action: str):  # noqa: ANN202 - a callback
+def _action(app: SelfRefApp, action: str):
     return lambda: app.run_action(action)
 
 
-def _command(app: SelfRefApp, text: str):  # noqa: ANN202 - a callback
+def _command(app: SelfRefApp, text: str):
     return lambda: app.run_worker(app.run_command(text))
 
 
@@ -627,8 +675,11 @@ def _coalesce(events: list[ev.AgentEvent]) -> list[ev.AgentEvent]:
     out: list[ev.AgentEvent] = []
     for event in events:
         last = out[-1] if out else None
-        if (isinstance(event, ev.TextDelta) and isinstance(last, ev.TextDelta)
-                and last.key == event.key):
+        if (
+            isinstance(event, ev.TextDelta)
+            and isinstance(last, ev.TextDelta)
+            and last.key == event.key
+        ):
             out[-1] = ev.TextDelta(key=event.key, text=last.text + event.text)
         else:
             out.append(event)

@@ -21,12 +21,23 @@ class CommandSpec:
 
 
 COMMANDS: tuple[CommandSpec, ...] = (
-    CommandSpec("compact", "/compact", "Summarise the conversation now and continue from the summary"),
-    CommandSpec("remember", "/remember TEXT", "Store an experience the agent keeps across turns",
-                min_args=1, rest_is_text=True),
+    CommandSpec(
+        "compact", "/compact", "Summarise the conversation now and continue from the summary"
+    ),
+    CommandSpec(
+        "remember",
+        "/remember TEXT",
+        "Store an experience the agent keeps across turns",
+        min_args=1,
+        rest_is_text=True,
+    ),
     CommandSpec("forget", "/forget ID", "Forget an experience (for example exp_003)", min_args=1),
-    CommandSpec("export", "/export ID [PATH]", "Write ref ID to a file (dialog when PATH is left out)",
-                min_args=1),
+    CommandSpec(
+        "export",
+        "/export ID [PATH]",
+        "Write ref ID to a file (dialog when PATH is left out)",
+        min_args=1,
+    ),
     CommandSpec("key", "/key NAME", "Switch to memory key NAME (created when new)", min_args=1),
     CommandSpec("new", "/new", "Start a fresh memory key"),
     CommandSpec("context", "/context", "Show exactly what the model will see next"),

@@ -15,38 +15,97 @@ from collections.abc import Mapping
 from textual.binding import Binding
 
 #: Keys the chat input (TextArea) uses for editing.
-RESERVED_KEYS: frozenset[str] = frozenset(
-    f"ctrl+{c}" for c in "aekuwdxcvzy"
-) | {"enter", "shift+enter", "ctrl+j", "up", "down", "left", "right", "home", "end",
-     "backspace", "delete", "tab", "shift+tab", "pageup", "pagedown"}
+RESERVED_KEYS: frozenset[str] = frozenset(f"ctrl+{c}" for c in "aekuwdxcvzy") | {
+    "enter",
+    "shift+enter",
+    "ctrl+j",
+    "up",
+    "down",
+    "left",
+    "right",
+    "home",
+    "end",
+    "backspace",
+    "delete",
+    "tab",
+    "shift+tab",
+    "pageup",
+    "pagedown",
+}
 
 #: Reserved but intentionally shared: End/Escape are handled with the input in mind.
 _ALLOWED_SHARED = {"end", "escape"}
 
 BINDINGS: list[Binding] = [
-    Binding("escape", "abort", "Stop", id="abort",
-            tooltip="Stop the running answer; the partial text is kept, marked interrupted"),
-    Binding("ctrl+up", "ref_prev", "Prev ref", id="ref_prev",
-            tooltip="Highlight the previous ref in the transcript"),
-    Binding("ctrl+down", "ref_next", "Next ref", id="ref_next",
-            tooltip="Highlight the next ref in the transcript"),
-    Binding("ctrl+s", "export_ref", "Export ref", id="export_ref",
-            tooltip="Write the highlighted ref to a file (fence stripped)"),
-    Binding("ctrl+r", "copy_ref", "Copy ref", id="copy_ref",
-            tooltip="Copy the highlighted ref to the clipboard"),
-    Binding("ctrl+b", "toggle_sidebar", "Sidebar", id="toggle_sidebar",
-            tooltip="Show or hide experiences, refs and the context meter"),
-    Binding("ctrl+f", "toggle_forks", "Forks", id="toggle_forks",
-            tooltip="Show or hide the fork panel"),
-    Binding("ctrl+n", "new_key", "New key", id="new_key",
-            tooltip="Start a new memory key"),
-    Binding("ctrl+o", "switch_key", "Switch key", id="switch_key",
-            tooltip="Open another memory key (filtered list)"),
+    Binding(
+        "escape",
+        "abort",
+        "Stop",
+        id="abort",
+        tooltip="Stop the running answer; the partial text is kept, marked interrupted",
+    ),
+    Binding(
+        "ctrl+up",
+        "ref_prev",
+        "Prev ref",
+        id="ref_prev",
+        tooltip="Highlight the previous ref in the transcript",
+    ),
+    Binding(
+        "ctrl+down",
+        "ref_next",
+        "Next ref",
+        id="ref_next",
+        tooltip="Highlight the next ref in the transcript",
+    ),
+    Binding(
+        "ctrl+s",
+        "export_ref",
+        "Export ref",
+        id="export_ref",
+        tooltip="Write the highlighted ref to a file (fence stripped)",
+    ),
+    Binding(
+        "ctrl+r",
+        "copy_ref",
+        "Copy ref",
+        id="copy_ref",
+        tooltip="Copy the highlighted ref to the clipboard",
+    ),
+    Binding(
+        "ctrl+b",
+        "toggle_sidebar",
+        "Sidebar",
+        id="toggle_sidebar",
+        tooltip="Show or hide experiences, refs and the context meter",
+    ),
+    Binding(
+        "ctrl+f", "toggle_forks", "Forks", id="toggle_forks", tooltip="Show or hide the fork panel"
+    ),
+    Binding("ctrl+n", "new_key", "New key", id="new_key", tooltip="Start a new memory key"),
+    Binding(
+        "ctrl+o",
+        "switch_key",
+        "Switch key",
+        id="switch_key",
+        tooltip="Open another memory key (filtered list)",
+    ),
     Binding("f1", "help", "Help", id="help", tooltip="Keys and slash commands"),
-    Binding("ctrl+end", "scroll_bottom", "Bottom", id="scroll_bottom", show=False,
-            tooltip="Jump to the end of the transcript and follow it again"),
-    Binding("ctrl+p", "command_palette", "Palette", id="command_palette",
-            tooltip="Every action, searchable"),
+    Binding(
+        "ctrl+end",
+        "scroll_bottom",
+        "Bottom",
+        id="scroll_bottom",
+        show=False,
+        tooltip="Jump to the end of the transcript and follow it again",
+    ),
+    Binding(
+        "ctrl+p",
+        "command_palette",
+        "Palette",
+        id="command_palette",
+        tooltip="Every action, searchable",
+    ),
     Binding("ctrl+q", "quit", "Quit", id="quit", priority=True, tooltip="Quit selfref-tui"),
 ]
 

@@ -12,7 +12,10 @@ from selfref_tui.ui.keymap import BINDINGS, RESERVED_KEYS, check_keymap
     ("text", "expected"),
     [
         ("/compact", Command("compact")),
-        ("/remember I prefer tabs  over spaces", Command("remember", ("I prefer tabs  over spaces",))),
+        (
+            "/remember I prefer tabs  over spaces",
+            Command("remember", ("I prefer tabs  over spaces",)),
+        ),
         ("/forget exp_003", Command("forget", ("exp_003",))),
         ("/export fib_iterative", Command("export", ("fib_iterative",))),
         ("/export fib out/my file.py", Command("export", ("fib", "out/my file.py"))),

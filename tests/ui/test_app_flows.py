@@ -21,14 +21,14 @@ from selfref_tui.selfref.reference import SelfReference
 from selfref_tui.ui.app import SelfRefApp
 from selfref_tui.ui.widgets.assistant_message import AssistantMessage
 from selfref_tui.ui.widgets.error_block import ErrorBlock
-from selfref_tui.ui.widgets.ref_block import RefBlock
 from selfref_tui.ui.widgets.user_message import UserMessage
 
 SIZE = (120, 40)
 
 TWO_REFS = (
     "Two ways:\n\n"
-    '<ref id="fib_recursive">\n```python\ndef fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n```\n</ref>\n\n'
+    '<ref id="fib_recursive">\n```python\ndef fib(n):\n'
+    "    return n if n < 2 else fib(n - 1) + fib(n - 2)\n```\n</ref>\n\n"
     '<ref id="fib_iterative">\n```python\ndef fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n'
     "        a, b = b, a + b\n    return a\n```\n</ref>\n"
     "Both return the n-th number."
@@ -44,8 +44,9 @@ async def wait_until(pilot, predicate, timeout: float = 10.0, what: str = "") ->
 
 
 def make_app(tmp_path: Path, url: str, *, api_key: str = "test", key: str = "main") -> SelfRefApp:
-    provider = ProviderConfig(base_url=url, api_key=api_key, model="test-model", max_retries=0,
-                              timeout_s=5)
+    provider = ProviderConfig(
+        base_url=url, api_key=api_key, model="test-model", max_retries=0, timeout_s=5
+    )
     return SelfRefApp(AppConfig(provider=provider, data_dir=tmp_path / "data", key=key))
 
 
@@ -77,10 +78,15 @@ async def test_send_and_stream_two_refs(tmp_path):
             await started(pilot, app)
             await type_and_send(pilot, "write fibonacci")
             await wait_until(pilot, lambda: app.transcript.query(UserMessage), what="user message")
-            await wait_until(pilot, lambda: idle(app) and app.header.status == "ready", what="turn end")
+            await wait_until(
+                pilot, lambda: idle(app) and app.header.status == "ready", what="turn end"
+            )
             answer = app.transcript.query_one(AssistantMessage)
             assert answer.finished and not answer.interrupted
-            assert [b.ref_id for b in app.transcript.ref_blocks()] == ["fib_recursive", "fib_iterative"]
+            assert [b.ref_id for b in app.transcript.ref_blocks()] == [
+                "fib_recursive",
+                "fib_iterative",
+            ]
             assert all(b.closed for b in app.transcript.ref_blocks())
             assert app.chat_input.text == ""
             assert app.focused is app.chat_input
@@ -97,10 +103,18 @@ async def test_escape_mid_stream_keeps_partial_answer_marked_and_stored(tmp_path
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
             await type_and_send(pilot, "tell me a long story")
-            await wait_until(pilot, lambda: app.transcript.current is not None
-                             and "first half" in app.transcript.current.text, what="partial text")
+            await wait_until(
+                pilot,
+                lambda: (
+                    app.transcript.current is not None
+                    and "first half" in app.transcript.current.text
+                ),
+                what="partial text",
+            )
             await pilot.press("escape")
-            await wait_until(pilot, lambda: idle(app) and app.header.status == "stopped", what="abort")
+            await wait_until(
+                pilot, lambda: idle(app) and app.header.status == "stopped", what="abort"
+            )
             answer = app.transcript.query_one(AssistantMessage)
             assert answer.interrupted
             assert "interrupted" in str(answer.query_one(".marker").render())
@@ -115,7 +129,10 @@ async def test_escape_mid_stream_keeps_partial_answer_marked_and_stored(tmp_path
 
 async def test_message_sent_during_a_run_is_queued_then_delivered(tmp_path):
     release = asyncio.Event()
-    script = [Stall(release, text_before="Working", text_after=" on it."), Reply(text="Got your note.")]
+    script = [
+        Stall(release, text_before="Working", text_after=" on it."),
+        Reply(text="Got your note."),
+    ]
     async with DemoServer(script) as server_url:
         app = make_app(tmp_path, server_url)
         async with app.run_test(size=SIZE) as pilot:
@@ -128,7 +145,9 @@ async def test_message_sent_during_a_run_is_queued_then_delivered(tmp_path):
             assert queued.text == "also add tests" and queued.has_class("-queued")
             release.set()
             await wait_until(pilot, lambda: not queued.queued, what="delivery")
-            await wait_until(pilot, lambda: idle(app) and app.header.status == "ready", what="turn end")
+            await wait_until(
+                pilot, lambda: idle(app) and app.header.status == "ready", what="turn end"
+            )
             texts = [m.text for m in app.transcript.query(UserMessage)]
             assert texts == ["first task", "also add tests"]
     contents = [m.get("content") for m in stored(tmp_path) if m["role"] == "user"]
@@ -143,7 +162,9 @@ async def test_ref_highlight_export_and_overwrite_prompt(tmp_path, monkeypatch):
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
             await type_and_send(pilot, "fib")
-            await wait_until(pilot, lambda: idle(app) and app.header.status == "ready", what="turn end")
+            await wait_until(
+                pilot, lambda: idle(app) and app.header.status == "ready", what="turn end"
+            )
             await pilot.press("ctrl+up")
             highlighted = app.transcript.highlighted
             assert highlighted is not None and highlighted.ref_id == "fib_iterative"
@@ -153,7 +174,9 @@ async def test_ref_highlight_export_and_overwrite_prompt(tmp_path, monkeypatch):
             await pilot.press("ctrl+down")
             # Export: dialog prefilled from the ref id and fence language.
             await pilot.press("ctrl+s")
-            await wait_until(pilot, lambda: type(app.screen).__name__ == "ExportDialog", what="dialog")
+            await wait_until(
+                pilot, lambda: type(app.screen).__name__ == "ExportDialog", what="dialog"
+            )
             path_input = app.screen.query_one("Input")
             target = tmp_path / "fib_iterative.py"
             assert path_input.value == str(target)
@@ -166,9 +189,13 @@ async def test_ref_highlight_export_and_overwrite_prompt(tmp_path, monkeypatch):
             assert any(str(target) in n.message for n in app._notifications)
             # Again: the file exists, so the overwrite prompt asks; append.
             await pilot.press("ctrl+s")
-            await wait_until(pilot, lambda: type(app.screen).__name__ == "ExportDialog", what="dialog")
+            await wait_until(
+                pilot, lambda: type(app.screen).__name__ == "ExportDialog", what="dialog"
+            )
             await pilot.press("enter")
-            await wait_until(pilot, lambda: type(app.screen).__name__ == "OverwritePrompt", what="prompt")
+            await wait_until(
+                pilot, lambda: type(app.screen).__name__ == "OverwritePrompt", what="prompt"
+            )
             await pilot.press("a")
             await wait_until(pilot, lambda: target.read_text().count("def fib") == 2, what="append")
             # Copy key: the highlighted ref goes to the clipboard.
@@ -182,18 +209,31 @@ async def test_switch_key_with_slash_command(tmp_path):
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
             await type_and_send(pilot, "hello main")
-            await wait_until(pilot, lambda: idle(app) and app.header.status == "ready", what="turn 1")
+            await wait_until(
+                pilot, lambda: idle(app) and app.header.status == "ready", what="turn 1"
+            )
             await type_and_send(pilot, "/key work")
-            await wait_until(pilot, lambda: app.key == "work" and app.header.status == "ready",
-                             what="switch")
+            await wait_until(
+                pilot, lambda: app.key == "work" and app.header.status == "ready", what="switch"
+            )
             assert not app.transcript.query(UserMessage)
             assert app.header.key == "work"
             await type_and_send(pilot, "hello work")
-            await wait_until(pilot, lambda: idle(app) and app.transcript.query(AssistantMessage)
-                             and app.header.status == "ready", what="turn 2")
+            await wait_until(
+                pilot,
+                lambda: (
+                    idle(app)
+                    and app.transcript.query(AssistantMessage)
+                    and app.header.status == "ready"
+                ),
+                what="turn 2",
+            )
             await type_and_send(pilot, "/key main")
-            await wait_until(pilot, lambda: app.key == "main" and app.header.status == "ready",
-                             what="switch back")
+            await wait_until(
+                pilot,
+                lambda: app.key == "main" and app.header.status == "ready",
+                what="switch back",
+            )
             assert [m.text for m in app.transcript.query(UserMessage)] == ["hello main"]
     assert stored(tmp_path, "work")[-1]["content"] == "answer in work"
 
@@ -241,7 +281,9 @@ async def test_store_locked_by_another_writer_keeps_typed_text(tmp_path):
         async with DemoServer([Reply(text="never")]) as url:
             app = make_app(tmp_path, url)
             async with app.run_test(size=SIZE) as pilot:
-                await wait_until(pilot, lambda: app.transcript.query(ErrorBlock), what="error block")
+                await wait_until(
+                    pilot, lambda: app.transcript.query(ErrorBlock), what="error block"
+                )
                 assert app.transcript.query_one(ErrorBlock).kind == "store"
                 await type_and_send(pilot, "do not lose me")
                 await pilot.pause()
@@ -268,8 +310,9 @@ async def test_corrupt_store_file_is_reported_and_key_starts_fresh(tmp_path):
             assert app.transcript.query_one(ErrorBlock).kind == "store"
             await wait_until(pilot, lambda: app.header.status == "ready", what="ready")
             await type_and_send(pilot, "hello again")
-            await wait_until(pilot, lambda: idle(app) and app.transcript.query(AssistantMessage),
-                             what="answer")
+            await wait_until(
+                pilot, lambda: idle(app) and app.transcript.query(AssistantMessage), what="answer"
+            )
     assert stored(tmp_path)[-1]["content"] == "fresh start"
     aside = [p for p in log.parent.iterdir() if p.name.startswith("log.jsonl.corrupt-")]
     assert len(aside) == 1  # the damaged log is kept for recovery
@@ -284,5 +327,8 @@ async def test_demo_model_badge_and_first_frame_before_runtime(tmp_path, demo):
         await started(pilot, app)
         assert app.header.demo and "demo" in str(app.header.render())
         await type_and_send(pilot, "write fibonacci")
-        await wait_until(pilot, lambda: idle(app) and app.transcript.ref_blocks()
-                         and app.header.status == "ready", what="demo answer")
+        await wait_until(
+            pilot,
+            lambda: idle(app) and app.transcript.ref_blocks() and app.header.status == "ready",
+            what="demo answer",
+        )

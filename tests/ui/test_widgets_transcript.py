@@ -39,14 +39,16 @@ async def wait_until(pilot, predicate, timeout: float = 5.0) -> None:
 
 async def stream(t: Transcript, text: str, size: int = 3) -> None:
     for i in range(0, len(text), size):
-        await t.handle(ev.TextDelta(key=K, text=text[i:i + size]))
+        await t.handle(ev.TextDelta(key=K, text=text[i : i + size]))
 
 
 ANSWER = (
     "Here are two versions.\n\n"
-    '<ref id="fib_recursive">\n```python\ndef fib(n):\n    return n if n < 2 else fib(n-1) + fib(n-2)\n```\n</ref>\n\n'
+    '<ref id="fib_recursive">\n```python\ndef fib(n):\n'
+    "    return n if n < 2 else fib(n-1) + fib(n-2)\n```\n</ref>\n\n"
     "and\n"
-    '<ref id="fib_iterative">\n```python\ndef fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n```\n</ref>\n'
+    '<ref id="fib_iterative">\n```python\ndef fib(n):\n    a, b = 0, 1\n'
+    "    for _ in range(n):\n        a, b = b, a + b\n    return a\n```\n</ref>\n"
     "Done."
 )
 
@@ -124,17 +126,34 @@ async def test_tool_cards_show_status_duration_and_result():
         await t.handle(ev.ToolCallArgumentsDelta(key=K, call_id="c1", delta=' tea"}'))
         card = t.query_one(ToolCard)
         assert card.status == "running" and card.arguments == '{"text": "likes tea"}'
-        await t.handle(ev.ToolCallEnded(key=K, call_id="c1", name="remember",
-                                        arguments='{"text": "likes tea"}', result="exp_001",
-                                        duration_s=0.25))
+        await t.handle(
+            ev.ToolCallEnded(
+                key=K,
+                call_id="c1",
+                name="remember",
+                arguments='{"text": "likes tea"}',
+                result="exp_001",
+                duration_s=0.25,
+            )
+        )
         await t.handle(ev.ToolCallStarted(key=K, call_id="c2", name="read_fd"))
-        await t.handle(ev.ToolCallError(key=K, call_id="c2", name="read_fd", arguments="{",
-                                        error="invalid JSON arguments", duration_s=0.0))
+        await t.handle(
+            ev.ToolCallError(
+                key=K,
+                call_id="c2",
+                name="read_fd",
+                arguments="{",
+                error="invalid JSON arguments",
+                duration_s=0.0,
+            )
+        )
         await t.handle(ev.ToolCallStarted(key=K, call_id="c3", name="slow"))
         await t.handle(ev.Aborted(key=K, reason="user pressed Esc", stage="tools"))
         await pilot.pause()
         c1, c2, c3 = t.query(ToolCard)
-        assert c1.collapsed and "remember" in c1.title and "done" in c1.title and "0.25s" in c1.title
+        assert (
+            c1.collapsed and "remember" in c1.title and "done" in c1.title and "0.25s" in c1.title
+        )
         assert c1.result == "exp_001"
         assert c2.status == "error" and c2.has_class("-error")
         assert c3.status == "cancelled"
@@ -165,10 +184,16 @@ async def test_compaction_divider_archives_earlier_items_and_errors_inline():
         await t.add_user("hello")
         await stream(t, "hi")
         await t.handle(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
-        await t.handle(ev.CompactionApplied(key=K, summary={"goal": "greet", "completed": ["said hi"]},
-                                            messages_before=3))
-        await t.handle(ev.ErrorEvent(key=K, message="Provider unreachable at http://x; start it.",
-                                     kind="connection"))
+        await t.handle(
+            ev.CompactionApplied(
+                key=K, summary={"goal": "greet", "completed": ["said hi"]}, messages_before=3
+            )
+        )
+        await t.handle(
+            ev.ErrorEvent(
+                key=K, message="Provider unreachable at http://x; start it.", kind="connection"
+            )
+        )
         await pilot.pause()
         assert t.query_one(UserMessage).has_class("archived")
         assert t.query_one(AssistantMessage).has_class("archived")
@@ -185,11 +210,20 @@ HISTORY = [
     {"role": "compaction", "summary": {"goal": "g"}},
     {"role": "user", "content": "summary", "compaction": {"goal": "g"}},
     {"role": "user", "content": "new question"},
-    {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "t1", "type": "function", "function": {"name": "remember", "arguments": "{}"}}]},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "t1", "type": "function", "function": {"name": "remember", "arguments": "{}"}}
+        ],
+    },
     {"role": "tool", "tool_call_id": "t1", "content": "exp_001"},
-    {"role": "assistant", "content": 'new <ref id="x">\nv2\n</ref>', "truncated": True,
-     "abort_reason": "user pressed Esc"},
+    {
+        "role": "assistant",
+        "content": 'new <ref id="x">\nv2\n</ref>',
+        "truncated": True,
+        "abort_reason": "user pressed Esc",
+    },
 ]
 
 
@@ -200,8 +234,15 @@ async def test_stored_history_renders_the_same_widgets():
         await t.load_history(HISTORY)
         await pilot.pause()
         kinds = [type(c).__name__ for c in t.children if c.display]
-        assert kinds == ["UserMessage", "AssistantMessage", "CompactionDivider", "UserMessage",
-                         "AssistantMessage", "ToolCard", "AssistantMessage"]
+        assert kinds == [
+            "UserMessage",
+            "AssistantMessage",
+            "CompactionDivider",
+            "UserMessage",
+            "AssistantMessage",
+            "ToolCard",
+            "AssistantMessage",
+        ]
         old, new = t.ref_blocks()
         assert old.has_class("-superseded") and new.content == "v2"
         assert t.query(UserMessage).first().has_class("archived")
@@ -231,7 +272,9 @@ async def test_ref_highlight_moves_through_refs():
     app = TranscriptApp()
     async with app.run_test(size=(100, 20)) as pilot:
         t = app.t
-        await stream(t, '<ref id="a">\n1\n</ref>\ntext\n<ref id="b">\n2\n</ref>\n<ref id="c">\n3\n</ref>')
+        await stream(
+            t, '<ref id="a">\n1\n</ref>\ntext\n<ref id="b">\n2\n</ref>\n<ref id="c">\n3\n</ref>'
+        )
         await t.handle(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
         await pilot.pause()
         assert t.move_highlight(-1).ref_id == "c"  # starts from the newest

@@ -17,7 +17,9 @@ class AppHeader(Static):
     }
     """
 
-    def __init__(self, *, key: str = "", provider: str = "", model: str = "", demo: bool = False) -> None:
+    def __init__(
+        self, *, key: str = "", provider: str = "", model: str = "", demo: bool = False
+    ) -> None:
         super().__init__(id="app-header")
         self.key = key
         self.provider = provider

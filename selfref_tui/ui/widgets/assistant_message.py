@@ -124,5 +124,6 @@ class AssistantMessage(Vertical):
         if content:
             await self.feed(str(content))
         await self.finish(
-            interrupted=bool(message.get("truncated")), reason=str(message.get("abort_reason") or "")
+            interrupted=bool(message.get("truncated")),
+            reason=str(message.get("abort_reason") or ""),
         )

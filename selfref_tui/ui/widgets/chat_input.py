@@ -91,7 +91,11 @@ class ChatInput(TextArea):
 
     def action_cursor_up(self, select: bool = False) -> None:
         if not select and self.sent_history and self._recalling() and self.cursor_location[0] == 0:
-            index = len(self.sent_history) if self._recall_index is None or not self.text else self._recall_index
+            index = (
+                len(self.sent_history)
+                if self._recall_index is None or not self.text
+                else self._recall_index
+            )
             if index > 0:
                 self._recall_index = index - 1
                 self._show(self.sent_history[self._recall_index])
@@ -100,8 +104,11 @@ class ChatInput(TextArea):
 
     def action_cursor_down(self, select: bool = False) -> None:
         last_row = self.document.line_count - 1
-        if not select and self._recall_index is not None and self._recalling() and (
-            self.cursor_location[0] == last_row
+        if (
+            not select
+            and self._recall_index is not None
+            and self._recalling()
+            and (self.cursor_location[0] == last_row)
         ):
             self._recall_index += 1
             if self._recall_index >= len(self.sent_history):

@@ -59,4 +59,6 @@ class CompactionDivider(Collapsible):
         if messages_before:
             title += f" {messages_before} messages"
         title += " · above is archived, the model now sees this summary"
-        super().__init__(Static(summary_text(self.summary), markup=False), title=title, collapsed=True)
+        super().__init__(
+            Static(summary_text(self.summary), markup=False), title=title, collapsed=True
+        )

@@ -23,7 +23,9 @@ class StreamingMarkdown(Markdown):
     StreamingMarkdown { margin: 0; padding: 0; background: transparent; }
     """
 
-    def __init__(self, markdown: str = "", *, live: bool = True, classes: str | None = None) -> None:
+    def __init__(
+        self, markdown: str = "", *, live: bool = True, classes: str | None = None
+    ) -> None:
         super().__init__(markdown, classes=classes)
         self._chunks: list[str] = [markdown] if markdown else []
         self._stream: MarkdownStream | None = None
@@ -102,7 +104,7 @@ class Flow(Vertical):
 
     async def finish(self) -> None:
         for child in list(self.children):
-            if isinstance(child, StreamingMarkdown) or isinstance(child, Flow):
+            if isinstance(child, (StreamingMarkdown, Flow)):
                 await child.finish()
 
 
@@ -122,7 +124,12 @@ class RefBlock(Flow):
     }
     RefBlock.-open { border: round $warning 70%; border-title-color: $warning; }
     RefBlock.-unfinished { border: dashed $warning 70%; border-title-color: $warning; }
-    RefBlock.-superseded { opacity: 60%; border: round $foreground 20%; border-title-color: $text-muted; }
+    RefBlock.-superseded {
+        opacity: 60%;
+        border: round $foreground 20%;
+        border-title-color: $text-muted;
+    }
+    RefBlock MarkdownFence { margin: 0; }
     RefBlock.-highlighted { border: heavy $primary; background: $primary 10%; }
     """
 

@@ -45,7 +45,9 @@ class ToolCard(Collapsible):
     ToolCard .args, ToolCard .result { color: $text; }
     """
 
-    def __init__(self, call_id: str, name: str, *, arguments: str = "", classes: str | None = None) -> None:
+    def __init__(
+        self, call_id: str, name: str, *, arguments: str = "", classes: str | None = None
+    ) -> None:
         self.call_id = call_id
         self.tool_name = name
         self.arguments = arguments
@@ -78,7 +80,9 @@ class ToolCard(Collapsible):
         if self.status == "running":
             self._end("cancelled", reason or "cancelled", None, None)
 
-    def _end(self, status: str, result: str, duration_s: float | None, arguments: str | None) -> None:
+    def _end(
+        self, status: str, result: str, duration_s: float | None, arguments: str | None
+    ) -> None:
         self.status = status
         self.result = result
         self.duration_s = duration_s

@@ -34,10 +34,12 @@ TAIL_ITEMS = 50
 
 
 class _OlderBanner(Static, can_focus=True):
-    """"N earlier messages" — click or Enter mounts the next batch."""
+    """ "N earlier messages" — click or Enter mounts the next batch."""
 
     DEFAULT_CSS = """
-    _OlderBanner { height: 1; color: $text-muted; text-style: italic; content-align: center middle; }
+    _OlderBanner {
+        height: 1; color: $text-muted; text-style: italic; content-align: center middle;
+    }
     _OlderBanner:focus, _OlderBanner:hover { color: $accent; }
     """
 
@@ -165,8 +167,12 @@ class Transcript(VerticalScroll):
                 pending.append((item, message))
                 for call in item.get("tool_calls") or []:
                     fn = call.get("function") or {}
-                    card = ToolCard(str(call.get("id", "")), str(fn.get("name", "tool")),
-                                    arguments=str(fn.get("arguments", "")), classes=archived)
+                    card = ToolCard(
+                        str(call.get("id", "")),
+                        str(fn.get("name", "tool")),
+                        arguments=str(fn.get("arguments", "")),
+                        classes=archived,
+                    )
                     self._cards[card.call_id] = card
                     widgets.append(card)
             elif role == "tool":
@@ -242,12 +248,11 @@ class Transcript(VerticalScroll):
         elif isinstance(event, ev.ReasoningDelta):
             await (await self._answer()).feed_reasoning(event.text)
         elif isinstance(event, ev.TurnStarted):
-            if event.user_text and self.deliver(event.user_text) is None:
-                if not self._awaiting_start(event.user_text):
-                    await self.add_user(event.user_text)
+            text = event.user_text
+            if text and self.deliver(text) is None and not self._awaiting_start(text):
+                await self.add_user(text)
         elif isinstance(event, ev.LLMCallEnded):
-            aborted = event.finish_reason in ("aborted",)
-            await self.finish_answer(interrupted=aborted, reason="stopped" if aborted else "")
+            await self.finish_answer(interrupted=event.finish_reason == "aborted")
         elif isinstance(event, ev.ToolCallStarted):
             await self.finish_answer()
             card = ToolCard(event.call_id, event.name)
@@ -270,19 +275,18 @@ class Transcript(VerticalScroll):
             if self.deliver(event.text) is None:
                 await self.add_user(event.text)
         elif isinstance(event, ev.Aborted):
-            current = self._current
             await self.finish_answer(interrupted=True, reason=event.reason)
-            if current is None and event.stage == "stream":
-                last = self._last_answer()
-                if last is not None and not last.interrupted:
-                    last.mark_interrupted(event.reason)
+            last = self._last_answer()
+            if last is not None and (last.interrupted or event.stage == "stream"):
+                last.mark_interrupted(event.reason)
             for card in list(self._cards.values()):
                 card.cancel(event.reason)
             self._cards.clear()
         elif isinstance(event, ev.ErrorEvent):
             current = self._current
-            await self.finish_answer(interrupted=current is not None and bool(current.text),
-                                     reason="stream failed")
+            await self.finish_answer(
+                interrupted=current is not None and bool(current.text), reason="stream failed"
+            )
             await self.add_error(event.message, event.kind)
         elif isinstance(event, ev.CompactionApplied):
             await self.finish_answer()
@@ -291,7 +295,7 @@ class Transcript(VerticalScroll):
                     child.add_class("archived")
             await self.mount(CompactionDivider(event.summary, event.messages_before))
         elif isinstance(event, ev.TurnEnded):
-            await self.finish_answer(interrupted=event.outcome == "aborted", reason="stopped")
+            await self.finish_answer(interrupted=event.outcome == "aborted")
             for card in list(self._cards.values()):
                 card.cancel("turn ended")
             self._cards.clear()

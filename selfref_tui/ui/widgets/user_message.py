@@ -34,5 +34,7 @@ class UserMessage(Static):
     def _refresh_label(self) -> None:
         body = Content(self.text)
         if self.queued:
-            body = Content.assemble(body, "\n", ("queued — delivered at the next step", "italic $warning"))
+            body = Content.assemble(
+                body, "\n", ("queued — delivered at the next step", "italic $warning")
+            )
         self.update(body)
