@@ -187,9 +187,11 @@ def test_sigint_aborts_keeps_partial_and_exits_130():
     assert again.returncode == 0 and "Try one of these" in again.stdout
 
 
-async def test_ask_against_a_server_and_its_failures():
+async def test_ask_against_a_server_and_its_failures(tmp_path):
+    # a profile with one retry keeps the backoff short (and tests the profile path)
+    (tmp_path / "config.toml").write_text(
+        'default_provider = "t"\n[providers.t]\nmax_retries = 1\n')
     server = DemoServer([Reply(text="Hello from a real endpoint."),
-                         HttpError(500, "kaput"), HttpError(500, "kaput"),
                          HttpError(500, "kaput"), HttpError(500, "kaput")],
                         api_key="sk-test", models=("m1",))
     async with server as url:
@@ -201,7 +203,7 @@ async def test_ask_against_a_server_and_its_failures():
 
         code, out, err = await arun("ask", "--base-url", url, "--model", "m1", "again", env=env)
         assert code == 1 and "500" in err.strip().splitlines()[-1]
-        assert err.count("[retry") == 3  # default max_retries, visible
+        assert err.count("[retry") == 1  # the profile's max_retries, visible
 
         code, _, err = await arun("ask", "--base-url", url, "--model", "m1", "x",
                                   env={"OPENAI_API_KEY": "wrong"})
