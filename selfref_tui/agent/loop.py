@@ -24,6 +24,7 @@ from ..context.mutations import (
     AssistantMessageMutation,
     AssistantTruncatedMutation,
     ContextMutation,
+    ContextSummaryMutation,
     ToolCancelledMutation,
     ToolResultMutation,
     UserMessageMutation,
@@ -68,6 +69,12 @@ REQUESTED_COMPACT_NOTE = (
     "[selfref-tui runtime] The person asked you to compact your context. Call the `compact` "
     "tool now with a concrete summary of the conversation so far; after it is applied, say "
     "in one sentence that the context was compacted."
+)
+# Deliberately free of the word "compact", so a model that pattern-matches on it
+# does not compact again in a loop.
+AFTER_COMPACT_NOTE = (
+    "[selfref-tui runtime] Your summary has replaced the earlier conversation. Continue the "
+    "work from it; if nothing is left to do, tell the person so in one sentence."
 )
 NO_FD_TOOLS = frozenset({"read_fd"})
 
@@ -301,6 +308,8 @@ class Agent:
         while True:
             # ---- compile boundary: session patches, then queued person input
             pending = session.collect_context_mutations()
+            if any(isinstance(m, ContextSummaryMutation) for m in pending):
+                pending.append(_note(AFTER_COMPACT_NOTE))
             delivered = turn.inbox.drain()
             pending += [UserMessageMutation({"role": "user", "content": t}) for t in delivered]
             if key in self._compact_requested and not session.has_pending_compaction:

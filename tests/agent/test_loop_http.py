@@ -286,8 +286,9 @@ async def test_auto_compaction_asks_once_and_applies_summary(harness):
         applied = h.of(ev.CompactionApplied)
         assert len(applied) == 1 and applied[0].summary["goal"] == "Test compaction"
         second = h.server.requests[1]["messages"]
-        assert _roles(second) == ["system", "user"]
+        assert _roles(second) == ["system", "user", "user"]
         assert "Test compaction" in second[1]["content"]
+        assert "Your summary has replaced" in second[2]["content"]
         assert "compaction keeps this" in second[0]["content"]
         assert sum("call the `compact` tool" in str(m.get("content")).lower() for m in second) == 0
     stored = h.reload()
