@@ -163,6 +163,8 @@ class SelfRefApp(App[int]):
                     model=DEMO_MODEL,
                     api_key=provider_config.api_key or "demo",
                 )
+            # openai takes ~0.5 s to import: do it off the loop so keys stay live.
+            await asyncio.to_thread(_preload_runtime)
             from selfref_tui.agent.loop import Agent
             from selfref_tui.agent.provider import Provider
             from selfref_tui.agent.router import AgentInputRouter
@@ -668,6 +670,11 @@ def _action(app: SelfRefApp, action: str):
 
 def _command(app: SelfRefApp, text: str):
     return lambda: app.run_worker(app.run_command(text))
+
+
+def _preload_runtime() -> None:
+    import selfref_tui.agent.loop
+    import selfref_tui.agent.provider  # noqa: F401
 
 
 def _coalesce(events: list[ev.AgentEvent]) -> list[ev.AgentEvent]:
