@@ -76,6 +76,20 @@ class AgentInputRouter:
         self._start(text, [])
         return "started"
 
+    def request_compaction(self) -> str:
+        """The /compact command: the model is asked to call ``compact`` at its next step.
+
+        Idle: a turn without new text starts at once (``"started"``). During a
+        turn: the request is picked up at the next compile boundary (``"queued"``).
+        """
+        request = getattr(self._agent, "request_compaction", None)
+        if callable(request):
+            request(self._key)
+        if self.busy:
+            return "queued"
+        self._start(None, [])
+        return "started"
+
     def abort(self, reason: str = DEFAULT_REASON) -> bool:
         """Fire the running turn's abort signal; False when nothing runs."""
         if self._abort is None or self._abort.fired:
@@ -96,7 +110,7 @@ class AgentInputRouter:
 
     # ------------------------------------------------------------- internals
 
-    def _start(self, text: str, carried: list[str]) -> None:
+    def _start(self, text: str | None, carried: list[str]) -> None:
         self._abort = AbortSignal()
         self._inbox = Inbox()
         for extra in carried:
@@ -106,7 +120,7 @@ class AgentInputRouter:
             self._run(self._key, text, self._abort, self._inbox), name=f"turn:{self._key}"
         )
 
-    async def _run(self, key: str, text: str, abort: AbortSignal, inbox: Inbox) -> str:
+    async def _run(self, key: str, text: str | None, abort: AbortSignal, inbox: Inbox) -> str:
         outcome = "error"
         try:
             outcome = await self._agent.run_turn(key, text, abort=abort, inbox=inbox)

@@ -154,3 +154,17 @@ async def test_crashing_agent_reports_error_and_router_recovers():
     assert router.outcomes == ["error"]
     assert any("kaput" in getattr(e, "message", "") for e in agent.events)
     assert not router.busy
+
+
+async def test_request_compaction_starts_a_textless_turn_when_idle():
+    agent = FakeAgent()
+    requested = []
+    agent.request_compaction = requested.append
+    router = AgentInputRouter(agent, key="k")
+    assert router.request_compaction() == "started"
+    await wait_until(lambda: agent.turns == [("k", None)])
+    assert router.request_compaction() == "queued"  # picked up by the running turn
+    assert requested == ["k", "k"]
+    agent.release.set()
+    await router.wait_idle()
+    assert len(agent.turns) == 1

@@ -388,3 +388,95 @@ async def test_abort_while_forks_run_cancels_children(harness):
     child = h.reload("main::fork::1")
     assert child.messages[-1]["truncated"] is True
     assert child.messages[-1]["content"] == "working on task A"
+
+
+async def test_fork_limits_per_turn_and_concurrency(harness):
+    order: list[str] = []
+
+    def script(body, index):
+        messages = body["messages"]
+        last_user = next(m for m in reversed(messages) if m["role"] == "user")
+        if "forked child agent" in str(last_user["content"]):
+            task = last_user["content"].split("Your task:\n", 1)[1].split("\n", 1)[0]
+            order.append(task)
+            return Reply(text=f"done {task}")
+        if messages[-1]["role"] == "user":
+            return Reply(tool_calls=[
+                ToolCall("fork_spawn", {"task": f"t{i}", "instruction": ""}, id=f"s{i}")
+                for i in range(3)
+            ])
+        if messages[-1]["tool_call_id"].startswith("s"):
+            return Reply(tool_calls=[ToolCall("fork_gather_all", {"include_history": True},
+                                              id="g")])
+        return Reply(text="finished")
+
+    async with harness(script) as h:
+        h.agent.settings = h.with_settings(max_concurrent_forks=1, max_forks_per_turn=2).settings
+        assert await h.agent.run_turn("main", "three please") == "done"
+        parent = [b for b in h.server.requests
+                  if "fork_spawn" in {t["function"]["name"] for t in b["tools"]}]
+        results = {m["tool_call_id"]: m["content"] for m in _tool_messages(parent[1])}
+        assert "at most 2 forks per turn" in results["s2"]
+        gathered = json.loads(_tool_messages(parent[-1])[-1]["content"])
+        assert set(gathered) == {"fork_1", "fork_2"}
+        assert gathered["fork_1"]["history"][-1] == {"role": "assistant", "content": "done t0"}
+        # One at a time: each child's "running" comes after the previous one finished.
+        timeline = [(type(e).__name__, e.fork_id, getattr(e, "status", ""))
+                    for e in h.events if isinstance(e, ev.ForkProgress | ev.ForkFinished)]
+        first_done = timeline.index(("ForkFinished", "fork_1", "completed"))
+        second_running = timeline.index(("ForkProgress", "fork_2", "running"))
+        assert first_done < second_running
+        assert order == ["t0", "t1"]
+
+
+async def test_large_tool_output_becomes_an_fd_readable_later(harness):
+    body = "line of the long ref\n" * 60
+    script = [
+        Reply(text=f'<ref id="big">{body}</ref>',
+              tool_calls=[ToolCall("get_ref", {"ref_id": "big"}, id="g")]),
+        Reply(tool_calls=[ToolCall("read_fd", {"fd": "fd:1", "mode": "line", "start": 2,
+                                               "count": 1}, id="r")]),
+        Reply(text="read it"),
+    ]
+    async with harness(script) as h:
+        h.agent.settings = h.with_settings(fd_threshold_chars=300).settings
+        assert await h.agent.run_turn("main", "big") == "done"
+        first = _tool_messages(h.server.requests[1])[-1]["content"]
+        assert first.startswith("<fd_result") and 'fd="fd:1"' in first
+        second = _tool_messages(h.server.requests[2])[-1]["content"]
+        assert "line of the long ref" in second and "fd_content" in second
+    stored = h.reload()
+    assert "line of the long ref" in stored.fds["fd:1"]["content"]
+    assert stored.fds["fd:1"]["source"] == "tool:get_ref"
+
+
+async def test_step_limit_ends_turn_with_valid_transcript(harness):
+    def script(body, index):
+        return Reply(tool_calls=[ToolCall("inspect_context", {}, id=f"c{index}")])
+
+    async with harness(script) as h:
+        h.agent.settings = h.with_settings(step_limit=3).settings
+        assert await h.agent.run_turn("main", "loop forever") == "step_limit"
+        assert len(h.server.requests) == 3
+    messages = h.reload().messages
+    assert messages[-1]["role"] == "tool" and messages[-1]["tool_call_id"] == "c2"
+
+
+async def test_person_remembers_during_a_turn_and_model_sees_it_next_step(harness):
+    release = asyncio.Event()
+    script = [Reply(text="working", tokens_per_s=40,
+                    tool_calls=[ToolCall("inspect_context", {}, id="i")]),
+              Reply(text="ok")]
+    async with harness(script) as h:
+        turn = asyncio.create_task(h.agent.run_turn("main", "start"))
+        await wait_until(lambda: h.of(ev.TextDelta))
+        assert h.agent.remember_experience("main", "Person prefers short answers") == "exp_001"
+        assert h.agent.memory("main").experiences == []  # queued until the next compile
+        assert await turn == "done"
+        release.set()
+        assert "Person prefers short answers" in h.server.requests[1]["messages"][0]["content"]
+        assert h.agent.forget_experience("main", "exp_001") is True  # idle: committed now
+        assert h.agent.memory("main").experiences == []
+        assert [type(e).__name__ for e in h.events if isinstance(
+            e, ev.ExperienceRemembered | ev.ExperienceForgotten)] == [
+            "ExperienceRemembered", "ExperienceForgotten"]
