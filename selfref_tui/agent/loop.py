@@ -377,7 +377,15 @@ class Agent:
         try:
             await asyncio.wait({consume})
         except asyncio.CancelledError:
+            # The turn's task itself was cancelled (app shutdown, a cancelled
+            # worker): close the stream and still keep what arrived.
             consume.cancel()
+            await asyncio.wait({consume})
+            self._commit(
+                turn.session,
+                [AssistantTruncatedMutation(state.content, turn.abort.reason or "cancelled")],
+                state.ref_records,
+            )
             raise
         finally:
             unhook()
@@ -558,6 +566,12 @@ class Agent:
         except asyncio.CancelledError:
             for task in pending:
                 task.cancel()
+            if pending:
+                await asyncio.wait(pending)
+            cancelled = [tasks[t] for t in pending]
+            self._commit(turn.session, [
+                ToolCancelledMutation(m["id"], m["name"], "cancelled") for m in cancelled
+            ])
             raise
         finally:
             aborted.cancel()

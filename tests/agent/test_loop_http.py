@@ -480,3 +480,15 @@ async def test_person_remembers_during_a_turn_and_model_sees_it_next_step(harnes
         assert [type(e).__name__ for e in h.events if isinstance(
             e, ev.ExperienceRemembered | ev.ExperienceForgotten)] == [
             "ExperienceRemembered", "ExperienceForgotten"]
+
+
+async def test_cancelling_the_turn_task_still_keeps_a_valid_transcript(harness):
+    release = asyncio.Event()
+    async with harness([Stall(event=release, text_before="Partial")]) as h:
+        turn = asyncio.create_task(h.agent.run_turn("main", "go"))
+        await wait_until(lambda: h.of(ev.TextDelta))
+        turn.cancel()
+        await asyncio.gather(turn, return_exceptions=True)
+        assert h.of(ev.TurnEnded)[-1].outcome == "aborted"
+    last = h.reload().messages[-1]
+    assert last["truncated"] is True and last["content"] == "Partial"
