@@ -50,15 +50,22 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def atomic_write(path: Path, data: bytes, *, sync_dir: bool = False) -> None:
-    """Replace ``path`` with ``data`` via temp file + fsync + rename: never half a file."""
+def atomic_write(path: Path, data: bytes, *, sync_dir: bool = False, fsync: bool = True) -> None:
+    """Replace ``path`` with ``data`` via temp file (+ fsync) + rename.
+
+    The rename means readers never see half a file while the system runs.
+    ``fsync=False`` is for caches that can be rebuilt from the truth: it saves
+    a disk flush, at the price that after a power loss (not a process crash)
+    the file may hold old, empty or garbled content.
+    """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     try:
         if hasattr(os, "fchmod"):  # umask may have narrowed or an old temp file widened it
             os.fchmod(fd, FILE_MODE)
         write_all(fd, data)
-        os.fsync(fd)
+        if fsync:
+            os.fsync(fd)
     finally:
         os.close(fd)
     try:
