@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -55,9 +56,17 @@ class SelfRefApp(App[int]):
     TITLE = "selfref-tui"
     BINDINGS = BINDINGS
 
-    def __init__(self, config: AppConfig, *, tail_items: int = 50) -> None:
+    def __init__(
+        self,
+        config: AppConfig,
+        *,
+        tail_items: int = 50,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__()
         self.config = config
+        #: what the meter and fork panel time with; fixed in snapshots for steady figures
+        self.clock = clock
         self.tail_items = tail_items
         self.key = config.key
         self.agent: Any = None
@@ -70,7 +79,8 @@ class SelfRefApp(App[int]):
         self._events: list[ev.AgentEvent] = []
         self._drain_posted = False
         self._early_inputs: list[str] = []
-        self._stream_tokens = 0
+        #: characters streamed in this answer; tokens ≈ chars/4, whatever the burst sizes
+        self._stream_chars = 0
         self._closed = False
         keymap, self.keymap_warnings = check_keymap(config.keymap)
         self._user_keymap = keymap
@@ -86,8 +96,10 @@ class SelfRefApp(App[int]):
             with Vertical(id="chat"):
                 yield Transcript(id="transcript")
                 yield ChatInput(id="input", placeholder=PLACEHOLDER)
-            yield ForkPanel(id="forks")
-            yield Sidebar(id="sidebar", compact_ratio=self.config.agent.auto_compact_ratio)
+            yield ForkPanel(id="forks", clock=self.clock)
+            yield Sidebar(
+                id="sidebar", compact_ratio=self.config.agent.auto_compact_ratio, clock=self.clock
+            )
         yield Footer()
 
     @property
@@ -303,10 +315,10 @@ class SelfRefApp(App[int]):
         await self.transcript.handle(event)
         meter = self.sidebar.meter
         if isinstance(event, ev.TextDelta):
-            self._stream_tokens += max(1, len(event.text) // 4)
-            meter.stream_progress(self._stream_tokens)
+            self._stream_chars += len(event.text)
+            meter.stream_progress(max(1, self._stream_chars // 4))
         elif isinstance(event, ev.TurnStarted):
-            self._stream_tokens = 0
+            self._stream_chars = 0
             meter.stream_started()
             self.header.set_status("working…")
             self.chat_input.add_class("-busy")

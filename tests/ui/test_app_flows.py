@@ -8,8 +8,6 @@ reopening the data directory read-only after the app has exited.
 from __future__ import annotations
 
 import asyncio
-import time
-from pathlib import Path
 
 import pytest
 
@@ -22,53 +20,16 @@ from selfref_tui.ui.app import SelfRefApp
 from selfref_tui.ui.widgets.assistant_message import AssistantMessage
 from selfref_tui.ui.widgets.error_block import ErrorBlock
 from selfref_tui.ui.widgets.user_message import UserMessage
-
-SIZE = (120, 40)
-
-TWO_REFS = (
-    "Two ways:\n\n"
-    '<ref id="fib_recursive">\n```python\ndef fib(n):\n'
-    "    return n if n < 2 else fib(n - 1) + fib(n - 2)\n```\n</ref>\n\n"
-    '<ref id="fib_iterative">\n```python\ndef fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n'
-    "        a, b = b, a + b\n    return a\n```\n</ref>\n"
-    "Both return the n-th number."
+from tests.ui.helpers import (
+    SIZE,
+    TWO_REFS,
+    idle,
+    make_app,
+    started,
+    stored,
+    type_and_send,
+    wait_until,
 )
-
-
-async def wait_until(pilot, predicate, timeout: float = 10.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or predicate}")
-        await pilot.pause(0.02)
-
-
-def make_app(tmp_path: Path, url: str, *, api_key: str = "test", key: str = "main") -> SelfRefApp:
-    provider = ProviderConfig(
-        base_url=url, api_key=api_key, model="test-model", max_retries=0, timeout_s=5
-    )
-    return SelfRefApp(AppConfig(provider=provider, data_dir=tmp_path / "data", key=key))
-
-
-async def type_and_send(pilot, text: str) -> None:
-    await pilot.press(*text)
-    await pilot.press("enter")
-
-
-def idle(app: SelfRefApp) -> bool:
-    return app.router is not None and not app.router.busy and not app._events
-
-
-async def started(pilot, app: SelfRefApp) -> None:
-    await wait_until(pilot, lambda: app.ready and app.header.status == "ready", what="app ready")
-
-
-def stored(tmp_path: Path, key: str = "main") -> list[dict]:
-    store = SelfReference(tmp_path / "data")
-    try:
-        return store.open(key, write=False).messages
-    finally:
-        store.close()
 
 
 async def test_send_and_stream_two_refs(tmp_path):

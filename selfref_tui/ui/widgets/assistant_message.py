@@ -85,7 +85,7 @@ class AssistantMessage(Vertical):
     def mark_interrupted(self, reason: str = "") -> None:
         self.interrupted = True
         self.add_class("-interrupted")
-        label = "⏹ interrupted" + (f" — {reason}" if reason else "")
+        label = "■ interrupted" + (f" — {reason}" if reason else "")
         self.query_one(".marker", Static).update(label)
 
     async def _apply(self, segments: list[Segment]) -> list[RefBlock]:

@@ -26,7 +26,7 @@ from textual.widgets import DataTable, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 FINISHED = frozenset({"completed", "done", "error", "cancelled"})
-TASK_WIDTH = 44
+TASK_WIDTH = 17  # the panel is 60 cells wide: the columns must fit without a scrollbar
 
 
 def format_elapsed(seconds: float | None) -> str:
@@ -164,10 +164,10 @@ class ForkPanel(Vertical):
         yield Static("", classes="section-title")
         table: DataTable[Any] = DataTable(cursor_type="row", zebra_stripes=False)
         # Fixed widths: cells change as forks progress and must not shift the columns.
-        table.add_column("fork", key="fork", width=9)
+        table.add_column("fork", key="fork", width=7)
         table.add_column("task", key="task", width=TASK_WIDTH)
         table.add_column("status", key="status", width=18)
-        table.add_column("elapsed", key="elapsed", width=8)
+        table.add_column("elapsed", key="elapsed", width=7)
         yield table
         yield Static("", classes="fork-heading")
         yield VerticalScroll(id="fork-transcript")

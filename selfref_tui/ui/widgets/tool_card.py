@@ -10,7 +10,7 @@ import json
 
 from textual.widgets import Collapsible, Static
 
-_STATUS = {"running": "⋯ running", "done": "✓ done", "error": "✖ error", "cancelled": "⏹ cancelled"}
+_STATUS = {"running": "⋯ running", "done": "✓ done", "error": "✖ error", "cancelled": "■ cancelled"}
 _MAX_SHOWN = 4000
 
 

@@ -1,0 +1,136 @@
+"""Shared pieces of the app-level UI tests: waiting, building the app, reading the store.
+
+Pilot tests poll with :func:`wait_until` instead of sleeping a fixed time, so a
+slow machine only makes them slower, never flaky. Snapshot tests run the app
+through ``snap_compare`` (which owns its own event loop), so their demo server
+runs in a thread: :func:`thread_server`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from selfref_tui.config import AppConfig, ProviderConfig
+from selfref_tui.demo.script import Script
+from selfref_tui.demo.server import DemoServer
+from selfref_tui.selfref.reference import SelfReference
+from selfref_tui.ui.app import SelfRefApp
+from selfref_tui.ui.widgets.tool_card import ToolCard
+
+SIZE = (120, 40)
+
+TWO_REFS = (
+    "Two ways:\n\n"
+    '<ref id="fib_recursive">\n```python\ndef fib(n):\n'
+    "    return n if n < 2 else fib(n - 1) + fib(n - 2)\n```\n</ref>\n\n"
+    '<ref id="fib_iterative">\n```python\ndef fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n'
+    "        a, b = b, a + b\n    return a\n```\n</ref>\n"
+    "Both return the n-th number."
+)
+
+#: nothing listens on the discard port: a provider that is down, with a URL that never changes
+DOWN_URL = "http://127.0.0.1:9/v1"
+
+
+def fixed_clock() -> float:
+    """A clock that never moves: elapsed times and tokens/s render the same every run."""
+    return 1000.0
+
+
+async def wait_until(
+    pilot, predicate: Callable[[], object], timeout: float = 10.0, what: str = ""
+) -> None:
+    """Let the app run until ``predicate()`` is true; fail with ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or predicate}")
+        await pilot.pause(0.02)
+
+
+def make_app(
+    tmp_path: Path,
+    url: str,
+    *,
+    api_key: str = "test",
+    key: str = "main",
+    clock: Callable[[], float] | None = None,
+) -> SelfRefApp:
+    provider = ProviderConfig(
+        base_url=url, api_key=api_key, model="test-model", max_retries=0, timeout_s=5
+    )
+    config = AppConfig(provider=provider, data_dir=tmp_path / "data", key=key)
+    if clock is None:
+        return SelfRefApp(config)
+    return SelfRefApp(config, clock=clock)
+
+
+async def type_and_send(pilot, text: str) -> None:
+    await pilot.press(*text)
+    await pilot.press("enter")
+
+
+def idle(app: SelfRefApp) -> bool:
+    return app.router is not None and not app.router.busy and not app._events
+
+
+async def started(pilot, app: SelfRefApp) -> None:
+    await wait_until(pilot, lambda: app.ready and app.header.status == "ready", what="app ready")
+
+
+async def turn_done(pilot, app: SelfRefApp, status: str = "ready", timeout: float = 10.0) -> None:
+    await wait_until(
+        pilot, lambda: idle(app) and app.header.status == status, timeout, what=f"status {status}"
+    )
+
+
+def stored(tmp_path: Path, key: str = "main") -> list[dict]:
+    """The key's working messages, read back read-only (the app must have released it)."""
+    store = SelfReference(tmp_path / "data")
+    try:
+        return store.open(key, write=False).messages
+    finally:
+        store.close()
+
+
+def stored_experiences(tmp_path: Path, key: str = "main") -> list[dict]:
+    store = SelfReference(tmp_path / "data")
+    try:
+        return store.open(key, write=False).experiences
+    finally:
+        store.close()
+
+
+@contextmanager
+def thread_server(script: Script, **kwargs) -> Iterator[str]:
+    """A demo server on its own loop in a thread, for apps run by ``snap_compare``."""
+    server = DemoServer(script, **kwargs)
+    url = server.start_in_thread()
+    try:
+        yield url
+    finally:
+        server.stop_thread()
+
+
+def steady_durations(app: SelfRefApp, seconds: float = 0.01) -> None:
+    """Tool durations are measured by the runtime; pin them so a snapshot does not drift."""
+    for card in app.query(ToolCard):
+        if card.duration_s is not None:
+            card.duration_s = seconds
+            card.title = card._label_text()
+
+
+async def steady_usage(pilot, app: SelfRefApp) -> None:
+    """Wait for the exact token count once tiktoken is loaded, so the meter shows one figure.
+
+    The runtime estimates (chars/4) until its encoder has loaded in a thread; which
+    figure the meter shows last depends on that race unless we wait it out.
+    """
+    agent = app.agent
+    await wait_until(pilot, lambda: agent.tokens.ready, timeout=20, what="tiktoken loaded")
+    _messages, tokens = agent.preview(app.key)
+    app._refresh_usage()
+    await wait_until(pilot, lambda: app.sidebar.meter.tokens == tokens, what="exact token count")
