@@ -100,8 +100,10 @@ def test_fork_panel_with_two_forks(snap_compare, tmp_path):
             panel = app.fork_panel
             await wait_until(
                 pilot,
-                lambda: len(panel.forks) == 2
-                and all(f["status"] in ("completed", "done") for f in panel.forks),
+                lambda: (
+                    len(panel.forks) == 2
+                    and all(f["status"] in ("completed", "done") for f in panel.forks)
+                ),
                 what="two finished forks",
             )
             steady_durations(app)
@@ -145,8 +147,10 @@ def test_interrupted_answer(snap_compare, tmp_path):
             await type_and_send(pilot, "tell me about the log")
             await wait_until(
                 pilot,
-                lambda: app.transcript.current is not None
-                and app.transcript.current.text.endswith("context is"),
+                lambda: (
+                    app.transcript.current is not None
+                    and app.transcript.current.text.endswith("context is")
+                ),
                 what="partial text",
             )
             await pilot.press("escape")

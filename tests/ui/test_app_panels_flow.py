@@ -1,0 +1,144 @@
+"""The sidebar and fork panel inside the whole app, over real HTTP to the demo server.
+
+What a person does (keys), what the screen shows, and what the store kept —
+read back read-only after the app has exited and released the key.
+"""
+
+from __future__ import annotations
+
+import json
+
+from textual.widgets import OptionList
+
+from selfref_tui.context.mutations import ExperienceRememberMutation
+from selfref_tui.demo.script import Reply, ToolCall
+from selfref_tui.demo.server import DemoServer
+from selfref_tui.selfref.reference import SelfReference
+from selfref_tui.ui.widgets.experience_list import ExperienceList
+from selfref_tui.ui.widgets.tool_card import ToolCard
+from tests.ui.helpers import (
+    SIZE,
+    make_app,
+    started,
+    stored_experiences,
+    turn_done,
+    type_and_send,
+    wait_until,
+)
+
+
+def seed_experiences(tmp_path, texts: list[str]) -> None:
+    store = SelfReference(tmp_path / "data")
+    try:
+        store.open("main").commit([ExperienceRememberMutation(t) for t in texts])
+    finally:
+        store.close()
+
+
+async def test_forget_experience_from_sidebar_is_persisted(tmp_path):
+    seed_experiences(tmp_path, ["Likes Python", "Uses tabs", "Works in Berlin"])
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            experiences = app.sidebar.experience_list
+            assert [e["text"] for e in experiences.experiences] == [
+                "Likes Python",
+                "Uses tabs",
+                "Works in Berlin",
+            ]
+            await pilot.click(f"{ExperienceList.__name__} {OptionList.__name__}")
+            assert app.focused is experiences.option_list
+            await pilot.press("home", "down")
+            assert experiences.highlighted_id == "exp_002"
+            # Any key but y cancels: nothing is forgotten.
+            await pilot.press("delete")
+            assert experiences.confirming == "exp_002"
+            await pilot.press("n")
+            assert experiences.confirming is None
+            assert len(experiences.experiences) == 3
+            # Delete, y: forgotten, on screen and in the running agent.
+            await pilot.press("delete", "y")
+            await wait_until(
+                pilot, lambda: len(experiences.experiences) == 2, what="sidebar refresh"
+            )
+            assert [e["id"] for e in experiences.experiences] == ["exp_001", "exp_003"]
+            assert app.focused is experiences.option_list
+    # Persisted: a fresh read-only load folds the ExperienceForgetMutation from the log.
+    assert [e["text"] for e in stored_experiences(tmp_path)] == ["Likes Python", "Works in Berlin"]
+    store = SelfReference(tmp_path / "data")
+    log = (store.key_dir("main") / "log.jsonl").read_text()
+    store.close()
+    assert "exp_002" in log.splitlines()[-1]  # the last commit is the forget
+
+
+CHILD_MARK = "CHILD TASK"
+
+
+def fork_model(body: dict, call_index: int):
+    """Parent: spawn two children, then gather them, then answer. Children: one line."""
+    messages = body.get("messages") or []
+    last = messages[-1]
+    content = last.get("content") or ""
+    if last.get("role") == "user" and CHILD_MARK in content:
+        letter = content.split(CHILD_MARK, 1)[1].strip()[:1]
+        return Reply(text=f"Child {letter} finished its part.", tokens_per_s=200)
+    if last.get("role") == "tool":
+        assistant = next(m for m in reversed(messages) if m.get("role") == "assistant")
+        called = [c["function"]["name"] for c in assistant.get("tool_calls") or []]
+        if "fork_spawn" in called:
+            return Reply(text="Gathering.", tool_calls=[ToolCall("fork_gather_all", {})])
+        return Reply(text="Both children are done.")
+    return Reply(
+        text="Splitting the work.",
+        tool_calls=[
+            ToolCall("fork_spawn", {"task": f"{CHILD_MARK} A: list the inputs"}),
+            ToolCall("fork_spawn", {"task": f"{CHILD_MARK} B: list the outputs"}),
+        ],
+    )
+
+
+async def test_fork_panel_shows_two_children_that_finish(tmp_path):
+    async with DemoServer(fork_model) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            panel = app.fork_panel
+            assert not panel.display
+            await type_and_send(pilot, "split this in two")
+            # The panel opens by itself at the first spawn.
+            await wait_until(pilot, lambda: panel.display and panel.forks, what="panel opens")
+            await wait_until(pilot, lambda: len(panel.forks) == 2, what="two rows")
+            assert panel.table.row_count == 2
+            await turn_done(pilot, app, timeout=20)
+            forks = panel.forks
+            assert [f["fork_id"] for f in forks] == ["fork_1", "fork_2"]
+            assert [f["task"] for f in forks] == [
+                f"{CHILD_MARK} A: list the inputs",
+                f"{CHILD_MARK} B: list the outputs",
+            ]
+            assert all(f["status"] in ("completed", "done") for f in forks)
+            assert [f["response"] for f in forks] == [
+                "Child A finished its part.",
+                "Child B finished its part.",
+            ]
+            # The chosen fork's live transcript got the child's streamed text.
+            assert forks[0]["text"] == "Child A finished its part."
+            rows = [[str(cell) for cell in panel.table.get_row_at(i)] for i in range(2)]
+            assert all("done" in row[2] for row in rows)
+            # Finished forks stay listed; the parent shows its tool cards.
+            names = [card.tool_name for card in app.transcript.query(ToolCard)]
+            assert names == ["fork_spawn", "fork_spawn", "fork_gather_all"]
+            # Moving the table cursor shows the other child's transcript.
+            panel.table.focus()
+            await pilot.press("down")
+            await wait_until(pilot, lambda: panel.chosen_fork_id == "fork_2", what="choose fork")
+    store = SelfReference(tmp_path / "data")
+    try:
+        memory = store.open("main", write=False)
+        assert {f["status"] for f in memory.forks.values()} <= {"completed", "done"}
+        assert len(memory.forks) == 2
+        gathered = next(m for m in reversed(memory.messages) if m.get("role") == "tool")
+        assert "Child B finished its part." in json.dumps(gathered)
+    finally:
+        store.close()
