@@ -164,17 +164,12 @@ class SelfRefApp(App[int]):
         provider_config = self.config.provider
         try:
             if provider_config.demo:
-                from selfref_tui.demo.script import DEMO_MODEL, DEMO_SCRIPT
-                from selfref_tui.demo.server import DemoServer
+                # The demo server paced like a real model, so Esc on a long answer can be tried.
+                from selfref_tui.demo import demo_provider, demo_server
 
-                self.demo_server = DemoServer(DEMO_SCRIPT)
+                self.demo_server = demo_server()
                 url = await self.demo_server.start()
-                provider_config = replace(
-                    provider_config,
-                    base_url=url,
-                    model=DEMO_MODEL,
-                    api_key=provider_config.api_key or "demo",
-                )
+                provider_config = demo_provider(url)
             # openai takes ~0.5 s to import: do it off the loop so keys stay live.
             await asyncio.to_thread(_preload_runtime)
             from selfref_tui.agent.loop import Agent

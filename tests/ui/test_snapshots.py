@@ -46,7 +46,7 @@ EXPERIENCES = (
 
 def test_welcome_screen(snap_compare, tmp_path, monkeypatch):
     # The welcome screen names the config file; show the usual one, not a temporary path.
-    monkeypatch.setenv("SELFREF_CONFIG", "~/.config/selfref-tui/config.toml")
+    monkeypatch.setenv("SELFREF_CONFIG", "/home/you/.config/selfref-tui/config.toml")
     app = SelfRefApp(AppConfig(data_dir=tmp_path / "data", unconfigured=True), clock=fixed_clock)
 
     async def run_before(pilot) -> None:

@@ -168,7 +168,15 @@ class ContextMeter(Widget):
         if self.streaming:
             lines.append(Content.assemble(("● ", "$primary"), self.speed_label))
         elif self._stream_end is not None:
-            lines.append(Content.styled(f"last answer · {self.speed_label}", "dim"))
+            # Sidebar-narrow: speed and time matter more than the count, which must not push
+            # the elapsed time off the edge.
+            lines.append(
+                Content.styled(
+                    f"last answer · {self.tokens_per_second:.0f} tok/s"
+                    f" · {format_seconds(self.elapsed)}",
+                    "dim",
+                )
+            )
         return Content("\n").join(lines)
 
     def get_content_height(self, container, viewport, width: int) -> int:  # type: ignore[override]
