@@ -19,7 +19,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.chat import ChatCompletion
 
 from selfref_tui.config import ProviderConfig
 
@@ -88,7 +88,9 @@ class _Retryable(Exception):
 MAX_RETRY_AFTER_S = 120.0
 #: What ``chat.completions.create`` passes as request options: the bearer key only.
 _REQUEST_OPTIONS: dict[str, Any] = {"security": {"bearer_auth": True}}
-_STREAM_CLS = openai.AsyncStream[ChatCompletionChunk]
+#: Chunks as the parsed JSON dicts: building a pydantic ChatCompletionChunk costs
+#: ~120 µs per chunk (more than the rest of the SSE path), paid on every token.
+_STREAM_CLS = openai.AsyncStream[object]
 
 
 class Provider:
@@ -216,16 +218,18 @@ class Provider:
         finished = False
         try:
             async for event in stream:
-                usage = getattr(event, "usage", None)
-                for choice in event.choices or ():
+                if type(event) is not dict:
+                    raise _MalformedChunk(f"a chunk is {type(event).__name__}, not an object")
+                for choice in _field(event, "choices", list) or ():
                     for chunk in _choice_chunks(choice):
                         produced = True
                         if isinstance(chunk, FinishChunk):
                             finished = True
                         yield chunk
-                if usage is not None:
+                usage = event.get("usage")
+                if type(usage) is dict:
                     yield UsageChunk(_usage_dict(usage))
-        except (json.JSONDecodeError, openai.APIResponseValidationError) as exc:
+        except (json.JSONDecodeError, openai.APIResponseValidationError, _MalformedChunk) as exc:
             raise ProviderError(
                 "protocol", f"{self.base_url} sent a malformed stream chunk ({_short(exc)}) "
                 "— is it really OpenAI-compatible?", partial=produced) from None
@@ -296,32 +300,51 @@ class Provider:
                              partial=partial)
 
 
+class _MalformedChunk(ValueError):
+    """Valid JSON of the wrong shape for a chat completion chunk."""
+
+
+def _field(obj: dict, name: str, kind: type) -> Any:
+    """``obj[name]`` when it has type ``kind``; None when absent or null; else malformed."""
+    value = obj.get(name)
+    if value is None or type(value) is kind:
+        return value
+    raise _MalformedChunk(f"{name!r} is {type(value).__name__}, not {kind.__name__}")
+
+
 def _choice_chunks(choice: Any) -> list[Chunk]:
+    """The typed chunks of one streamed choice, read off the parsed JSON."""
+    if type(choice) is not dict:
+        raise _MalformedChunk("a choice is not an object")
     out: list[Chunk] = []
-    delta = choice.delta
-    if delta is not None:
-        extra = getattr(delta, "model_extra", None) or {}
-        reasoning = extra.get("reasoning_content") or extra.get("reasoning")
+    delta = _field(choice, "delta", dict)
+    if delta:
+        # llama.cpp / vLLM / DeepSeek put thinking in reasoning_content (or reasoning).
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if isinstance(reasoning, str) and reasoning:
             out.append(ReasoningChunk(reasoning))
-        if delta.content:
-            out.append(TextChunk(delta.content))
-        for call in delta.tool_calls or ():
-            fn = call.function
+        content = _field(delta, "content", str)
+        if content:
+            out.append(TextChunk(content))
+        for call in _field(delta, "tool_calls", list) or ():
+            if type(call) is not dict:
+                raise _MalformedChunk("a tool call is not an object")
+            index = _field(call, "index", int)
+            fn = _field(call, "function", dict) or {}
             out.append(ToolCallChunk(
-                index=call.index if call.index is not None else 0,
-                id=call.id or None,
-                name=(fn.name or None) if fn is not None else None,
-                arguments=(fn.arguments or "") if fn is not None else "",
+                index=index if index is not None else 0,
+                id=_field(call, "id", str) or None,
+                name=_field(fn, "name", str) or None,
+                arguments=_field(fn, "arguments", str) or "",
             ))
-    if choice.finish_reason:
-        out.append(FinishChunk(choice.finish_reason))
+    finish = _field(choice, "finish_reason", str)
+    if finish:
+        out.append(FinishChunk(finish))
     return out
 
 
-def _usage_dict(usage: Any) -> dict[str, int]:
-    raw = usage.model_dump() if hasattr(usage, "model_dump") else dict(usage)
-    return {k: v for k, v in raw.items() if isinstance(v, int)}
+def _usage_dict(usage: dict) -> dict[str, int]:
+    return {k: v for k, v in usage.items() if type(v) is int}
 
 
 def _retry_after(exc: openai.APIStatusError) -> float | None:

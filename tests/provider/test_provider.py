@@ -304,3 +304,32 @@ async def test_request_is_what_chat_completions_create_would_send():
     ours, theirs = server.headers
     assert ours == theirs and ours["authorization"] == "Bearer sk-same"
     assert ours["x-stainless-read-timeout"] == "5.0"
+
+
+@pytest.mark.parametrize("payload", [
+    '{"choices": "nope"}',
+    '[1, 2]',
+    '{"choices": [{"index": 0, "delta": {"content": 5}, "finish_reason": null}]}',
+    '{"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"name": 3}}]}}]}',
+    '{"choices": [{"delta": {"tool_calls": ["x"]}}]}',
+    '{"choices": [{"delta": "text", "finish_reason": "stop"}]}',
+])
+async def test_json_of_the_wrong_shape_is_a_protocol_error(payload):
+    async with DemoServer([Malformed("before ", payload=payload)]) as url:
+        error, seen = await failure(make(url))
+    assert error.kind == "protocol" and error.partial and "malformed" in error.message
+    assert text_of(seen) == "before "
+
+
+async def test_nulls_reasoning_key_and_nested_usage_are_read_leniently():
+    last = ('{"choices":[{"index":0,"delta":{"content":null,"tool_calls":null,'
+            '"reasoning":"hmm"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,'
+            '"completion_tokens":1,"total_tokens":4,"completion_tokens_details":'
+            '{"reasoning_tokens":0}}}')
+    async with DemoServer([Malformed("text ", payload=last)]) as url:
+        chunks = await collect(make(url))
+    assert text_of(chunks) == "text "
+    assert [c.text for c in chunks if isinstance(c, ReasoningChunk)] == ["hmm"]
+    assert [c.reason for c in chunks if isinstance(c, FinishChunk)] == ["stop"]
+    assert [c.usage for c in chunks if isinstance(c, UsageChunk)] == [
+        {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}]
