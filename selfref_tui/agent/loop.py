@@ -79,6 +79,81 @@ AFTER_COMPACT_NOTE = (
 NO_FD_TOOLS = frozenset({"read_fd"})
 
 
+class _IncrementalCompile:
+    """``compile_messages`` + token count for one key, re-rendering only the tail.
+
+    Every LLM call compiles the whole transcript, so at a long history most of
+    the work would be re-rendering and re-counting messages unchanged since the
+    last call. The result is always ``compile_messages(config, base, pending)``
+    and its ``TokenCounter.count_messages``; only the cost changes. It relies
+    on one property of ``render_provider_messages``: its only state carried
+    from message to message is the open tool block, which a non-tool message
+    closes, so for a body ``A + B`` whose ``B`` starts with a non-tool message
+    ``render(A + B) == render(A) + render(B)`` (system message aside). So the
+    rendering of the body up to its last non-tool message is kept, with shallow
+    copies of the stored messages it came from; the next compile reuses it when
+    those copies still equal (``==``) the start of the new body, and renders
+    the rest. A transcript replaced by a compaction simply misses and renders
+    in full.
+    """
+
+    def __init__(self, config: Any, tokens: Any) -> None:
+        self.config = config
+        self.tokens = tokens
+        self._system_src: dict | None = None
+        self._system_out: dict | None = None
+        self._system_tokens: int | None = None
+        self._src: list[dict] = []  # copies of the stored body messages rendered in _out
+        self._out: list[dict] = []
+        self._out_tokens: int | None = None
+        self._tokens_ready: bool | None = None
+
+    def compile(self, base: list[dict], pending: list) -> tuple[list[dict], int]:
+        from ..context.apply import apply_mutations
+        from ..context.compile import render_provider_messages
+        from ..context.tokens import REPLY_PRIMING
+
+        config, count = self.config, self.tokens.count_message
+        messages = apply_mutations(base, pending)
+        has_system = bool(messages) and messages[0].get("role") == "system"
+        system = messages[0] if has_system else None
+        body = messages[1:] if has_system else messages
+        if self._tokens_ready is not self.tokens.ready:  # estimates -> exact counts
+            self._tokens_ready = self.tokens.ready
+            self._system_tokens = self._out_tokens = None
+        if self._system_out is None or system != self._system_src:
+            self._system_src = dict(system) if system is not None else None
+            self._system_out = render_provider_messages(config, [system] if system else [])[0]
+            self._system_tokens = None
+        if self._system_tokens is None:
+            self._system_tokens = count(self._system_out)
+        n = len(self._src)
+        if not (n <= len(body) and (n == len(body) or body[n].get("role") != "tool")
+                and self._src == body[:n]):
+            n = 0
+            self._src, self._out, self._out_tokens = [], [], 0
+        cut = len(body)  # new cache end: the last non-tool message (start of the tail)
+        while cut > n and body[cut - 1].get("role") == "tool":
+            cut -= 1
+        cut = max(cut - 1, n)
+        if any(m.get("role") == "system" for m in body[n:]):  # a hand-built list: no shortcut
+            self._src, self._out, self._out_tokens = [], [], None
+            out = render_provider_messages(config, messages)
+            return out, sum(count(m) for m in out) + REPLY_PRIMING
+        if cut > n:
+            mid = render_provider_messages(config, body[n:cut])[1:]
+            self._src.extend(dict(m) for m in body[n:cut])
+            self._out.extend(mid)
+            if self._out_tokens is not None:
+                self._out_tokens += sum(count(m) for m in mid)
+        if self._out_tokens is None:
+            self._out_tokens = sum(count(m) for m in self._out)
+        tail = render_provider_messages(config, body[cut:])[1:] if cut < len(body) else []
+        out = [self._system_out, *self._out, *tail]
+        tokens = self._system_tokens + self._out_tokens + sum(count(m) for m in tail)
+        return out, tokens + REPLY_PRIMING
+
+
 @dataclass
 class _Stream:
     """What one streamed LLM call produced so far (kept when it is cut off)."""
@@ -159,6 +234,7 @@ class Agent:
         self._compact_requested: set[str] = set()
         self._auto_asked: set[str] = set()
         self._last_tokens: dict[str, int] = {}
+        self._compilers: dict[str, _IncrementalCompile] = {}
 
     # ------------------------------------------------------------ front ends
 
@@ -168,15 +244,14 @@ class Agent:
 
     def preview(self, key: str) -> tuple[list[dict], int]:
         """The exact provider messages the next call would send, and their token count."""
-        from ..context.compile import compile_messages
-
         memory = self.memory(key)
         session = self._sessions.get(key)
         pending: list[ContextMutation] = session.peek_context_mutations() if session else []
         if key in self._compact_requested:
             pending.append(_note(REQUESTED_COMPACT_NOTE))
-        messages = compile_messages(self.config, memory.messages, pending)
-        return messages, self.tokens.count_messages(messages)
+        messages, tokens = self._compile(key, memory.messages, pending)
+        # Copies: the rendered messages are shared with the compile cache.
+        return [dict(m) for m in messages], tokens
 
     def remember_experience(self, key: str, text: str) -> str:
         """The person adds an experience; queued into a running turn, else committed now."""
@@ -301,8 +376,6 @@ class Agent:
         return outcome
 
     async def _steps(self, turn: _Turn) -> str:
-        from ..context.compile import compile_messages
-
         key, session = turn.key, turn.session
         tools = tool_schemas(forks=turn.forks is not None, refs=self.settings.refs_enabled)
         while True:
@@ -322,8 +395,7 @@ class Agent:
             if turn.step >= self.settings.step_limit:
                 self._commit(session, pending)
                 return "step_limit"
-            messages = compile_messages(self.config, turn.memory.messages, pending)
-            tokens = self.tokens.count_messages(messages)
+            messages, tokens = self._compile(key, turn.memory.messages, pending)
             if self._should_auto_compact(key, tokens, pending):
                 self._auto_asked.add(key)
                 pending.append(_note(AUTO_COMPACT_NOTE.format(
@@ -331,8 +403,7 @@ class Agent:
                     window=self.context_window,
                     percent=round(100 * tokens / max(self.context_window, 1)),
                 )))
-                messages = compile_messages(self.config, turn.memory.messages, pending)
-                tokens = self.tokens.count_messages(messages)
+                messages, tokens = self._compile(key, turn.memory.messages, pending)
             self._commit(session, pending)
             for text in delivered:
                 self.emit(QueuedMessageDelivered(key=key, text=text))
@@ -616,6 +687,13 @@ class Agent:
                                 error=error, duration_s=duration))
 
     # -------------------------------------------------------------- helpers
+
+    def _compile(self, key: str, base: list[dict], pending: list) -> tuple[list[dict], int]:
+        """``compile_messages`` and its token count, incrementally per key."""
+        compiler = self._compilers.get(key)
+        if compiler is None:
+            compiler = self._compilers[key] = _IncrementalCompile(self.config, self.tokens)
+        return compiler.compile(base, pending)
 
     def _commit(self, session: SelfRefSession, mutations: list[ContextMutation],
                 records: list[dict] | None = None) -> None:
