@@ -100,6 +100,7 @@ class Provider:
         self.config = config
         self.backoff_base_s = backoff_base_s
         self._stream_options_ok = True
+        self._encoded = _EncodedMessages()
         self._client = openai.AsyncOpenAI(
             base_url=config.base_url or None,
             api_key=config.api_key or "not-needed",
@@ -195,9 +196,15 @@ class Provider:
         # return it unchanged; ``post`` is exactly what ``create`` calls next, and
         # keeps the client's HTTP, auth, timeout, headers, SSE parsing and errors.
         try:
+            request = self._request(messages, tools)
+            try:
+                content: bytes | None = self._encoded.body(request)
+            except (TypeError, ValueError):  # not plain JSON: let the client encode it
+                content = None
             return await self._client.post(
                 "/chat/completions",
-                body=self._request(messages, tools),
+                body=request if content is None else None,
+                content=content,
                 options=_REQUEST_OPTIONS,
                 cast_to=ChatCompletion,
                 stream=True,
@@ -298,6 +305,44 @@ class Provider:
                                  f"{_short(exc.message)}", partial=partial)
         return ProviderError("protocol", f"unexpected answer from {url}: {_short(exc)}",
                              partial=partial)
+
+
+def _dumps(value: Any) -> str:
+    # The client's own JSON settings (openai._utils._json.openapi_dumps).
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+class _EncodedMessages:
+    """The request body, re-encoding only messages that changed since the last call.
+
+    Every call sends the whole history; at 1,000 messages encoding it is
+    ~1.5 ms, at 10,000 ~15 ms, all but the last few messages unchanged. The
+    previous call's messages are kept as decoded copies of their JSON (deep
+    copies, so a caller changing a message in place is noticed) and compared
+    with ``==``; the longest equal start reuses its encodings. Same bytes as
+    ``json.dumps`` of the whole body, up to key order at the top level.
+    """
+
+    def __init__(self) -> None:
+        self._copies: list[Any] = []
+        self._texts: list[str] = []
+
+    def body(self, request: dict[str, Any]) -> bytes:
+        messages = request["messages"]
+        copies, texts = self._copies, self._texts
+        same = 0
+        for old, new in zip(copies, messages, strict=False):
+            if old != new:
+                break
+            same += 1
+        del copies[same:], texts[same:]
+        for message in messages[same:]:
+            text = _dumps(message)
+            texts.append(text)
+            copies.append(json.loads(text))
+        head = _dumps({k: v for k, v in request.items() if k != "messages"})
+        sep = "," if head != "{}" else ""
+        return f'{head[:-1]}{sep}"messages":[{",".join(texts)}]}}'.encode()
 
 
 class _MalformedChunk(ValueError):

@@ -333,3 +333,32 @@ async def test_nulls_reasoning_key_and_nested_usage_are_read_leniently():
     assert [c.reason for c in chunks if isinstance(c, FinishChunk)] == ["stop"]
     assert [c.usage for c in chunks if isinstance(c, UsageChunk)] == [
         {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}]
+
+
+async def test_history_changed_in_place_between_calls_is_sent_as_it_is_now():
+    """The body encoder reuses earlier encodings of unchanged messages only."""
+    history = [
+        {"role": "user", "content": "first"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "user", "content": "second ✓"},
+    ]
+    server = DemoServer([Reply(text="a"), Reply(text="b"), Reply(text="c"), Reply(text="d")])
+    async with server as url:
+        provider = make(url)
+        for _ in range(2):
+            async for _chunk in provider.stream(history):
+                pass
+        history[1]["tool_calls"][0]["function"]["arguments"] = '{"x": 1}'  # nested, in place
+        history.append({"role": "user", "content": "third"})
+        async for _chunk in provider.stream(history):
+            pass
+        del history[1:]  # a compaction: shorter than before
+        async for _chunk in provider.stream(history):
+            pass
+    sent = [r["messages"] for r in server.requests]
+    assert sent[0] == sent[1]
+    assert sent[2][1]["tool_calls"][0]["function"]["arguments"] == '{"x": 1}'
+    assert sent[2][-1] == {"role": "user", "content": "third"} and len(sent[2]) == 5
+    assert sent[3] == [{"role": "user", "content": "first"}]
