@@ -325,24 +325,24 @@ class _EncodedMessages:
 
     def __init__(self) -> None:
         self._copies: list[Any] = []
-        self._texts: list[str] = []
+        self._encoded: list[bytes] = []  # UTF-8 per message: joining bytes is a plain copy
 
     def body(self, request: dict[str, Any]) -> bytes:
         messages = request["messages"]
-        copies, texts = self._copies, self._texts
+        copies, encoded = self._copies, self._encoded
         same = 0
         for old, new in zip(copies, messages, strict=False):
             if old != new:
                 break
             same += 1
-        del copies[same:], texts[same:]
+        del copies[same:], encoded[same:]
         for message in messages[same:]:
             text = _dumps(message)
-            texts.append(text)
+            encoded.append(text.encode())
             copies.append(json.loads(text))
-        head = _dumps({k: v for k, v in request.items() if k != "messages"})
-        sep = "," if head != "{}" else ""
-        return f'{head[:-1]}{sep}"messages":[{",".join(texts)}]}}'.encode()
+        head = _dumps({k: v for k, v in request.items() if k != "messages"}).encode()
+        sep = b"," if head != b"{}" else b""
+        return b"".join((head[:-1], sep, b'"messages":[', b",".join(encoded), b"]}"))
 
 
 class _MalformedChunk(ValueError):
