@@ -130,7 +130,7 @@ async def steady_usage(pilot, app: SelfRefApp) -> None:
     figure the meter shows last depends on that race unless we wait it out.
     """
     agent = app.agent
-    await wait_until(pilot, lambda: agent.tokens.ready, timeout=20, what="tiktoken loaded")
+    await wait_until(pilot, lambda: agent.tokens.ready, timeout=30, what="tiktoken loaded")
     _messages, tokens = agent.preview(app.key)
     app._refresh_usage()
     await wait_until(pilot, lambda: app.sidebar.meter.tokens == tokens, what="exact token count")

@@ -96,7 +96,7 @@ def test_fork_panel_with_two_forks(snap_compare, tmp_path):
         async def run_before(pilot) -> None:
             await started(pilot, app)
             await type_and_send(pilot, "fork two helpers")
-            await turn_done(pilot, app, timeout=20)
+            await turn_done(pilot, app, timeout=30)
             panel = app.fork_panel
             await wait_until(
                 pilot,
@@ -104,6 +104,7 @@ def test_fork_panel_with_two_forks(snap_compare, tmp_path):
                     len(panel.forks) == 2
                     and all(f["status"] in ("completed", "done") for f in panel.forks)
                 ),
+                timeout=30,
                 what="two finished forks",
             )
             steady_durations(app)
