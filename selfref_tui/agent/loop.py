@@ -372,6 +372,8 @@ class Agent:
             finally:
                 if self._sessions.get(key) is session:
                     del self._sessions[key]
+                if depth > 0:  # a fork's key is done with: free its compile cache
+                    self._compilers.pop(key, None)
                 self.emit(TurnEnded(key=key, turn_id=turn_id, outcome=outcome))
         return outcome
 

@@ -362,3 +362,20 @@ async def test_history_changed_in_place_between_calls_is_sent_as_it_is_now():
     assert sent[2][1]["tool_calls"][0]["function"]["arguments"] == '{"x": 1}'
     assert sent[2][-1] == {"role": "user", "content": "third"} and len(sent[2]) == 5
     assert sent[3] == [{"role": "user", "content": "first"}]
+
+
+def test_body_encoder_interleaving_histories_stays_exact():
+    """Forks stream next to their parent: each history keeps its own encodings."""
+    from selfref_tui.agent.provider import _EncodedMessages
+
+    encoder = _EncodedMessages()
+    parent = [{"role": "system", "content": "base ✓"}] + [
+        {"role": "user", "content": f"m{i}"} for i in range(20)]
+    fork = [*parent[:10], {"role": "user", "content": "the fork's task"}]
+    for step in range(6):
+        for history in (parent, fork):
+            history.append({"role": "assistant", "content": f"step {step}"})
+            request = {"model": "m", "messages": history, "stream": True}
+            assert json.loads(encoder.body(request)) == request
+    assert [len(copies) for copies, _ in encoder._slots] == [len(parent), len(fork)]
+    assert json.loads(encoder.body({"messages": []})) == {"messages": []}
