@@ -1,0 +1,329 @@
+"""How well the app keeps up with a fast stream, against a naive Markdown re-render.
+
+    .venv/bin/python bench/stream_bench.py [--tokens 20000] [--naive-budget 60]
+
+A headless app (``App.run_test``) streams a long answer (prose, refs and code
+fences) from the in-package demo server over real HTTP, once as fast as the
+server can send and once at 2,000 tokens/s. The server runs on its own loop in
+a thread so its pace does not depend on the UI loop. For each run it prints:
+
+- rendered tokens/s: tokens / (final render done − first chunk received);
+- lag at the end: final render painted − last chunk received by the client, and
+  − last chunk sent by the server (a slow consumer also slows what it receives);
+- key latency: a key is pressed every ~50 ms during the stream through
+  ``pilot.press``; latency = its binding's handler time − the press time (p50/p99).
+
+The same figures come, in the same run, from a naive app: one ``Markdown``
+widget whose ``update(full_text)`` is awaited on every chunk. It is quadratic,
+so it gets ``--naive-budget`` seconds per run; if it has not finished by then
+the figures cover what it rendered and the lag is a lower bound. Goals: keep up
+with 2,000 tokens/s with ≤ 100 ms lag and p99 key latency ≤ 50 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from textual.app import App, ComposeResult  # noqa: E402
+from textual.binding import Binding  # noqa: E402
+from textual.containers import VerticalScroll  # noqa: E402
+from textual.widgets import Header, Markdown  # noqa: E402
+
+from selfref_tui.agent import events as ev  # noqa: E402
+from selfref_tui.config import AppConfig, ProviderConfig  # noqa: E402
+from selfref_tui.demo.script import Reply  # noqa: E402
+from selfref_tui.demo.server import DemoServer, split_text  # noqa: E402
+from selfref_tui.ui.app import SelfRefApp  # noqa: E402
+
+SIZE = (120, 40)
+PING_EVERY_S = 0.05
+PING_KEY = "f12"
+
+
+def long_reply(tokens: int) -> str:
+    """Prose, headings, refs holding code fences and plain fences, ≥ ``tokens`` server tokens."""
+    parts: list[str] = []
+    count = 0
+    i = 0
+    while count < tokens:
+        i += 1
+        block = (
+            f"\n### Section {i}\n\nThis paragraph explains step {i} of the plan in plain words, "
+            "with a few **bold** terms, some `inline code` and a list:\n\n"
+            f"- first point of section {i}\n- second point, a little longer than the first\n\n"
+        )
+        if i % 4 == 0:
+            block += (
+                f'<ref id="snippet_{i}">\n```python\ndef step_{i}(values: list[int]) -> int:\n'
+                f"    total = 0\n    for v in values:\n        total += v * {i}\n"
+                "    return total\n```\n</ref>\n\n"
+            )
+        elif i % 4 == 2:
+            block += f"```bash\nselfref-tui refs export snippet_{i} out_{i}.py\n```\n\n"
+        parts.append(block)
+        count += len(split_text(block, None))
+    return "".join(parts)
+
+
+class TimedServer(DemoServer):
+    """Notes when the server has written the last chunk of an answer."""
+
+    sent_done: float = 0.0
+
+    async def _send_reply(self, out, base, step) -> None:  # type: ignore[override]
+        await super()._send_reply(out, base, step)
+        self.sent_done = time.perf_counter()
+
+
+@dataclass
+class Figures:
+    name: str
+    tokens: int = 0
+    first_recv: float = 0.0
+    last_recv: float = 0.0
+    painted: float = 0.0
+    server_done: float = 0.0
+    key_latencies: list[float] = field(default_factory=list)
+    finished: bool = True
+
+    @property
+    def rendered_tps(self) -> float:
+        span = self.painted - self.first_recv
+        return self.tokens / span if span > 0 else float("nan")
+
+    @property
+    def received_tps(self) -> float:
+        span = self.last_recv - self.first_recv
+        return self.tokens / span if span > 0 else float("nan")
+
+    def pct(self, p: float) -> float:
+        values = sorted(self.key_latencies)
+        if not values:
+            return float("nan")
+        return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
+
+    def line(self) -> str:
+        lag_recv = (self.painted - self.last_recv) * 1000
+        lag_sent = (self.painted - self.server_done) * 1000
+        mark = "" if self.finished else "  (stopped at the time budget: lag is a lower bound)"
+        return (
+            f"  {self.name:<28} tokens {self.tokens:>6}  received {self.received_tps:>8.0f} tok/s"
+            f"  rendered {self.rendered_tps:>8.0f} tok/s  lag {lag_recv:>8.1f} ms"
+            f" (vs sent {lag_sent:>8.1f} ms)  keys p50 {self.pct(50) * 1000:6.1f} ms"
+            f" p99 {self.pct(99) * 1000:6.1f} ms  n={len(self.key_latencies)}{mark}"
+        )
+
+
+async def ping_keys(pilot, pings: list[float], out: list[float], stop: asyncio.Event) -> None:
+    """Press the ping key every ~50 ms; latency = handler time − press time."""
+    while not stop.is_set():
+        before = len(pings)
+        t0 = time.perf_counter()
+        await pilot.press(PING_KEY)
+        if len(pings) > before:
+            out.append(pings[before] - t0)
+        try:
+            await asyncio.wait_for(stop.wait(), PING_EVERY_S)
+        except TimeoutError:
+            pass
+
+
+# --------------------------------------------------------------------------- the app
+
+
+class BenchApp(SelfRefApp):
+    CSS_PATH = str(Path(sys.modules[SelfRefApp.__module__].__file__).parent / SelfRefApp.CSS_PATH)
+    BINDINGS = [Binding(PING_KEY, "bench_ping", "ping", show=False)]
+
+    def __init__(self, config: AppConfig) -> None:
+        super().__init__(config)
+        self.pings: list[float] = []
+        self.figures = Figures("selfref-tui (MarkdownStream)")
+        self.done = asyncio.Event()
+
+    def action_bench_ping(self) -> None:
+        self.pings.append(time.perf_counter())
+
+    def emit(self, event: ev.AgentEvent) -> None:
+        if isinstance(event, ev.TextDelta) and event.key == self.key:
+            now = time.perf_counter()
+            if not self.figures.first_recv:
+                self.figures.first_recv = now
+            self.figures.last_recv = now
+            self.figures.tokens += 1  # one delta per server chunk (= one token here)
+        super().emit(event)
+
+    async def dispatch_event(self, event: ev.AgentEvent) -> None:
+        await super().dispatch_event(event)
+        if isinstance(event, ev.LLMCallEnded) and event.key == self.key:
+            # The answer's final full render is done; note when it reaches the screen.
+            self.screen.call_after_refresh(self._painted)
+
+    def _painted(self) -> None:
+        self.figures.painted = time.perf_counter()
+        self.done.set()
+
+
+async def run_app(url: str, server: TimedServer, data_dir: Path) -> Figures:
+    provider = ProviderConfig(
+        base_url=url, api_key="bench", model="bench", max_retries=0, timeout_s=120
+    )
+    app = BenchApp(AppConfig(provider=provider, data_dir=data_dir))
+    async with app.run_test(size=SIZE) as pilot:
+        while not (app.ready and app.header.status == "ready"):
+            await pilot.pause(0.02)
+        await pilot.press(*"go", "enter")
+        stop = asyncio.Event()
+        pinger = asyncio.create_task(ping_keys(pilot, app.pings, app.figures.key_latencies, stop))
+        await asyncio.wait_for(app.done.wait(), 600)
+        stop.set()
+        await pinger
+        app.figures.server_done = server.sent_done
+        while app.router.busy:
+            await pilot.pause(0.02)
+    return app.figures
+
+
+# --------------------------------------------------------------------------- naive
+
+
+class NaiveApp(App[None]):
+    """The usual chat-app approach: re-render the whole answer on every chunk."""
+
+    BINDINGS = [Binding(PING_KEY, "bench_ping", "ping", show=False)]
+
+    def __init__(self, url: str, budget_s: float) -> None:
+        super().__init__()
+        self.url = url
+        self.budget_s = budget_s
+        self.pings: list[float] = []
+        self.figures = Figures("naive Markdown.update per chunk")
+        self.done = asyncio.Event()
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with VerticalScroll():
+            yield Markdown()
+
+    def on_mount(self) -> None:
+        self.query_one(VerticalScroll).anchor()
+
+    def action_bench_ping(self) -> None:
+        self.pings.append(time.perf_counter())
+
+    async def stream(self) -> None:
+        from selfref_tui.agent.provider import Provider, TextChunk
+
+        provider = Provider(
+            ProviderConfig(
+                base_url=self.url, api_key="bench", model="bench", max_retries=0, timeout_s=120
+            )
+        )
+        markdown = self.query_one(Markdown)
+        figures = self.figures
+        text = ""
+        stream = provider.stream([{"role": "user", "content": "go"}])
+        try:
+            async for chunk in stream:
+                if not isinstance(chunk, TextChunk):
+                    continue
+                now = time.perf_counter()
+                if not figures.first_recv:
+                    figures.first_recv = now
+                elif now - figures.first_recv > self.budget_s:
+                    figures.finished = False
+                    break
+                figures.last_recv = now
+                figures.tokens += 1
+                text += chunk.text
+                await markdown.update(text)
+        finally:
+            await stream.aclose()
+            await provider.aclose()
+        self.screen.call_after_refresh(self._painted)
+
+    def _painted(self) -> None:
+        self.figures.painted = time.perf_counter()
+        self.done.set()
+
+
+async def run_naive(url: str, server: TimedServer, budget_s: float) -> Figures:
+    app = NaiveApp(url, budget_s)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        stop = asyncio.Event()
+        streaming = asyncio.create_task(app.stream())
+        pinger = asyncio.create_task(ping_keys(pilot, app.pings, app.figures.key_latencies, stop))
+        await asyncio.wait_for(app.done.wait(), budget_s + 600)
+        stop.set()
+        await pinger
+        await streaming
+        app.figures.server_done = server.sent_done
+    return app.figures
+
+
+# --------------------------------------------------------------------------- main
+
+
+async def one_pace(text: str, tokens_per_s: float | None, budget_s: float) -> list[Figures]:
+    label = "as fast as the server sends" if tokens_per_s is None else f"{tokens_per_s:.0f} tok/s"
+    results = []
+    for runner in ("app", "naive"):
+        server = TimedServer([Reply(text=text)], tokens_per_s=tokens_per_s)
+        url = server.start_in_thread()
+        try:
+            if runner == "app":
+                with tempfile.TemporaryDirectory() as tmp:
+                    figures = await run_app(url, server, Path(tmp) / "data")
+            else:
+                figures = await run_naive(url, server, budget_s)
+        finally:
+            server.stop_thread()
+        results.append(figures)
+    app_fig, naive_fig = results
+    print(f"\nServer pace: {label}")
+    print(app_fig.line())
+    print(naive_fig.line())
+    ratio = app_fig.rendered_tps / naive_fig.rendered_tps
+    print(f"  rendered tokens/s ratio app/naive: {ratio:.1f}x")
+    return results
+
+
+def verdict(fig: Figures) -> str:
+    lag = (fig.painted - fig.last_recv) * 1000
+    ok_rate = fig.rendered_tps >= 2000 * 0.95
+    ok = lag <= 100 and fig.pct(99) * 1000 <= 50 and ok_rate
+    return (
+        f"goal at 2,000 tok/s (lag ≤ 100 ms, key p99 ≤ 50 ms): {'MET' if ok else 'MISSED'}"
+        f" (lag {lag:.1f} ms, key p99 {fig.pct(99) * 1000:.1f} ms,"
+        f" rendered {fig.rendered_tps:.0f} tok/s)"
+    )
+
+
+async def main(tokens: int, budget_s: float) -> None:
+    text = long_reply(tokens)
+    n = len(split_text(text, None))
+    print(f"Reply: {n} server tokens, {len(text):,} characters, {text.count('<ref ')} refs, "
+          f"{text.count('```') // 2} code fences; terminal {SIZE[0]}x{SIZE[1]}; "
+          f"naive budget {budget_s:.0f} s per run")
+    await one_pace(text, None, budget_s)
+    paced = await one_pace(text, 2000.0, budget_s)
+    print()
+    print("selfref-tui " + verdict(paced[0]))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tokens", type=int, default=20_000)
+    parser.add_argument("--naive-budget", type=float, default=60.0)
+    args = parser.parse_args()
+    asyncio.run(main(args.tokens, args.naive_budget))
