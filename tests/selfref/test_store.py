@@ -302,3 +302,25 @@ def test_odd_but_json_able_input_round_trips(tmp_path):
     again = reload(tmp_path)
     assert again.messages[-1]["content"] == "bad \udc80 half"
     assert again.messages[-1]["score"] == float("inf") and again.messages[-1]["1"] == "int key"
+
+
+@pytest.mark.parametrize("leftover", ["stale", "empty"])
+def test_meta_left_stale_or_empty_by_a_power_loss_is_rebuilt(tmp_path, leftover):
+    """meta.json is written without fsync: after a power loss it may hold an older
+    version or nothing. The log (fsynced) is the truth; opening for write repairs it."""
+    store = SelfReference(tmp_path)
+    memory = store.open("main")
+    memory.commit(turn(1))
+    meta = memory.key_dir / META_NAME
+    old = meta.read_bytes()
+    memory.commit(turn(2))
+    store.close()
+    meta.write_bytes(old if leftover == "stale" else b"")
+    (info,) = SelfReference(tmp_path).keys()
+    assert info.key == "main"
+    assert (info.messages, info.problem == "") == ((2, True) if leftover == "stale" else (0, False))
+    reopened = SelfReference(tmp_path)
+    assert reopened.open("main").message_count == 4  # nothing of the log lost
+    reopened.close()
+    (info,) = SelfReference(tmp_path).keys()
+    assert (info.messages, info.problem, info.updated) == (4, "", memory.updated)
