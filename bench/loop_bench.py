@@ -126,7 +126,16 @@ async def main(calls: int) -> None:
         agent = Agent(selfref, provider, settings, lambda e: None, model="gpt-4o-mini")
         # The hooks: instance attributes shadow the methods, nothing else changes.
         memory.commit = clock.wrap("commits", memory.commit)  # type: ignore[method-assign]
-        agent._compile = clock.wrap("compile+count", agent._compile)  # type: ignore[method-assign]
+        if hasattr(agent, "_compile"):
+            agent._compile = clock.wrap(  # type: ignore[method-assign]
+                "compile+count", agent._compile)
+        else:  # the loop before incremental compiles (for before/after figures)
+            import selfref_tui.context.compile as compile_module
+
+            compile_module.compile_messages = clock.wrap(
+                "compile+count", compile_module.compile_messages)
+            agent.tokens.count_messages = clock.wrap(  # type: ignore[method-assign]
+                "compile+count", agent.tokens.count_messages)
         agent.tokens.count_message = clock.wrap(  # type: ignore[method-assign]
             "token count", agent.tokens.count_message)
         real_fsync = os.fsync
