@@ -5,7 +5,7 @@
 A headless app (``App.run_test``) streams a long answer (prose, refs and code
 fences) from the in-package demo server over real HTTP, once as fast as the
 server can send and once at 2,000 tokens/s. The server runs on its own loop in
-a thread so its pace does not depend on the UI loop. For each run it prints:
+another process so its pace does not depend on the UI loop (or the GIL). For each run it prints:
 
 - rendered tokens/s: tokens / (final render done − first chunk received);
 - lag at the end: final render painted − last chunk received by the client, and
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import sys
 import tempfile
 import time
@@ -33,16 +32,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from textual.app import App, ComposeResult  # noqa: E402
-from textual.binding import Binding  # noqa: E402
-from textual.containers import VerticalScroll  # noqa: E402
-from textual.widgets import Header, Markdown  # noqa: E402
+from textual import events
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.widgets import Header, Markdown
 
-from selfref_tui.agent import events as ev  # noqa: E402
-from selfref_tui.config import AppConfig, ProviderConfig  # noqa: E402
-from selfref_tui.demo.script import Reply  # noqa: E402
-from selfref_tui.demo.server import DemoServer, split_text  # noqa: E402
-from selfref_tui.ui.app import SelfRefApp  # noqa: E402
+from bench._common import ServerProcess
+from selfref_tui.agent import events as ev
+from selfref_tui.config import AppConfig, ProviderConfig
+from selfref_tui.demo.server import split_text
+from selfref_tui.ui.app import SelfRefApp
 
 SIZE = (120, 40)
 PING_EVERY_S = 0.05
@@ -72,16 +72,6 @@ def long_reply(tokens: int) -> str:
         parts.append(block)
         count += len(split_text(block, None))
     return "".join(parts)
-
-
-class TimedServer(DemoServer):
-    """Notes when the server has written the last chunk of an answer."""
-
-    sent_done: float = 0.0
-
-    async def _send_reply(self, out, base, step) -> None:  # type: ignore[override]
-        await super()._send_reply(out, base, step)
-        self.sent_done = time.perf_counter()
 
 
 @dataclass
@@ -123,18 +113,24 @@ class Figures:
         )
 
 
-async def ping_keys(pilot, pings: list[float], out: list[float], stop: asyncio.Event) -> None:
-    """Press the ping key every ~50 ms; latency = handler time − press time."""
+async def ping_keys(app: App, pings: list[float], out: list[float], stop: asyncio.Event) -> None:
+    """Press the ping key every ~50 ms; latency = handler time − press time.
+
+    The key is posted to the app as the terminal driver posts it (``pilot.press``
+    would wait for the screen to go idle, i.e. until the stream ends).
+    """
+    sent: list[float] = []
     while not stop.is_set():
-        before = len(pings)
-        t0 = time.perf_counter()
-        await pilot.press(PING_KEY)
-        if len(pings) > before:
-            out.append(pings[before] - t0)
+        sent.append(time.perf_counter())
+        app.post_message(events.Key(PING_KEY, None))
         try:
             await asyncio.wait_for(stop.wait(), PING_EVERY_S)
         except TimeoutError:
             pass
+    deadline = time.perf_counter() + 5
+    while len(pings) < len(sent) and time.perf_counter() < deadline:
+        await asyncio.sleep(0.01)
+    out.extend(handled - pressed for pressed, handled in zip(sent, pings, strict=False))
 
 
 # --------------------------------------------------------------------------- the app
@@ -142,7 +138,7 @@ async def ping_keys(pilot, pings: list[float], out: list[float], stop: asyncio.E
 
 class BenchApp(SelfRefApp):
     CSS_PATH = str(Path(sys.modules[SelfRefApp.__module__].__file__).parent / SelfRefApp.CSS_PATH)
-    BINDINGS = [Binding(PING_KEY, "bench_ping", "ping", show=False)]
+    BINDINGS = [Binding(PING_KEY, "bench_ping", "ping", show=False)]  # noqa: RUF012
 
     def __init__(self, config: AppConfig) -> None:
         super().__init__(config)
@@ -173,7 +169,7 @@ class BenchApp(SelfRefApp):
         self.done.set()
 
 
-async def run_app(url: str, server: TimedServer, data_dir: Path) -> Figures:
+async def run_app(url: str, server: ServerProcess, data_dir: Path) -> Figures:
     provider = ProviderConfig(
         base_url=url, api_key="bench", model="bench", max_retries=0, timeout_s=120
     )
@@ -181,9 +177,11 @@ async def run_app(url: str, server: TimedServer, data_dir: Path) -> Figures:
     async with app.run_test(size=SIZE) as pilot:
         while not (app.ready and app.header.status == "ready"):
             await pilot.pause(0.02)
-        await pilot.press(*"go", "enter")
+        await pilot.press("g", "o")
+        # Posted as the terminal driver would: pilot.press would wait for an idle screen.
+        app.post_message(events.Key("enter", None))
         stop = asyncio.Event()
-        pinger = asyncio.create_task(ping_keys(pilot, app.pings, app.figures.key_latencies, stop))
+        pinger = asyncio.create_task(ping_keys(app, app.pings, app.figures.key_latencies, stop))
         await asyncio.wait_for(app.done.wait(), 600)
         stop.set()
         await pinger
@@ -199,7 +197,7 @@ async def run_app(url: str, server: TimedServer, data_dir: Path) -> Figures:
 class NaiveApp(App[None]):
     """The usual chat-app approach: re-render the whole answer on every chunk."""
 
-    BINDINGS = [Binding(PING_KEY, "bench_ping", "ping", show=False)]
+    BINDINGS = [Binding(PING_KEY, "bench_ping", "ping", show=False)]  # noqa: RUF012
 
     def __init__(self, url: str, budget_s: float) -> None:
         super().__init__()
@@ -256,13 +254,13 @@ class NaiveApp(App[None]):
         self.done.set()
 
 
-async def run_naive(url: str, server: TimedServer, budget_s: float) -> Figures:
+async def run_naive(url: str, server: ServerProcess, budget_s: float) -> Figures:
     app = NaiveApp(url, budget_s)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         stop = asyncio.Event()
         streaming = asyncio.create_task(app.stream())
-        pinger = asyncio.create_task(ping_keys(pilot, app.pings, app.figures.key_latencies, stop))
+        pinger = asyncio.create_task(ping_keys(app, app.pings, app.figures.key_latencies, stop))
         await asyncio.wait_for(app.done.wait(), budget_s + 600)
         stop.set()
         await pinger
@@ -278,16 +276,12 @@ async def one_pace(text: str, tokens_per_s: float | None, budget_s: float) -> li
     label = "as fast as the server sends" if tokens_per_s is None else f"{tokens_per_s:.0f} tok/s"
     results = []
     for runner in ("app", "naive"):
-        server = TimedServer([Reply(text=text)], tokens_per_s=tokens_per_s)
-        url = server.start_in_thread()
-        try:
+        with ServerProcess(text, tokens_per_s) as server:
             if runner == "app":
                 with tempfile.TemporaryDirectory() as tmp:
-                    figures = await run_app(url, server, Path(tmp) / "data")
+                    figures = await run_app(server.url, server, Path(tmp) / "data")
             else:
-                figures = await run_naive(url, server, budget_s)
-        finally:
-            server.stop_thread()
+                figures = await run_naive(server.url, server, budget_s)
         results.append(figures)
     app_fig, naive_fig = results
     print(f"\nServer pace: {label}")
@@ -312,9 +306,11 @@ def verdict(fig: Figures) -> str:
 async def main(tokens: int, budget_s: float) -> None:
     text = long_reply(tokens)
     n = len(split_text(text, None))
-    print(f"Reply: {n} server tokens, {len(text):,} characters, {text.count('<ref ')} refs, "
-          f"{text.count('```') // 2} code fences; terminal {SIZE[0]}x{SIZE[1]}; "
-          f"naive budget {budget_s:.0f} s per run")
+    print(
+        f"Reply: {n} server tokens, {len(text):,} characters, {text.count('<ref ')} refs, "
+        f"{text.count('```') // 2} code fences; terminal {SIZE[0]}x{SIZE[1]}; "
+        f"naive budget {budget_s:.0f} s per run"
+    )
     await one_pace(text, None, budget_s)
     paced = await one_pace(text, 2000.0, budget_s)
     print()
