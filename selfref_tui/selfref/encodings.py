@@ -16,11 +16,12 @@ import gzip
 import hashlib
 import importlib.util
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import platformdirs
+
+from .fsutil import atomic_write
 
 CACHE_ENV = "TIKTOKEN_CACHE_DIR"
 
@@ -116,7 +117,7 @@ def place_encoding(encoding: str, cache_dir: Path | None = None) -> Path:
         return target
     data = bundled_data(encoding)
     directory.mkdir(parents=True, exist_ok=True)
-    _atomic_write(target, data)
+    atomic_write(target, data)
     return target
 
 
@@ -139,20 +140,3 @@ def load_encoder(model: str) -> Callable[[str], list[int]]:
 
 def _sha256_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _atomic_write(target: Path, data: bytes) -> None:
-    """Write via a temp file + fsync + rename, so a reader never sees half a file."""
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
