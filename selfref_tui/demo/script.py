@@ -287,8 +287,9 @@ def demo_script(body: dict, call_index: int) -> Step:
         return Reply(text=f"{DEMO_TAG} Forgetting {found[0]}.",
                      tool_calls=[ToolCall("forget", {"experience_id": found[0]})])
     if "remember" in prompt and "remember" in tools:
-        fact = prompt.split("remember", 1)[1].strip(" :.,!") or "the person tried the demo"
-        fact = re.sub(r"^that\s+", "", fact)
+        # Slice the original text, not the lower-cased copy, so "I like Python" keeps its case.
+        fact = original[prompt.index("remember") + len("remember"):].strip(" :.,!")
+        fact = re.sub(r"^that\s+", "", fact, flags=re.IGNORECASE) or "the person tried the demo"
         return Reply(text=f"{DEMO_TAG} I will remember that.",
                      tool_calls=[ToolCall("remember", {"text": f"The person said: {fact}"})])
     if "fork" in prompt and "fork_spawn" in tools:

@@ -118,7 +118,7 @@ def test_ask_reads_stdin_and_keys_list(tmp_path):
     assert [k["key"] for k in keys] == ["work"]
     assert set(keys[0]) == {"key", "messages", "updated"} and keys[0]["messages"] >= 4
     exps = json.loads(run("experiences", "list", "--key", "work", "--json").stdout)
-    assert exps == [{"id": "exp_001", "text": "The person said: i use vim"}]
+    assert exps == [{"id": "exp_001", "text": "The person said: I use vim"}]
 
 
 def test_experiences_add_forget_persisted(tmp_path):

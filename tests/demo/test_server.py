@@ -134,7 +134,7 @@ def test_demo_model_picks_answers_from_the_conversation():
     assert '<ref id="fib_recursive">' in refs.text and '<ref id="fib_iterative">' in refs.text
     assert "```python" in refs.text
     assert names(ask("remember that I like tea")) == ["remember"]
-    assert ask("remember that I like tea").tool_calls[0].arguments["text"].endswith("i like tea")
+    assert ask("remember that I like tea").tool_calls[0].arguments["text"].endswith("I like tea")
     forget = ask("forget that", system="<experiences>exp_004: likes tea</experiences>")
     assert names(forget) == ["forget"]
     assert forget.tool_calls[0].arguments == {"experience_id": "exp_004"}
@@ -183,7 +183,7 @@ async def test_demo_server_end_to_end_through_provider():
     text = "".join(c.text for c in chunks if isinstance(c, TextChunk))
     assert text.startswith(DEMO_TAG)
     args = "".join(c.arguments for c in chunks if isinstance(c, ToolCallChunk))
-    assert json.loads(args) == {"text": "The person said: i use vim"}
+    assert json.loads(args) == {"text": "The person said: I use vim"}
 
 
 def test_demo_server_in_a_thread():
