@@ -31,6 +31,7 @@ from ..context.mutations import (
 )
 from ..selfref.session import CommitReport, SelfRefSession
 from .abort import AbortSignal
+from .compile_cache import IncrementalCompile
 from .events import (
     Aborted,
     CompactionApplied,
@@ -77,81 +78,6 @@ AFTER_COMPACT_NOTE = (
     "work from it; if nothing is left to do, tell the person so in one sentence."
 )
 NO_FD_TOOLS = frozenset({"read_fd"})
-
-
-class _IncrementalCompile:
-    """``compile_messages`` + token count for one key, re-rendering only the tail.
-
-    Every LLM call compiles the whole transcript, so at a long history most of
-    the work would be re-rendering and re-counting messages unchanged since the
-    last call. The result is always ``compile_messages(config, base, pending)``
-    and its ``TokenCounter.count_messages``; only the cost changes. It relies
-    on one property of ``render_provider_messages``: its only state carried
-    from message to message is the open tool block, which a non-tool message
-    closes, so for a body ``A + B`` whose ``B`` starts with a non-tool message
-    ``render(A + B) == render(A) + render(B)`` (system message aside). So the
-    rendering of the body up to its last non-tool message is kept, with shallow
-    copies of the stored messages it came from; the next compile reuses it when
-    those copies still equal (``==``) the start of the new body, and renders
-    the rest. A transcript replaced by a compaction simply misses and renders
-    in full.
-    """
-
-    def __init__(self, config: Any, tokens: Any) -> None:
-        self.config = config
-        self.tokens = tokens
-        self._system_src: dict | None = None
-        self._system_out: dict | None = None
-        self._system_tokens: int | None = None
-        self._src: list[dict] = []  # copies of the stored body messages rendered in _out
-        self._out: list[dict] = []
-        self._out_tokens: int | None = None
-        self._tokens_ready: bool | None = None
-
-    def compile(self, base: list[dict], pending: list) -> tuple[list[dict], int]:
-        from ..context.apply import apply_mutations
-        from ..context.compile import render_provider_messages
-        from ..context.tokens import REPLY_PRIMING
-
-        config, count = self.config, self.tokens.count_message
-        messages = apply_mutations(base, pending)
-        has_system = bool(messages) and messages[0].get("role") == "system"
-        system = messages[0] if has_system else None
-        body = messages[1:] if has_system else messages
-        if self._tokens_ready is not self.tokens.ready:  # estimates -> exact counts
-            self._tokens_ready = self.tokens.ready
-            self._system_tokens = self._out_tokens = None
-        if self._system_out is None or system != self._system_src:
-            self._system_src = dict(system) if system is not None else None
-            self._system_out = render_provider_messages(config, [system] if system else [])[0]
-            self._system_tokens = None
-        if self._system_tokens is None:
-            self._system_tokens = count(self._system_out)
-        n = len(self._src)
-        if not (n <= len(body) and (n == len(body) or body[n].get("role") != "tool")
-                and self._src == body[:n]):
-            n = 0
-            self._src, self._out, self._out_tokens = [], [], 0
-        cut = len(body)  # new cache end: the last non-tool message (start of the tail)
-        while cut > n and body[cut - 1].get("role") == "tool":
-            cut -= 1
-        cut = max(cut - 1, n)
-        if any(m.get("role") == "system" for m in body[n:]):  # a hand-built list: no shortcut
-            self._src, self._out, self._out_tokens = [], [], None
-            out = render_provider_messages(config, messages)
-            return out, sum(count(m) for m in out) + REPLY_PRIMING
-        if cut > n:
-            mid = render_provider_messages(config, body[n:cut])[1:]
-            self._src.extend(dict(m) for m in body[n:cut])
-            self._out.extend(mid)
-            if self._out_tokens is not None:
-                self._out_tokens += sum(count(m) for m in mid)
-        if self._out_tokens is None:
-            self._out_tokens = sum(count(m) for m in self._out)
-        tail = render_provider_messages(config, body[cut:])[1:] if cut < len(body) else []
-        out = [self._system_out, *self._out, *tail]
-        tokens = self._system_tokens + self._out_tokens + sum(count(m) for m in tail)
-        return out, tokens + REPLY_PRIMING
 
 
 @dataclass
@@ -234,7 +160,7 @@ class Agent:
         self._compact_requested: set[str] = set()
         self._auto_asked: set[str] = set()
         self._last_tokens: dict[str, int] = {}
-        self._compilers: dict[str, _IncrementalCompile] = {}
+        self._compilers: dict[str, IncrementalCompile] = {}
 
     # ------------------------------------------------------------ front ends
 
@@ -694,7 +620,7 @@ class Agent:
         """``compile_messages`` and its token count, incrementally per key."""
         compiler = self._compilers.get(key)
         if compiler is None:
-            compiler = self._compilers[key] = _IncrementalCompile(self.config, self.tokens)
+            compiler = self._compilers[key] = IncrementalCompile(self.config, self.tokens)
         return compiler.compile(base, pending)
 
     def _commit(self, session: SelfRefSession, mutations: list[ContextMutation],
@@ -714,12 +640,16 @@ class Agent:
                                         messages_before=report.messages_before))
 
     def _fd_table(self, key: str, memory: Any) -> Any:
-        from ..refs.fds import FdTable
+        from ..refs.fds import FdTable, namespace_for_key
 
         table = self._fd_tables.get(key)
         if table is None:
+            # A fork's key keeps its fork namespace, so its new fds never alias the parent's.
             table = FdTable.from_store(
-                memory.refs, memory.fds, threshold=self.settings.fd_threshold_chars
+                memory.refs,
+                memory.fds,
+                namespace=namespace_for_key(key),
+                threshold=self.settings.fd_threshold_chars,
             )
             self._fd_tables[key] = table
         return table

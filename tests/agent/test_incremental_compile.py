@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from selfref_tui.agent.loop import _IncrementalCompile
+from selfref_tui.agent.compile_cache import IncrementalCompile
 from selfref_tui.context.apply import TranscriptBuilder
 from selfref_tui.context.compile import InvocationConfig, compile_messages
 from selfref_tui.context.mutations import (
@@ -71,7 +71,7 @@ def reference(base: list[dict], pending: list, counter: TokenCounter) -> tuple[l
 def test_equals_compile_messages_after_every_batch(batches, exact_midway):
     counter = TokenCounter()
     ref_counter = TokenCounter()
-    compiler = _IncrementalCompile(CONFIG, counter)
+    compiler = IncrementalCompile(CONFIG, counter)
     builder = TranscriptBuilder()
     for step, (committed, pending) in enumerate(batches):
         for mutation in committed:
@@ -89,7 +89,7 @@ def test_equals_compile_messages_after_every_batch(batches, exact_midway):
 
 def test_a_long_history_reuses_its_rendering_and_stays_exact():
     counter = TokenCounter(lambda text: text.split())
-    compiler = _IncrementalCompile(CONFIG, counter)
+    compiler = IncrementalCompile(CONFIG, counter)
     builder = TranscriptBuilder()
     for i in range(300):
         builder.apply(UserMessageMutation({"role": "user", "content": f"question {i}"}))
@@ -107,7 +107,7 @@ def test_a_long_history_reuses_its_rendering_and_stays_exact():
 
 
 def test_a_stored_message_changed_in_place_is_not_served_stale():
-    compiler = _IncrementalCompile(CONFIG, TokenCounter())
+    compiler = IncrementalCompile(CONFIG, TokenCounter())
     base = [{"role": "system", "content": ""}, {"role": "user", "content": "a"},
             {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]
     compiler.compile(base, [])
@@ -131,7 +131,7 @@ raw_messages = st.one_of(
 def test_hand_built_lists_with_insertions_match_too(start, edits):
     """Lists not made by a TranscriptBuilder (open blocks, tool results inserted
     into an earlier block, stray system messages) still compile exactly."""
-    compiler = _IncrementalCompile(CONFIG, TokenCounter())
+    compiler = IncrementalCompile(CONFIG, TokenCounter())
     base = list(start)
     assert compiler.compile(base, []) == reference(base, [], TokenCounter())
     for position, inserted in edits:
@@ -141,7 +141,7 @@ def test_hand_built_lists_with_insertions_match_too(start, edits):
 
 
 def test_a_result_inserted_into_a_closed_block_is_not_answered_twice():
-    compiler = _IncrementalCompile(CONFIG, TokenCounter())
+    compiler = IncrementalCompile(CONFIG, TokenCounter())
     base = [{"role": "system", "content": ""}, {"role": "user", "content": "go"},
             {"role": "assistant", "content": None, "tool_calls": [_call("c1")]},
             {"role": "user", "content": "next"}]

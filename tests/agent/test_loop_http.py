@@ -492,3 +492,20 @@ async def test_cancelling_the_turn_task_still_keeps_a_valid_transcript(harness):
         assert h.of(ev.TurnEnded)[-1].outcome == "aborted"
     last = h.reload().messages[-1]
     assert last["truncated"] is True and last["content"] == "Partial"
+
+
+async def test_a_fork_key_opened_on_its_own_numbers_fds_in_its_namespace(harness):
+    """A fork reloaded from its key (after a restart) must not mint fd ids its parent uses."""
+    body = "line of the long ref\n" * 60
+    script = [
+        Reply(text=f'<ref id="big">{body}</ref>',
+              tool_calls=[ToolCall("get_ref", {"ref_id": "big"}, id="g")]),
+        Reply(text="done"),
+    ]
+    async with harness(script) as h:
+        h.agent.settings = h.with_settings(fd_threshold_chars=300).settings
+        assert await h.agent.run_turn("main::fork::3", "big") == "done"
+        first = _tool_messages(h.server.requests[1])[-1]["content"]
+        assert 'fd="fd:3.1"' in first
+    stored = h.reload("main::fork::3")
+    assert list(stored.fds) == ["fd:3.1"]
