@@ -161,8 +161,13 @@ class BenchApp(SelfRefApp):
     async def dispatch_event(self, event: ev.AgentEvent) -> None:
         await super().dispatch_event(event)
         if isinstance(event, ev.LLMCallEnded) and event.key == self.key:
-            # The answer's final full render is done; note when it reaches the screen.
-            self.screen.call_after_refresh(self._painted)
+            self.run_worker(self._until_painted())
+
+    async def _until_painted(self) -> None:
+        # The transcript shows events on its own task: wait for the answer's
+        # final full render, then for the frame that puts it on the screen.
+        await self.transcript.settle()
+        self.screen.call_after_refresh(self._painted)
 
     def _painted(self) -> None:
         self.figures.painted = time.perf_counter()

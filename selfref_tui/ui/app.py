@@ -307,7 +307,7 @@ class SelfRefApp(App[int]):
         if isinstance(event, (ev.ForkSpawned, ev.ForkProgress, ev.ForkFinished)):
             self._to_fork_panel(event)
             return
-        await self.transcript.handle(event)
+        self.transcript.post(event)  # shown in order by the transcript; never awaited here
         meter = self.sidebar.meter
         if isinstance(event, ev.TextDelta):
             self._stream_chars += len(event.text)

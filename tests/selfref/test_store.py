@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import time
 from pathlib import Path
 
 import platformdirs
@@ -251,6 +252,7 @@ def test_keys_are_listed_newest_first_from_meta(tmp_path):
     store = SelfReference(tmp_path)
     for name in ["a", "b", "c"]:
         store.open(name).commit(turn(1))
+        time.sleep(0.002)  # "updated" has millisecond resolution: keep the order unambiguous
     store.open("a").commit(turn(2))
     store.open("empty")  # opened, never written: not listed
     infos = store.keys()

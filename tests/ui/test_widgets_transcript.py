@@ -286,3 +286,28 @@ async def test_ref_highlight_moves_through_refs():
         assert t.target_ref().ref_id == "b"
         assert isinstance(t.target_ref(), RefBlock)
         await asyncio.sleep(0)
+
+
+async def test_posted_events_are_shown_in_order_without_waiting():
+    """The app posts events and goes back to keys; the transcript shows them in order."""
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        t = app.t
+        t.post(ev.TurnStarted(key=K, turn_id=1, user_text="fib please"))
+        for i in range(0, len(ANSWER), 3):
+            t.post(ev.TextDelta(key=K, text=ANSWER[i : i + 3]))
+        t.post(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
+        t.post(ev.ToolCallStarted(key=K, call_id="c1", name="remember"))
+        t.post(ev.RefOpened(key=K, ref_id="ignored"))  # sidebar's business, not shown here
+        # Nothing is on screen yet: posting never waited for a widget.
+        assert not t.query(AssistantMessage)
+        assert not t.settled
+        await t.settle()
+        await pilot.pause()
+        assert t.settled
+        answer = t.query_one(AssistantMessage)
+        assert answer.text == ANSWER  # every delta arrived, joined or not, in order
+        assert answer.finished
+        assert [b.ref_id for b in answer.ref_blocks] == ["fib_recursive", "fib_iterative"]
+        kinds = [type(c) for c in t.children if c.display]
+        assert kinds[-3:] == [UserMessage, AssistantMessage, ToolCard]

@@ -101,7 +101,7 @@ class AssistantMessage(Vertical):
             elif seg.kind == "ref_close" and len(self._stack) > 1:
                 block = self._stack.pop()
                 if isinstance(block, RefBlock):
-                    await block.finish()
+                    await block.finish(full_render=not self._body.live)
                     content = next(
                         (r.content for r in reversed(self._parser.refs) if r.id == block.ref_id), ""
                     )

@@ -10,10 +10,15 @@ is syntax-highlighted like anywhere else.
 
 from __future__ import annotations
 
+import asyncio
+
 from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownStream
+
+#: the shortest gap between two writes into a piece's ``MarkdownStream`` (~10 a second)
+APPEND_PERIOD_S = 0.1
 
 
 class StreamingMarkdown(Markdown):
@@ -29,6 +34,8 @@ class StreamingMarkdown(Markdown):
         super().__init__(markdown, classes=classes)
         self._chunks: list[str] = [markdown] if markdown else []
         self._stream: MarkdownStream | None = None
+        self._feeder: asyncio.Task[None] | None = None
+        self._pending: list[str] = []
         #: False for stored text: collect it all and render once at finish()
         self.live = live
         self._finished = False
@@ -41,25 +48,59 @@ class StreamingMarkdown(Markdown):
     def streaming(self) -> bool:
         return not self._finished
 
-    async def write(self, fragment: str) -> None:
-        if not fragment:
+    def write(self, fragment: str) -> None:
+        """Queue a fragment; it is shown within :data:`APPEND_PERIOD_S`, never awaited.
+
+        ``MarkdownStream`` appends whatever queued while its previous append
+        ran, so on a fast stream it appends as often as the loop lets it, and
+        every append re-parses the last block and lays out the screen again.
+        A feeder hands it what arrived at most every :data:`APPEND_PERIOD_S`,
+        which leaves the loop to keys and the network in between.
+        """
+        if not fragment or self._finished:
             return
         self._chunks.append(fragment)
         if not self.live:
             return
+        self._pending.append(fragment)
+        if self._feeder is None:
+            self._feeder = asyncio.create_task(self._feed())
+
+    async def _feed(self) -> None:
+        while self._pending:
+            await self._write_pending()
+            await asyncio.sleep(APPEND_PERIOD_S)
+        self._feeder = None
+
+    async def _write_pending(self) -> None:
         if self._stream is None:
             self._stream = Markdown.get_stream(self)
-        await self._stream.write(fragment)
+        text = "".join(self._pending)
+        self._pending.clear()
+        await self._stream.write(text)
 
-    async def finish(self) -> None:
-        """Stop the stream, then render the whole text once (fences close properly)."""
+    async def finish(self, *, full_render: bool = True) -> None:
+        """Stop the stream; with ``full_render``, parse the whole text once more.
+
+        The end of an answer renders its last pieces in full (a fence left
+        open, a list cut mid-item: the final parse wins). A piece cut off
+        mid-answer by an opening ``<ref>`` skips that: its stream has parsed
+        every line it will ever hold, and mounting all its blocks a second
+        time was a third of the cost of a long answer.
+        """
         if self._finished:
             return
         self._finished = True
+        if self._feeder is not None:
+            self._feeder.cancel()
+            self._feeder = None
+        if self._pending:
+            await self._write_pending()
         if self._stream is not None:
             await self._stream.stop()
             self._stream = None
-        await self.update(self.text)
+        if full_render or not self.live:
+            await self.update(self.text)
 
 
 class Flow(Vertical):
@@ -91,21 +132,21 @@ class Flow(Vertical):
             text, self._held_space = self._held_space + text, ""
             tail = StreamingMarkdown(live=self.live)
             await self.mount(tail)
-        await tail.write(text)
+        tail.write(text)
 
     async def open_ref(self, ref_id: str) -> RefBlock:
         tail = self._tail
         if tail is not None:
-            await tail.finish()
+            await tail.finish(full_render=False)
         self._held_space = ""
         block = RefBlock(ref_id, live=self.live)
         await self.mount(block)
         return block
 
-    async def finish(self) -> None:
+    async def finish(self, *, full_render: bool = True) -> None:
         for child in list(self.children):
             if isinstance(child, (StreamingMarkdown, Flow)):
-                await child.finish()
+                await child.finish(full_render=full_render)
 
 
 class RefBlock(Flow):

@@ -13,8 +13,10 @@ first frame as opening an empty one.
 
 from __future__ import annotations
 
+import asyncio
+from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from textual import events
 from textual.containers import VerticalScroll
@@ -31,6 +33,23 @@ from selfref_tui.ui.widgets.tool_card import ToolCard
 from selfref_tui.ui.widgets.user_message import UserMessage
 
 TAIL_ITEMS = 50
+
+#: the events a transcript shows; the rest are for the sidebar, header and forks
+_SHOWN = (
+    ev.TextDelta,
+    ev.ReasoningDelta,
+    ev.TurnStarted,
+    ev.LLMCallEnded,
+    ev.ToolCallStarted,
+    ev.ToolCallArgumentsDelta,
+    ev.ToolCallEnded,
+    ev.ToolCallError,
+    ev.QueuedMessageDelivered,
+    ev.Aborted,
+    ev.ErrorEvent,
+    ev.CompactionApplied,
+    ev.TurnEnded,
+)
 
 
 class _OlderBanner(Static, can_focus=True):
@@ -78,6 +97,8 @@ class Transcript(VerticalScroll):
         self._older: list[dict] = []
         self._highlighted: RefBlock | None = None
         self._banner = _OlderBanner("")
+        self._queue: deque[ev.AgentEvent] = deque()
+        self._pump: asyncio.Task[None] | None = None
 
     def compose(self):  # type: ignore[override]
         yield self._banner
@@ -112,6 +133,8 @@ class Transcript(VerticalScroll):
 
     async def reset(self) -> None:
         """Empty the transcript (key switch)."""
+        self._queue.clear()  # the old key's events: its transcript is going
+        await self.settle()
         self._current = None
         self._cards.clear()
         self._older = []
@@ -239,8 +262,49 @@ class Transcript(VerticalScroll):
             if closed:
                 self._mark_superseded()
 
+    def post(self, event: ev.AgentEvent) -> None:
+        """Queue a runtime event to be shown, in order, without waiting for it.
+
+        The app calls this from its message handler: awaiting the widget
+        work there (mounting blocks, parsing Markdown) made key presses wait
+        behind rendering for seconds on a long answer. A task of the
+        transcript's own shows the queue in order; text deltas that queue up
+        meanwhile are joined into one write.
+        """
+        if not isinstance(event, _SHOWN):
+            return
+        queue = self._queue
+        last = queue[-1] if queue else None
+        if isinstance(event, ev.TextDelta) and isinstance(last, ev.TextDelta):
+            queue[-1] = replace(last, text=last.text + event.text)
+        else:
+            queue.append(event)
+        if self._pump is None or self._pump.done():
+            self._pump = asyncio.create_task(self._run_queue())
+
+    async def _run_queue(self) -> None:
+        while self._queue:
+            event = self._queue.popleft()
+            try:
+                await self.handle(event)
+            except Exception as exc:  # a display bug must not stop the stream
+                self.log.error(f"showing {event!r} failed: {exc!r}")
+
+    @property
+    def settled(self) -> bool:
+        """Every posted event is on screen (tests and benchmarks wait for this)."""
+        return not self._queue and (self._pump is None or self._pump.done())
+
+    async def settle(self) -> None:
+        """Wait until every posted event has been shown."""
+        while not self.settled:
+            if self._pump is not None and not self._pump.done():
+                await asyncio.shield(self._pump)
+            elif self._queue:
+                await self._run_queue()
+
     async def handle(self, event: ev.AgentEvent) -> None:
-        """Show one runtime event for this transcript's key."""
+        """Show one runtime event for this transcript's key (now; see :meth:`post`)."""
         if isinstance(event, ev.TextDelta):
             answer = await self._answer()
             if await answer.feed(event.text):
