@@ -37,7 +37,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from xml.sax.saxutils import escape, quoteattr
+
+from selfref_tui.context.experiences import escape
 
 PAGE_SIZE = 4000
 OUTPUT_THRESHOLD = 8000
@@ -66,6 +67,20 @@ def now_iso() -> str:
 def natural_key(text: str) -> list[object]:
     """Sort key that puts fd:2 before fd:10."""
     return [int(p) if p.isdigit() else p for p in _NAT.split(text)]
+
+
+def quoteattr(value: str) -> str:
+    """An XML attribute value with its quotes, like xml.sax.saxutils.quoteattr.
+
+    Own copy: importing xml.sax.saxutils pulls urllib, http and email into the
+    app's start-up.
+    """
+    value = escape(value, {"\n": "&#10;", "\r": "&#13;", "\t": "&#9;"})
+    if '"' not in value:
+        return f'"{value}"'
+    if "'" not in value:
+        return f"'{value}'"
+    return '"' + value.replace('"', "&quot;") + '"'
 
 
 def attrs(**values: object) -> str:

@@ -144,7 +144,9 @@ class SelfRefApp(App[int]):
             self.header.set_status("not configured")
             self.push_screen(WelcomeScreen(), self._welcome_done)
         else:
-            self.boot()
+            # After the first frame: the runtime's imports run in a thread, and a
+            # thread importing openai holds the GIL the first frame is drawn with.
+            self.call_after_refresh(self.boot)
 
     def _welcome_done(self, choice: str | None) -> None:
         if choice == "demo":
