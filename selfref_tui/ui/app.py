@@ -78,6 +78,8 @@ class SelfRefApp(App[int]):
         self.key_error: str | None = None
         self._events: list[ev.AgentEvent] = []
         self._drain_posted = False
+        #: open questions from tools: question_id -> (asking key, its dialog)
+        self._questions: dict[str, tuple[str, Screen[Any]]] = {}
         self._early_inputs: list[str] = []
         #: characters streamed in this answer; tokens ≈ chars/4, whatever the burst sizes
         self._stream_chars = 0
@@ -189,6 +191,7 @@ class SelfRefApp(App[int]):
                 model=provider_config.model,
                 context_window=provider_config.context_window,
             )
+            self.agent.interactive = True  # tools may ask: see _ask
             self.router = AgentInputRouter(self.agent, self.key)
         except Exception as exc:  # never crash the first frame; say what failed
             self.header.set_status("not ready")
@@ -302,6 +305,11 @@ class SelfRefApp(App[int]):
 
     async def dispatch_event(self, event: ev.AgentEvent) -> None:
         key = event.key
+        if isinstance(event, ev.QuestionAsked):
+            self._ask(event)  # whichever key asks: its tool waits for the answer
+            return
+        if isinstance(event, ev.TurnEnded):
+            self._drop_questions(key)
         if key != self.key:
             if key.startswith(self.key + "::"):
                 self._to_fork_panel(event)
@@ -347,6 +355,29 @@ class SelfRefApp(App[int]):
             self.header.set_status(f"retrying in {event.delay_s:.1f}s (attempt {event.attempt})")
         elif isinstance(event, ev.Aborted):
             self.header.set_status("stopped")
+
+    def _ask(self, event: ev.QuestionAsked) -> None:
+        from selfref_tui.ui.screens.question import QuestionScreen
+
+        screen = QuestionScreen(
+            event.prompt, event.choices, asker="" if event.key == self.key else event.key
+        )
+        self._questions[event.question_id] = (event.key, screen)
+
+        def answered(choice: str | None) -> None:
+            self._questions.pop(event.question_id, None)
+            if choice is not None and self.router is not None:
+                self.router.answer(event.question_id, choice)
+
+        self.push_screen(screen, answered)
+
+    def _drop_questions(self, key: str) -> None:
+        """The turn that asked is over (Esc, say): its tool no longer waits."""
+        for question_id, (asker, screen) in list(self._questions.items()):
+            if asker == key or asker.startswith(key + "::"):
+                self._questions.pop(question_id, None)
+                if screen.is_current:
+                    screen.dismiss(None)
 
     def _to_fork_panel(self, event: ev.AgentEvent) -> None:
         panel = self.fork_panel

@@ -74,7 +74,12 @@ async def type_and_send(pilot, text: str) -> None:
 
 
 def idle(app: SelfRefApp) -> bool:
-    return app.router is not None and not app.router.busy and not app._events
+    return (
+        app.router is not None
+        and not app.router.busy
+        and not app._events
+        and app.transcript.settled
+    )
 
 
 async def started(pilot, app: SelfRefApp) -> None:

@@ -1,0 +1,55 @@
+"""A tool that asks the person: the model wants to overwrite a file that exists."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from selfref_tui.demo.script import Reply, ToolCall
+from selfref_tui.demo.server import DemoServer
+from selfref_tui.ui.screens.question import QuestionScreen
+from selfref_tui.ui.widgets.tool_card import ToolCard
+
+from .helpers import SIZE, make_app, started, turn_done, type_and_send, wait_until
+
+
+def overwriting_model(body: dict, index: int) -> Reply:
+    last = (body.get("messages") or [])[-1]
+    if last.get("role") == "tool":
+        return Reply(text="Done with the file.")
+    return Reply(
+        text='Here it is:\n<ref id="note">new text</ref>\n',
+        tool_calls=[ToolCall("fd_to_file", {"fd": "ref:note", "file_path": "notes.txt"})],
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "expected", "status"),
+    [("o", "new text", "done"), ("escape", "old text", "error")],
+)
+async def test_overwrite_question_is_asked_and_its_answer_decides(tmp_path, key, expected, status):
+    target = tmp_path / "work" / "notes.txt"
+    target.parent.mkdir()
+    target.write_text("old text")
+    async with DemoServer(overwriting_model) as url:
+        app = make_app(tmp_path, url)
+        app.config = replace(
+            app.config, agent=replace(app.config.agent, allowed_roots=(target.parent,))
+        )
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "save the note")
+            await wait_until(
+                pilot, lambda: isinstance(app.screen, QuestionScreen), what="the question"
+            )
+            question = app.screen
+            assert isinstance(question, QuestionScreen)
+            assert "notes.txt" in question.prompt
+            assert question.choices == ("overwrite", "keep")
+            assert target.read_text() == "old text"  # nothing written while it waits
+            await pilot.press(key)
+            await turn_done(pilot, app)
+            assert target.read_text() == expected
+            card = next(c for c in app.transcript.query(ToolCard) if c.tool_name == "fd_to_file")
+            assert card.status == status
