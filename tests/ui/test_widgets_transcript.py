@@ -13,6 +13,7 @@ from selfref_tui.ui.widgets.assistant_message import AssistantMessage
 from selfref_tui.ui.widgets.compaction_divider import CompactionDivider
 from selfref_tui.ui.widgets.error_block import ErrorBlock
 from selfref_tui.ui.widgets.ref_block import RefBlock, StreamingMarkdown
+from selfref_tui.ui.widgets.settled_markdown import SettledMarkdown
 from selfref_tui.ui.widgets.tool_card import ToolCard
 from selfref_tui.ui.widgets.transcript import Transcript
 from selfref_tui.ui.widgets.user_message import UserMessage
@@ -311,3 +312,61 @@ async def test_posted_events_are_shown_in_order_without_waiting():
         assert [b.ref_id for b in answer.ref_blocks] == ["fib_recursive", "fib_iterative"]
         kinds = [type(c) for c in t.children if c.display]
         assert kinds[-3:] == [UserMessage, AssistantMessage, ToolCard]
+
+
+def long_answer(sections: int) -> str:
+    parts = []
+    for i in range(sections):
+        parts.append(f"### Part {i}\n\nParagraph {i} with **bold** and `code`.\n\n- a\n- b\n\n")
+        if i % 3 == 2:
+            parts.append(f'<ref id="r{i}">\n```python\nx = {i}\n```\n</ref>\n\n')
+    return "".join(parts)
+
+
+class ManualSettleApp(TranscriptApp):
+    def compose(self) -> ComposeResult:
+        yield Transcript(id="t", settle_every=None)  # the test settles by hand
+
+
+async def test_pieces_out_of_view_settle_into_identical_lines_and_thaw_on_change():
+    app = ManualSettleApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        t = app.t
+        text = long_answer(30)
+        await stream(t, text, size=40)
+        await t.handle(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
+        await pilot.pause()
+        answer = t.query_one(AssistantMessage)
+        t.scroll_home(animate=False)
+        await pilot.pause()
+        assert not app.query(SettledMarkdown)
+        before = app.export_screenshot()
+        live_widgets = len(list(app.query("*")))
+
+        t.scroll_end(animate=False)
+        await pilot.pause()
+        settled = t.settle_out_of_view()
+        await pilot.pause()
+        assert settled > 10
+        assert len(app.query(SettledMarkdown)) == settled
+        assert len(list(app.query("*"))) < live_widgets / 2  # the tree layout walks shrank
+        assert t.settle_out_of_view() == 0  # what is on screen stays live
+
+        t.scroll_home(animate=False)
+        await pilot.pause()
+        assert app.export_screenshot() == before  # the same lines, pixel for pixel
+        assert answer.text == text
+        first = answer.ref_blocks[0]
+        assert first.text_so_far == "```python\nx = 2\n```"
+
+        # A style change of an enclosing ref puts its live Markdown back.
+        assert first.query(SettledMarkdown)
+        t.highlight(first)
+        await pilot.pause()
+        assert not first.query(SettledMarkdown)
+        assert first.query_one(StreamingMarkdown).text.strip() == "```python\nx = 2\n```"
+
+        # So does a new width: the captured lines only fit the old one.
+        await pilot.resize_terminal(80, 30)
+        await wait_until(pilot, lambda: not app.query(SettledMarkdown))
+        assert answer.text == text

@@ -11,11 +11,16 @@ is syntax-highlighted like anywhere else.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 from textual.containers import Vertical
 from textual.content import Content
+from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownStream
+
+from selfref_tui.ui.widgets.settled_markdown import SettledMarkdown
 
 #: the shortest gap between two writes into a piece's ``MarkdownStream`` (~10 a second)
 APPEND_PERIOD_S = 0.1
@@ -28,9 +33,21 @@ class StreamingMarkdown(Markdown):
     StreamingMarkdown { margin: 0; padding: 0; background: transparent; }
     """
 
+    @dataclass
+    class Finished(Message):
+        """A piece will not change again: the transcript may settle it when out of view."""
+
+        piece: StreamingMarkdown
+
     def __init__(
-        self, markdown: str = "", *, live: bool = True, classes: str | None = None
+        self,
+        markdown: str = "",
+        *,
+        live: bool = True,
+        finished: bool = False,
+        classes: str | None = None,
     ) -> None:
+        """``finished``: ``markdown`` is the whole text, rendered when mounted."""
         super().__init__(markdown, classes=classes)
         self._chunks: list[str] = [markdown] if markdown else []
         self._stream: MarkdownStream | None = None
@@ -38,7 +55,11 @@ class StreamingMarkdown(Markdown):
         self._pending: list[str] = []
         #: False for stored text: collect it all and render once at finish()
         self.live = live
-        self._finished = False
+        self._finished = finished
+
+    def on_mount(self) -> None:
+        if self._finished:
+            self.post_message(self.Finished(self))
 
     @property
     def text(self) -> str:
@@ -101,6 +122,13 @@ class StreamingMarkdown(Markdown):
             self._stream = None
         if full_render or not self.live:
             await self.update(self.text)
+        self.post_message(self.Finished(self))
+
+
+def thaw_within(widget: Widget) -> None:
+    """Settled lines carry the styles they were captured under: a style change thaws them."""
+    for settled in list(widget.query(SettledMarkdown)):
+        settled.thaw()
 
 
 class Flow(Vertical):
@@ -195,7 +223,7 @@ class RefBlock(Flow):
             return self.content
         parts: list[str] = []
         for child in self.children:
-            if isinstance(child, StreamingMarkdown):
+            if isinstance(child, (StreamingMarkdown, SettledMarkdown)):
                 parts.append(child.text)
             elif isinstance(child, RefBlock):
                 parts.append(child.text_so_far)
@@ -213,11 +241,15 @@ class RefBlock(Flow):
         self._update_subtitle()
 
     def set_superseded(self, superseded: bool = True) -> None:
-        self.set_class(superseded, "-superseded")
+        if superseded != self.has_class("-superseded"):
+            self.set_class(superseded, "-superseded")
+            thaw_within(self)
         self._update_subtitle()
 
     def set_highlighted(self, highlighted: bool) -> None:
-        self.set_class(highlighted, "-highlighted")
+        if highlighted != self.has_class("-highlighted"):
+            self.set_class(highlighted, "-highlighted")
+            thaw_within(self)
 
     def _update_subtitle(self) -> None:
         if self.has_class("-unfinished"):

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from textual import events
+from textual import events, on
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
@@ -28,11 +28,15 @@ from selfref_tui.agent import events as ev
 from selfref_tui.ui.widgets.assistant_message import AssistantMessage
 from selfref_tui.ui.widgets.compaction_divider import CompactionDivider
 from selfref_tui.ui.widgets.error_block import ErrorBlock
-from selfref_tui.ui.widgets.ref_block import RefBlock
+from selfref_tui.ui.widgets.ref_block import RefBlock, StreamingMarkdown, thaw_within
+from selfref_tui.ui.widgets.settled_markdown import SettledMarkdown, capture
 from selfref_tui.ui.widgets.tool_card import ToolCard
 from selfref_tui.ui.widgets.user_message import UserMessage
 
 TAIL_ITEMS = 50
+
+#: how often finished pieces that scrolled out of view are settled (see SettledMarkdown)
+SETTLE_EVERY_S = 0.5
 
 #: the events a transcript shows; the rest are for the sidebar, header and forks
 _SHOWN = (
@@ -90,8 +94,10 @@ class Transcript(VerticalScroll):
         ref_id: str
         block: RefBlock
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, settle_every: float | None = SETTLE_EVERY_S):
+        """``settle_every``: seconds between sweeps of :meth:`settle_out_of_view` (None: never)."""
         super().__init__(id=id)
+        self._settle_every = settle_every
         self._current: AssistantMessage | None = None
         self._cards: dict[str, ToolCard] = {}
         self._older: list[dict] = []
@@ -99,6 +105,8 @@ class Transcript(VerticalScroll):
         self._banner = _OlderBanner("")
         self._queue: deque[ev.AgentEvent] = deque()
         self._pump: asyncio.Task[None] | None = None
+        #: finished pieces, in order, not settled yet
+        self._unsettled: list[StreamingMarkdown] = []
 
     def compose(self):  # type: ignore[override]
         yield self._banner
@@ -106,6 +114,49 @@ class Transcript(VerticalScroll):
     def on_mount(self) -> None:
         self._banner.set_count(0)
         self.anchor()
+        if self._settle_every:
+            self.set_interval(self._settle_every, self.settle_out_of_view)
+
+    @on(StreamingMarkdown.Finished)
+    def _piece_finished(self, message: StreamingMarkdown.Finished) -> None:
+        message.stop()
+        self._unsettled.append(message.piece)
+
+    def settle_out_of_view(self) -> int:
+        """Swap finished pieces that are out of view for their lines; how many.
+
+        Whether a piece is on screen comes from the screen's compositor (its
+        visible map, already built for the last frame): ``Widget.region`` of
+        an off-screen widget would build the full map, a walk of every
+        widget, which is the very cost this avoids.
+        """
+        if not self._unsettled:
+            return 0
+        try:
+            visible = self.screen._compositor.visible_widgets
+        except Exception:  # a Textual without it: pieces stay live
+            self._unsettled.clear()
+            return 0
+        settled = 0
+        keep: list[StreamingMarkdown] = []
+        for piece in self._unsettled:
+            if not piece.is_attached or piece.streaming:
+                continue
+            if piece in visible or not piece.outer_size.height:
+                keep.append(piece)  # on screen, or not laid out yet
+                continue
+            strips = capture(piece)
+            parent = piece.parent
+            if strips is None or not isinstance(parent, Widget):
+                continue  # cannot capture it: it stays live
+            parent.mount(
+                SettledMarkdown(piece.text, strips, piece.outer_size.width, live=piece.live),
+                after=piece,
+            )
+            piece.remove()
+            settled += 1
+        self._unsettled = keep
+        return settled
 
     # ---------------------------------------------------------------- state
 
@@ -357,6 +408,7 @@ class Transcript(VerticalScroll):
             for child in self.children:
                 if child is not self._banner:
                     child.add_class("archived")
+                    thaw_within(child)  # settled lines were captured without the dimming
             await self.mount(CompactionDivider(event.summary, event.messages_before))
         elif isinstance(event, ev.TurnEnded):
             await self.finish_answer(interrupted=event.outcome == "aborted")
