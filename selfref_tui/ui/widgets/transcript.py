@@ -14,6 +14,7 @@ first frame as opening an empty one.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -36,7 +37,9 @@ from selfref_tui.ui.widgets.user_message import UserMessage
 TAIL_ITEMS = 50
 
 #: how often finished pieces that scrolled out of view are settled (see SettledMarkdown)
-SETTLE_EVERY_S = 0.5
+SETTLE_EVERY_S = 0.25
+#: the most one sweep spends capturing (a capture takes ~7 ms, up to ~40): keys wait meanwhile
+SETTLE_BUDGET_S = 0.015
 
 #: the events a transcript shows; the rest are for the sidebar, header and forks
 _SHOWN = (
@@ -139,7 +142,11 @@ class Transcript(VerticalScroll):
             return 0
         settled = 0
         keep: list[StreamingMarkdown] = []
-        for piece in self._unsettled:
+        deadline = time.perf_counter() + SETTLE_BUDGET_S
+        for index, piece in enumerate(self._unsettled):
+            if time.perf_counter() > deadline:
+                keep.extend(self._unsettled[index:])  # the next sweep goes on
+                break
             if not piece.is_attached or piece.streaming:
                 continue
             if piece in visible or not piece.outer_size.height:
