@@ -43,6 +43,14 @@ from selfref_tui.ui.widgets.ref_list import RefList
 from selfref_tui.ui.widgets.sidebar import Sidebar
 from selfref_tui.ui.widgets.transcript import Transcript
 
+#: keys the chat input handles itself, listed on the help screen after the app's bindings
+INPUT_KEYS = [
+    ("enter", "Send (shift+enter or ctrl+j: new line)"),
+    ("up", "On an empty input: recall earlier inputs"),
+    ("end", "On an empty input: back to the bottom of the transcript"),
+    ("pageup / pagedown", "Scroll the transcript (when the input has nothing to page)"),
+]
+
 PLACEHOLDER = "Message  (Enter send · shift+enter/ctrl+j newline · / commands · F1 help)"
 
 
@@ -432,6 +440,13 @@ class SelfRefApp(App[int]):
     def _input_end(self) -> None:
         self.transcript.scroll_bottom()
 
+    @on(ChatInput.ScrollPage)
+    def _input_page(self, message: ChatInput.ScrollPage) -> None:
+        if message.direction < 0:
+            self.transcript.scroll_page_up(animate=False)
+        else:
+            self.transcript.scroll_page_down(animate=False)
+
     async def run_command(self, text: str) -> bool:
         """Run a slash command; False keeps the text in the input (it needs fixing)."""
         try:
@@ -608,6 +623,7 @@ class SelfRefApp(App[int]):
         from selfref_tui.ui.screens.help import HelpScreen
 
         keys = [(self._key_label(b.id, b.key), b.description) for b in BINDINGS if b.id]
+        keys += INPUT_KEYS
         self.push_screen(HelpScreen(keys, slash.help_rows()))
 
     def _key_label(self, binding_id: str | None, default: str) -> str:

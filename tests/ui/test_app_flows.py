@@ -293,3 +293,28 @@ async def test_demo_model_badge_and_first_frame_before_runtime(tmp_path, demo):
             lambda: idle(app) and app.transcript.ref_blocks() and app.header.status == "ready",
             what="demo answer",
         )
+
+
+async def test_page_keys_scroll_the_transcript_and_end_returns_to_the_bottom(tmp_path):
+    long_text = "\n\n".join(f"Paragraph {i} of a long answer." for i in range(80))
+    async with DemoServer([Reply(text=long_text, chunk_chars=200)]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "a long one please")
+            await wait_until(pilot, lambda: idle(app) and app.header.status == "ready")
+            t = app.transcript
+            await wait_until(pilot, lambda: t.max_scroll_y > 0 and t.scroll_y == t.max_scroll_y)
+            bottom = t.scroll_y
+            await pilot.press("pageup")  # the input is empty: it has nothing to page
+            await wait_until(pilot, lambda: t.scroll_y < bottom, what="paged up")
+            assert app.focused is app.chat_input
+            up_once = t.scroll_y
+            await pilot.press("pageup")
+            await wait_until(pilot, lambda: t.scroll_y < up_once, what="paged up again")
+            up_twice = t.scroll_y
+            await pilot.press("pagedown")
+            await wait_until(pilot, lambda: t.scroll_y > up_twice, what="paged down")
+            assert t.scroll_y < bottom
+            await pilot.press("end")  # End on an empty input: back to the bottom
+            await wait_until(pilot, lambda: t.scroll_y == t.max_scroll_y, what="bottom")

@@ -45,6 +45,12 @@ class ChatInput(TextArea):
     class ScrollToBottom(Message):
         """End on an empty input means "back to the bottom of the transcript"."""
 
+    @dataclass
+    class ScrollPage(Message):
+        """Page Up / Page Down while the input has nothing to page through: page the transcript."""
+
+        direction: int
+
     def __init__(self, *, id: str | None = None, placeholder: str = "") -> None:
         super().__init__(
             id=id,
@@ -124,6 +130,22 @@ class ChatInput(TextArea):
             self.post_message(self.ScrollToBottom())
             return
         super().action_cursor_line_end(select)
+
+    def _fits(self) -> bool:
+        """Every line of the input is in view, so paging it would do nothing."""
+        return self.wrapped_document.height <= self.scrollable_content_region.height
+
+    def action_cursor_page_up(self) -> None:
+        if self._fits():
+            self.post_message(self.ScrollPage(-1))
+            return
+        super().action_cursor_page_up()
+
+    def action_cursor_page_down(self) -> None:
+        if self._fits():
+            self.post_message(self.ScrollPage(+1))
+            return
+        super().action_cursor_page_down()
 
     def _show(self, text: str) -> None:
         self.text = text
