@@ -48,7 +48,7 @@ INPUT_KEYS = [
     ("enter", "Send (shift+enter or ctrl+j: new line)"),
     ("up", "On an empty input: recall earlier inputs"),
     ("end", "On an empty input: back to the bottom of the transcript"),
-    ("pageup / pagedown", "Scroll the transcript (when the input has nothing to page)"),
+    ("pageup / pagedown", "Scroll the transcript"),
 ]
 
 PLACEHOLDER = "Message  (Enter send · shift+enter/ctrl+j newline · / commands · F1 help)"
