@@ -94,6 +94,17 @@ class SelfReference:
         infos.sort(key=lambda i: (i.updated, i.key), reverse=True)
         return infos
 
+    def open_keys(self) -> list[str]:
+        """The keys this instance has loaded (and, when writable, locked)."""
+        return list(self._open)
+
+    def release(self, key: str) -> None:
+        """Let go of one key: its lock returns to the store, its state is dropped."""
+        memory = self._open.pop(key, None)
+        self._stamp.pop(key, None)
+        if memory is not None:
+            memory.close()
+
     def close(self) -> None:
         """Release every lock this instance took."""
         for memory in self._open.values():

@@ -160,6 +160,9 @@ class SelfRefSession:
             for m in mutations
             if isinstance(m, ContextSummaryMutation)
         ]
+        if report.compactions:
+            # What the person reads on the divider, live and after a reload alike.
+            report.messages_before = getattr(self.memory, "last_compacted", report.messages_before)
         return report
 
     def finalize(self) -> CommitReport:

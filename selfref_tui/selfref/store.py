@@ -160,6 +160,7 @@ class MemoryKey:
         self._builder = TranscriptBuilder()
         self._archive: list[dict[str, Any]] = []
         self._archived_count = 0
+        self.last_compacted = 0
         self._history_cache: tuple[int, list[dict[str, Any]]] | None = None
         self._version = 0
         self._size = 0
@@ -435,6 +436,7 @@ class MemoryKey:
         self.refs, self.fds, self.forks = {}, {}, {}
         self._builder = TranscriptBuilder()
         self._archive, self._archived_count = [], 0
+        self.last_compacted = 0
 
     def _refold(self, lines: list[str]) -> None:
         """Fold a prefix already known to be whole batches of valid records."""
@@ -505,7 +507,11 @@ class MemoryKey:
             self.summary = summary
         elif self._archived_count == before:
             return  # a replace on an empty transcript (a fork's seed) hides nothing: no marker
-        self._archive.append({"role": "compaction", "summary": summary})
+        #: how many messages the latest compaction took out of the model's view
+        self.last_compacted = self._archived_count - before
+        self._archive.append(
+            {"role": "compaction", "summary": summary, "messages_before": self.last_compacted}
+        )
 
     def _repair(self, good_end: int, reason: str) -> None:
         message = (

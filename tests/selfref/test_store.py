@@ -107,7 +107,9 @@ def test_compaction_archives_history_and_keeps_the_summary(tmp_path):
         "answer 2",
     ]
     assert all(m["archived"] is True for m in history[:4])
-    assert history[4] == {"role": "compaction", "summary": {"goal": "answer"}}
+    # The marker says how many messages it took out of the model's view.
+    assert history[4] == {"role": "compaction", "summary": {"goal": "answer"}, "messages_before": 4}
+    assert memory.last_compacted == 4
     assert [m["content"] for m in history[5:]] == [
         "Summary: two questions",
         "question 3",
@@ -117,7 +119,7 @@ def test_compaction_archives_history_and_keeps_the_summary(tmp_path):
     assert [e["text"] for e in memory.experiences] == ["keep this"]
     assert memory.message_count == 7
     memory.commit([ContextReplaceMutation([{"role": "user", "content": "fresh"}])])
-    assert memory.history[-2] == {"role": "compaction", "summary": {}}
+    assert memory.history[-2] == {"role": "compaction", "summary": {}, "messages_before": 3}
     seeded = SelfReference(tmp_path).open("main::fork::1")
     seeded.commit([ContextReplaceMutation([{"role": "user", "content": "seed"}])])
     assert [m["role"] for m in seeded.history] == ["user"]  # nothing hidden: no marker
