@@ -250,6 +250,10 @@ class _AskOutput:
     last_char: str = "\n"
     error: str = ""
     steps: int = 0
+    #: fired when the reader goes away (`ask ... | head`): the turn stops as on Ctrl+C
+    abort: Any = None
+    #: stdout was closed by its reader; nothing more is written
+    closed: bool = False
 
     def __call__(self, event: Any) -> None:
         from selfref_tui.agent import events as ev
@@ -270,10 +274,17 @@ class _AskOutput:
             self.error = event.message
 
     def _out(self, text: str) -> None:
-        if not text:
+        if not text or self.closed:
             return
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            self.closed = True
+            _silence_stdout()
+            if self.abort is not None:
+                self.abort.fire("output closed by its reader")
+            return
         self.wrote = True
         self.last_char = text[-1]
 
@@ -314,8 +325,8 @@ async def _ask(args: argparse.Namespace) -> int:
         raise CliError("no provider configured: set OPENAI_API_KEY, or point --base-url / "
                        "OPENAI_BASE_URL at a local server, or try --demo")
     selfref = SelfReference(config.data_dir)
-    output = _AskOutput(key)
     abort = AbortSignal()
+    output = _AskOutput(key, abort=abort)
     loop = asyncio.get_running_loop()
     agent = None
     try:
@@ -335,6 +346,8 @@ async def _ask(args: argparse.Namespace) -> int:
             await server.stop()
     if outcome == "done":
         return EXIT_OK
+    if outcome == "aborted" and output.closed:
+        return EXIT_ERROR  # the reader left (`| head`): nothing to say, the part is stored
     if outcome == "aborted":
         _err("interrupted: the partial answer was kept, marked as truncated")
         return EXIT_INTERRUPTED

@@ -61,6 +61,8 @@ from .inbox import Inbox
 from .tools import ToolContext, ToolError, now_iso, parse_arguments, run_tool, tool_schemas
 
 RUNTIME_NOTE = "runtime_note"
+#: the longest the stream consumer runs without letting the event loop in (see _consume)
+BURST_S = 0.01
 AUTO_COMPACT_NOTE = (
     "[selfref-tui runtime] Your context now holds about {tokens} of {window} tokens "
     "({percent}%). Call the `compact` tool now with a concrete summary of the conversation "
@@ -167,6 +169,23 @@ class Agent:
     def memory(self, key: str) -> Any:
         """The loaded memory key (read-only use: history, experiences, refs, forks)."""
         return self.selfref.open(key)
+
+    def release(self, key: str) -> bool:
+        """Let go of an idle key and its forks' keys, so another window can write them.
+
+        False, and nothing released, while a turn runs under any of them.
+        """
+        related = [
+            k for k in self.selfref.open_keys() if k == key or k.startswith(f"{key}::fork::")
+        ]
+        if any(k in self._sessions for k in related):
+            return False
+        for k in related:
+            self._compilers.pop(k, None)
+            self._fd_tables.pop(k, None)
+            self._last_tokens.pop(k, None)
+            self.selfref.release(k)
+        return True
 
     def preview(self, key: str) -> tuple[list[dict], int]:
         """The exact provider messages the next call would send, and their token count."""
@@ -453,8 +472,16 @@ class Agent:
             emit(Retrying(key=key, attempt=attempt, delay_s=delay, reason=reason))
 
         stream = self.provider.stream(messages, tools or None, on_retry=on_retry)
+        clock = time.perf_counter
+        yield_at = clock() + BURST_S
         try:
             async for chunk in stream:
+                if clock() > yield_at:
+                    # Chunks the socket already buffered come without a pause; a slow
+                    # front end falls behind and then gets thousands at once. Let
+                    # the loop run between them, so key presses are not held up.
+                    await asyncio.sleep(0)
+                    yield_at = clock() + BURST_S
                 if isinstance(chunk, TextChunk):
                     state.text.append(chunk.text)
                     emit(TextDelta(key=key, text=chunk.text))

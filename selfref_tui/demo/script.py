@@ -204,7 +204,10 @@ def _after_tools(messages: list[dict], tools: set[str]) -> Step:
         return Reply(text=f"{DEMO_TAG} Stored it as {exp_id}. It is now part of my "
                      "system prompt and survives compaction.")
     if "forget" in called:
-        return Reply(text=f"{DEMO_TAG} Done: {_clip(first, 120)}")
+        exp_id = _json_field(first, "experience_id")
+        if exp_id:
+            return Reply(text=f"{DEMO_TAG} Forgot {exp_id}: it is gone from my system prompt.")
+        return Reply(text=f"{DEMO_TAG} The forget tool answered: {_clip(first, 120)}")
     if "compact" in called:
         return Reply(text=f"{DEMO_TAG} Compaction queued: the transcript is replaced by the "
                      "structured summary at the next step.")
@@ -305,9 +308,14 @@ def demo_script(body: dict, call_index: int) -> Step:
         )
     if "fork" in prompt:
         return Reply(text=f"{DEMO_TAG} Fork tools are not available at this depth.")
-    if any(word in prompt for word in ("code", "ref", "fib", "example")):
+    if prompt.startswith("[selfref-tui runtime]"):
+        # The runtime's own prompt after a compaction: nothing left to do.
+        return Reply(text=f"{DEMO_TAG} The context is compacted: the summary now stands in "
+                     "for the earlier conversation, and every experience is kept.")
+    # Whole words: "selfref" must not read as "ref".
+    if re.search(r"\b(code|refs?|fib\w*|examples?)\b", prompt):
         return _refs_answer()
-    if any(word in prompt for word in ("long", "essay", "story", "esc")):
+    if re.search(r"\b(long|essay|story|esc)\b", prompt):
         return Reply(text=_long_text())
     return Reply(text=HELP_TEXT)
 

@@ -187,6 +187,23 @@ def test_sigint_aborts_keeps_partial_and_exits_130():
     assert again.returncode == 0 and "Try one of these" in again.stdout
 
 
+def test_ask_into_a_reader_that_leaves_stops_quietly_and_keeps_the_part(tmp_path):
+    """`selfref-tui ask ... | head`: the turn stops as on Ctrl+C, with the reason."""
+    proc = subprocess.Popen([sys.executable, "-m", "selfref_tui", "ask", "--demo",
+                             "write something long"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=_env(), cwd=ROOT)
+    assert proc.stdout is not None
+    assert proc.stdout.read(20).startswith(b"[demo model]")
+    proc.stdout.close()  # the reader leaves
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert err.decode() == ""  # nothing to report: the person saw what they wanted
+    with SelfReference(os.environ["SELFREF_DATA_DIR"]) as store:
+        last = store.open("main", write=False).messages[-1]
+    assert last["role"] == "assistant" and last.get("truncated")
+    assert last["abort_reason"] == "output closed by its reader"
+
+
 async def test_ask_against_a_server_and_its_failures(tmp_path):
     # a profile with one retry keeps the backoff short (and tests the profile path)
     (tmp_path / "config.toml").write_text(

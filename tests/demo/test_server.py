@@ -197,3 +197,14 @@ def test_demo_server_in_a_thread():
             assert json.loads(r.read())["data"][0]["id"] == DEMO_MODEL
     finally:
         server.stop_thread()
+
+
+def test_demo_model_answers_the_runtime_note_after_a_compaction_briefly():
+    """It used to read "selfref" in the note as "ref" and post its code answer again."""
+    from selfref_tui.agent.loop import AFTER_COMPACT_NOTE
+
+    reply = ask(AFTER_COMPACT_NOTE)
+    assert names(reply) == [] and "<ref" not in reply.text
+    assert "compacted" in reply.text
+    assert "Try one of these" in ask("tell me about selfref").text  # whole words only
+    assert "<ref id=" in ask("list the refs").text
