@@ -372,3 +372,50 @@ async def test_pieces_out_of_view_settle_into_identical_lines_and_thaw_on_change
         await pilot.resize_terminal(80, 30)
         await wait_until(pilot, lambda: not app.query(SettledMarkdown))
         assert answer.text == text
+
+
+class PieceApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield StreamingMarkdown(classes="piece")
+
+
+async def test_a_piece_finished_before_its_stream_task_ran_shows_its_text():
+    """The feeder opens the stream, and finish() comes before the stream's task first runs.
+
+    Textual's ``MarkdownStream.stop()`` cancels that task and awaits it; a task
+    cancelled before it started raises ``CancelledError`` into the awaiting
+    caller. It once killed the transcript's event pump on about one full test
+    run in ten, leaving the turn's end unshown for good.
+    """
+    app = PieceApp()
+    async with app.run_test(size=(60, 10)) as pilot:
+        piece = app.query_one(StreamingMarkdown)
+        piece.write("hello **there**")
+        await asyncio.sleep(0)  # the feeder runs once: it opens the stream and yields
+        assert piece._stream is not None
+        await piece.finish(full_render=False)  # must not raise
+        await pilot.pause()
+        assert not piece.streaming
+        shown = "".join(str(block._content) for block in piece.query("MarkdownBlock"))
+        assert "there" in shown
+
+
+async def test_the_event_pump_survives_a_stray_cancellation_from_a_widget():
+    """A ``CancelledError`` that is not the pump's own stops one event, not the queue."""
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        t = app.t
+        shown: list[str] = []
+        original = t.handle
+
+        async def handle(event):
+            if isinstance(event, ev.TextDelta) and event.text == "boom":
+                raise asyncio.CancelledError  # what an awaited, cancelled child task raises
+            shown.append(type(event).__name__)
+            await original(event)
+
+        t.handle = handle  # type: ignore[method-assign]
+        t.post(ev.TextDelta(key=K, text="boom"))
+        t.post(ev.TurnEnded(key=K, turn_id=1, outcome="done"))
+        await wait_until(pilot, lambda: t.settled)
+        assert "TurnEnded" in shown

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import on
 from textual.app import ComposeResult
@@ -22,8 +22,12 @@ from textual.content import Content
 from textual.message import Message
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import DataTable, Markdown, Static
-from textual.widgets.markdown import MarkdownStream
+from textual.widgets import DataTable, Static
+
+from selfref_tui.ui.stream_stop import stop_stream
+
+if TYPE_CHECKING:
+    from textual.widgets.markdown import MarkdownStream
 
 FINISHED = frozenset({"completed", "done", "error", "cancelled"})
 TASK_WIDTH = 17  # the panel is 60 cells wide: the columns must fit without a scrollbar
@@ -397,7 +401,9 @@ class ForkPanel(Vertical):
         if self._stream is None:
             return
         stream, self._stream = self._stream, None
-        await stream.stop()
+        await stop_stream(stream)  # the full render below covers what it left
+        from textual.widgets import Markdown  # imported: a stream was running
+
         entry = next((e for e in reversed(self._view) if isinstance(e.widget, Markdown)), None)
         fork = self._forks.get(self._view_fork or "")
         if entry is not None and fork is not None:
@@ -437,6 +443,8 @@ class ForkPanel(Vertical):
             await self._end_stream()
             await self._remove_placeholder()
             if block.kind == "text":
+                from textual.widgets import Markdown  # not at import: most runs have no forks
+
                 if index == len(fork.blocks) - 1 and not fork.finished:
                     widget: Widget = Markdown("")
                     await transcript.mount(widget, before=self._view_end)

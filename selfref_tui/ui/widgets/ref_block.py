@@ -20,6 +20,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownStream
 
+from selfref_tui.ui.stream_stop import stop_stream
 from selfref_tui.ui.widgets.settled_markdown import SettledMarkdown
 
 #: the shortest gap between two writes into a piece's ``MarkdownStream`` (~10 a second)
@@ -118,8 +119,9 @@ class StreamingMarkdown(Markdown):
         if self._pending:
             await self._write_pending()
         if self._stream is not None:
-            await self._stream.stop()
-            self._stream = None
+            stream, self._stream = self._stream, None
+            if not await stop_stream(stream):
+                full_render = True  # the stream's last appends never ran
         if full_render or not self.live:
             await self.update(self.text)
         self.post_message(self.Finished(self))
@@ -255,7 +257,7 @@ class RefBlock(Flow):
         if self.has_class("-unfinished"):
             label = "unfinished"
         elif self.content is None:
-            label = "streaming…"
+            label = "streaming…" if self.live else ""  # history: closed in a moment
         else:
             lines = self.content.count("\n") + 1 if self.content else 0
             label = f"{lines} ln · {len(self.content)} ch"

@@ -18,21 +18,33 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cache
+from typing import TYPE_CHECKING
 
-from textual import events, on
+from textual import events
 from textual.containers import VerticalScroll
+from textual.content import Content
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
-from selfref_tui.agent import events as ev
-from selfref_tui.ui.widgets.assistant_message import AssistantMessage
+from selfref_tui.ui.lazy_import import LazyModule
 from selfref_tui.ui.widgets.compaction_divider import CompactionDivider
 from selfref_tui.ui.widgets.error_block import ErrorBlock
-from selfref_tui.ui.widgets.ref_block import RefBlock, StreamingMarkdown, thaw_within
 from selfref_tui.ui.widgets.settled_markdown import SettledMarkdown, capture
 from selfref_tui.ui.widgets.tool_card import ToolCard
 from selfref_tui.ui.widgets.user_message import UserMessage
+
+if TYPE_CHECKING:
+    from selfref_tui.agent import events as ev
+    from selfref_tui.ui.widgets import assistant_message as answers
+    from selfref_tui.ui.widgets import ref_block as pieces
+    from selfref_tui.ui.widgets.assistant_message import AssistantMessage
+    from selfref_tui.ui.widgets.ref_block import RefBlock, StreamingMarkdown
+else:  # the first frame has no answers to show: Markdown and the ref parser wait
+    ev = LazyModule("selfref_tui.agent.events")
+    answers = LazyModule("selfref_tui.ui.widgets.assistant_message")
+    pieces = LazyModule("selfref_tui.ui.widgets.ref_block")
 
 TAIL_ITEMS = 50
 
@@ -41,22 +53,35 @@ SETTLE_EVERY_S = 0.25
 #: the most one sweep spends capturing (a capture takes ~7 ms, up to ~40): keys wait meanwhile
 SETTLE_BUDGET_S = 0.015
 
-#: the events a transcript shows; the rest are for the sidebar, header and forks
-_SHOWN = (
-    ev.TextDelta,
-    ev.ReasoningDelta,
-    ev.TurnStarted,
-    ev.LLMCallEnded,
-    ev.ToolCallStarted,
-    ev.ToolCallArgumentsDelta,
-    ev.ToolCallEnded,
-    ev.ToolCallError,
-    ev.QueuedMessageDelivered,
-    ev.Aborted,
-    ev.ErrorEvent,
-    ev.CompactionApplied,
-    ev.TurnEnded,
-)
+@cache
+def _shown() -> tuple[type, ...]:
+    """The events a transcript shows; the rest are for the sidebar, header and forks."""
+    return (
+        ev.TextDelta,
+        ev.ReasoningDelta,
+        ev.TurnStarted,
+        ev.LLMCallEnded,
+        ev.ToolCallStarted,
+        ev.ToolCallArgumentsDelta,
+        ev.ToolCallEnded,
+        ev.ToolCallError,
+        ev.QueuedMessageDelivered,
+        ev.Aborted,
+        ev.ErrorEvent,
+        ev.CompactionApplied,
+        ev.TurnEnded,
+    )
+
+
+class _EmptyHint(Static):
+    """What a new conversation can do, until its first message arrives."""
+
+    DEFAULT_CSS = """
+    _EmptyHint {
+        margin: 1 2; padding: 1 2; height: auto;
+        color: $text-muted; border: round $foreground 15%;
+    }
+    """
 
 
 class _OlderBanner(Static, can_focus=True):
@@ -106,6 +131,9 @@ class Transcript(VerticalScroll):
         self._older: list[dict] = []
         self._highlighted: RefBlock | None = None
         self._banner = _OlderBanner("")
+        self._hint = _EmptyHint("")
+        self._hint.display = False
+        self._hint_wanted = False
         self._queue: deque[ev.AgentEvent] = deque()
         self._pump: asyncio.Task[None] | None = None
         #: finished pieces, in order, not settled yet
@@ -113,6 +141,26 @@ class Transcript(VerticalScroll):
 
     def compose(self):  # type: ignore[override]
         yield self._banner
+        yield self._hint
+
+    def set_empty_hint(self, hint: str | Content) -> None:
+        """What to show while the conversation is empty (hidden by its first message; "": none)."""
+        self._hint.update(hint)
+        self._hint_wanted = bool(hint)
+
+    @property
+    def empty_hint(self) -> str | None:
+        """The hint's text while it is shown, else None."""
+        if not self._hint.display:
+            return None
+        return str(self._hint.visual)
+
+    def _is_chrome(self, widget: Widget) -> bool:
+        return widget is self._banner or widget is self._hint
+
+    async def _mount_message(self, widget: Widget) -> None:
+        self._hint.display = False
+        await self.mount(widget)
 
     def on_mount(self) -> None:
         self._banner.set_count(0)
@@ -120,8 +168,7 @@ class Transcript(VerticalScroll):
         if self._settle_every:
             self.set_interval(self._settle_every, self.settle_out_of_view)
 
-    @on(StreamingMarkdown.Finished)
-    def _piece_finished(self, message: StreamingMarkdown.Finished) -> None:
+    def on_streaming_markdown_finished(self, message: StreamingMarkdown.Finished) -> None:
         message.stop()
         self._unsettled.append(message.piece)
 
@@ -182,7 +229,7 @@ class Transcript(VerticalScroll):
         return self._highlighted
 
     def ref_blocks(self) -> list[RefBlock]:
-        return list(self.query(RefBlock))
+        return list(self.query(pieces.RefBlock))
 
     def queued_messages(self) -> list[UserMessage]:
         return [m for m in self.query(UserMessage) if m.queued]
@@ -197,8 +244,9 @@ class Transcript(VerticalScroll):
         self._cards.clear()
         self._older = []
         self._highlighted = None
-        await self.remove_children([c for c in self.children if c is not self._banner])
+        await self.remove_children([c for c in self.children if not self._is_chrome(c)])
         self._banner.set_count(0)
+        self._hint.display = False
 
     async def load_history(self, history: Sequence[dict], *, tail: int = TAIL_ITEMS) -> None:
         """Mount the last ``tail`` items now; keep the rest for :meth:`load_older`."""
@@ -209,6 +257,10 @@ class Transcript(VerticalScroll):
             cut -= 1
         self._older = list(items[:cut])
         await self._render_items(items[cut:])
+        # Only on an empty conversation: not above an error shown while opening it.
+        self._hint.display = self._hint_wanted and not any(
+            not self._is_chrome(child) for child in self.children
+        )
         self._banner.set_count(len(self._older))
         self._mark_superseded()
         self.scroll_end(animate=False, immediate=True)
@@ -220,7 +272,7 @@ class Transcript(VerticalScroll):
         while 0 < cut < len(self._older) and self._older[cut].get("role") == "tool":
             cut -= 1
         batch, self._older = self._older[cut:], self._older[:cut]
-        anchor = next((c for c in self.children if c is not self._banner), None)
+        anchor = next((c for c in self.children if not self._is_chrome(c)), None)
         await self._render_items(batch, before=anchor)
         self._banner.set_count(len(self._older))
         self._mark_superseded()
@@ -238,12 +290,16 @@ class Transcript(VerticalScroll):
             elif role == "user":
                 if item.get("compaction") is not None:
                     continue  # the summary itself: shown by its divider
+                if item.get("runtime_note"):
+                    continue  # the runtime's own prompt to the model (hidden live too)
                 content = item.get("content")
                 if isinstance(content, list):
                     content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-                widgets.append(UserMessage(str(content or ""), classes=archived))
+                shown = UserMessage(str(content or ""), classes=archived)
+                shown.started = True  # history: no turn will report it again
+                widgets.append(shown)
             elif role == "assistant":
-                message = AssistantMessage(live=False, classes=archived)
+                message = answers.AssistantMessage(live=False, classes=archived)
                 widgets.append(message)
                 pending.append((item, message))
                 for call in item.get("tool_calls") or []:
@@ -288,12 +344,12 @@ class Transcript(VerticalScroll):
 
     async def add_user(self, text: str, *, queued: bool = False) -> UserMessage:
         message = UserMessage(text, queued=queued)
-        await self.mount(message)
+        await self._mount_message(message)
         return message
 
     async def add_error(self, message: str, kind: str = "internal") -> ErrorBlock:
         block = ErrorBlock(message, kind)
-        await self.mount(block)
+        await self._mount_message(block)
         return block
 
     def deliver(self, text: str) -> UserMessage | None:
@@ -301,6 +357,7 @@ class Transcript(VerticalScroll):
         for message in self.queued_messages():
             if message.text == text:
                 message.delivered()
+                message.started = True
                 last = self.children[-1] if self.children else None
                 if last is not None and last is not message:
                     self.move_child(message, after=last)
@@ -309,8 +366,8 @@ class Transcript(VerticalScroll):
 
     async def _answer(self) -> AssistantMessage:
         if self._current is None or self._current.finished:
-            self._current = AssistantMessage()
-            await self.mount(self._current)
+            self._current = answers.AssistantMessage()
+            await self._mount_message(self._current)
         return self._current
 
     async def finish_answer(self, *, interrupted: bool = False, reason: str = "") -> None:
@@ -329,7 +386,7 @@ class Transcript(VerticalScroll):
         transcript's own shows the queue in order; text deltas that queue up
         meanwhile are joined into one write.
         """
-        if not isinstance(event, _SHOWN):
+        if not isinstance(event, _shown()):
             return
         queue = self._queue
         last = queue[-1] if queue else None
@@ -347,6 +404,13 @@ class Transcript(VerticalScroll):
                 await self.handle(event)
             except Exception as exc:  # a display bug must not stop the stream
                 self.log.error(f"showing {event!r} failed: {exc!r}")
+            except asyncio.CancelledError:
+                # A child task's cancellation leaking out of a widget call
+                # (see stream_stop) must cost one event, not every event after it.
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise
+                self.log.error(f"showing {event!r} was cancelled")
 
     @property
     def settled(self) -> bool:
@@ -379,7 +443,7 @@ class Transcript(VerticalScroll):
             await self.finish_answer()
             card = ToolCard(event.call_id, event.name)
             self._cards[event.call_id] = card
-            await self.mount(card)
+            await self._mount_message(card)
         elif isinstance(event, ev.ToolCallArgumentsDelta):
             card = self._cards.get(event.call_id)
             if card is not None:
@@ -388,7 +452,7 @@ class Transcript(VerticalScroll):
             card = self._cards.pop(event.call_id, None)
             if card is None:
                 card = ToolCard(event.call_id, event.name)
-                await self.mount(card)
+                await self._mount_message(card)
             if isinstance(event, ev.ToolCallEnded):
                 card.finish(event.result, event.duration_s, arguments=event.arguments)
             else:
@@ -413,10 +477,10 @@ class Transcript(VerticalScroll):
         elif isinstance(event, ev.CompactionApplied):
             await self.finish_answer()
             for child in self.children:
-                if child is not self._banner:
+                if not self._is_chrome(child):
                     child.add_class("archived")
-                    thaw_within(child)  # settled lines were captured without the dimming
-            await self.mount(CompactionDivider(event.summary, event.messages_before))
+                    pieces.thaw_within(child)  # settled lines were captured without the dimming
+            await self._mount_message(CompactionDivider(event.summary, event.messages_before))
         elif isinstance(event, ev.TurnEnded):
             await self.finish_answer(interrupted=event.outcome == "aborted")
             for card in list(self._cards.values()):
@@ -424,15 +488,20 @@ class Transcript(VerticalScroll):
             self._cards.clear()
 
     def _awaiting_start(self, text: str) -> bool:
-        """The app already showed this message when it was sent."""
-        for child in reversed(self.children):
-            if isinstance(child, UserMessage):
-                return child.text == text and not child.queued
+        """The app already showed this message when it was sent (claimed once, oldest first).
+
+        Not just the last one: a message sent right after it may already be
+        below it, queued, when the turn reports starting.
+        """
+        for child in self.query_children(UserMessage):
+            if not child.queued and not child.started and child.text == text:
+                child.started = True
+                return True
         return False
 
     def _last_answer(self) -> AssistantMessage | None:
         for child in reversed(self.children):
-            if isinstance(child, AssistantMessage):
+            if isinstance(child, answers.AssistantMessage):
                 return child
         return None
 
