@@ -22,26 +22,32 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from selfref_tui.agent import events as ev
 from selfref_tui.config import AppConfig
 from selfref_tui.ui import commands as slash
 from selfref_tui.ui.keymap import BINDINGS, check_keymap
+from selfref_tui.ui.lazy_import import LazyModule
 from selfref_tui.ui.widgets.app_header import AppHeader
 from selfref_tui.ui.widgets.chat_input import ChatInput
 from selfref_tui.ui.widgets.experience_list import ExperienceList
-from selfref_tui.ui.widgets.fork_panel import ForkPanel
 from selfref_tui.ui.widgets.ref_list import RefList
 from selfref_tui.ui.widgets.sidebar import Sidebar
 from selfref_tui.ui.widgets.transcript import Transcript
+
+if TYPE_CHECKING:
+    from selfref_tui.agent import events as ev
+    from selfref_tui.ui.widgets.fork_panel import ForkPanel
+else:  # events exist once the runtime does, after the first frame
+    ev = LazyModule("selfref_tui.agent.events")
 
 #: keys the chat input handles itself, listed on the help screen after the app's bindings
 INPUT_KEYS = [
@@ -49,7 +55,11 @@ INPUT_KEYS = [
     ("up", "On an empty input: recall earlier inputs"),
     ("end", "On an empty input: back to the bottom of the transcript"),
     ("pageup / pagedown", "Scroll the transcript"),
+    ("tab / shift+tab", "Move to the experiences and refs lists and back"),
 ]
+
+#: a second Esc this soon after a stop is the same press repeated, not a new stop
+ESC_REPEAT_S = 0.5
 
 PLACEHOLDER = "Message  (Enter send · shift+enter/ctrl+j newline · / commands · F1 help)"
 
@@ -60,9 +70,12 @@ class _Drain(Message):
 
 
 class SelfRefApp(App[int]):
-    CSS_PATH = "app.tcss"
+    #: absolute, so subclasses (tests, benchmarks) in other directories find it
+    CSS_PATH = str(Path(__file__).with_name("app.tcss"))
     TITLE = "selfref-tui"
     BINDINGS = BINDINGS
+    #: the screen gets -narrow below 100 columns (see app.tcss)
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (100, "-wide")]
 
     def __init__(
         self,
@@ -92,6 +105,7 @@ class SelfRefApp(App[int]):
         #: characters streamed in this answer; tokens ≈ chars/4, whatever the burst sizes
         self._stream_chars = 0
         self._closed = False
+        self._stopped_at = float("-inf")
         keymap, self.keymap_warnings = check_keymap(config.keymap)
         self._user_keymap = keymap
 
@@ -106,7 +120,7 @@ class SelfRefApp(App[int]):
             with Vertical(id="chat"):
                 yield Transcript(id="transcript")
                 yield ChatInput(id="input", placeholder=PLACEHOLDER)
-            yield ForkPanel(id="forks", clock=self.clock)
+            # The fork panel starts hidden: boot() mounts it after the first frame.
             yield Sidebar(
                 id="sidebar", compact_ratio=self.config.agent.auto_compact_ratio, clock=self.clock
             )
@@ -130,7 +144,19 @@ class SelfRefApp(App[int]):
 
     @property
     def fork_panel(self) -> ForkPanel:
-        return self.query_one("#forks", ForkPanel)
+        found = self.query("#forks")
+        if found:
+            return found.first()  # type: ignore[return-value]
+        panel = self._new_fork_panel()
+        self.query_one("#body").mount(panel, before=self.sidebar)  # before boot got to it
+        return panel
+
+    def _new_fork_panel(self) -> ForkPanel:
+        from selfref_tui.ui.widgets.fork_panel import ForkPanel
+
+        panel = ForkPanel(id="forks", clock=self.clock)
+        panel.display = False
+        return panel
 
     def _model_name(self) -> str:
         if self.config.provider.demo:
@@ -144,7 +170,6 @@ class SelfRefApp(App[int]):
             self.set_keymap(self._user_keymap)
         for warning in self.keymap_warnings:
             self.notify(warning, severity="warning", timeout=8)
-        self.fork_panel.display = False
         if self.is_headless:
             self.chat_input.cursor_blink = False  # tests and snapshots: a steady frame
         self.chat_input.focus()
@@ -174,6 +199,8 @@ class SelfRefApp(App[int]):
     async def boot(self) -> None:
         """Everything slow, after the first frame: demo server, runtime import, store."""
         provider_config = self.config.provider
+        if not self.query("#forks"):
+            await self.query_one("#body").mount(self._new_fork_panel(), before=self.sidebar)
         try:
             if provider_config.demo:
                 # The demo server paced like a real model, so Esc on a long answer can be tried.
@@ -182,8 +209,7 @@ class SelfRefApp(App[int]):
                 self.demo_server = demo_server()
                 url = await self.demo_server.start()
                 provider_config = demo_provider(url)
-            # openai takes ~0.5 s to import: do it off the loop so keys stay live.
-            await asyncio.to_thread(_preload_runtime)
+            await self.load_runtime()
             from selfref_tui.agent.loop import Agent
             from selfref_tui.agent.provider import Provider
             from selfref_tui.agent.router import AgentInputRouter
@@ -208,9 +234,15 @@ class SelfRefApp(App[int]):
             return
         self.ready = True
         await self.open_key(self.key)
+        # Typed before the agent was ready: opening the key cleared them off the
+        # transcript; they go out now, in order, shown as any message is.
         early, self._early_inputs = self._early_inputs, []
         for text in early:
-            await self._send(text, shown=True)
+            await self._send(text)
+
+    async def load_runtime(self) -> None:
+        """openai takes ~0.5 s to import: do it off the loop so keys stay live."""
+        await asyncio.to_thread(_preload_runtime)
 
     async def open_key(self, key: str) -> bool:
         """Show ``key``: its history (tail first), experiences, refs and forks."""
@@ -218,6 +250,8 @@ class SelfRefApp(App[int]):
 
         self.header.set_key(key)
         self.header.set_status("loading…")
+        self.sidebar.show_loading()
+        self.sidebar.meter.forget_last_answer()
         await self.transcript.reset()
         self.fork_panel.clear()
         try:
@@ -231,20 +265,32 @@ class SelfRefApp(App[int]):
                 memory = await asyncio.to_thread(self.agent.memory, key)
         except StoreError as exc:
             self.key_error = str(exc)
-            self.header.set_status("unavailable")
-            await self.transcript.add_error(str(exc), "store")
+            await self._key_unavailable(key, str(exc))
             self.notify(str(exc), title=f"Memory key {key!r}", severity="error", timeout=10)
             return False
         except Exception as exc:
             self.key_error = f"Cannot open memory key {key!r}: {exc}"
-            self.header.set_status("unavailable")
-            await self.transcript.add_error(self.key_error, "store")
+            await self._key_unavailable(key, self.key_error)
             return False
         self.key_error = None
-        self.key = key
+        previous, self.key = self.key, key
+        if previous != key:
+            self.agent.release(previous)  # another window may write it now
         if self.router is not None:
             self.router.key = key
+        # Early inputs are about to be sent: no hint to flash up before them.
+        self.transcript.set_empty_hint("" if self._early_inputs else self._empty_hint(key))
         await self.transcript.load_history(memory.history, tail=self.tail_items)
+        self.chat_input.recall_from(
+            [
+                m["content"]
+                for m in memory.history
+                if m.get("role") == "user"
+                and isinstance(m.get("content"), str)
+                and m.get("compaction") is None
+                and not m.get("runtime_note")
+            ]
+        )
         self._refresh_sidebar(memory)
         forks = getattr(memory, "forks", {}) or {}
         if forks:
@@ -252,6 +298,12 @@ class SelfRefApp(App[int]):
         self.header.set_status("ready")
         self._refresh_usage()
         return True
+
+    async def _key_unavailable(self, key: str, why: str) -> None:
+        self.header.set_status("unavailable")
+        self.sidebar.set_experiences([])  # not "loading…" forever
+        self.sidebar.set_refs([])
+        await self.transcript.add_error(why, "store")
 
     @work(exclusive=True, group="usage")
     async def _refresh_usage(self) -> None:
@@ -288,6 +340,41 @@ class SelfRefApp(App[int]):
                 )
         rows.sort(key=lambda r: r["order"])
         self.sidebar.set_refs(rows)
+
+    def _empty_hint(self, key: str) -> Content:
+        """A new conversation says what the agent can do and where to look."""
+        sidebar, forks = self._key_label("toggle_sidebar", "ctrl+b"), self._key_label(
+            "toggle_forks", "ctrl+f"
+        )
+        export, helps = self._key_label("export_ref", "ctrl+s"), self._key_label("help", "f1")
+        parts: list[str | tuple[str, str]] = [
+            "A new conversation on key ",
+            (key, "bold"),
+            ".\n\nThe agent remembers facts across sessions (the sidebar, ",
+            (sidebar, "bold $accent"),
+            "), wraps output worth keeping in refs you can export (",
+            (export, "bold $accent"),
+            "), compacts a long history by itself, and can fork helper agents (",
+            (forks, "bold $accent"),
+            ").\n\n",
+            (helps.upper() if len(helps) <= 3 else helps, "bold $accent"),
+            " keys and slash commands · ",
+            ("/context", "bold $accent"),
+            " what the model will see next",
+        ]
+        if self.config.provider.demo:
+            parts += [
+                "\n\nThe offline demo model answers: ",
+                ("show me some code", "italic"),
+                " · ",
+                ("remember that I like Python", "italic"),
+                " · ",
+                ("fork two helpers", "italic"),
+                " · ",
+                ("write something long", "italic"),
+                " (then Esc)",
+            ]
+        return Content.assemble(*parts)
 
     # ------------------------------------------------------------- events
 
@@ -330,13 +417,20 @@ class SelfRefApp(App[int]):
         if isinstance(event, ev.TextDelta):
             self._stream_chars += len(event.text)
             meter.stream_progress(max(1, self._stream_chars // 4))
+            self._set_phase("writing…")
+        elif isinstance(event, ev.ReasoningDelta):
+            self._set_phase("thinking…")
+        elif isinstance(event, ev.ToolCallStarted):
+            self._set_phase("writing a tool call…")  # its arguments are still streaming
         elif isinstance(event, ev.TurnStarted):
             self._stream_chars = 0
             meter.stream_started()
             self.header.set_status("working…")
             self.chat_input.add_class("-busy")
         elif isinstance(event, ev.LLMCallStarted):
-            self.header.set_status("waiting for the model…")
+            self._set_phase("waiting for the model…")
+        elif isinstance(event, ev.LLMCallEnded) and event.finish_reason == "tool_calls":
+            self._set_phase("running tools…")
         elif isinstance(event, ev.ContextUsage):
             meter.set_usage(event.tokens, event.window)
         elif isinstance(event, ev.TurnEnded):
@@ -363,6 +457,11 @@ class SelfRefApp(App[int]):
             self.header.set_status(f"retrying in {event.delay_s:.1f}s (attempt {event.attempt})")
         elif isinstance(event, ev.Aborted):
             self.header.set_status("stopped")
+
+    def _set_phase(self, status: str) -> None:
+        """The header says what the turn is doing now; set once per change, not per token."""
+        if self.header.status != status:
+            self.header.set_status(status)
 
     def _ask(self, event: ev.QuestionAsked) -> None:
         from selfref_tui.ui.screens.question import QuestionScreen
@@ -428,12 +527,8 @@ class SelfRefApp(App[int]):
         message.chat_input.accept(message.text)
         await self._send(text)
 
-    async def _send(self, text: str, *, shown: bool = False) -> None:
+    async def _send(self, text: str) -> None:
         outcome = self.router.submit(text)
-        if shown:
-            if outcome != "queued":
-                self.transcript.deliver(text)
-            return
         await self.transcript.add_user(text, queued=outcome == "queued")
 
     @on(ChatInput.ScrollToBottom)
@@ -504,6 +599,9 @@ class SelfRefApp(App[int]):
                 f"No experience {exp_id}; the sidebar lists them (ctrl+b).", severity="warning"
             )
         self._refresh_sidebar()
+        focused = self.focused
+        if focused is not None and not focused.display:
+            self.chat_input.focus()  # the list emptied under the cursor: typing must land somewhere
 
     @on(ExperienceList.ForgetRequested)
     def _forget_requested(self, message: ExperienceList.ForgetRequested) -> None:
@@ -523,7 +621,13 @@ class SelfRefApp(App[int]):
 
     def action_abort(self) -> None:
         self.chat_input.focus()
+        now = self.clock()
+        if now - self._stopped_at < ESC_REPEAT_S:
+            # A double press stops once: the turn running now is the message the
+            # person queued before, started by the first Esc's stop.
+            return
         if self.router is not None and self.router.abort():
+            self._stopped_at = now
             self.header.set_status("stopping…")
 
     def action_ref_prev(self) -> None:
@@ -542,7 +646,10 @@ class SelfRefApp(App[int]):
         if block is None:
             self.notify("No ref to copy yet.", severity="warning")
             return
-        text = block.text_so_far
+        from selfref_tui.refs.export import export_plan
+
+        # The same text an export writes: a ref that is one code fence copies as code.
+        text = export_plan(block.ref_id, block.text_so_far).content
         self.copy_to_clipboard(text)
         self.notify(f"Copied ref:{block.ref_id} ({len(text)} characters).")
 
@@ -638,7 +745,9 @@ class SelfRefApp(App[int]):
         self.push_screen(ContextView(messages, tokens))
 
     def action_new_key(self) -> None:
-        if not self._agent_ready():
+        # A locked or damaged key is exactly when a fresh one is wanted: only start-up waits.
+        if not self.ready:
+            self.notify("Still starting up; try again in a moment.", severity="warning")
             return
         existing = {info.key for info in self.selfref.keys()} | {self.key}  # noqa: SIM118
         n = 1
@@ -653,10 +762,15 @@ class SelfRefApp(App[int]):
         from selfref_tui.selfref.keys import validate_key
         from selfref_tui.ui.screens.key_switcher import KeySwitcher
 
+        # A person's keys: forks are the agent's (their results show in the fork panel);
+        # the key on screen is listed even before its first message is written.
         keys = [
             {"key": i.key, "messages": i.messages, "updated": i.updated}
             for i in await asyncio.to_thread(self.selfref.keys)
+            if "::fork::" not in i.key
         ]
+        if self.key not in {k["key"] for k in keys}:
+            keys.insert(0, {"key": self.key, "messages": 0, "updated": None})
         chosen = await self.push_screen_wait(KeySwitcher(keys, self.key, validate=validate_key))
         if chosen:
             await self.switch_key(chosen)

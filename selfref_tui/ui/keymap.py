@@ -14,6 +14,9 @@ from collections.abc import Mapping
 
 from textual.binding import Binding
 
+#: ctrl+up / ctrl+down share one footer entry ("^↑^↓ Ref")
+_REF_KEYS = Binding.Group("Ref", compact=True)
+
 #: Keys the chat input (TextArea) uses for editing.
 RESERVED_KEYS: frozenset[str] = frozenset(f"ctrl+{c}" for c in "aekuwdxcvzy") | {
     "enter",
@@ -49,6 +52,7 @@ BINDINGS: list[Binding] = [
         "ref_prev",
         "Prev ref",
         id="ref_prev",
+        group=_REF_KEYS,
         tooltip="Highlight the previous ref in the transcript",
     ),
     Binding(
@@ -56,6 +60,7 @@ BINDINGS: list[Binding] = [
         "ref_next",
         "Next ref",
         id="ref_next",
+        group=_REF_KEYS,
         tooltip="Highlight the next ref in the transcript",
     ),
     Binding(
@@ -82,7 +87,14 @@ BINDINGS: list[Binding] = [
     Binding(
         "ctrl+f", "toggle_forks", "Forks", id="toggle_forks", tooltip="Show or hide the fork panel"
     ),
-    Binding("ctrl+n", "new_key", "New key", id="new_key", tooltip="Start a new memory key"),
+    Binding(
+        "ctrl+n",
+        "new_key",
+        "New key",
+        id="new_key",
+        show=False,  # the footer is full at 120 columns; F1 and the palette list it
+        tooltip="Start a new memory key",
+    ),
     Binding(
         "ctrl+o",
         "switch_key",
@@ -104,6 +116,7 @@ BINDINGS: list[Binding] = [
         "command_palette",
         "Palette",
         id="command_palette",
+        show=False,  # Textual's footer shows the palette key on its right already
         tooltip="Every action, searchable",
     ),
     Binding("ctrl+q", "quit", "Quit", id="quit", priority=True, tooltip="Quit selfref-tui"),

@@ -87,9 +87,27 @@ async def started(pilot, app: SelfRefApp) -> None:
 
 
 async def turn_done(pilot, app: SelfRefApp, status: str = "ready", timeout: float = 10.0) -> None:
-    await wait_until(
-        pilot, lambda: idle(app) and app.header.status == status, timeout, what=f"status {status}"
-    )
+    try:
+        await wait_until(
+            pilot,
+            lambda: idle(app) and app.header.status == status,
+            timeout,
+            what=f"status {status}",
+        )
+    except AssertionError as exc:
+        router = app.router
+        transcript = app.transcript
+        pump = transcript._pump
+        where = ""
+        if pump is not None and not pump.done():
+            frames = pump.get_stack(limit=30)
+            where = " <- ".join(f"{f.f_code.co_name}:{f.f_lineno}" for f in frames)
+        raise AssertionError(
+            f"{exc}; header {app.header.status!r}, router busy "
+            f"{router.busy if router else None}, events waiting {len(app._events)}, "
+            f"transcript settled {transcript.settled} (queued "
+            f"{[type(e).__name__ for e in transcript._queue]}, pump at {where or '-'})"
+        ) from None
 
 
 def stored(tmp_path: Path, key: str = "main") -> list[dict]:

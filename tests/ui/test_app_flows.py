@@ -15,6 +15,7 @@ from selfref_tui.config import AppConfig, ProviderConfig
 from selfref_tui.context.mutations import UserMessageMutation
 from selfref_tui.demo.script import HttpError, Reply, Stall
 from selfref_tui.demo.server import DemoServer
+from selfref_tui.selfref.errors import StoreLockedError
 from selfref_tui.selfref.reference import SelfReference
 from selfref_tui.ui.app import SelfRefApp
 from selfref_tui.ui.widgets.assistant_message import AssistantMessage
@@ -23,10 +24,12 @@ from selfref_tui.ui.widgets.user_message import UserMessage
 from tests.ui.helpers import (
     SIZE,
     TWO_REFS,
+    fixed_clock,
     idle,
     make_app,
     started,
     stored,
+    turn_done,
     type_and_send,
     wait_until,
 )
@@ -159,9 +162,14 @@ async def test_ref_highlight_export_and_overwrite_prompt(tmp_path, monkeypatch):
             )
             await pilot.press("a")
             await wait_until(pilot, lambda: target.read_text().count("def fib") == 2, what="append")
-            # Copy key: the highlighted ref goes to the clipboard.
+            # Copy key: the highlighted ref goes to the clipboard as an export writes
+            # it — a ref that is one code fence copies as the code alone.
             await pilot.press("ctrl+r")
-            assert app.clipboard == app.transcript.highlighted.content
+            assert app.transcript.highlighted.content.startswith("```python")
+            assert app.clipboard == (
+                "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n"
+                "        a, b = b, a + b\n    return a\n"
+            )
 
 
 async def test_switch_key_with_slash_command(tmp_path):
@@ -179,6 +187,7 @@ async def test_switch_key_with_slash_command(tmp_path):
             )
             assert not app.transcript.query(UserMessage)
             assert app.header.key == "work"
+            assert "last answer" not in str(app.sidebar.meter.render())  # that was main's
             await type_and_send(pilot, "hello work")
             await wait_until(
                 pilot,
@@ -250,6 +259,12 @@ async def test_store_locked_by_another_writer_keeps_typed_text(tmp_path):
                 await pilot.pause()
                 assert app.chat_input.text == "do not lose me"
                 assert not app.transcript.query(UserMessage)
+                # A new key is the way out, and the text is still there to send in it.
+                await pilot.press("ctrl+n")
+                await wait_until(pilot, lambda: app.key == "chat-1" and not app.key_error)
+                await pilot.press("enter")
+                await wait_until(pilot, lambda: app.transcript.query(UserMessage))
+                assert app.transcript.query_one(UserMessage).text == "do not lose me"
     finally:
         other.close()
 
@@ -318,3 +333,232 @@ async def test_page_keys_scroll_the_transcript_and_end_returns_to_the_bottom(tmp
             assert t.scroll_y < bottom
             await pilot.press("end")  # End on an empty input: back to the bottom
             await wait_until(pilot, lambda: t.scroll_y == t.max_scroll_y, what="bottom")
+
+
+async def test_an_empty_conversation_says_what_it_can_do_until_its_first_message(tmp_path):
+    async with DemoServer([Reply(text="hello back")]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            hint = app.transcript.empty_hint
+            assert hint is not None and "A new conversation on key main" in hint
+            assert "ctrl+s" in hint and "/context" in hint
+            assert "demo model" not in hint  # only the demo model gets its prompts listed
+            await type_and_send(pilot, "hi")
+            await wait_until(pilot, lambda: idle(app) and app.header.status == "ready", what="turn")
+            assert app.transcript.empty_hint is None
+            await type_and_send(pilot, "/key work")
+            await wait_until(
+                pilot, lambda: app.key == "work" and app.header.status == "ready", what="switch"
+            )
+            assert "key work" in (app.transcript.empty_hint or "")
+            await type_and_send(pilot, "/key main")
+            await wait_until(
+                pilot, lambda: app.key == "main" and app.header.status == "ready", what="back"
+            )
+            assert app.transcript.empty_hint is None  # main has a history now
+
+
+class _GatedStart(SelfRefApp):
+    """Start-up waits for ``gate``: what is typed meanwhile takes the early-input path."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.gate = asyncio.Event()
+
+    async def load_runtime(self) -> None:
+        await self.gate.wait()
+        await super().load_runtime()
+
+
+async def test_messages_typed_before_start_up_finishes_are_sent_in_order(tmp_path):
+    async with DemoServer([Reply(text="first answer"), Reply(text="second answer")]) as url:
+        provider = ProviderConfig(base_url=url, api_key="test", model="test-model", max_retries=0)
+        app = _GatedStart(AppConfig(provider=provider, data_dir=tmp_path / "data", key="main"))
+        async with app.run_test(size=SIZE) as pilot:
+            await type_and_send(pilot, "one")
+            await type_and_send(pilot, "two")
+            assert not app.ready
+            assert [(m.text, m.queued) for m in app.transcript.query(UserMessage)] == [
+                ("one", True),
+                ("two", True),
+            ]
+            hint_seen: list[str] = []
+
+            async def watch_hint() -> None:
+                while True:
+                    if app.transcript.empty_hint:
+                        hint_seen.append(app.transcript.empty_hint)
+                    await asyncio.sleep(0.001)
+
+            watcher = asyncio.create_task(watch_hint())
+            app.gate.set()
+            try:
+                await wait_until(
+                    pilot,
+                    # "two" may start its own turn or reach the model at the first
+                    # step of "one"'s (it was queued while that turn began): either way
+                    # both are delivered and answered.
+                    lambda: (
+                        idle(app)
+                        and app.header.status == "ready"
+                        and app.transcript.query(AssistantMessage)
+                        and not app.transcript.queued_messages()
+                    ),
+                    what="both delivered",
+                )
+            finally:
+                watcher.cancel()
+            assert [(m.text, m.queued) for m in app.transcript.query(UserMessage)] == [
+                ("one", False),
+                ("two", False),
+            ]
+            assert hint_seen == []  # the empty-conversation hint never flashed up before them
+    users = [m["content"] for m in stored(tmp_path) if m["role"] == "user"]
+    assert users == ["one", "two"]
+
+
+_COMPACT = {
+    "goal": "Test compaction",
+    "instruction": "Be brief",
+    "discoveries": ["d1"],
+    "completed": ["c1"],
+    "current_status": "summarised",
+    "likely_next_work": "continue",
+    "relevant_files_directories": [],
+    "remember": [],
+}
+
+
+async def test_a_compaction_reads_the_same_after_a_reload(tmp_path):
+    from selfref_tui.demo.script import ToolCall
+    from selfref_tui.ui.widgets.compaction_divider import CompactionDivider
+
+    script = [
+        Reply(text="first answer"),
+        Reply(tool_calls=[ToolCall("compact", _COMPACT, id="k")]),
+        Reply(text="Compacted."),
+        Reply(text="in other"),
+    ]
+    async with DemoServer(script) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "hello")
+            await turn_done(pilot, app)
+            await type_and_send(pilot, "/compact")
+            await wait_until(
+                pilot,
+                lambda: idle(app) and app.transcript.query(CompactionDivider),
+                what="compaction",
+            )
+            await turn_done(pilot, app)
+            live = app.transcript.query_one(CompactionDivider).messages_before
+            live_users = [m.text for m in app.transcript.query(UserMessage)]
+            assert live > 0
+            await type_and_send(pilot, "/key other")
+            await wait_until(pilot, lambda: app.key == "other" and app.header.status == "ready")
+            await type_and_send(pilot, "/key main")
+            await wait_until(pilot, lambda: app.key == "main" and app.header.status == "ready")
+            # Reloaded from the store: the same count, and the runtime's own prompt to the
+            # model stays hidden as it was live.
+            assert app.transcript.query_one(CompactionDivider).messages_before == live
+            reloaded_users = [m.text for m in app.transcript.query(UserMessage)]
+            assert reloaded_users == live_users
+            assert not any("selfref-tui runtime" in text for text in reloaded_users)
+
+
+async def test_a_double_esc_stops_the_answer_but_not_the_message_queued_behind_it(tmp_path):
+    first, second = asyncio.Event(), asyncio.Event()
+    script = [
+        Stall(first, text_before="A long answer", text_after=" never sent"),
+        Stall(second, text_before="Answering the", text_after=" queued message."),
+    ]
+    async with DemoServer(script) as url:
+        # A clock that never moves: the second Esc is always "right after" the first.
+        app = make_app(tmp_path, url, clock=fixed_clock)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "write a lot")
+            await wait_until(pilot, lambda: app.transcript.current is not None, what="stream")
+            await type_and_send(pilot, "and then this")
+            await wait_until(pilot, lambda: app.transcript.queued_messages(), what="queued")
+            await pilot.press("escape")
+            await wait_until(
+                pilot,
+                lambda: (
+                    not app.transcript.queued_messages()
+                    and app.transcript.current is not None
+                    and "Answering" in app.transcript.current.text
+                ),
+                what="the queued message's turn",
+            )
+            await pilot.press("escape")  # the same press, repeated: ignored
+            second.set()
+            await wait_until(pilot, lambda: idle(app) and app.header.status == "ready")
+            answers = list(app.transcript.query(AssistantMessage))
+            assert answers[0].interrupted and not answers[-1].interrupted
+        first.set()
+    assert stored(tmp_path)[-1]["content"] == "Answering the queued message."
+
+
+async def test_the_key_switcher_lists_the_persons_keys_and_the_one_on_screen(tmp_path):
+    store = SelfReference(tmp_path / "data")
+    try:
+        for key in ("main", "main::fork::1", "work"):
+            store.open(key).commit([UserMessageMutation({"role": "user", "content": "hi"})])
+    finally:
+        store.close()
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url, key="fresh")  # nothing written under it yet
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await pilot.press("ctrl+o")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "KeySwitcher")
+            listed = {key.split(":", 1)[1] for key in app.screen.visible_keys}
+            assert listed == {"fresh", "main", "work"}  # no fork keys: they are the agent's
+
+
+async def test_switching_away_from_a_key_lets_another_window_write_it(tmp_path):
+    async with DemoServer([Reply(text="answer in main")]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "hello main")
+            await turn_done(pilot, app)
+            other = SelfReference(tmp_path / "data")  # another window on the same store
+            try:
+                with pytest.raises(StoreLockedError):
+                    other.open("main")
+                await type_and_send(pilot, "/key work")
+                await wait_until(pilot, lambda: app.key == "work" and app.header.status == "ready")
+                memory = other.open("main")  # released: this one may write it now
+                assert memory.history[-1]["content"] == "answer in main"
+                other.release("main")
+                # Back again: the app takes the key once more and shows its history.
+                await type_and_send(pilot, "/key main")
+                await wait_until(pilot, lambda: app.key == "main" and app.header.status == "ready")
+                assert [m.text for m in app.transcript.query(UserMessage)] == ["hello main"]
+            finally:
+                other.close()
+
+
+async def test_up_recalls_what_was_sent_before_a_restart(tmp_path):
+    store = SelfReference(tmp_path / "data")
+    try:
+        store.open("main").commit(
+            [
+                UserMessageMutation({"role": "user", "content": "first question"}),
+                UserMessageMutation({"role": "user", "content": "second question"}),
+            ]
+        )
+    finally:
+        store.close()
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await pilot.press("up")
+            assert app.chat_input.text == "second question"
+            await pilot.press("up")
+            assert app.chat_input.text == "first question"

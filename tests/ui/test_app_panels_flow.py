@@ -72,6 +72,24 @@ async def test_forget_experience_from_sidebar_is_persisted(tmp_path):
     assert "exp_002" in log.splitlines()[-1]  # the last commit is the forget
 
 
+async def test_forgetting_the_last_experience_hands_the_keys_back_to_the_input(tmp_path):
+    seed_experiences(tmp_path, ["Likes Python"])
+    async with DemoServer([Reply(text="noted")]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            experiences = app.sidebar.experience_list
+            await pilot.press("tab")  # from the input to the experiences
+            assert app.focused is experiences.option_list
+            await pilot.press("delete", "y")
+            await wait_until(pilot, lambda: not experiences.experiences, what="forgotten")
+            # The emptied list is hidden; what is typed next must reach the input.
+            assert app.focused is app.chat_input
+            await type_and_send(pilot, "still here")
+            await turn_done(pilot, app)
+            assert app.transcript.query("UserMessage").last().text == "still here"
+
+
 CHILD_MARK = "CHILD TASK"
 
 

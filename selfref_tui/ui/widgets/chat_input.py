@@ -85,6 +85,11 @@ class ChatInput(TextArea):
         self._recall_index = None
         self.clear()
 
+    def recall_from(self, earlier: list[str], limit: int = 200) -> None:
+        """Start Up's history from what was sent before (a restart), if nothing is sent yet."""
+        if not self.sent_history:
+            self.sent_history = [t for t in earlier if t.strip()][-limit:]
+
     # Up/Down recall earlier inputs while the input is empty or showing one.
     def _recalling(self) -> bool:
         if not self.text:

@@ -104,6 +104,13 @@ class ContextMeter(Widget):
             self._ticker = None
         self.refresh(layout=True)
 
+    def forget_last_answer(self) -> None:
+        """Another key is on screen: its last answer is not the one shown."""
+        if not self.streaming:
+            self._stream_start = self._stream_end = None
+            self.stream_tokens = 0
+            self.refresh(layout=True)
+
     # -- figures ---------------------------------------------------------------------
     @property
     def ratio(self) -> float:

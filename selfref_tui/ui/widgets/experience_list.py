@@ -128,20 +128,25 @@ class ExperienceList(Vertical):
 
         experience_id: str
 
+    EMPTY = "Nothing remembered yet. The agent keeps durable facts here."
+
     def __init__(
         self,
         experiences: Sequence[Mapping[str, Any]] = (),
         *,
+        loading: bool = False,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self._experiences: list[dict[str, str]] = _clean(experiences)
+        #: no key's experiences yet (start-up, key switch): say so, not "nothing remembered"
+        self.loading = loading
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="section-title")
-        yield Static("Nothing remembered yet. The agent keeps durable facts here.", classes="empty")
+        yield Static(self.EMPTY, classes="empty")
         yield OptionList()
         yield _ForgetConfirm()
 
@@ -169,8 +174,16 @@ class ExperienceList(Vertical):
     def set_experiences(self, experiences: Sequence[Mapping[str, Any]]) -> None:
         """Replace the rows, keeping the highlight on the same id (or the same place)."""
         self._experiences = _clean(experiences)
+        self.loading = False
         if self.is_mounted:
             self._render_list(keep=self.option_list.highlighted)
+
+    def show_loading(self) -> None:
+        """A key is being opened: its rows come next."""
+        self._experiences = []
+        self.loading = True
+        if self.is_mounted:
+            self._render_list(keep=None)
 
     def action_forget(self) -> None:
         experience_id = self.highlighted_id
@@ -199,9 +212,11 @@ class ExperienceList(Vertical):
         elif count:
             option_list.highlighted = min(keep or 0, count - 1)
         self.query_one(".section-title", Static).update(
-            Content.assemble("EXPERIENCES ", (str(count), "dim"))
+            Content.assemble("EXPERIENCES ", ("…" if self.loading else str(count), "dim"))
         )
-        self.query_one(".empty").display = count == 0
+        empty = self.query_one(".empty", Static)
+        empty.update("Loading…" if self.loading else self.EMPTY)
+        empty.display = count == 0
         option_list.display = count > 0
 
     @on(OptionList.OptionSelected)

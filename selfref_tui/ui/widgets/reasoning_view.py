@@ -16,6 +16,9 @@ class ReasoningView(Collapsible):
         color: $text-muted;
     }
     ReasoningView > Contents { padding: 0 0 0 2; }
+    /* Full width, not auto: the word count grows the title, and a title whose
+       width follows its text needs a layout pass to show the new text. */
+    ReasoningView > CollapsibleTitle { width: 1fr; }
     ReasoningView Static { color: $text-muted; text-style: italic; }
     """
 

@@ -81,20 +81,25 @@ class RefList(Vertical):
         ref_id: str
         ref: dict[str, Any] = field(default_factory=dict)
 
+    EMPTY = "No refs yet. Answers wrapped in <ref> show up here."
+
     def __init__(
         self,
         refs: Sequence[Mapping[str, Any]] = (),
         *,
+        loading: bool = False,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self._refs: list[dict[str, Any]] = [dict(ref) for ref in refs if ref.get("id")]
+        #: no key's refs yet (start-up, key switch): say so, not "no refs"
+        self.loading = loading
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="section-title")
-        yield Static("No refs yet. Answers wrapped in <ref> show up here.", classes="empty")
+        yield Static(self.EMPTY, classes="empty")
         yield OptionList()
 
     def on_mount(self) -> None:
@@ -118,6 +123,14 @@ class RefList(Vertical):
     def set_refs(self, refs: Sequence[Mapping[str, Any]]) -> None:
         """Rows in display order: {"id", "content" or "chars"/"lines", "superseded"}."""
         self._refs = [dict(ref) for ref in refs if ref.get("id")]
+        self.loading = False
+        if self.is_mounted:
+            self._render_list()
+
+    def show_loading(self) -> None:
+        """A key is being opened: its refs come next."""
+        self._refs = []
+        self.loading = True
         if self.is_mounted:
             self._render_list()
 
@@ -160,8 +173,12 @@ class RefList(Vertical):
         count = len(self._refs)
         current = sum(1 for ref in self._refs if not ref.get("superseded"))
         figures = str(current) if current == count else f"{current} · {count - current} old"
+        if self.loading:
+            figures = "…"
         self.query_one(".section-title", Static).update(Content.assemble("REFS ", (figures, "dim")))
-        self.query_one(".empty").display = count == 0
+        empty = self.query_one(".empty", Static)
+        empty.update("Loading…" if self.loading else self.EMPTY)
+        empty.display = count == 0
         option_list.display = count > 0
 
     @on(OptionList.OptionSelected)

@@ -54,9 +54,9 @@ class Sidebar(Vertical):
         self._clock = clock
 
     def compose(self) -> ComposeResult:
-        yield ExperienceList()
+        yield ExperienceList(loading=True)
         yield Rule(classes="-sidebar-rule")
-        yield RefList()
+        yield RefList(loading=True)
         yield ContextMeter(compact_ratio=self._compact_ratio, clock=self._clock)
 
     @property
@@ -76,3 +76,8 @@ class Sidebar(Vertical):
 
     def set_refs(self, refs: Sequence[Mapping[str, Any]]) -> None:
         self.ref_list.set_refs(refs)
+
+    def show_loading(self) -> None:
+        """Between keys: neither list claims the new key has nothing."""
+        self.experience_list.show_loading()
+        self.ref_list.show_loading()

@@ -41,6 +41,8 @@ class ToolCard(Collapsible):
     ToolCard.-cancelled { border-left: outer $warning; }
     ToolCard.archived { opacity: 60%; }
     ToolCard > Contents { padding: 0 1 0 2; }
+    /* Full width: status and duration change the title; see ReasoningView. */
+    ToolCard > CollapsibleTitle { width: 1fr; }
     ToolCard .label { color: $text-muted; text-style: bold; }
     ToolCard .args, ToolCard .result { color: $text; }
     """

@@ -23,6 +23,8 @@ class UserMessage(Static):
         super().__init__(classes=classes)
         self.text = text
         self.queued = queued
+        #: a turn has reported starting with this message (see Transcript._awaiting_start)
+        self.started = False
         self.set_class(queued, "-queued")
         self._refresh_label()
 
