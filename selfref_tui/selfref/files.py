@@ -94,8 +94,13 @@ def write_file(
     exist_ok: bool = True,
     create: bool = True,
     roots: Sequence[str | os.PathLike[str]] | None = None,
+    separate: bool = False,
 ) -> Path:
-    """Write ``content`` atomically; returns the real path written."""
+    """Write ``content`` atomically; returns the real path written.
+
+    ``separate`` (a person's append): the content starts on a new line after
+    one blank line, so a second export does not run into the first.
+    """
     if mode not in MODES:
         raise FileWriteError(f"mode must be write, append or insert, not {mode!r}",
                              "invalid_parameter")
@@ -131,6 +136,8 @@ def write_file(
         except OSError as exc:
             raise FileWriteError(f"cannot read {shown}: {exc.strerror}") from None
     if mode == "append":
+        if separate and old.strip():
+            old = old.rstrip(b"\n") + b"\n\n"
         data = old + data
     elif mode == "insert":
         data = _insert(old, data, insert_at_line, shown)

@@ -105,6 +105,8 @@ class SelfRefApp(App[int]):
         #: characters streamed in this answer; tokens ≈ chars/4, whatever the burst sizes
         self._stream_chars = 0
         self._closed = False
+        #: the question an unsent draft raises on quit, while it is on screen
+        self._quit_prompt: Screen[bool] | None = None
         self._stopped_at = float("-inf")
         keymap, self.keymap_warnings = check_keymap(config.keymap)
         self._user_keymap = keymap
@@ -699,7 +701,7 @@ class SelfRefApp(App[int]):
                 return
             mode = "write" if mode == "overwrite" else "append"
         try:
-            written = write_file(target, plan.content, mode=mode, roots=None)
+            written = write_file(target, plan.content, mode=mode, roots=None, separate=True)
         except Exception as exc:
             self.notify(f"Could not write {target}: {exc}", severity="error", timeout=8)
             return
@@ -795,8 +797,36 @@ class SelfRefApp(App[int]):
         return await self.open_key(key)
 
     async def action_quit(self) -> None:
+        prompt = self._quit_prompt
+        if prompt is not None and self.screen is prompt:
+            prompt.dismiss(True)  # the quit key again, on its own question: yes
+            return
+        if prompt is None and self.chat_input.text.strip():
+            self._confirm_quit()
+            return
         await self.shutdown_runtime()
         self.exit(0)
+
+    @work(exclusive=True, group="quit")
+    async def _confirm_quit(self) -> None:
+        """Nothing typed is lost without asking: an unsent draft holds the quit."""
+        from selfref_tui.ui.screens.confirm import ConfirmScreen
+
+        quit_key = self._key_label("quit", "ctrl+q").split(",")[0].strip()
+        self._quit_prompt = ConfirmScreen(
+            "Quit? The message in the input has not been sent and will be lost.",
+            title="Unsent message",
+            yes_keys=("y", quit_key),
+        )
+        try:
+            quit_now = await self.push_screen_wait(self._quit_prompt)
+        finally:
+            self._quit_prompt = None
+        if quit_now:
+            await self.shutdown_runtime()
+            self.exit(0)
+        else:
+            self.chat_input.focus()
 
     async def shutdown_runtime(self) -> None:
         """Stop the turn (its abort patches are committed), close HTTP, release locks."""

@@ -72,6 +72,19 @@ def test_append(root):
     assert f.read_text() == "a\nb\n"
 
 
+def test_a_separate_append_starts_after_one_blank_line(root):
+    f = root / "code.py"
+    write_file(f, "one()", mode="append", separate=True)  # a new file: nothing before it
+    assert f.read_text() == "one()"
+    write_file(f, "two()\n", mode="append", separate=True)  # no newline at the end before
+    write_file(f, "three()\n", mode="append", separate=True)
+    assert f.read_text() == "one()\n\ntwo()\n\nthree()\n"
+    blank = root / "blank.txt"
+    blank.write_text("\n\n")
+    write_file(blank, "x", mode="append", separate=True)  # only blank lines: kept as they are
+    assert blank.read_text() == "\n\nx"
+
+
 def test_append_keeps_non_utf8_bytes(root):
     f = root / "bin.dat"
     f.write_bytes(b"\xff\xfe\n")

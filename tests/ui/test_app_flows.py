@@ -162,6 +162,9 @@ async def test_ref_highlight_export_and_overwrite_prompt(tmp_path, monkeypatch):
             )
             await pilot.press("a")
             await wait_until(pilot, lambda: target.read_text().count("def fib") == 2, what="append")
+            first = "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n"
+            first += "        a, b = b, a + b\n    return a\n"
+            assert target.read_text() == first + "\n" + first  # one blank line between copies
             # Copy key: the highlighted ref goes to the clipboard as an export writes
             # it — a ref that is one code fence copies as the code alone.
             await pilot.press("ctrl+r")
@@ -562,3 +565,34 @@ async def test_up_recalls_what_was_sent_before_a_restart(tmp_path):
             assert app.chat_input.text == "second question"
             await pilot.press("up")
             assert app.chat_input.text == "first question"
+
+
+async def test_quit_with_an_unsent_draft_asks_first(tmp_path):
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await pilot.press(*"half a thought")
+            await pilot.press("ctrl+q")
+            await wait_until(
+                pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="question"
+            )
+            await pilot.press("n")  # any other key: stay, draft and focus intact
+            await wait_until(pilot, lambda: app.focused is app.chat_input, what="back")
+            assert app.is_running and app.chat_input.text == "half a thought"
+            await pilot.press("ctrl+q")
+            await wait_until(
+                pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="again"
+            )
+            await pilot.press("ctrl+q")  # the quit key twice quits
+            await wait_until(pilot, lambda: not app.is_running, what="exit")
+        assert app.return_code == 0
+
+
+async def test_quit_with_an_empty_input_does_not_ask(tmp_path):
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await pilot.press("ctrl+q")
+            await wait_until(pilot, lambda: not app.is_running, what="exit")

@@ -61,6 +61,28 @@ async def test_export_dialog_returns_edited_path(tmp_path):
         assert app.results == [str(tmp_path / "fib.txt")]
 
 
+async def test_export_dialog_says_what_enter_will_do_to_the_disk(tmp_path):
+    (tmp_path / "old.py").write_text("x = 1\n")
+    app = HostApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open(pilot, ExportDialog("fib", str(tmp_path / "new" / "deep" / "fib.py")))
+        note = app.screen.query_one("#note", Static)
+        assert f"Creates the folder {tmp_path / 'new'}." in str(note.render())
+        field = app.screen.query_one(Input)
+        field.value = str(tmp_path / "old.py")
+        await pilot.pause()
+        assert "exists" in str(note.render()) and "append" in str(note.render())
+        field.value = str(tmp_path / "fresh.py")
+        await pilot.pause()
+        assert str(note.render()) == ""
+        field.value = str(tmp_path)  # a folder is not a file to write
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.results == []
+        assert "folder" in str(app.screen.query_one("#error", Static).render())
+
+
 async def test_export_dialog_escape_and_empty_path():
     app = HostApp()
     async with app.run_test(size=(100, 30)) as pilot:

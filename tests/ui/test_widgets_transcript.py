@@ -419,3 +419,27 @@ async def test_the_event_pump_survives_a_stray_cancellation_from_a_widget():
         t.post(ev.TurnEnded(key=K, turn_id=1, outcome="done"))
         await wait_until(pilot, lambda: t.settled)
         assert "TurnEnded" in shown
+
+
+async def test_a_piece_whose_code_scrolls_sideways_is_not_settled():
+    """Settled lines are cut at the edge; a wide fence must stay scrollable."""
+    app = ManualSettleApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        t = app.t
+        wide = "x = " + " + ".join(f"value_{i}" for i in range(40))
+        tail = "\n\n".join(f"Line {i}." for i in range(60))
+        # A ref ends the first piece: the fence's piece is finished and scrolls out of view.
+        text = f"```python\n{wide}\n```\n\n<ref id=\"r\">kept</ref>\n\n{tail}"
+        await stream(t, text, size=50)
+        await t.handle(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
+        await pilot.pause()
+        t.scroll_end(animate=False)
+        await pilot.pause()
+        pieces = list(t.query(StreamingMarkdown))
+        fence_piece = next(p for p in pieces if p.query("MarkdownFence"))
+        assert fence_piece.query_one("MarkdownFence").max_scroll_x > 0
+        plain = [p for p in pieces if p is not fence_piece and not p.query("MarkdownFence")]
+        while t.settle_out_of_view():
+            await pilot.pause()
+        assert fence_piece.is_attached and not fence_piece.streaming  # still live
+        assert any(not p.is_attached for p in plain)  # while others did settle

@@ -27,10 +27,13 @@ class ConfirmScreen(ModalScreen[bool]):
     ConfirmScreen #keys { color: $text-muted; margin-top: 1; }
     """
 
-    def __init__(self, question: str, *, title: str = "Confirm") -> None:
+    def __init__(
+        self, question: str, *, title: str = "Confirm", yes_keys: tuple[str, ...] = ("y",)
+    ) -> None:
         super().__init__()
         self.question = question
         self.dialog_title = title
+        self.yes_keys = yes_keys
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
@@ -38,7 +41,10 @@ class ConfirmScreen(ModalScreen[bool]):
             yield Static(Content(self.question), id="question")
             yield Static(
                 Content.assemble(
-                    ("y", "bold $primary"), " yes   ", ("any other key", "bold"), " no"
+                    (" / ".join(self.yes_keys), "bold $primary"),
+                    " yes   ",
+                    ("any other key", "bold"),
+                    " no",
                 ),
                 id="keys",
             )
@@ -46,4 +52,4 @@ class ConfirmScreen(ModalScreen[bool]):
     async def _on_key(self, event: events.Key) -> None:
         event.stop()
         event.prevent_default()
-        self.dismiss(event.key == "y")
+        self.dismiss(event.key in self.yes_keys)

@@ -36,6 +36,7 @@ class ExportDialog(ModalScreen[str | None]):
     }
     ExportDialog Input { margin: 0; }
     ExportDialog #error { color: $error; height: auto; }
+    ExportDialog #note { color: $text-muted; height: auto; display: none; }
     ExportDialog #hint { color: $text-muted; margin-top: 1; }
     """
 
@@ -58,6 +59,7 @@ class ExportDialog(ModalScreen[str | None]):
                 yield Static(Content(shown), id="preview")
             yield Input(self.suggested_path, placeholder="path/to/file", id="path")
             yield Static("", id="error")
+            yield Static("", id="note")
             yield Static(
                 Content.assemble(
                     ("enter", "bold $primary"), " write   ", ("esc", "bold $primary"), " cancel"
@@ -71,14 +73,46 @@ class ExportDialog(ModalScreen[str | None]):
         path_input.focus()
         path_input.action_end()
 
+    @on(Input.Changed)
+    def _changed(self, event: Input.Changed) -> None:
+        """Say what Enter will do to the disk before it does it."""
+        event.stop()
+        self.query_one("#error", Static).update("")
+        note = path_note(event.value)
+        shown = self.query_one("#note", Static)
+        shown.update(note)
+        shown.display = bool(note)
+
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
         value = event.value.strip()
+        error = self.query_one("#error", Static)
         if not value:
-            self.query_one("#error", Static).update("Type a file path, or press Esc to cancel.")
+            error.update("Type a file path, or press Esc to cancel.")
             return
-        self.dismiss(str(Path(value).expanduser()))
+        path = Path(value).expanduser()
+        if path.is_dir():
+            error.update("That is a folder: add a file name to the path.")
+            return
+        self.dismiss(str(path))
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+def path_note(value: str) -> str:
+    """What writing to ``value`` means: a new file, a file to ask about, new folders."""
+    value = value.strip()
+    if not value:
+        return ""
+    path = Path(value).expanduser()
+    try:
+        if path.is_file():
+            return "This file exists: you will be asked to overwrite it or append."
+        missing = next((p for p in reversed(path.parents) if not p.exists()), None)
+    except OSError:
+        return ""
+    if missing is not None:
+        return f"Creates the folder {missing}."
+    return ""

@@ -54,6 +54,11 @@ SETTLE_EVERY_S = 0.25
 SETTLE_BUDGET_S = 0.015
 
 @cache
+def _scrolls_sideways(piece: Widget) -> bool:
+    """A code block wider than the piece, which the person scrolls sideways to read."""
+    return any(fence.max_scroll_x > 0 for fence in piece.query("MarkdownFence"))
+
+
 def _shown() -> tuple[type, ...]:
     """The events a transcript shows; the rest are for the sidebar, header and forks."""
     return (
@@ -199,6 +204,8 @@ class Transcript(VerticalScroll):
             if piece in visible or not piece.outer_size.height:
                 keep.append(piece)  # on screen, or not laid out yet
                 continue
+            if _scrolls_sideways(piece):
+                continue  # captured lines would cut its long code lines: it stays live
             strips = capture(piece)
             parent = piece.parent
             if strips is None or not isinstance(parent, Widget):
