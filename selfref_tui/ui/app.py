@@ -1,4 +1,4 @@
-"""The Textual app: layout, key actions, and the bridge from runtime events to widgets.
+"""The Textual app: layout, start-up, input, key actions and slash commands.
 
 Start-up never waits: ``compose`` builds the whole screen from the config
 alone; an async worker then starts the demo server (if any), imports the
@@ -6,21 +6,16 @@ runtime (openai is a heavy import), opens the memory key in a thread and
 mounts its history tail-first. Input typed before that is kept and sent
 when the agent is ready.
 
-Runtime events arrive through :meth:`SelfRefApp.emit` on the app's own
-loop. They are buffered and drained by one message handler, so a burst of
-text deltas becomes one write per widget instead of one message per token,
-and their order is kept. Each event is routed by its ``key``: the shown
-key goes to the transcript, sidebar and header; a fork's child key goes to
-the fork panel.
+Runtime events reach the widgets through :class:`EventBridge`
+(``event_bridge.py``), mixed in here.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -28,12 +23,12 @@ from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer
 
 from selfref_tui.config import AppConfig
 from selfref_tui.ui import commands as slash
+from selfref_tui.ui.event_bridge import EventBridge
 from selfref_tui.ui.keymap import BINDINGS, check_keymap
 from selfref_tui.ui.lazy_import import LazyModule
 from selfref_tui.ui.widgets.app_header import AppHeader
@@ -64,12 +59,7 @@ ESC_REPEAT_S = 0.5
 PLACEHOLDER = "Message  (Enter send · shift+enter/ctrl+j newline · / commands · F1 help)"
 
 
-@dataclass
-class _Drain(Message):
-    """Runtime events are waiting in :attr:`SelfRefApp._events`."""
-
-
-class SelfRefApp(App[int]):
+class SelfRefApp(EventBridge, App[int]):
     #: absolute, so subclasses (tests, benchmarks) in other directories find it
     CSS_PATH = str(Path(__file__).with_name("app.tcss"))
     TITLE = "selfref-tui"
@@ -377,134 +367,6 @@ class SelfRefApp(App[int]):
                 " (then Esc)",
             ]
         return Content.assemble(*parts)
-
-    # ------------------------------------------------------------- events
-
-    def emit(self, event: ev.AgentEvent) -> None:
-        """The runtime's event sink: buffer, and post one drain message per burst."""
-        if threading.get_ident() != self._thread_id:
-            self.call_from_thread(self.emit, event)
-            return
-        self._events.append(event)
-        if not self._drain_posted:
-            self._drain_posted = True
-            self.post_message(_Drain())
-
-    @on(_Drain)
-    async def _drain(self) -> None:
-        events, self._events = self._events, []
-        self._drain_posted = False
-        for event in _coalesce(events):
-            try:
-                await self.dispatch_event(event)
-            except Exception as exc:  # a display bug must not take the app down
-                self.log.error(f"event {event!r} failed: {exc!r}")
-
-    async def dispatch_event(self, event: ev.AgentEvent) -> None:
-        key = event.key
-        if isinstance(event, ev.QuestionAsked):
-            self._ask(event)  # whichever key asks: its tool waits for the answer
-            return
-        if isinstance(event, ev.TurnEnded):
-            self._drop_questions(key)
-        if key != self.key:
-            if key.startswith(self.key + "::"):
-                self._to_fork_panel(event)
-            return
-        if isinstance(event, (ev.ForkSpawned, ev.ForkProgress, ev.ForkFinished)):
-            self._to_fork_panel(event)
-            return
-        self.transcript.post(event)  # shown in order by the transcript; never awaited here
-        meter = self.sidebar.meter
-        if isinstance(event, ev.TextDelta):
-            self._stream_chars += len(event.text)
-            meter.stream_progress(max(1, self._stream_chars // 4))
-            self._set_phase("writing…")
-        elif isinstance(event, ev.ReasoningDelta):
-            self._set_phase("thinking…")
-        elif isinstance(event, ev.ToolCallStarted):
-            self._set_phase("writing a tool call…")  # its arguments are still streaming
-        elif isinstance(event, ev.TurnStarted):
-            self._stream_chars = 0
-            meter.stream_started()
-            self.header.set_status("working…")
-            self.chat_input.add_class("-busy")
-        elif isinstance(event, ev.LLMCallStarted):
-            self._set_phase("waiting for the model…")
-        elif isinstance(event, ev.LLMCallEnded) and event.finish_reason == "tool_calls":
-            self._set_phase("running tools…")
-        elif isinstance(event, ev.ContextUsage):
-            meter.set_usage(event.tokens, event.window)
-        elif isinstance(event, ev.TurnEnded):
-            meter.stream_ended()
-            self.header.set_status(
-                {
-                    "done": "ready",
-                    "aborted": "stopped",
-                    "error": "error",
-                    "step_limit": "step limit reached",
-                }.get(event.outcome, "ready")
-            )
-            self.chat_input.remove_class("-busy")
-            self._refresh_sidebar()
-            self._refresh_usage()
-        elif isinstance(
-            event,
-            (ev.ExperienceRemembered, ev.ExperienceForgotten, ev.RefClosed, ev.CompactionApplied),
-        ):
-            self._refresh_sidebar()
-        elif isinstance(event, ev.ErrorEvent):
-            self.notify(event.message, severity="error", timeout=8)
-        elif isinstance(event, ev.Retrying):
-            self.header.set_status(f"retrying in {event.delay_s:.1f}s (attempt {event.attempt})")
-        elif isinstance(event, ev.Aborted):
-            self.header.set_status("stopped")
-
-    def _set_phase(self, status: str) -> None:
-        """The header says what the turn is doing now; set once per change, not per token."""
-        if self.header.status != status:
-            self.header.set_status(status)
-
-    def _ask(self, event: ev.QuestionAsked) -> None:
-        from selfref_tui.ui.screens.question import QuestionScreen
-
-        screen = QuestionScreen(
-            event.prompt, event.choices, asker="" if event.key == self.key else event.key
-        )
-        self._questions[event.question_id] = (event.key, screen)
-
-        def answered(choice: str | None) -> None:
-            self._questions.pop(event.question_id, None)
-            if choice is not None and self.router is not None:
-                self.router.answer(event.question_id, choice)
-
-        self.push_screen(screen, answered)
-
-    def _drop_questions(self, key: str) -> None:
-        """The turn that asked is over (Esc, say): its tool no longer waits."""
-        for question_id, (asker, screen) in list(self._questions.items()):
-            if asker == key or asker.startswith(key + "::"):
-                self._questions.pop(question_id, None)
-                if screen.is_current:
-                    screen.dismiss(None)
-
-    def _to_fork_panel(self, event: ev.AgentEvent) -> None:
-        panel = self.fork_panel
-        if isinstance(event, ev.ForkSpawned):
-            panel.fork_spawned(event.fork_id, event.child_key, event.task)
-            self.show_forks(True)
-        elif isinstance(event, ev.ForkProgress):
-            panel.fork_progress(event.fork_id, event.status, event.step)
-        elif isinstance(event, ev.ForkFinished):
-            panel.fork_finished(event.fork_id, event.status, event.response, event.error)
-        elif isinstance(event, ev.TextDelta):
-            panel.child_text(event.key, event.text)
-        elif isinstance(event, ev.ToolCallStarted):
-            panel.child_tool(event.key, event.name, "running")
-        elif isinstance(event, ev.ToolCallEnded):
-            panel.child_tool(event.key, event.name, "done")
-        elif isinstance(event, ev.ToolCallError):
-            panel.child_tool(event.key, event.name, "error")
 
     # -------------------------------------------------------------- input
 
@@ -875,22 +737,6 @@ def _command(app: SelfRefApp, text: str):
 def _preload_runtime() -> None:
     import selfref_tui.agent.loop
     import selfref_tui.agent.provider  # noqa: F401
-
-
-def _coalesce(events: list[ev.AgentEvent]) -> list[ev.AgentEvent]:
-    """Join runs of text deltas of one key: one widget write per burst, same text."""
-    out: list[ev.AgentEvent] = []
-    for event in events:
-        last = out[-1] if out else None
-        if (
-            isinstance(event, ev.TextDelta)
-            and isinstance(last, ev.TextDelta)
-            and last.key == event.key
-        ):
-            out[-1] = ev.TextDelta(key=event.key, text=last.text + event.text)
-        else:
-            out.append(event)
-    return out
 
 
 def run_app(config: AppConfig) -> int:

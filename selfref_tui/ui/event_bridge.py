@@ -1,0 +1,195 @@
+"""The bridge from runtime events to widgets, mixed into the app.
+
+Runtime events arrive through :meth:`EventBridge.emit` on the app's own loop
+(or from another thread, which hands them over). They are buffered and
+drained by one callback in the app's message queue, so a burst of text
+deltas becomes one write per widget instead of one message per token, and
+their order is kept. Each event is routed by its ``key``: the shown key goes
+to the transcript, sidebar and header; a fork's child key goes to the fork
+panel; a tool's question, whichever key asks, becomes a dialog.
+
+A mixin rather than an object of its own: every branch touches the app's
+widgets and state, and passing the app around would only rename ``self``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from selfref_tui.ui.lazy_import import LazyModule
+
+if TYPE_CHECKING:
+    from textual.screen import Screen
+
+    from selfref_tui.agent import events as ev
+    from selfref_tui.agent.router import AgentInputRouter
+    from selfref_tui.ui.widgets.app_header import AppHeader
+    from selfref_tui.ui.widgets.chat_input import ChatInput
+    from selfref_tui.ui.widgets.fork_panel import ForkPanel
+    from selfref_tui.ui.widgets.sidebar import Sidebar
+    from selfref_tui.ui.widgets.transcript import Transcript
+else:  # events exist once the runtime does, after the first frame
+    ev = LazyModule("selfref_tui.agent.events")
+
+
+class EventBridge:
+    """Runtime events → transcript, sidebar, header, fork panel and dialogs."""
+
+    if TYPE_CHECKING:  # what the app provides
+        key: str
+        router: AgentInputRouter | None
+        transcript: Transcript
+        sidebar: Sidebar
+        header: AppHeader
+        chat_input: ChatInput
+        fork_panel: ForkPanel
+        _thread_id: int
+        _events: list[ev.AgentEvent]
+        _drain_posted: bool
+        _questions: dict[str, tuple[str, Screen[Any]]]
+        _stream_chars: int
+
+        # and App's call_from_thread, call_later, notify, push_screen, log, plus the
+        # app's show_forks, _refresh_sidebar and _refresh_usage
+
+    def emit(self, event: ev.AgentEvent) -> None:
+        """The runtime's event sink: buffer, and schedule one drain per burst."""
+        if threading.get_ident() != self._thread_id:
+            self.call_from_thread(self.emit, event)
+            return
+        self._events.append(event)
+        if not self._drain_posted:
+            self._drain_posted = True
+            self.call_later(self._drain)  # through the app's queue: order is kept
+
+    async def _drain(self) -> None:
+        events, self._events = self._events, []
+        self._drain_posted = False
+        for event in _coalesce(events):
+            try:
+                await self.dispatch_event(event)
+            except Exception as exc:  # a display bug must not take the app down
+                self.log.error(f"event {event!r} failed: {exc!r}")
+
+    async def dispatch_event(self, event: ev.AgentEvent) -> None:
+        key = event.key
+        if isinstance(event, ev.QuestionAsked):
+            self._ask(event)  # whichever key asks: its tool waits for the answer
+            return
+        if isinstance(event, ev.TurnEnded):
+            self._drop_questions(key)
+        if key != self.key:
+            if key.startswith(self.key + "::"):
+                self._to_fork_panel(event)
+            return
+        if isinstance(event, (ev.ForkSpawned, ev.ForkProgress, ev.ForkFinished)):
+            self._to_fork_panel(event)
+            return
+        self.transcript.post(event)  # shown in order by the transcript; never awaited here
+        meter = self.sidebar.meter
+        if isinstance(event, ev.TextDelta):
+            self._stream_chars += len(event.text)
+            meter.stream_progress(max(1, self._stream_chars // 4))
+            self._set_phase("writing…")
+        elif isinstance(event, ev.ReasoningDelta):
+            self._set_phase("thinking…")
+        elif isinstance(event, ev.ToolCallStarted):
+            self._set_phase("writing a tool call…")  # its arguments are still streaming
+        elif isinstance(event, ev.TurnStarted):
+            self._stream_chars = 0
+            meter.stream_started()
+            self.header.set_status("working…")
+            self.chat_input.add_class("-busy")
+        elif isinstance(event, ev.LLMCallStarted):
+            self._set_phase("waiting for the model…")
+        elif isinstance(event, ev.LLMCallEnded) and event.finish_reason == "tool_calls":
+            self._set_phase("running tools…")
+        elif isinstance(event, ev.ContextUsage):
+            meter.set_usage(event.tokens, event.window)
+        elif isinstance(event, ev.TurnEnded):
+            meter.stream_ended()
+            self.header.set_status(
+                {
+                    "done": "ready",
+                    "aborted": "stopped",
+                    "error": "error",
+                    "step_limit": "step limit reached",
+                }.get(event.outcome, "ready")
+            )
+            self.chat_input.remove_class("-busy")
+            self._refresh_sidebar()
+            self._refresh_usage()
+        elif isinstance(
+            event,
+            (ev.ExperienceRemembered, ev.ExperienceForgotten, ev.RefClosed, ev.CompactionApplied),
+        ):
+            self._refresh_sidebar()
+        elif isinstance(event, ev.ErrorEvent):
+            self.notify(event.message, severity="error", timeout=8)
+        elif isinstance(event, ev.Retrying):
+            self.header.set_status(f"retrying in {event.delay_s:.1f}s (attempt {event.attempt})")
+        elif isinstance(event, ev.Aborted):
+            self.header.set_status("stopped")
+
+    def _set_phase(self, status: str) -> None:
+        """The header says what the turn is doing now; set once per change, not per token."""
+        if self.header.status != status:
+            self.header.set_status(status)
+
+    def _ask(self, event: ev.QuestionAsked) -> None:
+        from selfref_tui.ui.screens.question import QuestionScreen
+
+        screen = QuestionScreen(
+            event.prompt, event.choices, asker="" if event.key == self.key else event.key
+        )
+        self._questions[event.question_id] = (event.key, screen)
+
+        def answered(choice: str | None) -> None:
+            self._questions.pop(event.question_id, None)
+            if choice is not None and self.router is not None:
+                self.router.answer(event.question_id, choice)
+
+        self.push_screen(screen, answered)
+
+    def _drop_questions(self, key: str) -> None:
+        """The turn that asked is over (Esc, say): its tool no longer waits."""
+        for question_id, (asker, screen) in list(self._questions.items()):
+            if asker == key or asker.startswith(key + "::"):
+                self._questions.pop(question_id, None)
+                if screen.is_current:
+                    screen.dismiss(None)
+
+    def _to_fork_panel(self, event: ev.AgentEvent) -> None:
+        panel = self.fork_panel
+        if isinstance(event, ev.ForkSpawned):
+            panel.fork_spawned(event.fork_id, event.child_key, event.task)
+            self.show_forks(True)
+        elif isinstance(event, ev.ForkProgress):
+            panel.fork_progress(event.fork_id, event.status, event.step)
+        elif isinstance(event, ev.ForkFinished):
+            panel.fork_finished(event.fork_id, event.status, event.response, event.error)
+        elif isinstance(event, ev.TextDelta):
+            panel.child_text(event.key, event.text)
+        elif isinstance(event, ev.ToolCallStarted):
+            panel.child_tool(event.key, event.name, "running")
+        elif isinstance(event, ev.ToolCallEnded):
+            panel.child_tool(event.key, event.name, "done")
+        elif isinstance(event, ev.ToolCallError):
+            panel.child_tool(event.key, event.name, "error")
+
+
+def _coalesce(events: list[ev.AgentEvent]) -> list[ev.AgentEvent]:
+    """Join runs of text deltas of one key: one widget write per burst, same text."""
+    out: list[ev.AgentEvent] = []
+    for event in events:
+        last = out[-1] if out else None
+        if (
+            isinstance(event, ev.TextDelta)
+            and isinstance(last, ev.TextDelta)
+            and last.key == event.key
+        ):
+            out[-1] = ev.TextDelta(key=event.key, text=last.text + event.text)
+        else:
+            out.append(event)
+    return out
