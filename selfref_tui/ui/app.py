@@ -24,11 +24,13 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer
+from textual.timer import Timer
+from textual.widgets import Footer, TextArea
 
 from selfref_tui.config import AppConfig
 from selfref_tui.ui import commands as slash
 from selfref_tui.ui.event_bridge import EventBridge
+from selfref_tui.ui.gc_pauses import QUIET_S, GcPauses
 from selfref_tui.ui.keymap import BINDINGS, check_keymap
 from selfref_tui.ui.lazy_import import LazyModule
 from selfref_tui.ui.widgets.app_header import AppHeader
@@ -98,6 +100,8 @@ class SelfRefApp(EventBridge, App[int]):
         #: the question an unsent draft raises on quit, while it is on screen
         self._quit_prompt: Screen[bool] | None = None
         self._stopped_at = float("-inf")
+        self.gc_pauses = GcPauses()
+        self._gc_timer: Timer | None = None
         keymap, self.keymap_warnings = check_keymap(config.keymap)
         self._user_keymap = keymap
 
@@ -158,6 +162,7 @@ class SelfRefApp(EventBridge, App[int]):
         return self.config.provider.model
 
     def on_mount(self) -> None:
+        self.gc_pauses.install()
         if self._user_keymap:
             self.set_keymap(self._user_keymap)
         for warning in self.keymap_warnings:
@@ -289,6 +294,7 @@ class SelfRefApp(EventBridge, App[int]):
             self.fork_panel.load_forks(forks.values())
         self.header.set_status("ready")
         self._refresh_usage()
+        self.collect_when_idle()  # loading a long history leaves garbage behind too
         return True
 
     async def _key_unavailable(self, key: str, why: str) -> None:
@@ -707,7 +713,31 @@ class SelfRefApp(EventBridge, App[int]):
                 self.selfref.close()
 
     async def on_unmount(self) -> None:
+        self.gc_pauses.uninstall()
         await self.shutdown_runtime()
+
+    # ------------------------------------------------- garbage collection
+
+    def collect_when_idle(self) -> None:
+        """The collector's full pass waits for a quiet moment (see gc_pauses)."""
+        if self._gc_timer is not None:
+            self._gc_timer.stop()
+        self._gc_timer = self.set_timer(QUIET_S, self._idle_collect)
+
+    def _idle_collect(self) -> None:
+        self._gc_timer = None
+        if self.router is not None and self.router.busy:
+            return  # a new turn began: its end asks again
+        wait = self.gc_pauses.wait_s()
+        if wait > 0:
+            self._gc_timer = self.set_timer(wait, self._idle_collect)
+            return
+        pause = self.gc_pauses.collect()
+        self.log(f"full garbage collection between turns: {pause * 1000:.0f} ms")
+
+    @on(TextArea.Changed)
+    def _typed(self) -> None:
+        self.gc_pauses.key_pressed()
 
     # ------------------------------------------------------------- palette
 

@@ -51,7 +51,7 @@ class EventBridge:
         _stream_chars: int
 
         # and App's call_from_thread, call_later, notify, push_screen, log, plus the
-        # app's show_forks, _refresh_sidebar and _refresh_usage
+        # app's show_forks, collect_when_idle, _refresh_sidebar and _refresh_usage
 
     def emit(self, event: ev.AgentEvent) -> None:
         """The runtime's event sink: buffer, and schedule one drain per burst."""
@@ -79,6 +79,7 @@ class EventBridge:
             return
         if isinstance(event, ev.TurnEnded):
             self._drop_questions(key)
+            self.collect_when_idle()  # the full GC pass waits for the turn's end
         if key != self.key:
             if key.startswith(self.key + "::"):
                 self._to_fork_panel(event)
