@@ -1,6 +1,6 @@
 """Textual's own ceiling: one bare ``Markdown`` fed through ``MarkdownStream``.
 
-    .venv/bin/python bench/markdown_baseline.py [--tokens 20000] [--rate 2000] [--batch-ms 0]
+    .venv/bin/python bench/markdown_baseline.py [--tokens N] [--rate 2000] [--batch-ms 0] [--app-gc]
 
 No selfref-tui code on screen: a ``Header`` and an anchored ``VerticalScroll``
 holding one ``Markdown``, fed in-process with the same reply and the same token
@@ -103,9 +103,23 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=20_000)
     parser.add_argument("--rate", type=float, default=2000.0)
     parser.add_argument("--batch-ms", type=float, nargs="*", default=[0.0, 50.0])
+    parser.add_argument(
+        "--app-gc",
+        action="store_true",
+        help="use the app's garbage-collector thresholds (selfref_tui.ui.gc_pauses)",
+    )
     args = parser.parse_args()
+    if args.app_gc:
+        import gc
+
+        from selfref_tui.ui.gc_pauses import THRESHOLDS
+
+        gc.set_threshold(*THRESHOLDS)
     tokens = split_text(long_reply(args.tokens), None)
-    print(f"Bare Textual Markdown + MarkdownStream: {len(tokens)} tokens at {args.rate:.0f} tok/s")
+    print(
+        f"Bare Textual Markdown + MarkdownStream: {len(tokens)} tokens at {args.rate:.0f} tok/s,"
+        f" gc thresholds {'of the app' if args.app_gc else 'Python defaults'}"
+    )
     for batch_ms in args.batch_ms:
         asyncio.run(run(tokens, args.rate, batch_ms / 1000))
 
