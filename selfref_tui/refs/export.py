@@ -91,5 +91,7 @@ def export_plan(ref_id: str, content: str) -> ExportPlan:
         language = ""
         ext = ".md" if looks_like_markdown(content) else ".txt"
         body = content
+    if body and not body.endswith("\n"):
+        body += "\n"  # a text file ends with a line break (cat, diff and git expect one)
     name = stem if stem.lower().endswith(ext) else stem + ext
     return ExportPlan(body, language, ext, name, fenced is not None)

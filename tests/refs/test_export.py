@@ -59,7 +59,13 @@ def test_not_exactly_one_block_is_kept_as_is(content):
     if content == "```python\n```":
         assert plan.fenced and plan.content == ""
         return
-    assert not plan.fenced and plan.content == content
+    assert not plan.fenced and plan.content == content + "\n"  # kept, ending a line
+
+
+def test_an_export_ends_with_a_line_break_once():
+    assert export_plan("p", "one line").content == "one line\n"
+    assert export_plan("p", "two\nlines\n").content == "two\nlines\n"
+    assert export_plan("p", "").content == ""
 
 
 def test_markdown_or_text():

@@ -577,6 +577,11 @@ async def test_quit_with_an_unsent_draft_asks_first(tmp_path):
             await wait_until(
                 pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="question"
             )
+            question = app.screen.query_one("#question")
+            await pilot.pause()
+            # Laid out where a person reads it (an auto-width dialog once shrank to nothing).
+            assert question.size.width >= 40 and question.size.height >= 1
+            assert "has not been sent" in str(question.render())
             await pilot.press("n")  # any other key: stay, draft and focus intact
             await wait_until(pilot, lambda: app.focused is app.chat_input, what="back")
             assert app.is_running and app.chat_input.text == "half a thought"

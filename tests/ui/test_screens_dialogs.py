@@ -67,8 +67,13 @@ async def test_export_dialog_says_what_enter_will_do_to_the_disk(tmp_path):
     async with app.run_test(size=(100, 30)) as pilot:
         await _open(pilot, ExportDialog("fib", str(tmp_path / "new" / "deep" / "fib.py")))
         note = app.screen.query_one("#note", Static)
-        assert f"Creates the folder {tmp_path / 'new'}." in str(note.render())
+        assert str(note.render()) == (
+            f"Creates 2 folders: {tmp_path / 'new'} down to {tmp_path / 'new' / 'deep'}."
+        )
         field = app.screen.query_one(Input)
+        field.value = str(tmp_path / "new" / "fib.py")
+        await pilot.pause()
+        assert str(note.render()) == f"Creates the folder {tmp_path / 'new'}."
         field.value = str(tmp_path / "old.py")
         await pilot.pause()
         assert "exists" in str(note.render()) and "append" in str(note.render())

@@ -23,8 +23,8 @@ class ConfirmScreen(ModalScreen[bool]):
         border: round $primary;
         background: $surface;
     }
-    ConfirmScreen #question { text-style: bold; }
-    ConfirmScreen #keys { color: $text-muted; margin-top: 1; }
+    ConfirmScreen #question { text-style: bold; width: auto; max-width: 64; }
+    ConfirmScreen #keys { color: $text-muted; margin-top: 1; width: auto; }
     """
 
     def __init__(

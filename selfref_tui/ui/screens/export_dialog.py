@@ -110,9 +110,11 @@ def path_note(value: str) -> str:
     try:
         if path.is_file():
             return "This file exists: you will be asked to overwrite it or append."
-        missing = next((p for p in reversed(path.parents) if not p.exists()), None)
+        missing = [p for p in reversed(path.parents) if not p.exists()]
     except OSError:
         return ""
-    if missing is not None:
-        return f"Creates the folder {missing}."
+    if len(missing) == 1:
+        return f"Creates the folder {missing[0]}."
+    if missing:
+        return f"Creates {len(missing)} folders: {missing[0]} down to {missing[-1]}."
     return ""
