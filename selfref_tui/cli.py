@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -407,7 +408,7 @@ def _refs_export(args: argparse.Namespace) -> int:
 
     ref = _current_ref(args)
     plan = export_plan(args.ref_id, ref.get("content", ""))
-    target = Path(args.path).expanduser()
+    target = Path(os.path.expanduser(args.path))  # Path.expanduser raises on ~unknown_user
     if target.is_dir():
         target = target / plan.suggested_name
     if target.exists() and args.mode == "write" and not args.force:

@@ -10,6 +10,7 @@ return the text the model sees. Errors a model can fix are returned as
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -322,7 +323,7 @@ async def _fd_to_file(args: dict[str, Any], ctx: ToolContext) -> str:
 
 
 def _target(file_path: str, roots: tuple[Path, ...]) -> Path:
-    path = Path(file_path).expanduser()
+    path = Path(os.path.expanduser(file_path))  # Path.expanduser raises on ~unknown_user
     if not path.is_absolute() and roots:
         path = roots[0] / path
     return path

@@ -560,7 +560,12 @@ class SelfRefApp(EventBridge, App[int]):
             )
             if not path:
                 return
-        target = Path(path).expanduser()
+        try:
+            target = Path(path).expanduser()
+        except RuntimeError:
+            self.notify(f"No home folder for {path.split('/')[0]!r}: write the path out.",
+                        severity="error", timeout=8)
+            return
         mode = "write"
         if target.exists():
             mode = await self.push_screen_wait(OverwritePrompt(str(target)))

@@ -17,13 +17,24 @@ from typing import Any
 async def stop_stream(stream: Any) -> bool:
     """Stop ``stream``; False when its text may not all be on screen (render it in full).
 
-    A cancellation aimed at the caller's own task is passed on unchanged.
+    A cancellation aimed at the caller's own task is passed on, even one the
+    stream's task absorbed on its way (``Task.cancel`` reaches the awaited task
+    first, and ``MarkdownStream`` catches it): the caller's ``cancelling()``
+    count going up is what tells the two apart.
     """
+    task = asyncio.current_task()
+    before = task.cancelling() if task is not None else 0
     try:
         await stream.stop()
     except asyncio.CancelledError:
-        task = asyncio.current_task()
-        if task is not None and task.cancelling():
+        if cancelled_since(task, before):
             raise
         return False
+    if cancelled_since(task, before):
+        raise asyncio.CancelledError
     return True
+
+
+def cancelled_since(task: asyncio.Task[Any] | None, before: int) -> bool:
+    """Whether someone asked ``task`` to cancel after it counted ``before`` requests."""
+    return task is not None and task.cancelling() > before

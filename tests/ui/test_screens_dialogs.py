@@ -80,6 +80,13 @@ async def test_export_dialog_says_what_enter_will_do_to_the_disk(tmp_path):
         field.value = str(tmp_path / "fresh.py")
         await pilot.pause()
         assert str(note.render()) == ""
+        field.value = "~no_such_user_here/fib.py"  # expanduser() raises for it
+        await pilot.pause()
+        assert str(note.render()) == ""
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.results == [] and app.is_running
+        assert "No home folder" in str(app.screen.query_one("#error", Static).render())
         field.value = str(tmp_path)  # a folder is not a file to write
         await pilot.pause()
         await pilot.press("enter")

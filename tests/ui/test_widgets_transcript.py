@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
+import weakref
 
 from textual.app import App, ComposeResult
 from textual.widgets import Markdown
@@ -345,11 +347,16 @@ async def test_pieces_out_of_view_settle_into_identical_lines_and_thaw_on_change
 
         t.scroll_end(animate=False)
         await pilot.pause()
+        pieces = [weakref.ref(p) for p in t.query(StreamingMarkdown)]
         settled = 0
         while swept := t.settle_out_of_view():  # each sweep has a time budget
             settled += swept
             await pilot.pause()
         assert settled > 10
+        await pilot.pause()
+        gc.collect()
+        freed = sum(1 for p in pieces if p() is None)
+        assert freed >= settled // 2  # settling frees the live blocks; nothing holds on to them
         assert len(app.query(SettledMarkdown)) == settled
         assert len(list(app.query("*"))) < live_widgets / 2  # the tree layout walks shrank
         assert t.settle_out_of_view() == 0  # what is on screen stays live

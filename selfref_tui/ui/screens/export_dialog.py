@@ -91,7 +91,11 @@ class ExportDialog(ModalScreen[str | None]):
         if not value:
             error.update("Type a file path, or press Esc to cancel.")
             return
-        path = Path(value).expanduser()
+        try:
+            path = Path(value).expanduser()
+        except RuntimeError:  # ~name of a user this machine does not have
+            error.update(f"No home folder for {value.split('/')[0]!r}: write the path out.")
+            return
         if path.is_dir():
             error.update("That is a folder: add a file name to the path.")
             return
@@ -106,12 +110,12 @@ def path_note(value: str) -> str:
     value = value.strip()
     if not value:
         return ""
-    path = Path(value).expanduser()
     try:
+        path = Path(value).expanduser()
         if path.is_file():
             return "This file exists: you will be asked to overwrite it or append."
         missing = [p for p in reversed(path.parents) if not p.exists()]
-    except OSError:
+    except (OSError, RuntimeError):  # unreadable, or ~name of an unknown user
         return ""
     if len(missing) == 1:
         return f"Creates the folder {missing[0]}."

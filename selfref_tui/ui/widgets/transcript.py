@@ -29,6 +29,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from selfref_tui.ui.lazy_import import LazyModule
+from selfref_tui.ui.stream_stop import cancelled_since
 from selfref_tui.ui.widgets.compaction_divider import CompactionDivider
 from selfref_tui.ui.widgets.error_block import ErrorBlock
 from selfref_tui.ui.widgets.settled_markdown import SettledMarkdown, capture
@@ -53,12 +54,13 @@ SETTLE_EVERY_S = 0.25
 #: the most one sweep spends capturing (a capture takes ~7 ms, up to ~40): keys wait meanwhile
 SETTLE_BUDGET_S = 0.015
 
-@cache
+
 def _scrolls_sideways(piece: Widget) -> bool:
     """A code block wider than the piece, which the person scrolls sideways to read."""
     return any(fence.max_scroll_x > 0 for fence in piece.query("MarkdownFence"))
 
 
+@cache
 def _shown() -> tuple[type, ...]:
     """The events a transcript shows; the rest are for the sidebar, header and forks."""
     return (
@@ -405,8 +407,10 @@ class Transcript(VerticalScroll):
             self._pump = asyncio.create_task(self._run_queue())
 
     async def _run_queue(self) -> None:
+        task = asyncio.current_task()
         while self._queue:
             event = self._queue.popleft()
+            before = task.cancelling() if task is not None else 0
             try:
                 await self.handle(event)
             except Exception as exc:  # a display bug must not stop the stream
@@ -414,8 +418,7 @@ class Transcript(VerticalScroll):
             except asyncio.CancelledError:
                 # A child task's cancellation leaking out of a widget call
                 # (see stream_stop) must cost one event, not every event after it.
-                task = asyncio.current_task()
-                if task is not None and task.cancelling():
+                if cancelled_since(task, before):
                     raise
                 self.log.error(f"showing {event!r} was cancelled")
 
