@@ -549,7 +549,7 @@ class SelfRefApp(EventBridge, App[int]):
         """Dialog → existing file? overwrite/append/cancel → write → notify the full path."""
         from selfref_tui.refs.export import export_plan
         from selfref_tui.selfref.files import write_file
-        from selfref_tui.ui.screens.export_dialog import ExportDialog
+        from selfref_tui.ui.screens.export_dialog import ExportDialog, expand_home
         from selfref_tui.ui.screens.overwrite_prompt import OverwritePrompt
 
         plan = export_plan(ref_id, content)
@@ -561,10 +561,9 @@ class SelfRefApp(EventBridge, App[int]):
             if not path:
                 return
         try:
-            target = Path(path).expanduser()
-        except RuntimeError:
-            self.notify(f"No home folder for {path.split('/')[0]!r}: write the path out.",
-                        severity="error", timeout=8)
+            target = expand_home(path)
+        except ValueError as exc:
+            self.notify(str(exc), severity="error", timeout=8)
             return
         mode = "write"
         if target.exists():

@@ -79,7 +79,6 @@ class EventBridge:
             return
         if isinstance(event, ev.TurnEnded):
             self._drop_questions(key)
-            self.collect_when_idle()  # the full GC pass waits for the turn's end
         if key != self.key:
             if key.startswith(self.key + "::"):
                 self._to_fork_panel(event)
@@ -121,6 +120,7 @@ class EventBridge:
             self.chat_input.remove_class("-busy")
             self._refresh_sidebar()
             self._refresh_usage()
+            self.collect_when_idle()  # the full GC pass waits for the turn's end
         elif isinstance(
             event,
             (ev.ExperienceRemembered, ev.ExperienceForgotten, ev.RefClosed, ev.CompactionApplied),

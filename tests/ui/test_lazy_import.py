@@ -14,13 +14,17 @@ from selfref_tui.ui.lazy_import import LazyModule
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _probe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, source: str) -> None:
+    """A fresh module ``name`` on the path, not imported yet."""
+    (tmp_path / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+
+
 def test_lazy_module_imports_on_first_read_and_keeps_the_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "lazy_probe_mod.py").write_text("LOADS = []\nLOADS.append(1)\nVALUE = 42\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "lazy_probe_mod", raising=False)
-
+    _probe(tmp_path, monkeypatch, "lazy_probe_mod", "LOADS = []\nLOADS.append(1)\nVALUE = 42\n")
     lazy = LazyModule("lazy_probe_mod")
     assert "lazy_probe_mod" not in sys.modules
     assert lazy.VALUE == 42
@@ -32,10 +36,7 @@ def test_lazy_module_imports_on_first_read_and_keeps_the_name(
 def test_lazy_module_does_not_import_for_dunder_probes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "lazy_probe_dunder.py").write_text("X = 1\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "lazy_probe_dunder", raising=False)
-
+    _probe(tmp_path, monkeypatch, "lazy_probe_dunder", "X = 1\n")
     lazy = LazyModule("lazy_probe_dunder")
     assert not hasattr(lazy, "__wrapped__")
     assert "lazy_probe_dunder" not in sys.modules

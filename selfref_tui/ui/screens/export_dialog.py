@@ -92,9 +92,9 @@ class ExportDialog(ModalScreen[str | None]):
             error.update("Type a file path, or press Esc to cancel.")
             return
         try:
-            path = Path(value).expanduser()
-        except RuntimeError:  # ~name of a user this machine does not have
-            error.update(f"No home folder for {value.split('/')[0]!r}: write the path out.")
+            path = expand_home(value)
+        except ValueError as exc:
+            error.update(str(exc))
             return
         if path.is_dir():
             error.update("That is a folder: add a file name to the path.")
@@ -105,17 +105,27 @@ class ExportDialog(ModalScreen[str | None]):
         self.dismiss(None)
 
 
+def expand_home(value: str) -> Path:
+    """``value`` with ``~`` or ``~user`` expanded; ValueError names a user the machine lacks."""
+    try:
+        return Path(value).expanduser()
+    except RuntimeError:  # what pathlib raises for ~name of an unknown user
+        raise ValueError(
+            f"No home folder for {value.split('/')[0]!r}: write the path out."
+        ) from None
+
+
 def path_note(value: str) -> str:
     """What writing to ``value`` means: a new file, a file to ask about, new folders."""
     value = value.strip()
     if not value:
         return ""
     try:
-        path = Path(value).expanduser()
+        path = expand_home(value)
         if path.is_file():
             return "This file exists: you will be asked to overwrite it or append."
         missing = [p for p in reversed(path.parents) if not p.exists()]
-    except (OSError, RuntimeError):  # unreadable, or ~name of an unknown user
+    except (OSError, ValueError):  # unreadable, or ~name of an unknown user
         return ""
     if len(missing) == 1:
         return f"Creates the folder {missing[0]}."
