@@ -1,0 +1,22 @@
+"""The trust boundary: text from the model, a server, a tool or the disk is data.
+
+One rule, owned here and used by every widget and every command-line line:
+
+- :func:`inert` makes control characters visible (``␛`` for ESC, ``\\x9b`` for a
+  C1 byte …) so nothing untrusted can drive the terminal: no clipboard writes,
+  no retitling, no clearing the screen.
+- :func:`inert_line` does the same for one-line places (titles, list rows).
+- :func:`content` builds a Textual ``Content`` from plain text: never parsed as
+  markup, so ``[@click=app.quit]`` is shown, not run.
+- :func:`redact` hides secrets (the configured key, ``Bearer`` tokens, URL
+  userinfo) in anything shown or printed.
+
+Pure: no files, no network; Textual is imported only by :func:`content`.
+"""
+
+from __future__ import annotations
+
+from .inert import content, has_controls, inert, inert_line
+from .redact import redact
+
+__all__ = ["content", "has_controls", "inert", "inert_line", "redact"]

@@ -1,0 +1,85 @@
+"""Untrusted text made inert for a terminal: control characters shown, never sent.
+
+Why visible replacements rather than deletion: a person should still see that
+something odd was in the text (an answer that tried to write the clipboard
+looks different from one that did not), and deleting characters can join
+neighbouring text into something misleading.
+
+Newline and tab are kept (they are layout, not commands). A ``\\r\\n`` pair is
+a line break from a Windows-minded server and becomes ``\\n``; a lone ``\\r``
+(which would move the cursor back over the line) is shown as ``␍``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from textual.content import Content
+
+
+def _table() -> dict[int, str]:
+    table: dict[int, str] = {}
+    for code in range(0x20):
+        if code in (0x09, 0x0A):
+            continue
+        table[code] = chr(0x2400 + code)  # the Control Pictures block: ␀ … ␟, ␛ for ESC
+    table[0x7F] = "\u2421"  # ␡
+    for code in range(0x80, 0xA0):  # C1: no pictures exist; show the code
+        table[code] = f"\\x{code:02x}"
+    # Bidirectional overrides and isolates reorder what is shown ("Trojan source").
+    for code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A)):
+        table[code] = f"\\u{code:04x}"
+    return table
+
+
+_TABLE = _table()
+_UNSAFE = re.compile("[" + "".join(re.escape(chr(c)) for c in sorted(_TABLE)) + "]")
+_LINE_TABLE = {**_TABLE, 0x0A: " ", 0x09: " "}
+
+
+def has_controls(text: str) -> bool:
+    """Whether :func:`inert` would change ``text`` (beyond a ``\\r\\n`` pair)."""
+    return _UNSAFE.search(text) is not None
+
+
+def inert(text: str) -> str:
+    """``text`` with every terminal control character made visible.
+
+    No C0 character other than newline and tab survives, nor ESC, DEL, a C1
+    character (U+0080–U+009F) or a bidirectional override. Text without any
+    comes back as the same object (the common case costs one regex scan).
+    """
+    if not isinstance(text, str):
+        text = str(text)
+    if _UNSAFE.search(text) is None:
+        return text
+    if "\r\n" in text:
+        text = text.replace("\r\n", "\n")
+    return text.translate(_TABLE)
+
+
+def inert_line(text: str, limit: int | None = None) -> str:
+    """:func:`inert` for one-line places: newlines and tabs become spaces.
+
+    ``limit`` cuts the result to that many characters, ending in ``…``.
+    """
+    if not isinstance(text, str):
+        text = str(text)
+    line = text.replace("\r\n", "\n").translate(_LINE_TABLE)
+    if limit is not None and len(line) > limit:
+        line = line[: max(limit - 1, 0)] + "…"
+    return line
+
+
+def content(text: str, style: str = "", *, line: bool = False) -> Content:
+    """A Textual ``Content`` of ``text`` as plain characters: markup is never parsed.
+
+    ``line`` gives the one-line form (:func:`inert_line`). ``style`` is ours
+    (trusted), applied to the whole text.
+    """
+    from textual.content import Content
+
+    shown = inert_line(text) if line else inert(text)
+    return Content.styled(shown, style) if style else Content(shown)

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import pytest
+from textual.content import Content
+
+from selfref_tui.safety import content, has_controls, inert, inert_line, redact
+from tests.hostile import CORPUS, MARKUP_NAMES, assert_inert, hostile
+
+
+@pytest.mark.parametrize(("name", "text"), CORPUS)
+def test_every_hostile_string_is_inert(name: str, text: str) -> None:
+    shown = inert(text)
+    assert_inert(shown)
+    assert_inert(inert_line(text))
+    assert "\n" not in inert_line(text + "\nmore")
+
+
+def test_escape_is_shown_not_dropped() -> None:
+    assert inert("a\x1b[2Jb") == "a␛[2Jb"
+    assert inert("x\x9by") == "x\\x9by"
+    assert inert("d\x7f") == "d␡"
+    assert inert("one\r\ntwo") == "one\ntwo"
+    assert inert("over\rwrite") == "over␍write"
+
+
+def test_clean_text_is_returned_unchanged() -> None:
+    text = "plain answer with\ttabs and\nnewlines, üñíçødé and 漢字"
+    assert inert(text) is text
+    assert not has_controls(text)
+    assert has_controls(hostile("osc52_clipboard"))
+
+
+def test_inert_line_cuts_with_ellipsis() -> None:
+    assert inert_line("abcdef", limit=4) == "abc…"
+    assert inert_line("a\tb\nc") == "a b c"
+
+
+@pytest.mark.parametrize("name", MARKUP_NAMES)
+def test_content_never_parses_markup(name: str) -> None:
+    text = hostile(name)
+    built = content(text)
+    assert isinstance(built, Content)
+    assert built.plain == text  # every bracket kept as a character
+    assert not any(span.style for span in built.spans if "@click" in str(span.style))
+
+
+def test_content_style_is_ours() -> None:
+    built = content("[b]x[/b]", "bold")
+    assert built.plain == "[b]x[/b]"
+    assert built.spans  # the whole text carries our style
+
+
+def test_redact_key_bearer_and_userinfo() -> None:
+    key = "sk-live-1234567890abcdefXYZ"
+    text = (
+        f"401 from proxy: Authorization: Bearer {key} rejected; "
+        "url https://alice:hunter2secret@api.example.com/v1 "
+        '{"authorization": "Bearer abcdef123456"}'
+    )
+    shown = redact(text, [key])
+    assert key not in shown
+    assert "hunter2secret" not in shown and "alice" not in shown
+    assert "abcdef123456" not in shown
+    assert "https://***@api.example.com/v1" in shown
+    assert redact("no secrets here: token budget 5") == "no secrets here: token budget 5"
+
+
+def test_redact_ignores_tiny_secrets() -> None:
+    assert redact("a b c", ["a"]) == "a b c"
