@@ -183,6 +183,20 @@ class QuestionAsked(AgentEvent):
     choices: tuple[str, ...] = field(default=())
 
 
+@dataclass(frozen=True, slots=True)
+class Notice(AgentEvent):
+    """Something the person should know that is not an error of the turn.
+
+    For example: the window was not found and 8k is assumed; a server refused
+    ``stream_options`` and usage reporting is off for it; damaged records were
+    skipped on load. Front ends show it as a notification (inert text).
+    """
+
+    message: str
+    #: "information", "warning" or "error" (Textual's notification severities)
+    severity: str = "information"
+
+
 EventSink = Callable[[AgentEvent], None]
 
 

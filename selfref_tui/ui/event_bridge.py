@@ -128,6 +128,8 @@ class EventBridge:
             self._refresh_sidebar()
         elif isinstance(event, ev.ErrorEvent):
             self.notify(event.message, severity="error", timeout=8)
+        elif isinstance(event, ev.Notice):
+            self.notify(event.message, severity=event.severity, timeout=8)  # type: ignore[arg-type]
         elif isinstance(event, ev.Retrying):
             self.header.set_status(f"retrying in {event.delay_s:.1f}s (attempt {event.attempt})")
         elif isinstance(event, ev.Aborted):
