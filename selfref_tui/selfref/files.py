@@ -3,43 +3,70 @@
 Why atomic: an export or ``fd_to_file`` that fails half-way (disk full, killed
 process) must not leave half a file where a good one was. Every write goes to
 a temporary file in the target's directory, is fsynced, and replaces the
-target with ``os.replace``; the directory is fsynced after. An existing file
-keeps its permission bits; a new one gets the usual umask-based mode.
+target with a rename; the directory is fsynced after. An existing file keeps
+its permission bits; a new one gets the usual umask-based mode. Temporary
+files are named ``.selfref-<pid>-<hex>.tmp``; a process killed mid-write
+leaves one behind, and the next write into that folder removes those whose
+process is gone (or that are older than ``STALE_TMP_S``).
 
-Why confined: the model chooses ``file_path``. With ``roots`` given (model
-writes; default the current directory), the path is resolved against the
-first root, then fully resolved with ``realpath`` — which follows ``..`` and
-every symlink, file or directory — and must land inside one of the roots.
-So ``/etc/passwd``, ``../../x`` and links that point outside are refused with
-``PathNotAllowed``; links that stay inside are followed and the target is
-written. Missing parent directories are created only after that check, and
-the parent's real path is checked again after creating them (a link swapped
-in meanwhile is refused). ``roots=None`` means a person-initiated export:
-no confinement, ``~`` expanded.
+Why directory descriptors: the model chooses ``file_path``, and a path checked
+by name and then written by name can be raced — a local process swapping a
+directory on the way for a symlink between the check and the write moves the
+write elsewhere. So nothing here opens a path by name. The walk starts from a
+descriptor of the allowed root and opens each component relative to its
+parent's descriptor with ``O_NOFOLLOW | O_DIRECTORY``; the temp file is created
+with ``O_EXCL | O_NOFOLLOW`` relative to the final directory's descriptor and
+renamed with ``src_dir_fd``/``dst_dir_fd``. A symlink met on the way is read
+(``readlink`` relative to its directory) and resolved *lexically inside the
+roots*: ``..`` steps back along the descriptors already held and never above
+the root, an absolute target must lie inside one of the roots. Links that
+stay inside are followed; anything else is ``PathNotAllowed``. Before the
+rename the directory path is walked once more and must lead to the same
+directory, so a directory swapped in meanwhile fails the write (the returned
+path is where the file is).
 
-Modes: ``write`` replaces the file (``exist_ok=False`` refuses an existing
-one); ``append`` adds bytes at the end; ``insert`` puts the content before
-1-based ``insert_at_line`` (``lines + 1`` appends), adding the newlines needed
-so lines do not run together. ``create=False`` refuses a missing file.
-Existing files are handled as bytes, so a file that is not UTF-8 is not
-damaged by an append or insert.
+``roots=None`` is the person's own export: their path is resolved with
+``realpath`` (``~`` expanded, their links followed) and then written the same
+atomic, descriptor-relative way, from ``/``.
+
+Modes: ``write`` replaces the file; ``append`` adds bytes at the end;
+``insert`` puts the content before 1-based ``insert_at_line`` (``lines + 1``
+appends), adding the newlines needed so lines do not run together.
+``exist_ok=False`` refuses to change a file that exists, in every mode;
+``create=False`` refuses a missing file. Existing files are handled as bytes,
+so a file that is not UTF-8 is not damaged by an append or insert.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 import secrets
 import stat
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..refs.export import export_plan
 from ..refs.fds import FdError, attrs
 
 if TYPE_CHECKING:
     from ..refs.fds import FdTable
 
 MODES = ("write", "append", "insert")
+#: a temp file older than this is removed by the next write even if its pid is alive
+#: (pids are reused; ten minutes is far longer than any one write takes)
+STALE_TMP_S = 600
+#: longer paths cannot be opened by name by other programs; refuse them early
+MAX_PATH_BYTES = 4095
+_MAX_LINKS = 40
+_TMP_NAME = re.compile(r"\.selfref-(?:(\d+)-)?[0-9a-f]+\.tmp\Z")
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
 
 
 class PathNotAllowed(Exception):
@@ -54,35 +81,249 @@ class FileWriteError(Exception):
         self.kind = kind
 
 
-def _inside(path: str, root: str) -> bool:
+class _MissingDir(Exception):
+    """A directory on the way does not exist and may not be created."""
+
+
+@dataclass
+class _Walk:
+    """Open directory descriptors from a root down to the target's directory."""
+
+    roots: list[tuple[str, ...]]  # each root's real path, as components
+    shown: str
+    root: int = 0
+    fds: list[int] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds.clear()
+        self.names.clear()
+
+    def start(self, root: int) -> None:
+        self.close()
+        self.root = root
+        real = os.path.join("/", *self.roots[root])
+        try:
+            self.fds.append(os.open(real, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+                                    | _CLOEXEC))
+        except OSError as exc:
+            raise FileWriteError(f"cannot open the allowed directory {real}: "
+                                 f"{exc.strerror}") from None
+
+    def path(self, *more: str) -> Path:
+        return Path("/", *self.roots[self.root], *self.names, *more)
+
+    def same_dir_again(self) -> bool:
+        """Walk the resolved names again (no links this time): same directory as held?"""
+        fd = os.open(os.path.join("/", *self.roots[self.root]),
+                     os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
+        try:
+            for name in self.names:
+                nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = nxt
+            now, held = os.fstat(fd), os.fstat(self.fds[-1])
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _parts(path: str) -> tuple[str, ...]:
+    return tuple(p for p in path.split("/") if p)
+
+
+def _beneath(path: str, root: tuple[str, ...]) -> list[str] | None:
+    """The components of absolute ``path`` after ``root``, or None when not under it."""
+    parts = path.split("/")[1:]
+    names = [p for p in parts if p]
+    if tuple(names[: len(root)]) != root:
+        return None
+    # keep the remainder as written ("." and ".." are handled by the walk)
+    rest = list(names[len(root):])
+    if path.endswith("/"):
+        rest.append("")
+    return rest
+
+
+def _root_forms(roots: Sequence[str | os.PathLike[str]]) -> tuple[list[tuple[str, ...]],
+                                                                  list[tuple[str, ...]]]:
+    """(real roots, the roots as given) as components; a root may be named either way."""
+    given = [_parts(os.path.abspath(os.path.expanduser(os.fspath(r)))) for r in roots]
+    real = [_parts(os.path.realpath(os.path.expanduser(os.fspath(r)))) for r in roots]
+    return real, given
+
+
+def _resolve(raw: str, roots: Sequence[str | os.PathLike[str]] | None, make_dirs: bool
+             ) -> tuple[_Walk, str, os.stat_result | None]:
+    """Open the target's directory without following links out of the roots.
+
+    Returns the walk (its last descriptor is the directory), the file name in
+    it, and the file's lstat (None when missing). The caller closes the walk.
+    """
+    if roots is None:
+        real, given = [()], [()]
+        pending = list(_parts(os.path.realpath(os.path.expanduser(raw))))
+        start = 0
+    else:
+        real, given = _root_forms(roots)
+        if not real:
+            raise PathNotAllowed("no directories are allowed for writing here")
+        pending, start = _place(raw, real, given)
+    walk = _Walk(real, raw)
+    walk.start(start)
     try:
-        return os.path.commonpath([path, root]) == root
-    except ValueError:
-        return False
+        name, st = _descend(walk, pending, real, given, make_dirs)
+    except BaseException:
+        walk.close()
+        raise
+    return walk, name, st
+
+
+def _place(raw: str, real: list[tuple[str, ...]], given: list[tuple[str, ...]]
+           ) -> tuple[list[str], int]:
+    if not os.path.isabs(raw):
+        return raw.split("/"), 0
+    for forms in (real, given):
+        for i, root in enumerate(forms):
+            rest = _beneath(raw, root)
+            if rest is not None:
+                return rest, i
+    raise _outside(raw, real)
+
+
+def _outside(raw: str, real: list[tuple[str, ...]]) -> PathNotAllowed:
+    where = ", ".join(os.path.join("/", *r) for r in real)
+    return PathNotAllowed(
+        f"{raw!r} resolves outside the allowed directories ({where}); "
+        "write to a relative path inside them, e.g. out/result.txt")
+
+
+def _descend(walk: _Walk, pending: list[str], real: list[tuple[str, ...]],
+             given: list[tuple[str, ...]], make_dirs: bool
+             ) -> tuple[str, os.stat_result | None]:
+    links = 0
+    created = 0
+    while pending:
+        part = pending.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not walk.names:
+                raise _outside(walk.shown, real)
+            walk.names.pop()
+            os.close(walk.fds.pop())
+            continue
+        here = walk.fds[-1]
+        if not pending:  # the file itself
+            try:
+                st = os.stat(part, dir_fd=here, follow_symlinks=False)
+            except FileNotFoundError:
+                return part, None
+            except OSError as exc:
+                raise _os_error(walk.shown, exc) from None
+            if not stat.S_ISLNK(st.st_mode):
+                return part, st
+        else:
+            try:
+                fd = os.open(part, _DIR_FLAGS, dir_fd=here)
+            except FileNotFoundError:
+                if not make_dirs:
+                    raise _MissingDir from None
+                created += 1
+                if created > 1000:
+                    raise PathNotAllowed(f"the directories on the way to {walk.shown!r} keep "
+                                         "changing; nothing was written") from None
+                try:
+                    os.mkdir(part, 0o777, dir_fd=here)
+                except FileExistsError:
+                    pass
+                except OSError as exc:
+                    raise FileWriteError(f"cannot create the directory for {walk.shown}: "
+                                         f"{exc.strerror}") from None
+                pending.insert(0, part)  # open what was just made (never by following a link)
+                continue
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                    raise _os_error(walk.shown, exc) from None
+                try:
+                    st = os.stat(part, dir_fd=here, follow_symlinks=False)
+                except OSError as again:
+                    raise _os_error(walk.shown, again) from None
+                if stat.S_ISDIR(st.st_mode):
+                    raise PathNotAllowed(f"a directory on the way to {walk.shown!r} changed "
+                                         "while writing; nothing was written") from None
+                if not stat.S_ISLNK(st.st_mode):
+                    raise FileWriteError(f"cannot write {walk.shown}: {part!r} on the way is "
+                                         "not a directory; choose another path") from None
+            else:
+                walk.fds.append(fd)
+                walk.names.append(part)
+                continue
+        # a symlink: follow it lexically, inside the roots only
+        links += 1
+        if links > _MAX_LINKS:
+            raise PathNotAllowed(f"too many links on the way to {walk.shown!r}; write to a "
+                                 "plain path")
+        try:
+            target = os.readlink(part, dir_fd=here)
+        except OSError:
+            raise PathNotAllowed(f"a link on the way to {walk.shown!r} changed while "
+                                 "writing; nothing was written") from None
+        if os.path.isabs(target):
+            rest, root = _place(target, real, given)
+            walk.start(root)
+            pending[:0] = rest
+        else:
+            pending[:0] = target.split("/")
+    if not walk.names:
+        raise PathNotAllowed(f"{walk.shown!r} is the allowed directory itself; "
+                             "write to a file inside it, e.g. out/result.txt")
+    raise FileWriteError(f"{walk.shown} is a directory, not a regular file; choose another "
+                         "path")
+
+
+def _os_error(shown: str, exc: OSError) -> FileWriteError:
+    return FileWriteError(f"cannot use {shown}: {exc.strerror or exc}; choose another path")
 
 
 def resolve_target(path: str | os.PathLike[str], roots: Sequence[str | os.PathLike[str]] | None
                    ) -> Path:
-    """The real file a write to ``path`` would change; PathNotAllowed if outside ``roots``."""
+    """The real file a write to ``path`` would change; PathNotAllowed if outside ``roots``.
+
+    A preview: nothing is created, and the answer can be stale by the time a
+    write happens; :func:`write_file` checks again as it writes.
+    """
+    raw = _checked(path)
+    try:
+        walk, name, _ = _resolve(raw, roots, make_dirs=False)
+    except _MissingDir:
+        if roots is None:
+            return Path(os.path.realpath(os.path.expanduser(raw)))
+        real, given = _root_forms(roots)
+        pending, start = _place(raw, real, given)
+        return Path(os.path.normpath(os.path.join("/", *real[start], *pending)))
+    try:
+        return walk.path(name)
+    finally:
+        walk.close()
+
+
+def _checked(path: str | os.PathLike[str]) -> str:
     raw = os.fspath(path)
+    if not isinstance(raw, str):
+        raise FileWriteError("the file path must be text", "invalid_parameter")
     if "\x00" in raw:
         raise PathNotAllowed("the file path contains a NUL byte; use a plain file name")
     if not raw.strip():
         raise FileWriteError("the file path is empty; give a file name such as out.txt",
                              "invalid_parameter")
-    if roots is None:
-        return Path(os.path.realpath(os.path.expanduser(raw)))
-    real_roots = [os.path.realpath(os.fspath(r)) for r in roots]
-    if not real_roots:
-        raise PathNotAllowed("no directories are allowed for writing here")
-    candidate = raw if os.path.isabs(raw) else os.path.join(real_roots[0], raw)
-    real = os.path.realpath(candidate)
-    if not any(_inside(real, r) and real != r for r in real_roots):
-        where = ", ".join(real_roots)
-        raise PathNotAllowed(
-            f"{raw!r} resolves outside the allowed directories ({where}); "
-            "write to a relative path inside them, e.g. out/result.txt")
-    return Path(real)
+    if len(os.fsencode(raw)) > MAX_PATH_BYTES:
+        raise FileWriteError("the file path is too long; use a shorter one")
+    return raw
 
 
 def write_file(
@@ -96,7 +337,7 @@ def write_file(
     roots: Sequence[str | os.PathLike[str]] | None = None,
     separate: bool = False,
 ) -> Path:
-    """Write ``content`` atomically; returns the real path written.
+    """Write ``content`` atomically; returns the path written.
 
     ``separate`` (a person's append): the content starts on a new line after
     one blank line, so a second export does not run into the first.
@@ -113,37 +354,59 @@ def write_file(
     except UnicodeEncodeError as exc:
         raise FileWriteError(f"the content is not valid text ({exc.reason}); nothing was "
                              "written", "invalid_parameter") from None
-    target = resolve_target(path, roots)
-    shown = os.fspath(path)
+    raw = _checked(path)
     try:
-        st = os.stat(target)
-    except FileNotFoundError:
-        st = None
+        walk, name, st = _resolve(raw, roots, make_dirs=create)
+    except _MissingDir:
+        raise FileWriteError(f"{raw} does not exist; pass create=true to create it",
+                             "not_found") from None
+    try:
+        target = walk.path(name)
+        if len(os.fsencode(os.fspath(target))) > MAX_PATH_BYTES:
+            raise FileWriteError(f"the path of {raw} is too long; use a shorter one")
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            raise FileWriteError(f"{raw} exists and is not a regular file; choose another path")
+        if st is not None and not exist_ok:
+            raise FileWriteError(f"{raw} already exists; nothing was changed; choose another "
+                                 "path")
+        if st is None and not create:
+            raise FileWriteError(f"{raw} does not exist; pass create=true to create it",
+                                 "not_found")
+        old = _read_old(walk.fds[-1], name, raw) if st is not None and mode != "write" else b""
+        if mode == "append":
+            if separate and old.strip():
+                old = old.rstrip(b"\n") + b"\n\n"
+            data = old + data
+        elif mode == "insert":
+            data = _insert(old, data, insert_at_line, raw)
+        _atomic_write(walk, name, data, stat.S_IMODE(st.st_mode) if st is not None else None,
+                      raw)
+        return target
+    finally:
+        walk.close()
+
+
+def _read_old(dir_fd: int, name: str, shown: str) -> bytes:
+    """The current bytes of a regular file, opened without following or blocking."""
+    try:
+        fd = os.open(name, os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK | _CLOEXEC, dir_fd=dir_fd)
     except OSError as exc:
-        raise FileWriteError(f"cannot use {shown}: {exc.strerror}; choose another path") from None
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        raise FileWriteError(f"{shown} exists and is not a regular file; choose another path")
-    if st is not None and mode == "write" and not exist_ok:
-        raise FileWriteError(f"{shown} already exists; pass exist_ok=true to replace it or "
-                             "choose another path")
-    if st is None and not create:
-        raise FileWriteError(f"{shown} does not exist; pass create=true to create it",
-                             "not_found")
-    old = b""
-    if st is not None and mode != "write":
-        try:
-            old = target.read_bytes()
-        except OSError as exc:
-            raise FileWriteError(f"cannot read {shown}: {exc.strerror}") from None
-    if mode == "append":
-        if separate and old.strip():
-            old = old.rstrip(b"\n") + b"\n\n"
-        data = old + data
-    elif mode == "insert":
-        data = _insert(old, data, insert_at_line, shown)
-    _make_parents(target, roots, shown)
-    _atomic_write(target, data, stat.S_IMODE(st.st_mode) if st is not None else None, shown)
-    return target
+        if exc.errno == errno.ELOOP:
+            raise PathNotAllowed(f"{shown!r} changed into a link while writing; nothing was "
+                                 "written") from None
+        raise FileWriteError(f"cannot read {shown}: {exc.strerror}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise FileWriteError(f"{shown} exists and is not a regular file; choose another "
+                                 "path")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise FileWriteError(f"cannot read {shown}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
 
 
 def _insert(old: bytes, data: bytes, line: object, shown: str) -> bytes:
@@ -172,25 +435,59 @@ def _split_lf(data: bytes) -> list[bytes]:
     return out
 
 
-def _make_parents(target: Path, roots: Sequence[str | os.PathLike[str]] | None,
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
+
+
+def remove_leftovers(dir_fd: int, now: float | None = None) -> int:
+    """Remove temp files a killed write left in this directory; how many were removed.
+
+    Only regular files named like ours are touched: those whose writer
+    process is gone, and any older than ``STALE_TMP_S``.
+    """
+    now = time.time() if now is None else now
+    removed = 0
+    try:
+        entries = list(os.scandir(dir_fd))
+    except OSError:
+        return 0
+    for entry in entries:
+        match = _TMP_NAME.match(entry.name)
+        if match is None:
+            continue
+        try:
+            st = os.stat(entry.name, dir_fd=dir_fd, follow_symlinks=False)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        pid = match.group(1)
+        stale = now - st.st_mtime > STALE_TMP_S
+        if not stale and pid is not None and int(pid) != os.getpid():
+            stale = not _alive(int(pid))
+        if stale:
+            try:
+                os.unlink(entry.name, dir_fd=dir_fd)
+                removed += 1
+            except OSError:
+                pass
+    return removed
+
+
+def _atomic_write(walk: _Walk, name: str, data: bytes, mode_bits: int | None,
                   shown: str) -> None:
-    parent = target.parent
+    parent = walk.fds[-1]
+    remove_leftovers(parent)
+    tmp = f".selfref-{os.getpid()}-{secrets.token_hex(8)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise FileWriteError(f"cannot create the directory for {shown}: {exc.strerror}") \
-            from None
-    if roots is not None and os.path.realpath(parent) != os.fspath(parent):
-        raise PathNotAllowed(f"a directory on the way to {shown!r} changed into a link while "
-                             "writing; nothing was written")
-
-
-def _atomic_write(target: Path, data: bytes, mode_bits: int | None, shown: str) -> None:
-    tmp = target.parent / f".selfref-{secrets.token_hex(8)}.tmp"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) \
-        | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(tmp, flags, 0o666)
+        fd = os.open(tmp, flags, 0o666, dir_fd=parent)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
@@ -198,10 +495,13 @@ def _atomic_write(target: Path, data: bytes, mode_bits: int | None, shown: str) 
                 if mode_bits is not None:
                     os.fchmod(f.fileno(), mode_bits)
                 os.fsync(f.fileno())
-            os.replace(tmp, target)
+            if walk.names and not walk.same_dir_again():
+                raise PathNotAllowed(f"a directory on the way to {shown!r} changed while "
+                                     "writing; nothing was written")
+            os.replace(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
         except BaseException:
             try:
-                os.unlink(tmp)
+                os.unlink(tmp, dir_fd=parent)
             except OSError:
                 pass
             raise
@@ -209,15 +509,9 @@ def _atomic_write(target: Path, data: bytes, mode_bits: int | None, shown: str) 
         raise FileWriteError(f"could not write {shown}: {exc.strerror or exc}; nothing was "
                              "changed") from None
     try:
-        dir_fd = os.open(target.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
+        os.fsync(parent)
     except OSError:
         pass
-    finally:
-        os.close(dir_fd)
 
 
 def fd_to_file(
@@ -229,8 +523,14 @@ def fd_to_file(
     exist_ok: bool = True,
     create: bool = True,
     roots: Sequence[str | os.PathLike[str]] | None = None,
+    raw: bool = False,
 ) -> str:
-    """The model's tool: write an fd or ref to a file inside ``roots`` (default: cwd)."""
+    """The model's tool: write an fd or ref to a file inside ``roots`` (default: cwd).
+
+    A ref that is exactly one fenced block is written as the bare code, as the
+    person's export does (``raw=True`` keeps the fence lines): the fence is
+    Markdown around the file, not part of it.
+    """
     allowed = tuple(roots) if roots is not None else (Path.cwd(),)
     try:
         fd_id, content = table.lookup(fd)
@@ -238,6 +538,11 @@ def fd_to_file(
         return exc.xml()
     if not isinstance(file_path, str):
         return FdError("invalid_parameter", "file_path must be a string").xml()
+    fence = None
+    if not raw and fd_id.startswith("ref:"):
+        plan = export_plan(fd_id.removeprefix("ref:"), content)
+        if plan.fenced:
+            content, fence = plan.content, "removed"
     try:
         written = write_file(file_path, content, mode=mode, insert_at_line=insert_at_line,
                              exist_ok=exist_ok, create=create, roots=allowed)
@@ -245,4 +550,5 @@ def fd_to_file(
         return FdError("path_not_allowed", str(exc)).xml()
     except FileWriteError as exc:
         return FdError(exc.kind, str(exc)).xml()
-    return f"<fd_to_file_result{attrs(fd=fd_id, path=written, mode=mode, chars=len(content))} />"
+    result = attrs(fd=fd_id, path=written, mode=mode, chars=len(content), fence=fence)
+    return f"<fd_to_file_result{result} />"

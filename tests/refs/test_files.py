@@ -308,3 +308,156 @@ def test_fd_to_file_insert(root):
                            roots=(root,)))
     assert el.get("mode") == "insert"
     assert (root / "m.py").read_text() == "import os\nprint('hi')\nmain()\n"
+
+
+# -- races: a local process swapping directories for symlinks -------------------
+SWAPPER = Path(__file__).with_name("swapper.py")
+
+
+def _walk_all(top: Path) -> list[Path]:
+    found = []
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        found += [Path(dirpath, n) for n in (*dirnames, *filenames)]
+    return found
+
+
+def test_writes_raced_by_a_directory_swapper_never_land_outside(root, outside):
+    """A process exchanges root/d (and root/d/e) with a symlink to ``outside`` non-stop.
+
+    Hundreds of writes run against it. Each must either land inside the root
+    at exactly the path its result names, or fail as path_not_allowed having
+    written nothing; ``outside`` stays empty; no temp file is left anywhere.
+    """
+    import time
+    import xml.etree.ElementTree as ET
+
+    (root / "d" / "e").mkdir(parents=True)
+    (root / "link").symlink_to(outside, target_is_directory=True)
+    (root / "d" / "elink").symlink_to(outside, target_is_directory=True)
+    t = table()
+    proc = subprocess.Popen([sys.executable, str(SWAPPER), str(root), "d", "link",
+                             str(root / "d"), "e", "elink"],
+                            stdout=subprocess.PIPE, text=True)
+    mode = proc.stdout.readline().strip()
+    outcomes: list[tuple[Path, ET.Element]] = []
+    deadline = time.monotonic() + 4.0
+    try:
+        i = 0
+        while time.monotonic() < deadline:
+            rel = f"d/f{i}.txt" if i % 2 else f"d/e/g{i}.txt"
+            el = ET.fromstring(fd_to_file(t, "ref:code", rel, roots=(root,)))
+            outcomes.append((root / rel, el))
+            i += 1
+            refused = sum(e.tag == "fd_error" for _, e in outcomes)
+            if i >= 400 and 5 <= refused <= i - 5:
+                break
+    finally:
+        proc.terminate()
+        swaps = int(proc.communicate(timeout=10)[0].split()[-1])
+    assert proc.returncode == 0
+    assert (root / "d").is_dir() and not (root / "d").is_symlink()
+    written = [p for p, el in outcomes if el.tag == "fd_to_file_result"]
+    refused = [(p, el) for p, el in outcomes if el.tag != "fd_to_file_result"]
+    print(f"race ({mode}): {len(outcomes)} writes, {len(written)} written, "
+          f"{len(refused)} refused, {swaps} swaps")
+    assert swaps > 0 and written and refused  # the race really happened both ways
+    assert _walk_all(outside) == []
+    for path, el in outcomes:
+        if el.tag == "fd_to_file_result":
+            assert el.get("path") == str(path)
+            assert path.read_text() == "print('hi')\n"
+        else:
+            assert el.get("type") == "path_not_allowed", el.text
+            assert not path.exists()
+    assert no_temp_files(root)
+
+
+# -- temp files a killed write left behind ----------------------------------------
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_the_next_write_removes_temp_files_of_dead_writers_only(root):
+    folder = root / "out"
+    folder.mkdir()
+    dead = folder / f".selfref-{_dead_pid()}-00ff.tmp"
+    live = folder / f".selfref-{os.getppid()}-abcd.tmp"  # our parent is alive
+    old_live = folder / f".selfref-{os.getppid()}-beef.tmp"
+    old_unnamed = folder / ".selfref-0123456789abcdef.tmp"  # the earlier naming, no pid
+    young_unnamed = folder / ".selfref-fedcba9876543210.tmp"
+    for p in (dead, live, old_live, old_unnamed, young_unnamed):
+        p.write_text("half")
+    an_hour_ago = __import__("time").time() - 3600
+    for p in (old_live, old_unnamed):
+        os.utime(p, (an_hour_ago, an_hour_ago))
+    lookalike = folder / ".selfref-notes.tmp"  # not our name: the person's file
+    lookalike.write_text("mine")
+    link = folder / f".selfref-{_dead_pid()}-0bad.tmp"
+    link.symlink_to(root / "victim")
+    (root / "victim").write_text("keep")
+    write_file("out/new.txt", "x", roots=[root])
+    left = sorted(p.name for p in folder.iterdir())
+    assert left == sorted([live.name, young_unnamed.name, lookalike.name, link.name, "new.txt"])
+    assert (root / "victim").read_text() == "keep"
+
+
+def test_a_write_killed_mid_way_leaves_a_temp_file_the_next_write_removes(root):
+    """A real SIGKILL between writing the temp file and renaming it."""
+    f = root / "f.txt"
+    f.write_text("old\n")
+    script = textwrap.dedent(f"""
+        import os, signal
+        from selfref_tui.selfref.files import write_file
+        os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)
+        write_file({str(f)!r}, "new\\n", roots=[{str(root)!r}])
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == -9, proc.stderr
+    assert f.read_text() == "old\n"
+    assert not no_temp_files(root)  # the killed write left its temp file
+    write_file("f.txt", "newer\n", roots=[root])
+    assert f.read_text() == "newer\n" and no_temp_files(root)
+
+
+# -- links that stay inside, and the person's own export ------------------------
+def test_links_are_followed_only_while_they_stay_inside(root, outside):
+    (root / "real").mkdir()
+    (root / "abs").symlink_to(root / "real", target_is_directory=True)  # absolute, inside
+    (root / "real" / "up").symlink_to("../real", target_is_directory=True)  # relative, inside
+    assert write_file("abs/up/up/f.txt", "x", roots=[root]) == root / "real" / "f.txt"
+    (root / "real" / "climb").symlink_to("../../elsewhere", target_is_directory=True)
+    with pytest.raises(PathNotAllowed):
+        write_file("real/climb/f.txt", "x", roots=[root])
+    (root / "other").symlink_to(outside, target_is_directory=True)  # into a second root: fine
+    assert write_file("other/g.txt", "y", roots=[root, outside]) == outside / "g.txt"
+    loop = root / "loop"
+    loop.symlink_to("loop")
+    with pytest.raises(PathNotAllowed):
+        write_file("loop/f.txt", "x", roots=[root])
+    assert sorted(p.name for p in outside.iterdir()) == ["g.txt"]
+
+
+def test_the_persons_export_follows_their_links_and_is_atomic(root, outside):
+    (root / "to_out").symlink_to(outside, target_is_directory=True)
+    written = write_file(root / "to_out" / "new" / "x.txt", "mine", roots=None)
+    assert written == outside / "new" / "x.txt" and written.read_text() == "mine"
+    assert no_temp_files(outside)
+
+
+def test_fd_to_file_writes_a_lone_fenced_block_without_its_fence(root):
+    t = FdTable()
+    t.add_ref("add", "```python\ndef add(a, b):\n    return a + b\n```")
+    t.add_ref("notes", "Some text\n```python\nx = 1\n```\n")
+    el = result(fd_to_file(t, "ref:add", "add.py", roots=(root,)))
+    assert el.get("fence") == "removed"
+    code = (root / "add.py").read_text()
+    assert code == "def add(a, b):\n    return a + b\n"
+    compile(code, "add.py", "exec")  # the file parses
+    el = result(fd_to_file(t, "ref:add", "raw.md", roots=(root,), raw=True))
+    assert el.get("fence") is None
+    assert (root / "raw.md").read_text() == "```python\ndef add(a, b):\n    return a + b\n```"
+    fd_to_file(t, "ref:notes", "notes.md", roots=(root,))  # not only a fence: as it is
+    assert (root / "notes.md").read_text() == "Some text\n```python\nx = 1\n```\n"
