@@ -1,0 +1,346 @@
+"""Runtime events and stored history → display items, without a screen.
+
+:class:`TranscriptModel` is the transcript's state: the items in order, the
+answer being written, tool calls still running, the stored history not shown
+yet. :meth:`TranscriptModel.apply` takes one runtime event; the view asks what
+changed (:attr:`TranscriptModel.structure` for items added, moved or removed,
+each item's ``version`` for a redraw) and draws. Live events and stored
+history go through the same answer code, so history looks exactly as the live
+answer did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from selfref_tui.ui.transcript.model import (
+    AnswerItem,
+    DividerItem,
+    ErrorItem,
+    Fence,
+    Item,
+    RefInfo,
+    ToolItem,
+    UserItem,
+)
+
+TAIL_ITEMS = 50
+
+#: what a finish reason that is not an interruption leaves under the answer
+FINISH_MARKERS = {
+    "length": "■ cut off — the model reached its output limit",
+    "content_filter": "■ stopped by the provider's content filter",
+}
+
+#: something a person can highlight and copy: a whole item, a ref or a code block
+Target = Item | RefInfo | Fence
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return str(content or "")
+
+
+class TranscriptModel:
+    """The transcript's items and the per-turn state a stream needs."""
+
+    def __init__(self) -> None:
+        self.items: list[Item] = []
+        self.older: list[dict] = []
+        self.current: AnswerItem | None = None
+        self.cards: dict[str, ToolItem] = {}
+        #: bumped when items are added, removed or moved
+        self.structure = 0
+        self._latest: dict[str, RefInfo] = {}
+
+    # ---------------------------------------------------------------- items
+
+    def _add(self, item: Item) -> Item:
+        self.items.append(item)
+        self.structure += 1
+        return item
+
+    def add_user(self, text: str, *, queued: bool = False) -> UserItem:
+        return self._add(UserItem(text=text, queued=queued))  # type: ignore[return-value]
+
+    def add_error(self, message: str, kind: str = "internal") -> ErrorItem:
+        return self._add(ErrorItem(message=message, error_kind=kind))  # type: ignore[return-value]
+
+    def of_kind(self, kind: str) -> list[Any]:
+        return [item for item in self.items if item.kind == kind]
+
+    def queued_messages(self) -> list[UserItem]:
+        return [m for m in self.of_kind("user") if m.queued]
+
+    def ref_blocks(self) -> list[RefInfo]:
+        return [ref for answer in self.of_kind("answer") for ref in answer.refs]
+
+    def targets(self) -> list[Target]:
+        """What the highlight moves over, in reading order: items, and refs and fences inside."""
+        out: list[Target] = []
+        for item in self.items:
+            if item.kind == "divider":
+                continue
+            out.append(item)
+            if isinstance(item, AnswerItem):
+                seen: set[int] = set()
+                for block in item.blocks:
+                    if block.kind == "ref_top" and block.ref is not None:
+                        out.append(block.ref)
+                    elif block.fence is not None and id(block.fence) not in seen:
+                        seen.add(id(block.fence))
+                        out.append(block.fence)
+        return out
+
+    def deliver(self, text: str) -> UserItem | None:
+        """A queued message reached the model: un-mark it and move it to where it now sits."""
+        for message in self.queued_messages():
+            if message.text == text:
+                message.queued = False
+                message.started = True
+                message.touch()
+                if self.items[-1] is not message:
+                    self.items.remove(message)
+                    self.items.append(message)
+                    self.structure += 1
+                return message
+        return None
+
+    def _awaiting_start(self, text: str) -> bool:
+        """The app already showed this message when it was sent (claimed once, oldest first)."""
+        for item in self.of_kind("user"):
+            if not item.queued and not item.started and item.text == text:
+                item.started = True
+                return True
+        return False
+
+    def last_answer(self) -> AnswerItem | None:
+        for item in reversed(self.items):
+            if isinstance(item, AnswerItem):
+                return item
+        return None
+
+    # ----------------------------------------------------------------- refs
+
+    def _closed(self, refs: list[RefInfo]) -> None:
+        """Newly closed refs supersede the earlier ones with their id."""
+        for ref in refs:
+            previous = self._latest.get(ref.ref_id)
+            if previous is not None and previous is not ref and not previous.superseded:
+                previous.superseded = True
+                previous.version += 1
+            self._latest[ref.ref_id] = ref
+
+    def _mark_superseded(self) -> None:
+        self._latest = {}
+        closed = [ref for ref in self.ref_blocks() if ref.closed]
+        for ref in closed:
+            self._latest[ref.ref_id] = ref
+        for ref in closed:
+            superseded = self._latest[ref.ref_id] is not ref
+            if ref.superseded != superseded:
+                ref.superseded = superseded
+                ref.version += 1
+
+    # ---------------------------------------------------------------- live
+
+    def _answer(self) -> AnswerItem:
+        if self.current is None or self.current.finished:
+            self.current = AnswerItem()
+            self._add(self.current)
+        return self.current
+
+    def finish_answer(self, *, interrupted: bool = False, reason: str = "") -> None:
+        current, self.current = self.current, None
+        if current is not None:
+            self._closed(current.finish(interrupted=interrupted, reason=reason))
+
+    def apply(self, event: Any) -> None:
+        """Show one runtime event (types from :mod:`selfref_tui.agent.events`)."""
+        name = type(event).__name__
+        handler = getattr(self, f"_on_{name}", None)
+        if handler is not None:
+            handler(event)
+
+    def _on_TextDelta(self, event: Any) -> None:
+        self._closed(self._answer().feed(event.text))
+
+    def _on_ReasoningDelta(self, event: Any) -> None:
+        self._answer().feed_reasoning(event.text)
+
+    def _on_TurnStarted(self, event: Any) -> None:
+        text = event.user_text
+        if text and self.deliver(text) is None and not self._awaiting_start(text):
+            self.add_user(text).started = True
+
+    def _on_LLMCallEnded(self, event: Any) -> None:
+        reason = event.finish_reason
+        answer = self.current
+        self.finish_answer(interrupted=reason == "aborted")
+        if answer is not None and reason in FINISH_MARKERS:
+            answer.mark(FINISH_MARKERS[reason])
+
+    def _on_ToolCallStarted(self, event: Any) -> None:
+        self.finish_answer()
+        card = ToolItem(call_id=event.call_id, tool_name=event.name)
+        self.cards[event.call_id] = card
+        self._add(card)
+
+    def _on_ToolCallArgumentsDelta(self, event: Any) -> None:
+        card = self.cards.get(event.call_id)
+        if card is not None:
+            card.append_arguments(event.delta)
+
+    def _on_ToolCallEnded(self, event: Any) -> None:
+        self._tool_end(event, "done", event.result)
+
+    def _on_ToolCallError(self, event: Any) -> None:
+        self._tool_end(event, "error", event.error)
+
+    def _tool_end(self, event: Any, status: str, result: str) -> None:
+        card = self.cards.pop(event.call_id, None)
+        if card is None:
+            card = ToolItem(call_id=event.call_id, tool_name=event.name)
+            self._add(card)
+        card.end(status, result, event.duration_s, event.arguments)
+
+    def _on_QueuedMessageDelivered(self, event: Any) -> None:
+        if self.deliver(event.text) is None:
+            self.add_user(event.text).started = True
+
+    def _on_Aborted(self, event: Any) -> None:
+        self.finish_answer(interrupted=True, reason=event.reason)
+        last = self.last_answer()
+        if last is not None and (last.interrupted or event.stage == "stream"):
+            last.mark_interrupted(event.reason)
+        self._cancel_cards(event.reason)
+
+    def _on_ErrorEvent(self, event: Any) -> None:
+        current = self.current
+        self.finish_answer(
+            interrupted=current is not None and bool(current.text), reason="stream failed"
+        )
+        self.add_error(event.message, event.kind)
+
+    def _on_CompactionApplied(self, event: Any) -> None:
+        self.finish_answer()
+        for item in self.items:
+            if not item.archived:
+                item.archived = True
+                item.touch()
+        self._add(DividerItem(summary=dict(event.summary), messages_before=event.messages_before))
+
+    def _on_TurnEnded(self, event: Any) -> None:
+        self.finish_answer(interrupted=event.outcome == "aborted")
+        self._cancel_cards("turn ended")
+
+    def _cancel_cards(self, reason: str) -> None:
+        for card in self.cards.values():
+            card.cancel(reason)
+        self.cards.clear()
+
+    # ------------------------------------------------------------- history
+
+    def reset(self) -> None:
+        self.items = []
+        self.older = []
+        self.current = None
+        self.cards = {}
+        self._latest = {}
+        self.structure += 1
+
+    def load_history(self, history: Sequence[dict], *, tail: int = TAIL_ITEMS) -> None:
+        """Show the last ``tail`` stored messages; keep the rest for :meth:`load_older`."""
+        messages = [m for m in history if m.get("role") != "system"]
+        cut = _cut(messages, len(messages) - tail)
+        self.older = list(messages[:cut])
+        self.items.extend(self._build(messages[cut:]))
+        self.structure += 1
+        self._mark_superseded()
+
+    def load_older(self, count: int = TAIL_ITEMS) -> int:
+        """Put the next ``count`` older stored messages above; how many."""
+        if not self.older:
+            return 0
+        cut = _cut(self.older, len(self.older) - count)
+        batch, self.older = self.older[cut:], self.older[:cut]
+        self.items[:0] = self._build(batch)
+        self.structure += 1
+        self._mark_superseded()
+        return len(batch)
+
+    def _build(self, messages: Sequence[dict]) -> list[Item]:
+        items: list[Item] = []
+        cards: dict[str, ToolItem] = {}
+        for message in messages:
+            role = message.get("role")
+            archived = bool(message.get("archived"))
+            if role == "compaction":
+                items.append(
+                    DividerItem(
+                        summary=dict(message.get("summary") or {}),
+                        messages_before=int(message.get("messages_before") or 0),
+                    )
+                )
+            elif role == "user":
+                if message.get("compaction") is not None or message.get("runtime_note"):
+                    continue  # the summary (shown by its divider) or the runtime's own prompt
+                text = _text_of(message.get("content"))
+                items.append(UserItem(text=text, started=True, archived=archived))
+            elif role == "assistant":
+                items.append(_stored_answer(message, archived))
+                for call in message.get("tool_calls") or []:
+                    fn = call.get("function") or {}
+                    card = ToolItem(
+                        call_id=str(call.get("id", "")),
+                        tool_name=str(fn.get("name", "tool")),
+                        archived=archived,
+                    )
+                    card.arguments = str(fn.get("arguments", ""))
+                    cards[card.call_id] = card
+                    items.append(card)
+            elif role == "tool":
+                call_id = str(message.get("tool_call_id", ""))
+                card = cards.get(call_id)
+                if card is None:
+                    card = ToolItem(
+                        call_id=call_id,
+                        tool_name=str(message.get("name") or "tool"),
+                        archived=archived,
+                    )
+                    cards[call_id] = card
+                    items.append(card)
+                content = str(message.get("content") or "")
+                if message.get("cancelled"):
+                    card.end("cancelled", str(message.get("abort_reason") or content), None)
+                else:
+                    duration = message.get("duration_s")
+                    card.end("done", content, float(duration) if duration is not None else None)
+        return items
+
+
+def _stored_answer(message: dict, archived: bool) -> AnswerItem:
+    answer = AnswerItem(live=False, archived=archived)
+    reasoning = message.get("reasoning_details") or message.get("reasoning_content")
+    if isinstance(reasoning, list):
+        reasoning = "\n".join(
+            str(r.get("text", "")) if isinstance(r, dict) else str(r) for r in reasoning
+        )
+    if reasoning:
+        answer.feed_reasoning(str(reasoning))
+    answer.feed(_text_of(message.get("content")))
+    answer.finish(
+        interrupted=bool(message.get("truncated")),
+        reason=str(message.get("abort_reason") or ""),
+    )
+    return answer
+
+
+def _cut(messages: Sequence[dict], cut: int) -> int:
+    """Never split an assistant message from its tool results."""
+    cut = max(0, cut)
+    while 0 < cut < len(messages) and messages[cut].get("role") == "tool":
+        cut -= 1
+    return cut
