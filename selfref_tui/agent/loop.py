@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..config import AgentSettings
@@ -24,13 +24,18 @@ from ..context.mutations import (
     AssistantMessageMutation,
     AssistantTruncatedMutation,
     ContextMutation,
-    ContextSummaryMutation,
-    ToolCancelledMutation,
-    ToolResultMutation,
     UserMessageMutation,
 )
 from ..selfref.session import CommitReport, SelfRefSession
 from .abort import AbortSignal
+from .compaction import (
+    AFTER_COMPACT_NOTE,
+    AUTO_COMPACT_NOTE,
+    REQUESTED_COMPACT_NOTE,
+    RUNTIME_NOTE,
+    CompactionPolicy,
+    runtime_note,
+)
 from .compile_cache import IncrementalCompile
 from .events import (
     Aborted,
@@ -42,71 +47,34 @@ from .events import (
     ExperienceRemembered,
     LLMCallEnded,
     LLMCallStarted,
-    QuestionAsked,
     QueuedMessageDelivered,
     ReasoningDelta,
     RefClosed,
     RefOpened,
     Retrying,
     TextDelta,
-    ToolCallArgumentsDelta,
-    ToolCallEnded,
-    ToolCallError,
-    ToolCallStarted,
     TurnEnded,
     TurnStarted,
     discard,
 )
 from .inbox import Inbox
-from .tools import ToolContext, ToolError, now_iso, parse_arguments, run_tool, tool_schemas
+from .protocols import MemoryLike, ProviderLike, StoreLike
+from .questions import QuestionBroker
+from .stream import StreamAssembler
+from .tool_batch import NO_FD_TOOLS, BuiltinTools, ToolBatch, ToolSource, schemas_of
+from .tools import ToolContext, now_iso
 
-RUNTIME_NOTE = "runtime_note"
 #: the longest the stream consumer runs without letting the event loop in (see _consume)
 BURST_S = 0.01
-AUTO_COMPACT_NOTE = (
-    "[selfref-tui runtime] Your context now holds about {tokens} of {window} tokens "
-    "({percent}%). Call the `compact` tool now with a concrete summary of the conversation "
-    "so far, then continue with the task."
-)
-REQUESTED_COMPACT_NOTE = (
-    "[selfref-tui runtime] The person asked you to compact your context. Call the `compact` "
-    "tool now with a concrete summary of the conversation so far; after it is applied, say "
-    "in one sentence that the context was compacted."
-)
-# Deliberately free of the word "compact", so a model that pattern-matches on it
-# does not compact again in a loop.
-AFTER_COMPACT_NOTE = (
-    "[selfref-tui runtime] Your summary has replaced the earlier conversation. Continue the "
-    "work from it; if nothing is left to do, tell the person so in one sentence."
-)
-NO_FD_TOOLS = frozenset({"read_fd"})
-
-
-@dataclass
-class _Stream:
-    """What one streamed LLM call produced so far (kept when it is cut off)."""
-
-    text: list[str] = field(default_factory=list)
-    reasoning: list[str] = field(default_factory=list)
-    calls: dict[int, dict[str, Any]] = field(default_factory=dict)
-    usage: dict[str, int] | None = None
-    finish: str | None = None
-    ref_records: list[dict] = field(default_factory=list)
-    refs_seen: int = 0
-
-    @property
-    def content(self) -> str:
-        return "".join(self.text)
-
-    def tool_calls(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "id": c["id"],
-                "type": "function",
-                "function": {"name": c["name"], "arguments": "".join(c["args"])},
-            }
-            for _, c in sorted(self.calls.items())
-        ]
+__all__ = [
+    "AFTER_COMPACT_NOTE",
+    "AUTO_COMPACT_NOTE",
+    "NO_FD_TOOLS",
+    "REQUESTED_COMPACT_NOTE",
+    "RUNTIME_NOTE",
+    "Agent",
+    "ToolSource",
+]
 
 
 @dataclass
@@ -114,7 +82,7 @@ class _Turn:
     """Per-turn state shared by the steps of one ``run_turn``."""
 
     key: str
-    memory: Any
+    memory: MemoryLike
     session: SelfRefSession
     fds: Any
     abort: AbortSignal
@@ -130,8 +98,8 @@ class Agent:
 
     def __init__(
         self,
-        selfref: Any,
-        provider: Any,
+        selfref: StoreLike,
+        provider: ProviderLike,
         settings: AgentSettings,
         emit: EventSink = discard,
         *,
@@ -147,8 +115,11 @@ class Agent:
         self.emit = emit
         self.model = model
         self.context_window = context_window
-        #: set by a front end that can answer ``QuestionAsked``; otherwise tools get the default
-        self.interactive = False
+        # The sink is looked up on every event: a front end may replace ``emit``.
+        self.questions = QuestionBroker(lambda event: self.emit(event))
+        self.compaction = CompactionPolicy(settings.auto_compact_ratio)
+        #: tool sources besides the built-in tools (MCP servers, say); asked in order
+        self.tool_sources: list[ToolSource] = []
         self.config = InvocationConfig(
             base_system_prompt=settings.base_system_prompt, refs_enabled=settings.refs_enabled
         )
@@ -156,17 +127,22 @@ class Agent:
         self._encoder_task: asyncio.Task | None = None
         self._sessions: dict[str, SelfRefSession] = {}
         self._fd_tables: dict[str, Any] = {}
-        self._questions: dict[str, asyncio.Future[str]] = {}
-        self._question_seq = 0
         self._turn_seq = 0
-        self._compact_requested: set[str] = set()
-        self._auto_asked: set[str] = set()
         self._last_tokens: dict[str, int] = {}
         self._compilers: dict[str, IncrementalCompile] = {}
 
+    @property
+    def interactive(self) -> bool:
+        """Set by a front end that can answer ``QuestionAsked``; otherwise tools get the default."""
+        return self.questions.interactive
+
+    @interactive.setter
+    def interactive(self, value: bool) -> None:
+        self.questions.interactive = value
+
     # ------------------------------------------------------------ front ends
 
-    def memory(self, key: str) -> Any:
+    def memory(self, key: str) -> MemoryLike:
         """The loaded memory key (read-only use: history, experiences, refs, forks)."""
         return self.selfref.open(key)
 
@@ -184,6 +160,7 @@ class Agent:
             self._compilers.pop(k, None)
             self._fd_tables.pop(k, None)
             self._last_tokens.pop(k, None)
+            self.compaction.forget(k)
             self.selfref.release(k)
         return True
 
@@ -192,8 +169,8 @@ class Agent:
         memory = self.memory(key)
         session = self._sessions.get(key)
         pending: list[ContextMutation] = session.peek_context_mutations() if session else []
-        if key in self._compact_requested:
-            pending.append(_note(REQUESTED_COMPACT_NOTE))
+        if self.compaction.is_requested(key):
+            pending.append(runtime_note(REQUESTED_COMPACT_NOTE))
         messages, tokens = self._compile(key, memory.messages, pending)
         # Copies: the rendered messages are shared with the compile cache.
         return [dict(m) for m in messages], tokens
@@ -220,28 +197,19 @@ class Agent:
 
     def request_compaction(self, key: str) -> None:
         """Make the next compile of ``key`` ask the model to call ``compact``."""
-        self._compact_requested.add(key)
+        self.compaction.request(key)
 
     async def ask(self, key: str, prompt: str, choices: tuple[str, ...], default: str) -> str:
         """Ask the person (``QuestionAsked``); ``default`` when no front end answers."""
-        if not self.interactive:
-            return default
-        self._question_seq += 1
-        question_id = f"q{self._question_seq}"
-        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self._questions[question_id] = future
-        self.emit(QuestionAsked(key=key, question_id=question_id, prompt=prompt, choices=choices))
-        try:
-            return await future
-        finally:
-            self._questions.pop(question_id, None)
+        return await self.questions.ask(key, prompt, choices, default)
 
     def answer_question(self, question_id: str, choice: str) -> bool:
-        future = self._questions.get(question_id)
-        if future is None or future.done():
-            return False
-        future.set_result(choice)
-        return True
+        return self.questions.answer(question_id, choice)
+
+    def tools_for(self, key: str) -> list[dict]:
+        """The exact tool list of the next call of ``key`` (forks only below the depth limit)."""
+        depth = key.count("::fork::")
+        return schemas_of(self._sources(forks=depth < self.settings.fork_max_depth))
 
     async def aclose(self) -> None:
         if self._encoder_task is not None and not self._encoder_task.done():
@@ -324,17 +292,18 @@ class Agent:
 
     async def _steps(self, turn: _Turn) -> str:
         key, session = turn.key, turn.session
-        tools = tool_schemas(forks=turn.forks is not None, refs=self.settings.refs_enabled)
+        tools = schemas_of(self._sources(forks=turn.forks is not None))
         while True:
             # ---- compile boundary: session patches, then queued person input
             pending = session.collect_context_mutations()
-            if any(isinstance(m, ContextSummaryMutation) for m in pending):
-                pending.append(_note(AFTER_COMPACT_NOTE))
+            after = self.compaction.after_compaction(pending)
+            if after is not None:
+                pending.append(after)
             delivered = turn.inbox.drain()
             pending += [UserMessageMutation({"role": "user", "content": t}) for t in delivered]
-            if key in self._compact_requested and not session.has_pending_compaction:
-                self._compact_requested.discard(key)
-                pending.append(_note(REQUESTED_COMPACT_NOTE))
+            requested = self.compaction.take_request(key, session.has_pending_compaction)
+            if requested is not None:
+                pending.append(requested)
             if turn.abort.fired:
                 self._commit(session, pending)
                 self.emit(Aborted(key=key, reason=turn.abort.reason, stage="idle"))
@@ -343,13 +312,11 @@ class Agent:
                 self._commit(session, pending)
                 return "step_limit"
             messages, tokens = self._compile(key, turn.memory.messages, pending)
-            if self._should_auto_compact(key, tokens, pending):
-                self._auto_asked.add(key)
-                pending.append(_note(AUTO_COMPACT_NOTE.format(
-                    tokens=tokens,
-                    window=self.context_window,
-                    percent=round(100 * tokens / max(self.context_window, 1)),
-                )))
+            reminder = self.compaction.auto_note(
+                key, tokens, self.context_window, turn.memory.messages, pending
+            )
+            if reminder is not None:
+                pending.append(reminder)
                 messages, tokens = self._compile(key, turn.memory.messages, pending)
             self._commit(session, pending)
             for text in delivered:
@@ -370,14 +337,6 @@ class Agent:
             if await self._run_tools(turn, calls) == "aborted":
                 return "aborted"
 
-    def _should_auto_compact(self, key: str, tokens: int, pending: list) -> bool:
-        ratio = self.settings.auto_compact_ratio
-        if ratio <= 0 or key in self._auto_asked:
-            return False
-        if any(m.message.get(RUNTIME_NOTE) for m in pending if isinstance(m, UserMessageMutation)):
-            return False
-        return tokens >= ratio * self.context_window
-
     # ------------------------------------------------------------ streaming
 
     async def _llm_step(
@@ -388,7 +347,7 @@ class Agent:
         key, step = turn.key, turn.step
         self.emit(LLMCallStarted(key=key, step=step, model=self.model))
         started = time.perf_counter()
-        state = _Stream()
+        state = StreamAssembler(key, step, self.emit)
         message_index = len(turn.memory.history)
         consume = asyncio.create_task(self._consume(turn, messages, tools, state, message_index))
         unhook = turn.abort.on_fire(consume.cancel)
@@ -446,7 +405,7 @@ class Agent:
         if calls and not content:
             content = None
         reasoning = (
-            [{"type": "reasoning", "text": "".join(state.reasoning)}] if state.reasoning else []
+            [{"type": "reasoning", "text": state.reasoning_text}] if state.reasoning else []
         )
         answer = AssistantMessageMutation(
             content=content, tool_calls=calls, reasoning_details=reasoning
@@ -459,7 +418,7 @@ class Agent:
         turn: _Turn,
         messages: list[dict],
         tools: list[dict],
-        state: _Stream,
+        state: StreamAssembler,
         message_index: int,
     ) -> None:
         from ..refs.parser import StreamingRefParser
@@ -490,7 +449,7 @@ class Agent:
                     state.reasoning.append(chunk.text)
                     emit(ReasoningDelta(key=key, text=chunk.text))
                 elif isinstance(chunk, ToolCallChunk):
-                    self._tool_delta(turn, state, chunk)
+                    state.tool_delta(chunk.index, chunk.id, chunk.name, chunk.arguments)
                 elif isinstance(chunk, UsageChunk):
                     state.usage = dict(chunk.usage)
                 else:  # FinishChunk
@@ -502,7 +461,7 @@ class Agent:
             self._ref_segments(turn, parser, parser.finish(), state, message_index)
 
     def _ref_segments(
-        self, turn: _Turn, parser: Any, segments: list, state: _Stream, index: int
+        self, turn: _Turn, parser: Any, segments: list, state: StreamAssembler, index: int
     ) -> None:
         for segment in segments:
             if segment.kind == "ref_open":
@@ -514,47 +473,13 @@ class Agent:
                 state.ref_records.append(record)
                 self.emit(RefClosed(key=turn.key, ref_id=ref.id, content=ref.content))
 
-    def _tool_delta(self, turn: _Turn, state: _Stream, chunk: Any) -> None:
-        entry = state.calls.get(chunk.index)
-        if entry is None:
-            entry = {"id": "", "name": "", "args": [], "started": False}
-            state.calls[chunk.index] = entry
-        if chunk.id and not entry["id"]:
-            entry["id"] = chunk.id
-        if chunk.name and not entry["name"]:
-            entry["name"] = chunk.name
-        if chunk.arguments:
-            entry["args"].append(chunk.arguments)
-        if not entry["started"] and entry["name"]:
-            entry["started"] = True
-            if not entry["id"]:
-                entry["id"] = f"call_{turn.step}_{chunk.index}"
-            self.emit(ToolCallStarted(key=turn.key, call_id=entry["id"], name=entry["name"]))
-            if entry["args"]:
-                self.emit(ToolCallArgumentsDelta(
-                    key=turn.key, call_id=entry["id"], delta="".join(entry["args"])
-                ))
-        elif entry["started"] and chunk.arguments:
-            self.emit(
-                ToolCallArgumentsDelta(key=turn.key, call_id=entry["id"], delta=chunk.arguments)
-            )
-        if not entry["id"]:
-            entry["id"] = f"call_{turn.step}_{chunk.index}"
-
     # ---------------------------------------------------------------- tools
 
     async def _run_tools(self, turn: _Turn, calls: list[dict]) -> str:
         key = turn.key
-        tasks: dict[asyncio.Task, dict] = {}
-        for call in calls:
-            call_id, name = call["id"], call["function"]["name"]
-            arguments = call["function"]["arguments"]
-            try:
-                args = parse_arguments(arguments)
-            except ToolError as exc:
-                self._tool_failed(turn, call_id, name, arguments, str(exc), 0.0, [])
-                continue
-            ctx = ToolContext(
+
+        def make_context(call_id: str) -> ToolContext:
+            return ToolContext(
                 key=key,
                 session=turn.session,
                 fds=turn.fds,
@@ -563,83 +488,29 @@ class Agent:
                 roots=self.settings.allowed_roots or (_cwd(),),
                 call_id=call_id,
             )
-            task = asyncio.create_task(self._one_tool(name, args, ctx), name=f"tool:{name}")
-            tasks[task] = {"id": call_id, "name": name, "arguments": arguments, "ctx": ctx}
-        pending = set(tasks)
-        aborted = asyncio.create_task(turn.abort.wait())
-        try:
-            while pending:
-                done, pending = await asyncio.wait(
-                    pending | {aborted}, return_when=asyncio.FIRST_COMPLETED
-                )
-                for task in done:
-                    if task is aborted:
-                        continue
-                    meta = tasks[task]
-                    ok, text, duration = task.result()
-                    if ok:
-                        self._commit(turn.session, [ToolResultMutation(meta["id"], text)],
-                                     meta["ctx"].records)
-                        self.emit(ToolCallEnded(key=key, call_id=meta["id"], name=meta["name"],
-                                                arguments=meta["arguments"], result=text,
-                                                duration_s=duration))
-                    else:
-                        self._tool_failed(turn, meta["id"], meta["name"], meta["arguments"], text,
-                                          duration, meta["ctx"].records)
-                pending.discard(aborted)
-                if aborted in done:
-                    break
-        except asyncio.CancelledError:
-            for task in pending:
-                task.cancel()
-            if pending:
-                await asyncio.wait(pending)
-            cancelled = [tasks[t] for t in pending]
-            self._commit(turn.session, [
-                ToolCancelledMutation(m["id"], m["name"], "cancelled") for m in cancelled
-            ])
-            raise
-        finally:
-            aborted.cancel()
-        if not pending:
-            return "ok"
-        # Aborted with tools still running: cancel them, keep what finished.
-        stage = "forks" if turn.forks is not None and turn.forks.running else "tools"
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
-        reason = turn.abort.reason
-        self._commit(
-            turn.session,
-            [ToolCancelledMutation(tasks[t]["id"], tasks[t]["name"], reason) for t in pending],
+
+        def stage() -> str:
+            return "forks" if turn.forks is not None and turn.forks.running else "tools"
+
+        batch = ToolBatch(
+            key=key,
+            sources=self._sources(forks=turn.forks is not None),
+            emit=self.emit,
+            commit=lambda mutations, records: self._commit(turn.session, mutations, records),
+            make_context=make_context,
+            fd_threshold_chars=self.settings.fd_threshold_chars,
+            stage_probe=stage,
         )
+        if await batch.run(calls, turn.abort) == "ok":
+            return "ok"
+        # Aborted with tools still running: they are cancelled, what finished is kept.
         if turn.forks is not None:
-            await turn.forks.cancel_all(reason)
-        self.emit(Aborted(key=key, reason=reason, stage=stage))
+            await turn.forks.cancel_all(turn.abort.reason)
+        self.emit(Aborted(key=key, reason=turn.abort.reason, stage=batch.abort_stage))
         return "aborted"
 
-    async def _one_tool(self, name: str, args: dict, ctx: ToolContext) -> tuple[bool, str, float]:
-        started = time.perf_counter()
-        try:
-            text = await run_tool(name, args, ctx)
-        except ToolError as exc:
-            return False, str(exc), time.perf_counter() - started
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # a tool bug becomes a result the model can read
-            return False, f"the tool failed: {exc}", time.perf_counter() - started
-        if name not in NO_FD_TOOLS and len(text) > self.settings.fd_threshold_chars:
-            text, record = ctx.fds.add_output(text, now_iso(), f"tool:{name}")
-            if record is not None:
-                ctx.records.append(record if "t" in record else {"t": "fd", **record})
-        return True, text, time.perf_counter() - started
-
-    def _tool_failed(self, turn: _Turn, call_id: str, name: str, arguments: str, error: str,
-                     duration: float, records: list[dict]) -> None:
-        content = f"Error: {error}"
-        self._commit(turn.session, [ToolResultMutation(call_id, content)], records)
-        self.emit(ToolCallError(key=turn.key, call_id=call_id, name=name, arguments=arguments,
-                                error=error, duration_s=duration))
+    def _sources(self, *, forks: bool) -> list[ToolSource]:
+        return [BuiltinTools(forks=forks, refs=self.settings.refs_enabled), *self.tool_sources]
 
     # -------------------------------------------------------------- helpers
 
@@ -662,7 +533,7 @@ class Agent:
         for exp_id, text in report.remembered:
             self.emit(ExperienceRemembered(key=key, experience_id=exp_id, text=text))
         for summary in report.compactions:
-            self._auto_asked.discard(key)
+            self.compaction.forget(key)
             self.emit(CompactionApplied(key=key, summary=summary,
                                         messages_before=report.messages_before))
 
@@ -695,10 +566,6 @@ class Agent:
             self.tokens.set_encoder(encode)
 
         self._encoder_task = asyncio.create_task(load(), name="load-encoder")
-
-
-def _note(text: str) -> UserMessageMutation:
-    return UserMessageMutation({"role": "user", "content": text, RUNTIME_NOTE: True})
 
 
 def _cwd() -> Any:

@@ -1,0 +1,130 @@
+"""When the model is asked to compact its context, and with which words.
+
+Three notes reach the model as runtime user messages (marked ``runtime_note``
+in the store, so the transcript can tell them from the person's words):
+
+* the person asked (``/compact``, ``selfref-tui compact``): at the next compile
+  boundary, unless a compaction is already queued;
+* the context crossed ``auto_compact_ratio`` of the window: once per threshold.
+  "Once" is remembered in the store, not in the process: the note itself is
+  stored with ``runtime_note: "auto_compact"`` in the working transcript, and a
+  compaction replaces that transcript, so the next crossing asks again while
+  two ``ask`` processes in a row do not both ask;
+* a compaction was applied: continue from the summary.
+
+The policy holds no I/O; the loop passes it the stored messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..context.mutations import ContextMutation, ContextSummaryMutation, UserMessageMutation
+
+RUNTIME_NOTE = "runtime_note"
+#: the ``runtime_note`` value of the automatic reminder (other notes store ``True``)
+AUTO_NOTE_KIND = "auto_compact"
+
+AUTO_COMPACT_NOTE = (
+    "[selfref-tui runtime] Your context now holds about {tokens} of {window} tokens "
+    "({percent}%). Call the `compact` tool now with a concrete summary of the conversation "
+    "so far, then continue with the task."
+)
+REQUESTED_COMPACT_NOTE = (
+    "[selfref-tui runtime] The person asked you to compact your context. Call the `compact` "
+    "tool now with a concrete summary of the conversation so far; after it is applied, say "
+    "in one sentence that the context was compacted."
+)
+# Deliberately free of the word "compact", so a model that pattern-matches on it
+# does not compact again in a loop.
+AFTER_COMPACT_NOTE = (
+    "[selfref-tui runtime] Your summary has replaced the earlier conversation. Continue the "
+    "work from it; if nothing is left to do, tell the person so in one sentence."
+)
+
+
+def runtime_note(text: str, kind: Any = True) -> UserMessageMutation:
+    """A user message written by the runtime, not the person."""
+    return UserMessageMutation({"role": "user", "content": text, RUNTIME_NOTE: kind})
+
+
+def is_runtime_note(mutation: ContextMutation) -> bool:
+    return isinstance(mutation, UserMessageMutation) and bool(mutation.message.get(RUNTIME_NOTE))
+
+
+class CompactionPolicy:
+    """Decides which compaction notes go into the next request of each key."""
+
+    def __init__(self, ratio: float) -> None:
+        #: auto-compaction threshold as a share of the window; 0 turns it off
+        self.ratio = ratio
+        self._requested: set[str] = set()
+        # Per key: (identity of the stored message list, messages scanned, note found),
+        # so the store is scanned once per message rather than once per step.
+        self._scan: dict[str, tuple[int, int, bool]] = {}
+
+    # ---------------------------------------------------------- person asks
+
+    def request(self, key: str) -> None:
+        """The person asked for a compaction: the next compile asks the model."""
+        self._requested.add(key)
+
+    def is_requested(self, key: str) -> bool:
+        return key in self._requested
+
+    def take_request(self, key: str, compaction_queued: bool) -> UserMessageMutation | None:
+        """The requested note, once; kept for later while a compaction is already queued."""
+        if key not in self._requested or compaction_queued:
+            return None
+        self._requested.discard(key)
+        return runtime_note(REQUESTED_COMPACT_NOTE)
+
+    # --------------------------------------------------------- at a boundary
+
+    @staticmethod
+    def after_compaction(pending: Sequence[ContextMutation]) -> UserMessageMutation | None:
+        """The "continue from your summary" note when ``pending`` applies a compaction."""
+        if any(isinstance(m, ContextSummaryMutation) for m in pending):
+            return runtime_note(AFTER_COMPACT_NOTE)
+        return None
+
+    def auto_note(
+        self,
+        key: str,
+        tokens: int,
+        window: int,
+        stored: Sequence[dict],
+        pending: Sequence[ContextMutation],
+    ) -> UserMessageMutation | None:
+        """The reminder when ``tokens`` crossed the threshold and it was not given yet.
+
+        ``stored`` is the key's working transcript (``MemoryKey.messages``); a
+        reminder already in it means this threshold was already reminded of.
+        No reminder is stacked on another runtime note in the same request.
+        """
+        if self.ratio <= 0 or tokens < self.ratio * window:
+            return None
+        if any(is_runtime_note(m) for m in pending):
+            return None
+        if self.already_reminded(key, stored):
+            return None
+        percent = round(100 * tokens / max(window, 1))
+        return runtime_note(
+            AUTO_COMPACT_NOTE.format(tokens=tokens, window=window, percent=percent),
+            AUTO_NOTE_KIND,
+        )
+
+    def already_reminded(self, key: str, stored: Sequence[dict]) -> bool:
+        """Whether the working transcript already holds an automatic reminder."""
+        ident, scanned, found = self._scan.get(key, (0, 0, False))
+        if ident != id(stored) or scanned > len(stored):
+            scanned, found = 0, False
+        if not found:
+            found = any(m.get(RUNTIME_NOTE) == AUTO_NOTE_KIND for m in stored[scanned:])
+        self._scan[key] = (id(stored), len(stored), found)
+        return found
+
+    def forget(self, key: str) -> None:
+        """Drop what is cached for ``key`` (released, or compacted)."""
+        self._scan.pop(key, None)

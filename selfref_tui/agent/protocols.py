@@ -1,0 +1,60 @@
+"""What the runtime needs from the store and the provider, as Protocols.
+
+The loop used to type these as ``Any``; naming the few members it really uses
+keeps the seams visible (a test double, a remote store or another provider
+only has to offer these) and lets a type checker catch a renamed method.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, Protocol
+
+from ..context.mutations import ContextMutation
+
+
+class MemoryLike(Protocol):
+    """One loaded memory key (``selfref.store.MemoryKey`` provides it)."""
+
+    key: str
+    refs: dict[str, list[dict]]
+    fds: dict[str, dict]
+    forks: dict[str, dict]
+    summary: dict[str, Any] | None
+
+    @property
+    def messages(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def history(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def experiences(self) -> list[dict[str, Any]]: ...
+
+    def commit(
+        self, mutations: Sequence[ContextMutation] = (), *, records: Sequence[dict] = ()
+    ) -> None: ...
+
+
+class StoreLike(Protocol):
+    """All memory keys (``selfref.reference.SelfReference`` provides it)."""
+
+    def open(self, key: str, *, write: bool = True) -> MemoryLike: ...
+
+    def open_keys(self) -> list[str]: ...
+
+    def release(self, key: str) -> None: ...
+
+
+RetryFn = Callable[[int, float, str], None]
+
+
+class ProviderLike(Protocol):
+    """One endpoint and model (``agent.provider.Provider`` provides it)."""
+
+    def stream(
+        self, messages: list[dict], tools: list[dict] | None = None, *,
+        on_retry: RetryFn | None = None,
+    ) -> AsyncIterator[Any]: ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,210 @@
+"""Running the tool calls of one assistant message, concurrently, abortably.
+
+Each call runs in its own task of an :class:`asyncio.TaskGroup`. A result is
+committed (and ``ToolCallEnded``/``ToolCallError`` emitted) the moment its
+tool finishes, so a crash or an abort loses only calls still running. When
+the abort signal fires, the running calls are cancelled at once and each gets
+a ``ToolCancelledMutation``, which keeps the transcript valid (every call has
+a result) without pretending a tool finished.
+
+Where the tools come from is a seam: a :class:`ToolSource` offers schemas and
+runs the calls it handles. The built-in tools are one source; other sources
+(MCP servers, say) are appended to ``Agent.tool_sources`` and the batch asks
+each in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from ..context.mutations import ToolCancelledMutation, ToolResultMutation
+from .abort import AbortSignal
+from .events import EventSink, ToolCallEnded, ToolCallError
+from .tools import (
+    _FORK_NAMES,
+    TOOL_NAMES,
+    ToolContext,
+    ToolError,
+    now_iso,
+    parse_arguments,
+    run_tool,
+    tool_schemas,
+)
+
+#: tools whose output is never turned into an fd (reading an fd must not make another)
+NO_FD_TOOLS = frozenset({"read_fd"})
+
+
+@runtime_checkable
+class ToolSource(Protocol):
+    """A set of tools the model may call."""
+
+    def schemas(self) -> list[dict]:
+        """The OpenAI ``tools`` entries this source offers for the next request."""
+        ...
+
+    def handles(self, name: str) -> bool:
+        """Whether a call named ``name`` is this source's to run."""
+        ...
+
+    async def call(self, name: str, args: dict[str, Any], ctx: ToolContext) -> str:
+        """Run one call; raise :class:`ToolError` for a problem the model should read."""
+        ...
+
+
+@dataclass(frozen=True)
+class BuiltinTools:
+    """The tools in ``tools.py``: memory, refs and fds, and forks below the depth limit."""
+
+    forks: bool = True
+    refs: bool = True
+
+    def schemas(self) -> list[dict]:
+        return tool_schemas(forks=self.forks, refs=self.refs)
+
+    def handles(self, name: str) -> bool:
+        return name in TOOL_NAMES and (self.forks or name not in _FORK_NAMES)
+
+    async def call(self, name: str, args: dict[str, Any], ctx: ToolContext) -> str:
+        return await run_tool(name, args, ctx)
+
+
+def schemas_of(sources: Sequence[ToolSource]) -> list[dict]:
+    """The tool list of the next request: every source's schemas, first name wins."""
+    seen: set[str] = set()
+    out: list[dict] = []
+    for source in sources:
+        for schema in source.schemas():
+            name = str((schema.get("function") or {}).get("name", ""))
+            if name in seen:
+                continue
+            seen.add(name)
+            out.append(schema)
+    return out
+
+
+Commit = Callable[[list, list[dict]], None]
+
+
+@dataclass
+class _Call:
+    id: str
+    name: str
+    arguments: str
+    ctx: ToolContext | None = None
+    finished: bool = False
+
+
+@dataclass
+class ToolBatch:
+    """One message's tool calls; :meth:`run` returns ``"ok"`` or ``"aborted"``."""
+
+    key: str
+    sources: Sequence[ToolSource]
+    emit: EventSink
+    #: persist patches (and fd records) now: ``commit(mutations, records)``
+    commit: Commit
+    #: builds the context of one call from its id
+    make_context: Callable[[str], ToolContext]
+    fd_threshold_chars: int
+    #: what was running when the abort fired ("tools" or "forks"), read at that moment
+    stage_probe: Callable[[], str] = lambda: "tools"
+    calls: list[_Call] = field(default_factory=list)
+    abort_stage: str = "tools"
+
+    async def run(self, calls: list[dict], abort: AbortSignal) -> str:
+        """Run ``calls`` (stored ``tool_calls`` entries) until all finish or ``abort`` fires."""
+        runnable: list[tuple[_Call, dict[str, Any]]] = []
+        for raw in calls:
+            function = raw.get("function") or {}
+            call = _Call(str(raw.get("id", "")), str(function.get("name", "")),
+                         str(function.get("arguments", "")))
+            self.calls.append(call)
+            try:
+                args = parse_arguments(call.arguments)
+            except ToolError as exc:
+                self._failed(call, str(exc), 0.0, [])
+                continue
+            call.ctx = self.make_context(call.id)
+            runnable.append((call, args))
+        tasks: list[asyncio.Task] = []
+
+        def cancel_all() -> None:
+            self.abort_stage = self.stage_probe()
+            for task in tasks:
+                task.cancel()
+
+        unhook: Callable[[], None] = lambda: None  # noqa: E731
+        try:
+            async with asyncio.TaskGroup() as group:
+                for call, args in runnable:
+                    tasks.append(group.create_task(self._one(call, args),
+                                                   name=f"tool:{call.name}"))
+                unhook = abort.on_fire(cancel_all)
+        except asyncio.CancelledError:
+            # The turn's own task was cancelled: the group cancelled the calls.
+            self._cancelled("cancelled")
+            raise
+        except BaseExceptionGroup as group:
+            # Only a failed commit gets here (tools' own errors become results):
+            # the loop reports it as one internal error, not as a group.
+            raise group.exceptions[0] from None
+        finally:
+            unhook()
+        if abort.fired and any(not c.finished for c in self.calls):
+            self._cancelled(abort.reason)
+            return "aborted"
+        return "ok"
+
+    async def _one(self, call: _Call, args: dict[str, Any]) -> None:
+        assert call.ctx is not None
+        ok, text, duration = await self._execute(call.name, args, call.ctx)
+        call.finished = True
+        if ok:
+            self.commit([ToolResultMutation(call.id, text)], call.ctx.records)
+            self.emit(ToolCallEnded(key=self.key, call_id=call.id, name=call.name,
+                                    arguments=call.arguments, result=text, duration_s=duration))
+        else:
+            self._failed(call, text, duration, call.ctx.records)
+
+    async def _execute(self, name: str, args: dict[str, Any],
+                       ctx: ToolContext) -> tuple[bool, str, float]:
+        started = time.perf_counter()
+        source = next((s for s in self.sources if s.handles(name)), None)
+        try:
+            if source is None:
+                raise ToolError(
+                    f"unknown tool '{name}'; use one of the tools listed in this request"
+                )
+            text = await source.call(name, args, ctx)
+        except ToolError as exc:
+            return False, str(exc), time.perf_counter() - started
+        except Exception as exc:  # a tool bug becomes a result the model can read
+            return False, f"the tool failed: {exc}", time.perf_counter() - started
+        if name not in NO_FD_TOOLS and len(text) > self.fd_threshold_chars:
+            text, record = ctx.fds.add_output(text, now_iso(), f"tool:{name}")
+            if record is not None:
+                ctx.records.append(record if "t" in record else {"t": "fd", **record})
+        return True, text, time.perf_counter() - started
+
+    def _failed(self, call: _Call, error: str, duration: float, records: list[dict]) -> None:
+        call.finished = True
+        self.commit([ToolResultMutation(call.id, f"Error: {error}")], records)
+        self.emit(ToolCallError(key=self.key, call_id=call.id, name=call.name,
+                                arguments=call.arguments, error=error, duration_s=duration))
+
+    def _cancelled(self, reason: str) -> None:
+        open_calls = [c for c in self.calls if not c.finished]
+        for call in open_calls:
+            call.finished = True
+        if open_calls:
+            self.commit([ToolCancelledMutation(c.id, c.name, reason) for c in open_calls], [])
+
+
+def default_roots() -> tuple[Path, ...]:
+    return (Path.cwd(),)

@@ -1,0 +1,77 @@
+"""Which compaction notes the next request carries, and that "once" survives a restart."""
+
+from __future__ import annotations
+
+from selfref_tui.agent.compaction import (
+    AFTER_COMPACT_NOTE,
+    AUTO_NOTE_KIND,
+    REQUESTED_COMPACT_NOTE,
+    RUNTIME_NOTE,
+    CompactionPolicy,
+    runtime_note,
+)
+from selfref_tui.context.mutations import ContextSummaryMutation, UserMessageMutation
+
+
+def _user(text: str) -> dict:
+    return {"role": "user", "content": text}
+
+
+def test_auto_note_only_past_the_threshold_and_only_once_per_transcript():
+    policy = CompactionPolicy(0.8)
+    stored = [{"role": "system", "content": ""}, _user("hi")]
+    assert policy.auto_note("main", 79, 100, stored, []) is None
+    note = policy.auto_note("main", 80, 100, stored, [])
+    assert note is not None and note.message[RUNTIME_NOTE] == AUTO_NOTE_KIND
+    assert "80 of 100 tokens (80%)" in note.message["content"]
+    stored.append(dict(note.message))  # the loop commits it with the request
+    assert policy.auto_note("main", 90, 100, stored, []) is None
+    # A new process (a fresh policy) reads the same stored transcript: still once.
+    assert CompactionPolicy(0.8).auto_note("main", 95, 100, stored, []) is None
+    # A compaction replaces the working transcript: the next crossing asks again.
+    policy.forget("main")
+    compacted = [stored[0], _user("summary")]
+    assert policy.auto_note("main", 85, 100, compacted, []) is not None
+
+
+def test_no_reminder_stacked_on_another_note_and_none_when_off():
+    stored = [_user("hi")]
+    requested = [runtime_note(REQUESTED_COMPACT_NOTE)]
+    assert CompactionPolicy(0.8).auto_note("k", 99, 100, stored, requested) is None
+    assert CompactionPolicy(0.0).auto_note("k", 99, 100, stored, []) is None
+    person = [UserMessageMutation(_user("more"))]
+    assert CompactionPolicy(0.8).auto_note("k", 99, 100, stored, person) is not None
+
+
+def test_a_request_waits_while_a_compaction_is_queued_then_is_taken_once():
+    policy = CompactionPolicy(0.8)
+    assert policy.take_request("k", False) is None
+    policy.request("k")
+    assert policy.is_requested("k")
+    assert policy.take_request("k", True) is None and policy.is_requested("k")
+    note = policy.take_request("k", False)
+    assert note is not None and note.message["content"] == REQUESTED_COMPACT_NOTE
+    assert policy.take_request("k", False) is None
+
+
+def test_after_compaction_note_follows_a_summary_only():
+    assert CompactionPolicy.after_compaction([UserMessageMutation(_user("x"))]) is None
+    summary = ContextSummaryMutation({"role": "user", "content": "s"})
+    note = CompactionPolicy.after_compaction([summary])
+    assert note is not None and note.message["content"] == AFTER_COMPACT_NOTE
+
+
+async def test_two_processes_in_a_row_remind_once(harness):
+    """Each ``ask`` is a new process: the reminder given is read back from the store."""
+    from selfref_tui.demo.script import Reply
+
+    big = "lorem ipsum dolor sit amet " * 120
+    async with harness([Reply(text="Not now.")], context_window=600) as h:
+        assert await h.agent.run_turn("main", big) == "done"
+        assert "call the `compact` tool" in h.server.requests[0]["messages"][-1]["content"].lower()
+    async with harness([Reply(text="Still here.")], context_window=600) as h2:
+        assert await h2.agent.run_turn("main", "and now?") == "done"
+        sent = h2.server.requests[0]["messages"]
+        reminders = [m for m in sent if "call the `compact` tool" in str(m["content"]).lower()]
+        assert len(reminders) == 1  # the first process's, kept in the transcript; no new one
+        assert sent[-1]["content"] == "and now?"
