@@ -138,6 +138,15 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     _provider_flags(p)
     p.add_argument("--json", action="store_true", help='{"model","messages":[...],"tokens":N}')
+
+    mcp = sub(commands, "mcp", "MCP servers from config.toml").add_subparsers(
+        dest="action", metavar="ACTION", required=True)
+    p = sub(mcp, "list", "start each configured MCP server, show its state and its tools")
+    p.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS,
+                   help="config.toml to read")
+    p.add_argument("--json", action="store_true",
+                   help='[{"name","transport","state","error","start_s","tools":[...]}]')
+    p.set_defaults(data_dir=None)
     return parser
 
 
@@ -537,6 +546,43 @@ def _context_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _mcp_list(args: argparse.Namespace) -> int:
+    from selfref_tui.agent.mcp.manager import McpManager
+    from selfref_tui.safety import inert_line
+
+    config = load_config(config_path=getattr(args, "config", None))
+
+    async def collect() -> list:
+        from dataclasses import replace
+
+        manager = McpManager(config.mcp_servers)
+        try:
+            await manager.wait_started()
+            return [replace(s, tools=list(s.tools)) for s in manager.statuses()]
+        finally:
+            await manager.aclose()
+
+    statuses = asyncio.run(collect()) if config.mcp_servers else []
+    if args.json:
+        _print_json([s.as_json() for s in statuses])
+        return EXIT_OK
+    if not statuses:
+        print("no MCP servers configured; add an [mcp.servers.NAME] table to config.toml")
+        return EXIT_OK
+    for status in statuses:
+        where = next(c for c in config.mcp_servers if c.name == status.name)
+        target = where.url or " ".join([where.command, *where.args])
+        took = f" in {status.start_s:.1f}s" if status.start_s is not None else ""
+        print(inert_line(f"{status.name}  {status.state}{took}  {status.transport}: {target}"))
+        if status.error:
+            print(inert_line(f"  error: {status.error}"))
+        for tool in status.tools:
+            trusted = "trusted" if where.trusts(tool.name) else "asks"
+            first = (tool.description.strip().splitlines() or [""])[0]
+            print(inert_line(f"  {tool.exposed}  [{trusted}]  {first}", 160))
+    return EXIT_OK
+
+
 def _load_encoder(agent: Any, model: str) -> None:
     """Exact token counts for a one-shot command (the app loads this off its start-up path)."""
     try:
@@ -558,4 +604,5 @@ _HANDLERS = {
     ("experiences", "add"): _experiences_add,
     ("keys", "list"): _keys_list,
     ("context", "show"): _context_show,
+    ("mcp", "list"): _mcp_list,
 }

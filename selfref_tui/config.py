@@ -9,6 +9,7 @@ start and is excluded from ``repr`` so it cannot leak into a log or the screen.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -60,6 +61,59 @@ class AgentSettings:
 
 
 @dataclass(frozen=True)
+class McpServerConfig:
+    """One ``[mcp.servers.NAME]`` table: a stdio command or a streamable HTTP URL.
+
+    ``env`` and ``headers`` keep the values as written; ``${VAR}`` references are
+    resolved when the server starts (:meth:`resolved_env`, :meth:`resolved_headers`),
+    so a missing variable fails that one server with a notice instead of the app.
+    Header values must name an environment variable: a secret never sits in the file.
+    """
+
+    name: str
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    cwd: str | None = None
+    url: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
+    #: tool names (as the server spells them) that run without asking; "*" = all
+    trust: tuple[str, ...] = ()
+    enabled: bool = True
+    start_timeout_s: float = 30.0
+
+    @property
+    def transport(self) -> str:
+        return "http" if self.url else "stdio"
+
+    def trusts(self, tool: str) -> bool:
+        return "*" in self.trust or tool in self.trust
+
+    def resolved_env(self, env: Mapping[str, str] = os.environ) -> dict[str, str]:
+        return {k: expand_env_refs(v, env, f"[mcp.servers.{self.name}] env.{k}")
+                for k, v in self.env}
+
+    def resolved_headers(self, env: Mapping[str, str] = os.environ) -> dict[str, str]:
+        return {k: expand_env_refs(v, env, f"[mcp.servers.{self.name}] headers.{k}")
+                for k, v in self.headers}
+
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|^\$([A-Za-z_][A-Za-z0-9_]*)$")
+
+
+def expand_env_refs(value: str, env: Mapping[str, str], where: str) -> str:
+    """``${VAR}`` anywhere (or a whole value ``$VAR``) replaced by the variable's value."""
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        if name not in env:
+            raise ConfigError(f"{where} names ${name}, which is not set; export it and restart")
+        return env[name]
+
+    return _ENV_REF.sub(one, value)
+
+
+@dataclass(frozen=True)
 class AppConfig:
     provider: ProviderConfig = field(default_factory=ProviderConfig)
     agent: AgentSettings = field(default_factory=AgentSettings)
@@ -69,6 +123,9 @@ class AppConfig:
     key: str = DEFAULT_KEY
     #: True when neither an API key nor a base URL was configured anywhere.
     unconfigured: bool = False
+    mcp_servers: tuple[McpServerConfig, ...] = ()
+    #: the config.toml this was read from (an "always allow" answer is saved there)
+    config_path: Path | None = None
 
 
 # --------------------------------------------------------------------------- loading
@@ -102,7 +159,7 @@ _PROFILE_TYPES: dict[str, tuple[type, ...]] = {
     "max_retries": (int,),
 }
 _AGENT_FIELDS = {f.name for f in fields(AgentSettings)}
-_TOP_LEVEL = {"default_provider", "providers", "agent", "keymap", "data_dir", "key"}
+_TOP_LEVEL = {"default_provider", "providers", "agent", "keymap", "data_dir", "key", "mcp"}
 
 
 def load_config(
@@ -130,6 +187,7 @@ def load_config(
                 for name, raw in _table(path, data, "providers").items()}
     agent = _agent(path, _table(path, data, "agent"))
     keymap = _keymap(path, _table(path, data, "keymap"))
+    mcp = _mcp_servers(path, _table(path, data, "mcp"))
     resolved_dir = Path(data_dir).expanduser() if data_dir else (
         default_data_dir(env) if env.get("SELFREF_DATA_DIR") or not data.get("data_dir")
         else Path(str(data["data_dir"])).expanduser())
@@ -139,7 +197,8 @@ def load_config(
         from selfref_tui.demo import demo_provider
 
         return AppConfig(provider=demo_provider(""), agent=agent, profiles=profiles,
-                         keymap=keymap, data_dir=resolved_dir, key=memory_key)
+                         keymap=keymap, data_dir=resolved_dir, key=memory_key,
+                         mcp_servers=mcp, config_path=path)
 
     chosen = profile or data.get("default_provider")
     if chosen is not None and not isinstance(chosen, str):
@@ -166,7 +225,8 @@ def load_config(
     provider = replace(provider, api_key=api_key, base_url=provider.base_url.rstrip("/"))
     return AppConfig(provider=provider, agent=agent, profiles=profiles, keymap=keymap,
                      data_dir=resolved_dir, key=memory_key,
-                     unconfigured=not api_key and not explicit_url)
+                     unconfigured=not api_key and not explicit_url,
+                     mcp_servers=mcp, config_path=path)
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -258,3 +318,69 @@ def _agent(path: Path, raw: dict[str, Any]) -> AgentSettings:
 def _keymap(path: Path, raw: dict[str, Any]) -> dict[str, str]:
     return {str(binding): _check(path, "keymap", binding, keys, (str,))
             for binding, keys in raw.items()}
+
+
+_MCP_TYPES: dict[str, tuple[type, ...]] = {
+    "command": (str,), "args": (list,), "env": (dict,), "cwd": (str,), "url": (str,),
+    "headers": (dict,), "trust": (list,), "enabled": (bool,), "start_timeout_s": (int, float),
+}
+_SECRET_REF = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}|^\$[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _mcp_servers(path: Path, raw: dict[str, Any]) -> tuple[McpServerConfig, ...]:
+    unknown = sorted(set(raw) - {"servers"})
+    if unknown:
+        raise ConfigError(f"{path}: unknown setting '{unknown[0]}' in [mcp] (known: servers)")
+    servers = raw.get("servers", {})
+    if not isinstance(servers, dict):
+        raise ConfigError(f"{path}: [mcp.servers] must be a table of [mcp.servers.NAME] tables")
+    return tuple(_mcp_server(path, name, table) for name, table in servers.items())
+
+
+def _mcp_server(path: Path, name: str, raw: Any) -> McpServerConfig:
+    where = f"mcp.servers.{name}"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: [{where}] must be a table")
+    for key, value in raw.items():
+        if key not in _MCP_TYPES:
+            raise ConfigError(f"{path}: unknown setting '{key}' in [{where}] (known: "
+                              f"{', '.join(sorted(_MCP_TYPES))})")
+        if key == "enabled":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{path}: [{where}] enabled must be true or false")
+        else:
+            _check(path, where, key, value, _MCP_TYPES[key])
+    command, url = raw.get("command", ""), raw.get("url", "")
+    if bool(command) == bool(url):
+        raise ConfigError(f"{path}: [{where}] needs exactly one of command (a stdio server) or "
+                          "url (a streamable HTTP server)")
+    if url and not url.startswith(("http://", "https://")):
+        raise ConfigError(f"{path}: [{where}] url must start with http:// or https://")
+    lists = {k: _strings(path, where, k, raw.get(k, [])) for k in ("args", "trust")}
+    tables = {k: _string_table(path, where, k, raw.get(k, {})) for k in ("env", "headers")}
+    for header, value in tables["headers"]:
+        if not _SECRET_REF.search(value):
+            raise ConfigError(f"{path}: [{where}] headers.{header} must name an environment "
+                              f"variable (e.g. \"Bearer ${{DOCS_TOKEN}}\"), never hold the value")
+    if command and tables["headers"]:
+        raise ConfigError(f"{path}: [{where}] headers are for url servers; use env for a command")
+    timeout = float(raw.get("start_timeout_s", 30.0))
+    if timeout <= 0:
+        raise ConfigError(f"{path}: [{where}] start_timeout_s must be above 0")
+    return McpServerConfig(
+        name=name, command=command, args=lists["args"], env=tables["env"],
+        cwd=raw.get("cwd"), url=url, headers=tables["headers"], trust=lists["trust"],
+        enabled=raw.get("enabled", True), start_timeout_s=timeout,
+    )
+
+
+def _strings(path: Path, where: str, key: str, value: list) -> tuple[str, ...]:
+    if not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{path}: [{where}] {key} must be a list of strings")
+    return tuple(value)
+
+
+def _string_table(path: Path, where: str, key: str, value: dict) -> tuple[tuple[str, str], ...]:
+    if not all(isinstance(v, str) for v in value.values()):
+        raise ConfigError(f"{path}: [{where}] {key} values must be strings")
+    return tuple((str(k), v) for k, v in value.items())

@@ -1,0 +1,38 @@
+"""``selfref-tui mcp list`` against real server processes."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from selfref_tui.cli import main
+
+from .conftest import SERVER
+
+
+def test_mcp_list_shows_states_and_tools(tmp_path, capsys):
+    config = tmp_path / "config.toml"
+    config.write_text(f'''
+[mcp.servers.test]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(SERVER))}]
+trust = ["echo"]
+[mcp.servers.broken]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(SERVER))}, "--crash"]
+[mcp.servers.off]
+command = "whatever"
+enabled = false
+''', encoding="utf-8")
+    assert main(["mcp", "list", "--json", "--config", str(config)]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["test"]["state"] == "ready" and rows["test"]["start_s"] > 0
+    assert "mcp__test__echo" in [t["name"] for t in rows["test"]["tools"]]
+    assert rows["broken"]["state"] == "failed"
+    assert "refuses to start" in rows["broken"]["error"]
+    assert rows["off"]["state"] == "disabled" and rows["off"]["tools"] == []
+
+
+def test_mcp_list_without_servers_says_how_to_add_one(tmp_path, capsys):
+    assert main(["mcp", "list", "--config", str(tmp_path / "none.toml")]) == 0
+    assert "[mcp.servers.NAME]" in capsys.readouterr().out

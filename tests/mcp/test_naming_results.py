@@ -1,0 +1,75 @@
+"""Tool names for the model and result mapping: pure, no server needed."""
+
+from __future__ import annotations
+
+import base64
+import re
+from types import SimpleNamespace as NS
+
+from selfref_tui.agent.mcp.naming import MAX_LEN, exposed_name
+from selfref_tui.agent.mcp.results import MAX_IMAGE_BYTES, map_result
+
+VALID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def test_names_are_cleaned_bounded_and_unique():
+    assert exposed_name("time", "get_current_time") == "mcp__time__get_current_time"
+    assert exposed_name("my docs", "search.v2/all") == "mcp__my_docs__search_v2_all"
+    taken: set[str] = set()
+    names = []
+    for tool in ("a.b", "a_b", "a/b", "a b"):  # all clean to a_b
+        name = exposed_name("s", tool, taken)
+        taken.add(name)
+        names.append(name)
+    assert names == ["mcp__s__a_b", "mcp__s__a_b_2", "mcp__s__a_b_3", "mcp__s__a_b_4"]
+    long_a = exposed_name("server" * 5, "tool_" * 20 + "a")
+    long_b = exposed_name("server" * 5, "tool_" * 20 + "b")
+    assert long_a != long_b and len(long_a) == MAX_LEN == len(long_b)
+    crowded = {long_a}
+    again = exposed_name("server" * 5, "tool_" * 20 + "a", crowded)
+    assert again != long_a and len(again) <= MAX_LEN
+    for name in (*names, long_a, long_b, again, exposed_name("ü→", "😀")):
+        assert VALID.match(name), name
+
+
+def _image(data: bytes, mime: str = "image/png") -> NS:
+    return NS(type="image", data=base64.b64encode(data).decode(), mime_type=mime)
+
+
+def test_text_error_and_structured_results():
+    assert map_result(NS(content=[NS(type="text", text="a"), NS(type="text", text="b")],
+                         is_error=False)).text == "a\nb"
+    failed = map_result(NS(content=[NS(type="text", text="bad input")], is_error=True))
+    assert failed.is_error and failed.text == "bad input"
+    only_structured = map_result(NS(content=[], is_error=False, structured_content={"n": 1}))
+    assert only_structured.text == '{"n": 1}'
+
+
+def test_images_become_user_message_parts_and_oddities_are_named():
+    png = b"\x89PNG fake"
+    result = map_result(NS(is_error=False, content=[
+        NS(type="text", text="caption"),
+        _image(png),
+        _image(b"x", "image/tiff"),
+        NS(type="image", data="not base64!!", mime_type="image/png"),
+        _image(b"\0" * (MAX_IMAGE_BYTES + 1)),
+        NS(type="audio", data=base64.b64encode(b"RIFF").decode(), mime_type="audio/wav"),
+        NS(type="resource", resource=NS(uri="file:///a.bin", mime_type="application/x",
+                                        blob=base64.b64encode(b"123").decode(), text=None)),
+        NS(type="resource_link", uri="https://e.x/d", name="d", description="a doc"),
+        NS(type="hologram"),
+    ]))
+    assert len(result.images) == 1 and result.images[0].size == len(png)
+    lines = result.text.splitlines()
+    assert lines[0] == "caption" and lines[1] == f"[image 1: image/png, {len(png)} bytes]"
+    assert "image/tiff" in lines[2] and "not valid base64" in lines[3]
+    assert "over the" in lines[4]
+    assert "audio (audio/wav, 4 bytes)" in lines[5]
+    assert lines[6] == "[resource file:///a.bin: application/x, 3 bytes, not shown]"
+    assert lines[7] == "[resource link d: https://e.x/d] a doc"
+    assert "'hologram'" in lines[8]
+    [message] = result.user_messages("mcp__s__pic")
+    first, image = message["content"]
+    assert first["text"].startswith("Result of mcp__s__pic:\ncaption")
+    assert image == {"type": "image_url", "image_url": {
+        "url": "data:image/png;base64," + base64.b64encode(png).decode()}}
