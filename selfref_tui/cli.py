@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from selfref_tui.config import DEFAULT_KEY, AppConfig, ConfigError, load_config
 
@@ -53,7 +53,7 @@ class _Parser(argparse.ArgumentParser):
     """Usage errors as one line (plus where to look), exit code 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"{self.prog}: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        _say(f"{self.prog}: {message} (see `{self.prog} --help`)", sys.stderr, always=True)
         raise SystemExit(EXIT_USAGE)
 
 
@@ -199,8 +199,35 @@ def _silence_stdout() -> None:
     os.dup2(devnull, sys.stdout.fileno())
 
 
-def _err(message: str) -> None:
-    print(f"selfref-tui: {' '.join(message.split())}", file=sys.stderr)
+def _err(message: str, secrets: Sequence[str] = ()) -> None:
+    from selfref_tui.safety import redact
+
+    _say(f"selfref-tui: {' '.join(redact(message, secrets).split())}", sys.stderr, always=True)
+
+
+def _say(text: str, stream: TextIO | None = None, *, end: str = "\n",
+         always: bool = False) -> None:
+    """Write untrusted text (the model's, a server's, the store's) for a person to read.
+
+    On a terminal its control characters are shown, not sent (no clipboard
+    writes, retitling or clearing from an answer); ``always`` does that
+    everywhere, for notes and errors. Into a pipe or a file the text is
+    written exactly: it is the content a script asked for.
+    """
+    stream = sys.stdout if stream is None else stream
+    if always or _is_terminal(stream):
+        from selfref_tui.safety import inert
+
+        text, end = inert(text), inert(end)
+    stream.write(text + end)
+    stream.flush()
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no such method, or closed
+        return False
 
 
 def _store_exit_code(exc: BaseException) -> int | None:
@@ -234,7 +261,9 @@ def _key(args: argparse.Namespace) -> str:
 
 
 def _print_json(value: Any) -> None:
-    print(json.dumps(value, ensure_ascii=False, indent=2))
+    from selfref_tui.safety import json_inert
+
+    print(json_inert(json.dumps(value, ensure_ascii=False, indent=2)))
 
 
 # --------------------------------------------------------------------------- app
@@ -264,6 +293,8 @@ class _AskOutput:
     abort: Any = None
     #: stdout was closed by its reader; nothing more is written
     closed: bool = False
+    #: values never printed (the configured API key)
+    secrets: tuple[str, ...] = ()
 
     def __call__(self, event: Any) -> None:
         from selfref_tui.agent import events as ev
@@ -287,8 +318,7 @@ class _AskOutput:
         if not text or self.closed:
             return
         try:
-            sys.stdout.write(text)
-            sys.stdout.flush()
+            _say(text, sys.stdout, end="")
         except BrokenPipeError:
             self.closed = True
             _silence_stdout()
@@ -301,7 +331,9 @@ class _AskOutput:
     def _note(self, text: str) -> None:
         if self.wrote and self.last_char != "\n":
             self._out("\n")
-        print(text, file=sys.stderr, flush=True)
+        from selfref_tui.safety import redact
+
+        _say(redact(text, self.secrets), sys.stderr, always=True)
 
     def finish(self) -> None:
         if self.wrote and self.last_char != "\n":
@@ -336,7 +368,7 @@ async def _ask(args: argparse.Namespace) -> int:
                        "OPENAI_BASE_URL at a local server, or try --demo")
     selfref = SelfReference(config.data_dir)
     abort = AbortSignal()
-    output = _AskOutput(key, abort=abort)
+    output = _AskOutput(key, abort=abort, secrets=(config.provider.api_key,))
     loop = asyncio.get_running_loop()
     agent = None
     try:
@@ -364,7 +396,10 @@ async def _ask(args: argparse.Namespace) -> int:
     if outcome == "step_limit":
         raise CliError(f"stopped after {config.agent.step_limit} steps (the step limit); "
                        "ask again to continue, or raise [agent] step_limit in config.toml")
-    raise CliError(output.error or "the turn failed; see the messages above")
+    from selfref_tui.safety import redact
+
+    raise CliError(redact(output.error, output.secrets)
+                   or "the turn failed; see the messages above")
 
 
 # --------------------------------------------------------------------------- refs
@@ -400,14 +435,14 @@ def _refs_list(args: argparse.Namespace) -> int:
     else:
         width = max(len(r["id"]) for r in rows)
         for r in rows:
-            print(f"{r['id']:<{width}}  {r['chars']:>7} chars  {r['lines']:>5} lines  "
-                  f"{r['created']}")
+            _say(f"{r['id']:<{width}}  {r['chars']:>7} chars  {r['lines']:>5} lines  "
+                 f"{r['created']}")
     return EXIT_OK
 
 
 def _refs_show(args: argparse.Namespace) -> int:
     content = _current_ref(args).get("content", "")
-    sys.stdout.write(content if content.endswith("\n") else content + "\n")
+    _say(content, end="" if content.endswith("\n") else "\n")
     return EXIT_OK
 
 
@@ -428,7 +463,7 @@ def _refs_export(args: argparse.Namespace) -> int:
     except (FileWriteError, PathNotAllowed) as exc:
         raise CliError(str(exc)) from None
     verb = "appended" if args.mode == "append" else "wrote"
-    print(f"{verb} {len(plan.content)} chars of ref '{args.ref_id}' to {written}")
+    _say(f"{verb} {len(plan.content)} chars of ref '{args.ref_id}' to {written}")
     return EXIT_OK
 
 
@@ -443,7 +478,7 @@ def _experiences_list(args: argparse.Namespace) -> int:
         print(f"no experiences under key '{memory.key}'")
     else:
         for row in rows:
-            print(f"{row['id']}  {row['text']}")
+            _say(f"{row['id']}  {row['text']}")
     return EXIT_OK
 
 
@@ -493,8 +528,8 @@ def _keys_list(args: argparse.Namespace) -> int:
         width = max(len(r["key"]) for r in rows)
         for info, row in zip(infos, rows, strict=True):
             problem = f"  ({info.problem})" if getattr(info, "problem", "") else ""
-            print(f"{row['key']:<{width}}  {row['messages']:>6} messages  {row['updated']}"
-                  f"{problem}")
+            _say(f"{row['key']:<{width}}  {row['messages']:>6} messages  {row['updated']}"
+                 f"{problem}")
     return EXIT_OK
 
 
@@ -531,18 +566,18 @@ def _context_show(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"model": provider_config.model, "messages": messages, "tokens": tokens})
         return EXIT_OK
-    print(f"model {provider_config.model} · {len(messages)} messages · {tokens} tokens "
-          f"of {provider_config.context_window}")
+    _say(f"model {provider_config.model} · {len(messages)} messages · {tokens} tokens "
+         f"of {provider_config.context_window}")
     for index, message in enumerate(messages):
-        print(f"\n── [{index}] {message.get('role')}"
-              + (f" (tool_call_id {message['tool_call_id']})" if "tool_call_id" in message
-                 else ""))
+        _say(f"\n── [{index}] {message.get('role')}"
+             + (f" (tool_call_id {message['tool_call_id']})" if "tool_call_id" in message
+                else ""))
         if message.get("content"):
-            print(message["content"] if isinstance(message["content"], str)
-                  else json.dumps(message["content"], ensure_ascii=False))
+            _say(message["content"] if isinstance(message["content"], str)
+                 else json.dumps(message["content"], ensure_ascii=False))
         for call in message.get("tool_calls") or ():
             fn = call.get("function", {})
-            print(f"→ {fn.get('name')}({fn.get('arguments')})  [{call.get('id')}]")
+            _say(f"→ {fn.get('name')}({fn.get('arguments')})  [{call.get('id')}]")
     return EXIT_OK
 
 

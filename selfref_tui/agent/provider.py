@@ -22,6 +22,7 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from selfref_tui.config import ProviderConfig
+from selfref_tui.safety import redact
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,7 @@ class ProviderError(Exception):
 
     def __init__(self, kind: str, message: str, *, partial: bool = False,
                  status: int | None = None) -> None:
+        message = redact(message)  # trust boundary: no bearer token or URL userinfo, ever
         super().__init__(message)
         self.kind = kind
         self.message = message
@@ -257,6 +259,15 @@ class Provider:
 
     def _map(self, exc: BaseException, *, partial: bool = False,
              midway: bool = False) -> ProviderError:
+        """The error for ``exc``, with the configured key masked wherever the server echoed it."""
+        error = self._classify(exc, partial=partial, midway=midway)
+        masked = redact(error.message, [self.config.api_key])
+        if masked != error.message:
+            error.message, error.args = masked, (masked,)
+        return error
+
+    def _classify(self, exc: BaseException, *, partial: bool = False,
+                  midway: bool = False) -> ProviderError:
         url = self.base_url or "the provider"
         model = self.config.model
         if isinstance(exc, openai.APITimeoutError):

@@ -8,6 +8,7 @@ One rule, owned here and used by every widget and every command-line line:
 - :func:`inert_line` does the same for one-line places (titles, list rows).
 - :func:`content` builds a Textual ``Content`` from plain text: never parsed as
   markup, so ``[@click=app.quit]`` is shown, not run.
+- :func:`json_inert` escapes what ``json.dumps(ensure_ascii=False)`` leaves raw.
 - :func:`redact` hides secrets (the configured key, ``Bearer`` tokens, URL
   userinfo) in anything shown or printed.
 
@@ -16,7 +17,7 @@ Pure: no files, no network; Textual is imported only by :func:`content`.
 
 from __future__ import annotations
 
-from .inert import content, has_controls, inert, inert_line
+from .inert import content, has_controls, inert, inert_line, json_inert
 from .redact import redact
 
-__all__ = ["content", "has_controls", "inert", "inert_line", "redact"]
+__all__ = ["content", "has_controls", "inert", "inert_line", "json_inert", "redact"]

@@ -73,6 +73,20 @@ def inert_line(text: str, limit: int | None = None) -> str:
     return line
 
 
+def json_inert(dumped: str) -> str:
+    """JSON text (``json.dumps`` output) with no terminal control character left raw.
+
+    ``json.dumps`` escapes C0 characters but, with ``ensure_ascii=False``
+    (readable non-ASCII), writes DEL, C1 characters and bidirectional
+    overrides as they are. They can only occur inside JSON strings, so
+    writing each as a ``\\uXXXX`` escape keeps the document valid and its
+    value unchanged.
+    """
+    if _UNSAFE.search(dumped) is None:
+        return dumped
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", dumped)
+
+
 def content(text: str, style: str = "", *, line: bool = False) -> Content:
     """A Textual ``Content`` of ``text`` as plain characters: markup is never parsed.
 

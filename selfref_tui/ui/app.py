@@ -28,6 +28,7 @@ from textual.timer import Timer
 from textual.widgets import Footer, TextArea
 
 from selfref_tui.config import AppConfig
+from selfref_tui.safety import inert, inert_line, redact
 from selfref_tui.ui import commands as slash
 from selfref_tui.ui.event_bridge import EventBridge
 from selfref_tui.ui.gc_pauses import QUIET_S, GcPauses
@@ -226,7 +227,7 @@ class SelfRefApp(EventBridge, App[int]):
             self.router = AgentInputRouter(self.agent, self.key)
         except Exception as exc:  # never crash the first frame; say what failed
             self.header.set_status("not ready")
-            await self.transcript.add_error(f"Could not start: {exc}", "internal")
+            await self.transcript.add_error(self.secret_free(f"Could not start: {exc}"))
             self.notify(f"Could not start: {exc}", severity="error", timeout=10)
             return
         self.ready = True
@@ -347,7 +348,7 @@ class SelfRefApp(EventBridge, App[int]):
         export, helps = self._key_label("export_ref", "ctrl+s"), self._key_label("help", "f1")
         parts: list[str | tuple[str, str]] = [
             "A new conversation on key ",
-            (key, "bold"),
+            (inert_line(key), "bold"),
             ".\n\nThe agent remembers facts across sessions (the sidebar, ",
             (sidebar, "bold $accent"),
             "), wraps output worth keeping in refs you can export (",
@@ -742,6 +743,42 @@ class SelfRefApp(EventBridge, App[int]):
     @on(TextArea.Changed)
     def _typed(self) -> None:
         self.gc_pauses.key_pressed()
+
+    # ------------------------------------------------------- trust boundary
+
+    def secret_free(self, text: str) -> str:
+        """``text`` without the configured key, bearer tokens or URL userinfo."""
+        return redact(text, [self.config.provider.api_key])
+
+    def notify(  # type: ignore[override]
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: Any = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every notification is plain, inert, secret-free text: never markup.
+
+        Notifications quote servers, stores and paths; Textual would parse
+        ``[@click=app.quit]`` in them as an action a click runs. ``markup`` is
+        accepted for Textual's signature and ignored.
+        """
+        super().notify(
+            inert(self.secret_free(str(message))),
+            title=inert_line(self.secret_free(str(title))),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
+
+    def open_url(self, url: str, *, new_tab: bool = True) -> None:
+        """A clicked link (an answer's Markdown) opens only as a web page, never anything else."""
+        if url.lower().startswith(("http://", "https://")):
+            super().open_url(url, new_tab=new_tab)
+        else:
+            self.notify(f"Not opened: {inert_line(url, 80)} is not a web link.", timeout=4)
 
     # ------------------------------------------------------------- palette
 

@@ -15,6 +15,7 @@ widgets and state, and passing the app around would only rename ``self``.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from selfref_tui.ui.lazy_import import LazyModule
@@ -51,7 +52,8 @@ class EventBridge:
         _stream_chars: int
 
         # and App's call_from_thread, call_later, notify, push_screen, log, plus the
-        # app's show_forks, collect_when_idle, _refresh_sidebar and _refresh_usage
+        # app's show_forks, collect_when_idle, _refresh_sidebar, _refresh_usage and
+        # secret_free
 
     def emit(self, event: ev.AgentEvent) -> None:
         """The runtime's event sink: buffer, and schedule one drain per burst."""
@@ -73,6 +75,7 @@ class EventBridge:
                 self.log.error(f"event {event!r} failed: {exc!r}")
 
     async def dispatch_event(self, event: ev.AgentEvent) -> None:
+        event = self._secret_free(event)
         key = event.key
         if isinstance(event, ev.QuestionAsked):
             self._ask(event)  # whichever key asks: its tool waits for the answer
@@ -134,6 +137,14 @@ class EventBridge:
             self.header.set_status(f"retrying in {event.delay_s:.1f}s (attempt {event.attempt})")
         elif isinstance(event, ev.Aborted):
             self.header.set_status("stopped")
+
+    def _secret_free(self, event: ev.AgentEvent) -> ev.AgentEvent:
+        """Errors and notices quote servers: the configured key never reaches a widget."""
+        if isinstance(event, (ev.ErrorEvent, ev.Notice)):
+            return replace(event, message=self.secret_free(event.message))
+        if isinstance(event, ev.Retrying):
+            return replace(event, reason=self.secret_free(event.reason))
+        return event
 
     def _set_phase(self, status: str) -> None:
         """The header says what the turn is doing now; set once per change, not per token."""

@@ -67,3 +67,22 @@ def test_redact_key_bearer_and_userinfo() -> None:
 
 def test_redact_ignores_tiny_secrets() -> None:
     assert redact("a b c", ["a"]) == "a b c"
+
+
+@pytest.mark.parametrize(("name", "text"), CORPUS)
+def test_json_inert_escapes_what_dumps_leaves_raw(name: str, text: str) -> None:
+    import json
+
+    from selfref_tui.safety import json_inert
+
+    dumped = json_inert(json.dumps({"text": text, "ü": "漢字"}, ensure_ascii=False, indent=2))
+    assert_inert(dumped)
+    assert "\u202e" not in dumped
+    assert json.loads(dumped) == {"text": text, "ü": "漢字"}  # same value, still readable
+    assert "漢字" in dumped
+
+
+def test_redact_leaves_placeholder_keys_alone() -> None:
+    # "test" as the configured key must not turn a path's "pytest" into "py***"
+    assert redact("/tmp/pytest-1/x", ["test"]) == "/tmp/pytest-1/x"
+    assert redact("key abcdefgh here", ["abcdefgh"]) == "key *** here"

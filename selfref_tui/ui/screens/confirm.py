@@ -9,6 +9,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from selfref_tui.safety import content
+
 
 class ConfirmScreen(ModalScreen[bool]):
     """``y`` answers yes; any other key answers no, so a stray key is always safe."""
@@ -37,8 +39,8 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
-            dialog.border_title = self.dialog_title
-            yield Static(Content(self.question), id="question")
+            dialog.border_title = content(self.dialog_title, line=True)
+            yield Static(content(self.question), id="question")
             yield Static(
                 Content.assemble(
                     (" / ".join(self.yes_keys), "bold $primary"),

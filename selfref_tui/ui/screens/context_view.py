@@ -17,6 +17,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from selfref_tui.safety import content, inert_line
+
 ROLE_STYLES = {
     "system": "$warning",
     "user": "$primary",
@@ -91,20 +93,22 @@ class ContextView(ModalScreen[None]):
                 if not self.messages:
                     yield Static("Nothing yet: the next call starts empty.", classes="empty")
                 for index, message in enumerate(self.messages):
-                    role = str(message.get("role", "?"))
+                    role = inert_line(str(message.get("role", "?")), 40)
                     text = message_text(message)
                     head = Content.assemble(
                         (role, ROLE_STYLES.get(role, "$text")),
                         (f"  #{index}", "dim"),
-                        (f" · {message['name']}" if message.get("name") else "", "dim"),
+                        (f" · {inert_line(message['name'])}" if message.get("name") else "", "dim"),
                         (
-                            f" · {message['tool_call_id']}" if message.get("tool_call_id") else "",
+                            f" · {inert_line(message['tool_call_id'])}"
+                            if message.get("tool_call_id")
+                            else "",
                             "dim",
                         ),
                         (f" · {len(text):,} chars", "dim"),
                     )
                     yield Static(head, classes=f"role role-{role}")
-                    yield Static(Content(text), classes="body")
+                    yield Static(content(text), classes="body")
 
     def on_mount(self) -> None:
         self.query_one("#messages", VerticalScroll).focus()

@@ -13,6 +13,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from selfref_tui.safety import content
+
 
 class ExportDialog(ModalScreen[str | None]):
     """Enter dismisses with the path (``~`` expanded); Esc with None."""
@@ -52,11 +54,11 @@ class ExportDialog(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
-            dialog.border_title = f"Export ref:{self.ref_id}"
+            dialog.border_title = content(f"Export ref:{self.ref_id}", line=True)
             if self.preview:
                 lines = self.preview.splitlines()
                 shown = "\n".join(lines[:5]) + ("\n…" if len(lines) > 5 else "")
-                yield Static(Content(shown), id="preview")
+                yield Static(content(shown), id="preview")
             yield Input(self.suggested_path, placeholder="path/to/file", id="path")
             yield Static("", id="error")
             yield Static("", id="note")
@@ -80,7 +82,7 @@ class ExportDialog(ModalScreen[str | None]):
         self.query_one("#error", Static).update("")
         note = path_note(event.value)
         shown = self.query_one("#note", Static)
-        shown.update(note)
+        shown.update(content(note))
         shown.display = bool(note)
 
     @on(Input.Submitted)
@@ -94,7 +96,7 @@ class ExportDialog(ModalScreen[str | None]):
         try:
             path = expand_home(value)
         except ValueError as exc:
-            error.update(str(exc))
+            error.update(content(str(exc)))
             return
         if path.is_dir():
             error.update("That is a folder: add a file name to the path.")

@@ -14,6 +14,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from selfref_tui.safety import content, inert_line
+
 NEW_PREFIX = "new:"
 KEY_PREFIX = "key:"
 
@@ -124,16 +126,18 @@ class KeySwitcher(ModalScreen[str | None]):
                 details += f" · {updated}"
             label = Content.assemble(
                 ("● " if key == self.current else "  ", "$primary"),
-                (key, "bold"),
+                (inert_line(key, 60), "bold"),
                 "  ",
-                (details, "dim"),
+                (inert_line(details), "dim"),
             )
             options.append(Option(label, id=KEY_PREFIX + key))
         if name and all(str(k["key"]) != name for k in self.keys):
             # Last, so Enter after a partial filter picks the existing match.
             options.append(
                 Option(
-                    Content.assemble(("+ new key ", "$text-muted"), (name, "bold $primary")),
+                    Content.assemble(
+                        ("+ new key ", "$text-muted"), (inert_line(name, 60), "bold $primary")
+                    ),
                     id=NEW_PREFIX + name,
                 )
             )
@@ -179,7 +183,7 @@ class KeySwitcher(ModalScreen[str | None]):
             try:
                 self._validate(name)
             except Exception as error:  # the validator's message is meant for people
-                self.query_one("#error", Static).update(Content(str(error)))
+                self.query_one("#error", Static).update(content(str(error)))
                 return
         self.dismiss(name)
 

@@ -12,6 +12,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from selfref_tui.safety import content
+
 CHOICES = ("overwrite", "append", "cancel")
 
 
@@ -47,7 +49,7 @@ class OverwritePrompt(ModalScreen[str]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
             dialog.border_title = "File exists"
-            yield Static(Content(self.path), id="path")
+            yield Static(content(self.path), id="path")
             yield Static("This file already exists. Replace it, or add the ref at its end?")
             with Horizontal(id="buttons"):
                 yield Button(

@@ -15,6 +15,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from selfref_tui.safety import content, inert_line
+
 
 class QuestionScreen(ModalScreen[str]):
     DEFAULT_CSS = """
@@ -44,11 +46,14 @@ class QuestionScreen(ModalScreen[str]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
-            dialog.border_title = f"{self.asker} asks" if self.asker else "The agent asks"
-            yield Static(Content(self.prompt), id="prompt")
+            dialog.border_title = content(
+                f"{self.asker} asks" if self.asker else "The agent asks", line=True
+            )
+            yield Static(content(self.prompt), id="prompt")
             with Horizontal(id="buttons"):
                 for index, choice in enumerate(self.choices):
-                    label = Content.assemble((choice[:1], "underline"), choice[1:])
+                    shown = inert_line(choice, 30)
+                    label = Content.assemble((shown[:1], "underline"), shown[1:])
                     yield Button(label, id=f"choice-{index}", name=choice)
 
     def on_mount(self) -> None:

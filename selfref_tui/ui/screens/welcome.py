@@ -14,6 +14,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Markdown, Static
 
 from selfref_tui.config import default_config_path
+from selfref_tui.safety import inert_line
 
 
 def welcome_markdown(config_path: str) -> str:
@@ -80,7 +81,7 @@ class WelcomeScreen(Screen[str]):
                 "A chat whose agent keeps its own memory, forks helpers, and hands you refs.",
                 id="tagline",
             )
-            yield Markdown(welcome_markdown(path))
+            yield Markdown(welcome_markdown(inert_line(path)))
             with Center(), Horizontal(id="buttons"):
                 yield Button(
                     Content.from_markup("Try the [u]d[/u]emo model"), id="demo", variant="primary"

@@ -5,6 +5,8 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
+from selfref_tui.safety import inert_line
+
 
 class AppHeader(Static):
     DEFAULT_CSS = """
@@ -47,13 +49,13 @@ class AppHeader(Static):
             ("selfref", "bold $accent"),
             "  ",
             ("key ", "dim"),
-            (self.key or "—", "bold"),
+            (inert_line(self.key) or "—", "bold"),
             "  ",
-            (f"{self.provider} · " if self.provider else "", "dim"),
-            (self.model or "", ""),
+            (f"{inert_line(self.provider)} · " if self.provider else "", "dim"),
+            (inert_line(self.model or ""), ""),
         ]
         if self.demo:
             parts += [" ", (" demo ", "bold $text on $warning")]
         if self.status:
-            parts += ["  ", (self.status, "italic $text-muted")]
+            parts += ["  ", (inert_line(self.status), "italic $text-muted")]
         self.update(Content.assemble(*parts))

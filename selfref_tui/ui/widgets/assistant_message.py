@@ -13,6 +13,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from selfref_tui.refs.parser import Segment, StreamingRefParser
+from selfref_tui.safety import content
 from selfref_tui.ui.widgets.reasoning_view import ReasoningView
 from selfref_tui.ui.widgets.ref_block import Flow, RefBlock
 
@@ -86,7 +87,7 @@ class AssistantMessage(Vertical):
         self.interrupted = True
         self.add_class("-interrupted")
         label = "■ interrupted" + (f" — {reason}" if reason else "")
-        self.query_one(".marker", Static).update(label)
+        self.query_one(".marker", Static).update(content(label))  # the reason may be a server's
 
     async def _apply(self, segments: list[Segment]) -> list[RefBlock]:
         closed: list[RefBlock] = []

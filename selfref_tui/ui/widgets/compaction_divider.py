@@ -11,6 +11,8 @@ from typing import Any
 
 from textual.widgets import Collapsible, Static
 
+from selfref_tui.safety import content
+
 _SECTIONS = (
     ("goal", "Goal"),
     ("instruction", "Instruction"),
@@ -60,5 +62,5 @@ class CompactionDivider(Collapsible):
             title += f" {messages_before} messages"
         title += " · above is archived, the model now sees this summary"
         super().__init__(
-            Static(summary_text(self.summary), markup=False), title=title, collapsed=True
+            Static(content(summary_text(self.summary))), title=title, collapsed=True
         )

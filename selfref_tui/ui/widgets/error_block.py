@@ -5,6 +5,8 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
+from selfref_tui.safety import inert, redact
+
 _TITLES = {
     "auth": "API key rejected",
     "model": "Model not available",
@@ -35,4 +37,5 @@ class ErrorBlock(Static):
         self.message = message
         self.kind = kind
         title = _TITLES.get(kind, "Error")
-        self.update(Content.assemble((f"✖ {title}", "bold $error"), "  ", message))
+        # Server and store text: shown inert, never as markup, no bearer token or userinfo.
+        self.update(Content.assemble((f"✖ {title}", "bold $error"), "  ", inert(redact(message))))

@@ -21,6 +21,8 @@ from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from selfref_tui.safety import inert_line
+
 
 class _ForgetConfirm(Static, can_focus=True):
     """Takes exactly one key: ``y`` confirms, anything else cancels."""
@@ -45,7 +47,7 @@ class _ForgetConfirm(Static, can_focus=True):
         self.update(
             Content.assemble(
                 "Forget ",
-                (experience_id, "bold"),
+                (inert_line(experience_id), "bold"),
                 "?  ",
                 ("y", "bold $error"),
                 " yes · any other key cancels",
@@ -200,7 +202,9 @@ class ExperienceList(Vertical):
         previous_id = self.highlighted_id
         option_list.set_options(
             Option(
-                Content.assemble((exp["id"], "bold $primary"), "  ", exp["text"]),
+                Content.assemble(
+                    (inert_line(exp["id"]), "bold $primary"), "  ", inert_line(exp["text"])
+                ),
                 id=exp["id"],
             )
             for exp in self._experiences

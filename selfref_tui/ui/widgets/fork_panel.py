@@ -24,6 +24,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
+from selfref_tui.safety import inert, inert_line
 from selfref_tui.ui.stream_stop import stop_stream
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def status_content(status: str, step: int = 0) -> Content:
         return Content.styled("⊘ cancelled", "$warning")
     if status == "queued":
         return Content.styled("○ queued", "dim")
-    label = f"● {status}" + (f" · step {step}" if step else "")
+    label = f"● {inert_line(status)}" + (f" · step {step}" if step else "")
     return Content.styled(label, "$primary")
 
 
@@ -347,10 +348,10 @@ class ForkPanel(Vertical):
         if not self._ready:
             return  # on_mount adds every row
         table = self.table
-        task = fork.task if len(fork.task) <= TASK_WIDTH else fork.task[: TASK_WIDTH - 1] + "…"
         cells = {
-            "fork": Content.styled(fork.fork_id, "bold"),
-            "task": task,
+            # Content, never str: a DataTable parses a str cell as markup.
+            "fork": Content.styled(inert_line(fork.fork_id), "bold"),
+            "task": Content(inert_line(fork.task, TASK_WIDTH)),
             "status": status_content(fork.status, fork.step),
             "elapsed": format_elapsed(fork.elapsed(self._clock())),
         }
@@ -409,7 +410,7 @@ class ForkPanel(Vertical):
         if entry is not None and fork is not None:
             index = self._view.index(entry)
             if index < len(fork.blocks):
-                await entry.widget.update(fork.blocks[index].text)  # type: ignore[attr-defined]
+                await entry.widget.update(inert(fork.blocks[index].text))  # type: ignore[attr-defined]
 
     async def _sync_view(self) -> None:
         self._sync_scheduled = False
@@ -434,7 +435,9 @@ class ForkPanel(Vertical):
                 await transcript.mount(self._placeholder)
                 return
             heading.update(
-                Content.assemble((fork.fork_id, "bold $primary"), "  ", (fork.task, "italic"))
+                Content.assemble(
+                    (inert_line(fork.fork_id), "bold $primary"), "  ", (inert(fork.task), "italic")
+                )
             )
         for index, block in enumerate(fork.blocks):
             if index < len(self._view):
@@ -449,9 +452,9 @@ class ForkPanel(Vertical):
                     widget: Widget = Markdown("")
                     await transcript.mount(widget, before=self._view_end)
                     self._stream = Markdown.get_stream(widget)  # type: ignore[arg-type]
-                    await self._stream.write(block.text)
+                    await self._stream.write(inert(block.text))
                 else:
-                    widget = Markdown(block.text)
+                    widget = Markdown(inert(block.text))
                     await transcript.mount(widget, before=self._view_end)
                 self._view.append(_ViewEntry(widget, rendered=len(block.text)))
             else:
@@ -479,9 +482,9 @@ class ForkPanel(Vertical):
             fragment = block.text[entry.rendered :]
             entry.rendered = len(block.text)
             if self._stream is not None and entry is self._view[-1]:
-                await self._stream.write(fragment)
+                await self._stream.write(inert(fragment))
             else:
-                await entry.widget.update(block.text)  # type: ignore[attr-defined]
+                await entry.widget.update(inert(block.text))  # type: ignore[attr-defined]
         elif block.kind == "tool" and block.status != entry.status:
             entry.status = block.status
             entry.widget.update(_tool_line(block))  # type: ignore[attr-defined]
@@ -497,15 +500,17 @@ def _tool_line(block: _Block) -> Content:
     mark = marks.get(block.status, "·")
     style = "$error" if block.status == "error" else "$text-muted"
     return Content.assemble(
-        ("⚙ ", "$primary"), (block.name, "bold"), (f"  {mark} {block.status}", style)
+        ("⚙ ", "$primary"),
+        (inert_line(block.name, 80), "bold"),
+        (f"  {mark} {inert_line(block.status)}", style),
     )
 
 
 def _end_line(fork: _Fork) -> Widget:
     if fork.error:
-        return Static(Content(f"✗ {fork.error}"), classes="fork-end fork-error")
+        return Static(Content(f"✗ {inert(fork.error)}"), classes="fork-end fork-error")
     label = {"completed": "finished", "done": "finished"}.get(fork.status, fork.status)
-    return Static(Content(f"── {label} ──"), classes="fork-end")
+    return Static(Content(f"── {inert_line(label)} ──"), classes="fork-end")
 
 
 def _iso_span(created: object, updated: object) -> float | None:

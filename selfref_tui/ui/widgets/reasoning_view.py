@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from textual.widgets import Collapsible, Static
 
+from selfref_tui.safety import content
+
 
 class ReasoningView(Collapsible):
     DEFAULT_CSS = """
@@ -24,7 +26,7 @@ class ReasoningView(Collapsible):
 
     def __init__(self, text: str = "") -> None:
         self._parts: list[str] = [text] if text else []
-        self._body = Static(text, markup=False)
+        self._body = Static(content(text))
         super().__init__(self._body, title=self._label_text(), collapsed=True)
 
     @property
@@ -34,11 +36,11 @@ class ReasoningView(Collapsible):
     def append(self, text: str) -> None:
         self._parts.append(text)
         if not self.collapsed:
-            self._body.update(self.text)
+            self._body.update(content(self.text))
         self.title = self._label_text()
 
     def _on_collapsible_expanded(self) -> None:
-        self._body.update(self.text)
+        self._body.update(content(self.text))
 
     def _label_text(self) -> str:
         words = len(self.text.split())

@@ -20,6 +20,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownStream
 
+from selfref_tui import safety
 from selfref_tui.ui.stream_stop import stop_stream
 from selfref_tui.ui.widgets.settled_markdown import SettledMarkdown
 
@@ -49,7 +50,8 @@ class StreamingMarkdown(Markdown):
         classes: str | None = None,
     ) -> None:
         """``finished``: ``markdown`` is the whole text, rendered when mounted."""
-        super().__init__(markdown, classes=classes)
+        # What Markdown parses is shown text only (inert); ``text`` keeps the exact answer.
+        super().__init__(safety.inert(markdown), classes=classes)
         self._chunks: list[str] = [markdown] if markdown else []
         self._stream: MarkdownStream | None = None
         self._feeder: asyncio.Task[None] | None = None
@@ -99,7 +101,7 @@ class StreamingMarkdown(Markdown):
             self._stream = Markdown.get_stream(self)
         text = "".join(self._pending)
         self._pending.clear()
-        await self._stream.write(text)
+        await self._stream.write(safety.inert(text))
 
     async def finish(self, *, full_render: bool = True) -> None:
         """Stop the stream; with ``full_render``, parse the whole text once more.
@@ -123,7 +125,7 @@ class StreamingMarkdown(Markdown):
             if not await stop_stream(stream):
                 full_render = True  # the stream's last appends never ran
         if full_render or not self.live:
-            await self.update(self.text)
+            await self.update(safety.inert(self.text))
         self.post_message(self.Finished(self))
 
 
@@ -209,7 +211,7 @@ class RefBlock(Flow):
         self.ref_id = ref_id
         #: the ref's content once closed (the text tools and export use)
         self.content: str | None = content
-        self.border_title = f"ref:{ref_id}"
+        self.border_title = safety.content(f"ref:{ref_id}", line=True)  # a str title is markup
 
     def on_mount(self) -> None:
         self._update_subtitle()

@@ -18,6 +18,8 @@ from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from selfref_tui.safety import inert_line
+
 
 def ref_size(ref: Mapping[str, Any]) -> tuple[int, int]:
     """(chars, lines) from explicit figures or from the ref's content."""
@@ -147,22 +149,23 @@ class RefList(Vertical):
         previous = self.highlighted_ref
         options = []
         for index, ref in enumerate(self._refs):
+            label = f"ref:{inert_line(ref['id'], 64)}"
             chars, lines = ref_size(ref)
             superseded = bool(ref.get("superseded"))
             size = _size_label(chars, lines)
             if superseded:
                 prompt = Content.assemble(
-                    (f"ref:{ref['id']}", "dim strike"), "  ", (f"{size} · old", "dim")
+                    (label, "dim strike"), "  ", (f"{size} · old", "dim")
                 )
             elif ref.get("open"):
                 prompt = Content.assemble(
-                    (f"ref:{ref['id']}", "bold $primary"),
+                    (label, "bold $primary"),
                     "  ",
                     (f"{size} · streaming", "dim italic"),
                 )
             else:
                 prompt = Content.assemble(
-                    (f"ref:{ref['id']}", "bold $primary"), "  ", (size, "dim")
+                    (label, "bold $primary"), "  ", (size, "dim")
                 )
             options.append(Option(prompt, id=f"ref-row-{index}"))
         option_list.set_options(options)

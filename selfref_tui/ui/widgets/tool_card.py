@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 
+from textual.content import Content
 from textual.widgets import Collapsible, Static
+
+from selfref_tui.safety import content, inert_line
 
 _STATUS = {"running": "⋯ running", "done": "✓ done", "error": "✖ error", "cancelled": "■ cancelled"}
 _MAX_SHOWN = 4000
@@ -56,21 +59,23 @@ class ToolCard(Collapsible):
         self.result: str | None = None
         self.status = "running"
         self.duration_s: float | None = None
-        self._args = Static(_pretty(arguments), markup=False, classes="args")
-        self._result = Static("", markup=False, classes="result")
+        self._args = Static(content(_pretty(arguments)), classes="args")
+        self._result = Static("", classes="result")
         super().__init__(
             Static("arguments", classes="label"),
             self._args,
             Static("result", classes="label"),
             self._result,
-            title=self._label_text(),
+            # Content, never the str: Collapsible parses a str title as markup.
+            title=Content(self._label_text()),  # type: ignore[arg-type]
             collapsed=True,
             classes=classes,
         )
+        self.title = self._label_text()
 
     def append_arguments(self, delta: str) -> None:
         self.arguments += delta
-        self._args.update(self.arguments)
+        self._args.update(content(self.arguments))
 
     def finish(self, result: str, duration_s: float, *, arguments: str | None = None) -> None:
         self._end("done", result, duration_s, arguments)
@@ -90,14 +95,19 @@ class ToolCard(Collapsible):
         self.duration_s = duration_s
         if arguments is not None:
             self.arguments = arguments
-        self._args.update(_pretty(self.arguments))
-        self._result.update(_clip(result))
+        self._args.update(content(_pretty(self.arguments)))
+        self._result.update(content(_clip(result)))
         self.set_class(status == "error", "-error")
         self.set_class(status == "cancelled", "-cancelled")
         self.title = self._label_text()
 
+    def _watch_title(self, title: str | Content) -> None:
+        """The title shown as plain text: the tool name is the model's, and
+        ``[@click=…]`` in it must show, not run (Collapsible would parse a str)."""
+        self._title.label = title if isinstance(title, Content) else Content(title)
+
     def _label_text(self) -> str:
-        parts = [f"⚙ {self.tool_name}", _STATUS.get(self.status, self.status)]
+        parts = [f"⚙ {inert_line(self.tool_name, 80)}", _STATUS.get(self.status, self.status)]
         if self.duration_s is not None:
             parts.append(f"{self.duration_s:.2f}s")
         return "  ".join(parts)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
+from selfref_tui.safety import content
+
 
 class UserMessage(Static):
     DEFAULT_CSS = """
@@ -34,7 +36,7 @@ class UserMessage(Static):
         self._refresh_label()
 
     def _refresh_label(self) -> None:
-        body = Content(self.text)
+        body = content(self.text)  # from the store too: shown inert
         if self.queued:
             body = Content.assemble(
                 body, "\n", ("queued — delivered at the next step", "italic $warning")
