@@ -30,9 +30,10 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     ``secrets`` are values known to be secret (the configured API key);
     values shorter than 8 characters are ignored: they are placeholders for
     servers that want none (``"test"``, ``"ollama"``), and masking them
-    everywhere would garble paths and words while protecting nothing. Patterns also catch what a server
-    may echo back: ``Bearer …`` tokens, ``Authorization:`` headers, ``sk-…``
-    keys and the userinfo part of URLs (``https://***@host/``).
+    everywhere would garble paths and words while protecting nothing.
+    Patterns also catch what a server may echo back: ``Bearer …`` tokens,
+    ``Authorization:`` headers, ``sk-…`` keys and the userinfo part of URLs
+    (``https://***@host/``).
     """
     if not isinstance(text, str):
         text = str(text)
