@@ -96,6 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ask = sub(commands, "ask", "run one turn and stream the answer to stdout")
     ask.add_argument("prompt", metavar="PROMPT", help="the message; - reads it from stdin")
+    ask.add_argument("--allow-overwrite", action="store_true",
+                     help="let the model change files that exist (otherwise they are kept)")
     _common(ask)
     _provider_flags(ask)
 
@@ -356,6 +358,8 @@ async def _ask(args: argparse.Namespace) -> int:
 
     prompt = _read_prompt(args.prompt)
     config = _config(args)
+    if args.allow_overwrite:
+        config = replace(config, agent=replace(config.agent, allow_overwrite=True))
     key = _key(args)
     server = None
     if config.provider.demo:

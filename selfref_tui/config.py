@@ -58,6 +58,8 @@ class AgentSettings:
     max_forks_per_turn: int = 10
     fd_threshold_chars: int = 8_000
     allowed_roots: tuple[Path, ...] = ()
+    #: a run that cannot ask the person (``ask``) may change existing files; the app always asks
+    allow_overwrite: bool = False
 
 
 @dataclass(frozen=True)

@@ -487,6 +487,7 @@ class Agent:
                 ask=lambda p, c, d: self.ask(key, p, c, d),
                 roots=self.settings.allowed_roots or (_cwd(),),
                 call_id=call_id,
+                allow_overwrite=self.settings.allow_overwrite,
             )
 
         def stage() -> str:

@@ -158,8 +158,12 @@ REF_TOOLS: list[dict] = [
     _fn(
         "fd_to_file",
         "Write the content of an fd:N or ref:ID to a file inside the allowed directories. "
-        "mode write replaces the file (set exist_ok true to overwrite an existing file; otherwise "
-        "the person is asked), append adds at the end, insert puts it before insert_at_line.",
+        "mode write replaces the file, append adds at the end, insert puts it before "
+        "insert_at_line. Changing a file that already exists (any mode) always needs the "
+        "person's yes: they are asked, whatever exist_ok says (exist_ok false refuses at once); "
+        "when no one can be asked the file is kept and you get an error — write to a new path "
+        "instead. A ref that is exactly one fenced code block is written as the bare code, "
+        "without the ``` lines; pass raw true to keep the fence.",
         {
             "fd": {"type": "string", "description": "fd:N or ref:ID"},
             "file_path": {"type": "string"},
@@ -167,10 +171,13 @@ REF_TOOLS: list[dict] = [
             "insert_at_line": {"type": "integer"},
             "exist_ok": {"type": "boolean"},
             "create": {"type": "boolean"},
+            "raw": {"type": "boolean",
+                    "description": "Keep a lone fenced block's fence lines (default false)."},
         },
         ["fd", "file_path"],
     ),
 ]
+
 
 TOOL_NAMES = frozenset(
     t["function"]["name"] for t in (*MEMORY_TOOLS, *FORK_TOOLS, *REF_TOOLS)
@@ -201,6 +208,8 @@ class ToolContext:
     ask: AskFn
     roots: tuple[Path, ...]
     call_id: str = ""
+    #: the person allowed changing existing files when no one can be asked (``ask``)
+    allow_overwrite: bool = False
     records: list[dict] = field(default_factory=list)
 
 
@@ -297,18 +306,36 @@ async def _read_fd(args: dict[str, Any], ctx: ToolContext) -> str:
     return ctx.fds.read_fd(fd, **opts)
 
 
+#: what ``ask`` returns when no front end can put the question to the person
+NOT_ASKED = "not asked"
+
+
 async def _fd_to_file(args: dict[str, Any], ctx: ToolContext) -> str:
+    """Confined write; changing an existing file needs the person's yes, never the model's.
+
+    ``exist_ok=true`` from the model does not count as consent. When the file
+    did not exist at the question, the write is told so (``exist_ok=False``),
+    so a file appearing meanwhile is refused rather than overwritten unasked.
+    """
     from ..selfref.files import fd_to_file
 
     fd = _need_str(args, "fd")
     file_path = _need_str(args, "file_path")
     mode = str(args.get("mode", "write"))
-    exist_ok = args.get("exist_ok")
-    if mode == "write" and exist_ok is not True and _target(file_path, ctx.roots).exists():
-        prompt = f"The model wants to overwrite {file_path}. Overwrite it?"
-        choice = await ctx.ask(prompt, ("overwrite", "keep"), "keep")
-        if choice != "overwrite":
-            raise ToolError(f"{file_path} exists and the person chose not to overwrite it")
+    exist_ok = False
+    if _exists(file_path, ctx.roots) and args.get("exist_ok") is not False:
+        yes = mode if mode in ("append", "insert") else "overwrite"
+        where = {"append": "append to", "insert": "insert into"}.get(mode, "overwrite")
+        prompt = f"The model wants to {where} {file_path}, which exists. Allow it?"
+        choice = await ctx.ask(prompt, (yes, "keep"), NOT_ASKED)
+        if choice == NOT_ASKED and not ctx.allow_overwrite:
+            raise ToolError(
+                f"{file_path} exists and the person could not be asked (a non-interactive run); "
+                "existing files are never changed without their yes — write to a new path, or "
+                "the person can rerun with --allow-overwrite")
+        if choice not in (NOT_ASKED, yes):
+            raise ToolError(f"{file_path} exists and the person chose to keep it unchanged; "
+                            "write to a new path instead")
         exist_ok = True
     return fd_to_file(
         ctx.fds,
@@ -316,17 +343,21 @@ async def _fd_to_file(args: dict[str, Any], ctx: ToolContext) -> str:
         file_path,
         mode=mode,
         insert_at_line=args.get("insert_at_line"),
-        exist_ok=True if exist_ok is None else bool(exist_ok),
+        exist_ok=exist_ok,
         create=bool(args.get("create", True)),
         roots=ctx.roots,
+        raw=args.get("raw") is True,
     )
 
 
-def _target(file_path: str, roots: tuple[Path, ...]) -> Path:
-    path = Path(os.path.expanduser(file_path))  # Path.expanduser raises on ~unknown_user
-    if not path.is_absolute() and roots:
-        path = roots[0] / path
-    return path
+def _exists(file_path: str, roots: tuple[Path, ...]) -> bool:
+    """Whether the write would change an existing file (as the write resolves the path)."""
+    from ..selfref.files import FileWriteError, PathNotAllowed, resolve_target
+
+    try:
+        return os.path.lexists(resolve_target(file_path, roots))
+    except (PathNotAllowed, FileWriteError):
+        return False  # the write itself reports the path problem
 
 
 def _tagged(record: dict, kind: str) -> dict:

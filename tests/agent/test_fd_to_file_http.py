@@ -1,0 +1,153 @@
+"""fd_to_file over real HTTP: the person, not the model, decides about existing files.
+
+The demo server plays a model that asks to write a ref to a file; the real
+provider, loop, tools and store run as in the app (``interactive``, answered
+through the router) and as in ``ask`` (nobody to ask, with and without
+``--allow-overwrite``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from selfref_tui.agent import events as ev
+from selfref_tui.agent.router import AgentInputRouter
+from selfref_tui.demo import DemoServer
+from selfref_tui.demo.script import Reply, ToolCall
+
+from .helpers import wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+FENCED = "```python\ndef add(a, b):\n    return a + b\n```"
+
+
+def writing(args: dict, text: str = '<ref id="note">new text</ref>') -> list[Reply]:
+    return [Reply(text=text, tool_calls=[ToolCall("fd_to_file", args, id="w")]),
+            Reply(text="Finished.")]
+
+
+def tool_result(h) -> str:
+    """What the model was told: the tool message of the second request."""
+    return next(m["content"] for m in h.server.requests[1]["messages"] if m["role"] == "tool")
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    w = tmp_path / "work"
+    w.mkdir()
+    (w / "exists.txt").write_text("old\n")
+    return w
+
+
+async def run(h, work: Path, *, interactive: bool, answer: str | None = None,
+              allow_overwrite: bool = False) -> None:
+    h.agent.settings = h.with_settings(allowed_roots=(work,),
+                                       allow_overwrite=allow_overwrite).settings
+    h.agent.interactive = interactive
+    router = AgentInputRouter(h.agent)
+    router.submit("save it")
+    if answer is not None:
+        await wait_until(lambda: h.of(ev.QuestionAsked), what="the question")
+        router.answer(h.of(ev.QuestionAsked)[0].question_id, answer)
+    await router.wait_idle()
+    assert router.outcomes == ["done"]
+
+
+@pytest.mark.parametrize("mode,yes", [("write", "overwrite"), ("append", "append"),
+                                      ("insert", "insert")])
+async def test_changing_an_existing_file_asks_the_person_whatever_exist_ok_says(
+        harness, work, mode, yes):
+    args = {"fd": "ref:note", "file_path": "exists.txt", "mode": mode, "exist_ok": True}
+    if mode == "insert":
+        args["insert_at_line"] = 1
+    async with harness(writing(args)) as h:
+        await run(h, work, interactive=True, answer="keep")
+        question = h.of(ev.QuestionAsked)[0]
+        assert question.choices == (yes, "keep") and "exists.txt" in question.prompt
+        assert "chose to keep it" in tool_result(h)
+    assert (work / "exists.txt").read_text() == "old\n"
+
+
+async def test_the_persons_yes_lets_the_write_happen(harness, work):
+    args = {"fd": "ref:note", "file_path": "exists.txt", "mode": "append", "exist_ok": True}
+    async with harness(writing(args)) as h:
+        await run(h, work, interactive=True, answer="append")
+        assert "<fd_to_file_result" in tool_result(h)
+    assert (work / "exists.txt").read_text() == "old\nnew text"
+
+
+async def test_exist_ok_false_refuses_without_asking(harness, work):
+    args = {"fd": "ref:note", "file_path": "exists.txt", "exist_ok": False}
+    async with harness(writing(args)) as h:
+        await run(h, work, interactive=True)
+        assert h.of(ev.QuestionAsked) == []
+        assert "already exists" in tool_result(h)
+    assert (work / "exists.txt").read_text() == "old\n"
+
+
+async def test_a_new_file_needs_no_question(harness, work):
+    async with harness(writing({"fd": "ref:note", "file_path": "new.txt"})) as h:
+        await run(h, work, interactive=True)
+        assert h.of(ev.QuestionAsked) == []
+    assert (work / "new.txt").read_text() == "new text"
+
+
+async def test_without_anyone_to_ask_the_file_is_kept_and_the_model_told_why(harness, work):
+    args = {"fd": "ref:note", "file_path": "exists.txt", "exist_ok": True}
+    async with harness(writing(args)) as h:
+        await run(h, work, interactive=False)
+        said = tool_result(h)
+        assert "could not be asked" in said and "--allow-overwrite" in said
+        assert "new path" in said
+    assert (work / "exists.txt").read_text() == "old\n"
+
+
+async def test_allow_overwrite_lets_a_non_interactive_run_change_it(harness, work):
+    args = {"fd": "ref:note", "file_path": "exists.txt"}
+    async with harness(writing(args)) as h:
+        await run(h, work, interactive=False, allow_overwrite=True)
+    assert (work / "exists.txt").read_text() == "new text"
+
+
+async def test_a_lone_fenced_ref_is_written_without_its_fence_raw_keeps_it(harness, work):
+    text = f'<ref id="add">\n{FENCED}\n</ref>'
+    script = [Reply(text=text, tool_calls=[
+        ToolCall("fd_to_file", {"fd": "ref:add", "file_path": "add.py"}, id="a"),
+        ToolCall("fd_to_file", {"fd": "ref:add", "file_path": "add.md", "raw": True}, id="b"),
+    ]), Reply(text="Both saved.")]
+    async with harness(script) as h:
+        await run(h, work, interactive=False)
+        tools = {m["tool_call_id"]: m["content"] for m in h.server.requests[1]["messages"]
+                 if m["role"] == "tool"}
+        assert 'fence="removed"' in tools["a"] and "fence=" not in tools["b"]
+        schema = next(t for t in h.server.requests[0]["tools"]
+                      if t["function"]["name"] == "fd_to_file")["function"]
+        assert "raw" in schema["parameters"]["properties"] and "fence" in schema["description"]
+    code = (work / "add.py").read_text()
+    assert code == "def add(a, b):\n    return a + b\n"
+    compile(code, "add.py", "exec")
+    assert (work / "add.md").read_text().strip() == FENCED
+
+
+@pytest.mark.parametrize("flag,expected", [((), "old\n"), (("--allow-overwrite",), "new text")])
+async def test_ask_on_the_command_line_keeps_files_unless_allowed(tmp_path, work, flag, expected):
+    server = DemoServer(writing({"fd": "ref:note", "file_path": "exists.txt", "exist_ok": True}),
+                        api_key="sk-test", models=("m1",))
+    async with server as url:
+        env = {**os.environ, "OPENAI_API_KEY": "sk-test",
+               "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "selfref_tui", "ask", *flag, "--base-url", url, "--model", "m1",
+            "save it", env=env, cwd=work, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE)
+        _out, err = await asyncio.wait_for(proc.communicate(), 60)
+        assert proc.returncode == 0, err.decode()
+        told = next(m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool")
+    assert (work / "exists.txt").read_text() == expected
+    if not flag:
+        assert "--allow-overwrite" in told
