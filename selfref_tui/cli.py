@@ -312,7 +312,7 @@ class _AskOutput:
         elif isinstance(event, ev.ToolCallStarted):
             self._note(f"[tool] {event.name}")
         elif isinstance(event, ev.Retrying):
-            self._note(f"[retry {event.attempt}] in {event.delay_s:.1f}s: {event.reason}")
+            self._note(f"[{event.text()}]")
         elif isinstance(event, ev.ErrorEvent):
             self.error = event.message
 

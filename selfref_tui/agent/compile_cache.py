@@ -25,7 +25,9 @@ class IncrementalCompile:
     copies of the stored messages it came from; the next compile reuses it when
     those copies still equal (``==``) the start of the new body, and renders
     the rest. A transcript replaced by a compaction simply misses and renders
-    in full.
+    in full. Rendering merges a run of user messages into one, so where two
+    renderings meet, a user message on each side is merged (``merge_user``
+    gives the same message in any grouping).
     """
 
     def __init__(self, config: Any, tokens: Any) -> None:
@@ -41,7 +43,7 @@ class IncrementalCompile:
 
     def compile(self, base: list[dict], pending: list) -> tuple[list[dict], int]:
         from ..context.apply import apply_mutations
-        from ..context.compile import render_provider_messages
+        from ..context.compile import merge_user, mergeable, render_provider_messages
         from ..context.tokens import REPLY_PRIMING
 
         config, count = self.config, self.tokens.count_message
@@ -73,6 +75,12 @@ class IncrementalCompile:
             return out, sum(count(m) for m in out) + REPLY_PRIMING
         if cut > n:
             mid = render_provider_messages(config, body[n:cut])[1:]
+            if self._out and mid and mergeable(self._out[-1], mid[0]):
+                merged = merge_user(self._out[-1], mid[0])
+                if self._out_tokens is not None:
+                    self._out_tokens += count(merged) - count(self._out[-1])
+                self._out[-1] = merged
+                mid = mid[1:]
             self._src.extend(dict(m) for m in body[n:cut])
             self._out.extend(mid)
             if self._out_tokens is not None:
@@ -80,6 +88,11 @@ class IncrementalCompile:
         if self._out_tokens is None:
             self._out_tokens = sum(count(m) for m in self._out)
         tail = render_provider_messages(config, body[cut:])[1:] if cut < len(body) else []
-        out = [self._system_out, *self._out, *tail]
         tokens = self._system_tokens + self._out_tokens + sum(count(m) for m in tail)
+        if self._out and tail and mergeable(self._out[-1], tail[0]):
+            merged = merge_user(self._out[-1], tail[0])
+            tokens += count(merged) - count(self._out[-1]) - count(tail[0])
+            out = [self._system_out, *self._out[:-1], merged, *tail[1:]]
+        else:
+            out = [self._system_out, *self._out, *tail]
         return out, tokens + REPLY_PRIMING

@@ -156,16 +156,31 @@ class Aborted(AgentEvent):
 
 @dataclass(frozen=True, slots=True)
 class Retrying(AgentEvent):
+    """A failed attempt will be retried after ``delay_s``.
+
+    ``reason`` is short ("rate limited (429)"); ``of`` is how many retries
+    there may be in all (0 when unknown). :meth:`text` is the line people read.
+    """
+
     attempt: int
     delay_s: float
     reason: str
+    of: int = 0
+
+    def text(self) -> str:
+        """E.g. "retry 1 of 3 in 1.5 s: rate limited (429)"."""
+        of = f" of {self.of}" if self.of else ""
+        return f"retry {self.attempt}{of} in {self.delay_s:.1f} s: {self.reason}"
 
 
 @dataclass(frozen=True, slots=True)
 class ErrorEvent(AgentEvent):
     message: str
-    #: "auth", "model", "rate_limit", "server", "connection", "timeout", "protocol", "internal"
+    #: "auth", "model", "rate_limit", "server", "connection", "timeout", "protocol",
+    #: "bad_request", "context_overflow", "internal"
     kind: str = "internal"
+    #: the server's own error text in full (``message`` is one line); "" when none
+    detail: str = ""
 
 
 @dataclass(frozen=True, slots=True)

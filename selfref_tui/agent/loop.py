@@ -397,7 +397,8 @@ class Agent:
                     [AssistantTruncatedMutation(state.content, reason)],
                     state.ref_records,
                 )
-            self.emit(ErrorEvent(key=key, message=message, kind=kind))
+            self.emit(ErrorEvent(key=key, message=message, kind=kind,
+                                 detail=getattr(error, "detail", "")))
             return "error", []
         ended(state.finish)
         calls = state.tool_calls()
@@ -427,10 +428,18 @@ class Agent:
         key, emit = turn.key, self.emit
         parser = StreamingRefParser()
 
-        def on_retry(attempt: int, delay: float, reason: str) -> None:
-            emit(Retrying(key=key, attempt=attempt, delay_s=delay, reason=reason))
+        retries = getattr(getattr(self.provider, "config", None), "max_retries", 0)
 
-        stream = self.provider.stream(messages, tools or None, on_retry=on_retry)
+        def on_retry(attempt: int, delay: float, reason: str) -> None:
+            emit(Retrying(key=key, attempt=attempt, delay_s=delay, reason=reason, of=retries))
+
+        def on_notice(message: str, severity: str) -> None:  # the provider's notices
+            from .events import Notice
+
+            emit(Notice(key=key, message=message, severity=severity))
+
+        stream = self.provider.stream(messages, tools or None, on_retry=on_retry,
+                                      on_notice=on_notice)
         clock = time.perf_counter
         yield_at = clock() + BURST_S
         try:

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import random
+import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
@@ -58,33 +59,50 @@ class FinishChunk:
 
 
 Chunk = TextChunk | ReasoningChunk | ToolCallChunk | UsageChunk | FinishChunk
+#: ``on_retry(attempt, delay_s, reason)``: reason is short, e.g. "rate limited (429)"
 RetryFn = Callable[[int, float, str], None]
+#: ``on_notice(message, severity)``: something the person should know, not an error
+NoticeFn = Callable[[str, str], None]
 
 
 class ProviderError(Exception):
-    """A failure a person can act on; ``message`` is one line naming the URL or model."""
+    """A failure a person can act on.
+
+    ``message`` is one line naming the URL or model and what to do; ``detail``
+    is the server's own error text in full (a pydantic report runs to dozens
+    of lines; its cause is rarely in the first 160 characters), for
+    ``ask --verbose`` and the app's expandable error. ``kind`` is one of
+    :attr:`KINDS`; ``context_overflow`` means the request does not fit the
+    model's window, with ``tokens`` and ``window`` when the server said them.
+    """
 
     KINDS = ("auth", "model", "rate_limit", "server", "connection", "timeout", "protocol",
-             "bad_request")
+             "bad_request", "context_overflow")
 
     def __init__(self, kind: str, message: str, *, partial: bool = False,
-                 status: int | None = None) -> None:
-        message = redact(message)  # trust boundary: no bearer token or URL userinfo, ever
+                 status: int | None = None, detail: str = "", tokens: int | None = None,
+                 window: int | None = None) -> None:
+        # trust boundary: no bearer token or URL userinfo, ever
+        message, detail = redact(message), redact(detail)
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.partial = partial
         self.status = status
+        self.detail = detail
+        self.tokens = tokens
+        self.window = window
 
     def __repr__(self) -> str:
         return f"ProviderError({self.kind!r}, {self.message!r}, partial={self.partial})"
 
 
 class _Retryable(Exception):
-    def __init__(self, error: ProviderError, delay: float | None = None) -> None:
+    def __init__(self, error: ProviderError, delay: float | None, reason: str) -> None:
         super().__init__(error.message)
         self.error = error
         self.delay = delay
+        self.reason = reason
 
 
 MAX_RETRY_AFTER_S = 120.0
@@ -101,7 +119,8 @@ class Provider:
     def __init__(self, config: ProviderConfig, *, backoff_base_s: float = 0.5) -> None:
         self.config = config
         self.backoff_base_s = backoff_base_s
-        self._stream_options_ok = True
+        #: servers (base URLs) that refused ``stream_options``: asked without it from then on
+        self._no_stream_options: set[str] = set()
         self._encoded = _EncodedMessages()
         self._client = openai.AsyncOpenAI(
             base_url=config.base_url or None,
@@ -135,17 +154,24 @@ class Provider:
             raise self._map(exc, partial=False) from None
         return [m.id for m in page.data]
 
+    @property
+    def stream_options_ok(self) -> bool:
+        """False once this server refused ``stream_options`` (usage is then not reported)."""
+        return self.base_url not in self._no_stream_options
+
     async def stream(self, messages: list[dict], tools: list[dict] | None = None, *,
-                     on_retry: RetryFn | None = None) -> AsyncIterator[Chunk]:
+                     on_retry: RetryFn | None = None,
+                     on_notice: NoticeFn | None = None) -> AsyncIterator[Chunk]:
         """Yield typed chunks of one streamed completion.
 
         Retries (429, 5xx, connection errors) happen only before the first chunk
         is yielded; after that a failure is a ``ProviderError(partial=True)``.
         Cancelling the consuming task or calling ``aclose()`` closes the HTTP
-        response at once.
+        response at once. Only a 400/422 that names ``stream_options`` makes
+        this server be asked without it (said through ``on_notice``); any other
+        refusal is raised as it is, never silently re-sent.
         """
         attempt = 0
-        options_retry: ProviderError | None = None
         while True:
             try:
                 stream = await self._open(messages, tools)
@@ -155,24 +181,20 @@ class Provider:
                     raise retry.error from None
                 delay = retry.delay if retry.delay is not None else self._backoff(attempt)
                 if on_retry is not None:
-                    on_retry(attempt, delay, retry.error.message)
+                    on_retry(attempt, delay, retry.reason)
                 await asyncio.sleep(delay)
                 continue
             except ProviderError as error:
-                if error.kind != "bad_request":
+                if not (self.stream_options_ok and _names_stream_options(error)):
                     raise
-                if options_retry is not None:
-                    # Not stream_options after all: keep asking for usage next time.
-                    self._stream_options_ok = True
-                    raise options_retry from None
-                if not self._stream_options_ok:
-                    raise
-                # Some llama.cpp builds reject stream_options: try once without.
-                options_retry = error
-                self._stream_options_ok = False
+                self._no_stream_options.add(self.base_url)
+                if on_notice is not None:
+                    on_notice(f"{self.base_url} refused stream_options ({error.status}); asking "
+                              "it without from now on — token usage will not be reported",
+                              "warning")
                 continue
             break
-        async with contextlib.aclosing(self._read(stream)) as chunks:
+        async with contextlib.aclosing(self._read(stream, messages, tools)) as chunks:
             async for chunk in chunks:
                 yield chunk
 
@@ -180,7 +202,7 @@ class Provider:
     def _request(self, messages: list[dict], tools: list[dict] | None) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"model": self.config.model, "messages": messages,
                                   "stream": True}
-        if self._stream_options_ok:
+        if self.stream_options_ok:
             kwargs["stream_options"] = {"include_usage": True}
         if tools:
             kwargs["tools"] = tools
@@ -212,21 +234,22 @@ class Provider:
                 stream=True,
                 stream_cls=_STREAM_CLS,
             )
-        except (openai.RateLimitError, openai.InternalServerError) as exc:
-            raise _Retryable(self._map(exc), _retry_after(exc)) from None
         except openai.APIStatusError as exc:
             error = self._map(exc)
-            if exc.status_code >= 500:
-                raise _Retryable(error, _retry_after(exc)) from None
+            if error.kind in ("rate_limit", "server"):
+                raise _Retryable(error, _retry_after(exc), _reason(exc)) from None
             raise error from None
         except openai.APIConnectionError as exc:
-            raise _Retryable(self._map(exc)) from None
+            raise _Retryable(self._map(exc), None, _reason(exc)) from None
 
-    async def _read(self, stream: Any) -> AsyncIterator[Chunk]:
+    async def _read(self, stream: Any, messages: list[dict],
+                    tools: list[dict] | None) -> AsyncIterator[Chunk]:
         produced = False
         finished = False
+        events = 0
         try:
             async for event in stream:
+                events += 1
                 if type(event) is not dict:
                     raise _MalformedChunk(f"a chunk is {type(event).__name__}, not an object")
                 for choice in _field(event, "choices", list) or ():
@@ -239,9 +262,9 @@ class Provider:
                 if type(usage) is dict:
                     yield UsageChunk(_usage_dict(usage))
         except (json.JSONDecodeError, openai.APIResponseValidationError, _MalformedChunk) as exc:
-            raise ProviderError(
+            raise self._error(
                 "protocol", f"{self.base_url} sent a malformed stream chunk ({_short(exc)}) "
-                "— is it really OpenAI-compatible?", partial=produced) from None
+                "— is it really OpenAI-compatible?", partial=produced, detail=str(exc)) from None
         except openai.APIError as exc:
             raise self._map(exc, partial=produced, midway=True) from None
         finally:
@@ -249,73 +272,114 @@ class Provider:
                 await stream.close()
         if not finished:
             if produced:
-                raise ProviderError("connection", f"connection lost: {self.base_url} ended the "
-                                    "stream before the answer was finished", partial=True)
-            raise ProviderError("protocol", f"{self.base_url} ended the stream without an "
-                                "answer — check that it supports streaming chat completions")
+                raise self._error("connection", f"connection lost: {self.base_url} ended the "
+                                  "stream before the answer was finished", partial=True)
+            if events == 0:
+                # llama.cpp's Python server fails after the 200 (the prompt is read
+                # lazily): a length error leaves an empty stream. Asking once without
+                # streaming gets the error itself, so an overflow is named as one.
+                reason = await self._diagnose(messages, tools)
+                if reason is not None:
+                    raise reason
+            raise self._error("protocol", f"{self.base_url} ended the stream without an "
+                              "answer — check that it supports streaming chat completions")
+
+    async def _diagnose(self, messages: list[dict],
+                        tools: list[dict] | None) -> ProviderError | None:
+        """Why a server sent an empty stream, asked without streaming; None if it will not say."""
+        request = self._request(messages, tools)
+        request.pop("stream_options", None)
+        request["stream"] = False
+        request["max_tokens"] = 1
+        try:
+            await self._client.post("/chat/completions", body=request,
+                                    options=_REQUEST_OPTIONS, cast_to=object)
+        except openai.APIStatusError as exc:
+            error = self._map(exc)
+            return error if error.kind == "context_overflow" else None
+        except openai.APIError:
+            return None
+        return None
 
     def _backoff(self, attempt: int) -> float:
         return self.backoff_base_s * (2 ** (attempt - 1)) * (1 + random.random() * 0.25)
 
+    def _error(self, kind: str, message: str, *, detail: str = "", **extra: Any) -> ProviderError:
+        """The one place a ProviderError is made: a server may echo the key, so both
+        texts pass through ``redact`` with the configured key."""
+        secrets = [self.config.api_key]
+        return ProviderError(kind, redact(message, secrets), detail=redact(detail, secrets),
+                             **extra)
+
     def _map(self, exc: BaseException, *, partial: bool = False,
              midway: bool = False) -> ProviderError:
-        """The error for ``exc``, with the configured key masked wherever the server echoed it."""
-        error = self._classify(exc, partial=partial, midway=midway)
-        masked = redact(error.message, [self.config.api_key])
-        if masked != error.message:
-            error.message, error.args = masked, (masked,)
-        return error
-
-    def _classify(self, exc: BaseException, *, partial: bool = False,
-                  midway: bool = False) -> ProviderError:
+        """The error for ``exc`` (made by ``_error``: the key masked wherever it was echoed)."""
         url = self.base_url or "the provider"
         model = self.config.model
+        error = self._error
         if isinstance(exc, openai.APITimeoutError):
             if midway and partial:
-                return ProviderError("timeout", f"connection lost: {url} stopped sending for "
-                                     f"{self.config.timeout_s:g}s", partial=partial)
-            return ProviderError("timeout", f"no answer from {url} within "
-                                 f"{self.config.timeout_s:g}s — is the server running and the "
-                                 "model loaded?", partial=partial)
+                return error("timeout", f"connection lost: {url} stopped sending for "
+                             f"{self.config.timeout_s:g}s", partial=partial)
+            return error("timeout", f"no answer from {url} within "
+                         f"{self.config.timeout_s:g}s — is the server running and the "
+                         "model loaded?", partial=partial)
         if isinstance(exc, openai.APIConnectionError):
             if midway and partial:
-                return ProviderError("connection", f"connection lost: the stream from {url} "
-                                     "dropped midway", partial=partial)
+                return error("connection", f"connection lost: the stream from {url} "
+                             "dropped midway", partial=partial)
             if midway:
-                return ProviderError("connection", f"connection lost: {url} closed the stream "
-                                     "before answering — try again")
-            return ProviderError("connection", f"cannot reach {url} — is the server running?",
-                                 partial=partial)
+                return error("connection", f"connection lost: {url} closed the stream "
+                             "before answering — try again")
+            return error("connection", f"cannot reach {url} — is the server running?",
+                         partial=partial)
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
-            detail = _short(_api_message(exc))
+            full = _api_message(exc)
+            detail = _short(full)
+            if _is_overflow(full, exc.code):
+                tokens, window = _overflow_figures(full)
+                figures = f" ({tokens} of {window} tokens)" if tokens and window else ""
+                return error("context_overflow", "the conversation no longer fits the "
+                             f"model's window{figures} — {url} refused it for length",
+                             detail=full, status=status, tokens=tokens, window=window)
             if status in (401, 403):
                 env = self.config.api_key_env or "OPENAI_API_KEY"
-                return ProviderError("auth", f"API key rejected by {url} ({status}) — check "
-                                     f"{env} (or the profile's api_key_env)", status=status)
+                return error("auth", f"API key rejected by {url} ({status}) — check "
+                             f"{env} (or the profile's api_key_env)", status=status,
+                             detail=full)
             if status == 404:
                 if exc.code == "model_not_found" or "model" in detail.lower():
-                    return ProviderError("model", f"model '{model}' not found at {url} — pick "
-                                         "another with `selfref-tui --model NAME` or set `model` "
-                                         "in config.toml", status=status)
-                return ProviderError("model", f"{url} answered 404 for model '{model}' — check "
-                                     "the base URL (it usually ends in /v1) and the model name "
-                                     "(`--model`)", status=status)
+                    return error("model", f"model '{model}' not found at {url} — pick "
+                                 "another with `selfref-tui --model NAME` or set `model` "
+                                 "in config.toml", status=status, detail=full)
+                return error("model", f"{url} answered 404 for model '{model}' — check "
+                             "the base URL (it usually ends in /v1) and the model name "
+                             "(`--model`)", status=status, detail=full)
             if status == 429:
-                return ProviderError("rate_limit", f"rate limited by {url} (429) after "
-                                     f"{self.config.max_retries} retries — wait a moment and try "
-                                     f"again ({detail})", status=status)
-            if status >= 500:
-                return ProviderError("server", f"{url} failed with {status} ({detail}) — try "
-                                     "again; if it persists, check the server's logs",
-                                     status=status, partial=partial)
-            return ProviderError("bad_request", f"{url} rejected the request ({status}: "
-                                 f"{detail})", status=status)
+                return error("rate_limit", f"rate limited by {url} (429) — wait a moment "
+                             f"and try again ({detail})", status=status, detail=full)
+            if status >= 500 and not _VALIDATION.search(full):
+                return error("server", f"{url} failed with {status} ({detail}) — try "
+                             "again; if it persists, check the server's logs",
+                             status=status, partial=partial, detail=full)
+            # 4xx, and a 500 that is a validation report (llama-cpp-python answers
+            # a body its request model refuses with 500): the same request would
+            # fail the same way, so it is not retried.
+            return error("bad_request", f"{url} rejected the request ({status}: "
+                         f"{detail})", status=status, detail=full)
         if isinstance(exc, openai.APIError):
-            return ProviderError("server", f"{url} reported an error mid-stream: "
-                                 f"{_short(exc.message)}", partial=partial)
-        return ProviderError("protocol", f"unexpected answer from {url}: {_short(exc)}",
-                             partial=partial)
+            text = _overflow_text(exc)
+            if text is not None:
+                tokens, window = _overflow_figures(text)
+                figures = f" ({tokens} of {window} tokens)" if tokens and window else ""
+                return error("context_overflow", "the conversation no longer fits the "
+                             f"model's window{figures} — {url} refused it for length",
+                             detail=text, partial=partial, tokens=tokens, window=window)
+            return error("server", f"{url} reported an error mid-stream: "
+                         f"{_short(exc.message)}", partial=partial, detail=str(exc.message))
+        return error("protocol", f"unexpected answer from {url}: {_short(exc)}",
+                     partial=partial, detail=str(exc))
 
 
 def _dumps(value: Any) -> str:
@@ -451,6 +515,67 @@ def _api_message(exc: openai.APIStatusError) -> str:
         if isinstance(body.get("message"), str):
             return body["message"]
     return exc.message
+
+
+#: what servers say when a request does not fit the model's window: OpenAI's code,
+#: vLLM/OpenAI's "maximum context length", llama.cpp's "exceed(s) context window" /
+#: "exceeds the available context size", Anthropic-style "prompt is too long", LM
+#: Studio's "context length", Ollama/TGI's "too many tokens" / "input is too long"
+_OVERFLOW = re.compile(
+    r"context_length_exceeded|exceed_context_size|maximum context length|"
+    r"exceeds? (?:the )?(?:available )?context (?:window|size|length)|"
+    r"context (?:window|size|length) (?:of \d+ )?(?:has been |was |is )?exceeded|"
+    r"prompt is too long|too many (?:input )?tokens|input is too long|"
+    r"longer than the (?:model's )?context",
+    re.IGNORECASE)
+_WINDOW_FIGURE = re.compile(r"(?:maximum context length is|context window of|"
+                            r"context size(?: of)?|n_ctx(?:_slot)?\s*=?)\s*\(?(\d+)",
+                            re.IGNORECASE)
+_TOKENS_FIGURE = re.compile(r"(?:requested|Requested tokens|prompt has|resulted in|"
+                            r"n_prompt_tokens\s*=?)\s*\(?(\d+)", re.IGNORECASE)
+#: pydantic's report: the request body's shape was refused, whatever the status
+_VALIDATION = re.compile(r"\d+ validation errors? for ", re.IGNORECASE)
+
+
+def _is_overflow(text: str, code: object = None) -> bool:
+    return code in ("context_length_exceeded", "exceed_context_size_error") or bool(
+        _OVERFLOW.search(text))
+
+
+def _overflow_text(exc: openai.APIError) -> str | None:
+    """The error text of a mid-stream error event when it is a length refusal."""
+    body = exc.body
+    text = exc.message
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            text = inner["message"]
+            if _is_overflow(text, inner.get("code")):
+                return text
+    return text if _is_overflow(str(text)) else None
+
+
+def _overflow_figures(text: str) -> tuple[int | None, int | None]:
+    """(requested tokens, window) when the server's text says them."""
+    window = _WINDOW_FIGURE.search(text)
+    tokens = _TOKENS_FIGURE.search(text)
+    return (int(tokens.group(1)) if tokens else None, int(window.group(1)) if window else None)
+
+
+def _names_stream_options(error: ProviderError) -> bool:
+    """A 400/422 whose text names stream_options: the one refusal worth a re-send."""
+    return error.status in (400, 422) and "stream_options" in (error.detail or error.message)
+
+
+def _reason(exc: BaseException) -> str:
+    """A retry's reason, short: "rate limited (429)", "server error (503)", "cannot connect"."""
+    if isinstance(exc, openai.APIStatusError):
+        if exc.status_code == 429:
+            return "rate limited (429)"
+        return f"server error ({exc.status_code})"
+    if isinstance(exc, openai.APITimeoutError):
+        return "connect timeout"
+    return "cannot connect"
 
 
 def _short(value: object, limit: int = 160) -> str:

@@ -104,7 +104,17 @@ def truncation_marker(abort_reason: str) -> str:
 
 
 def render_provider_messages(config: InvocationConfig, messages: list[dict]) -> list[dict]:
-    """Provider-ready copies of ``messages``; the inputs are not modified."""
+    """Provider-ready copies of ``messages``; the inputs are not modified.
+
+    The request is shaped for the strictest servers, while the store keeps the
+    messages as they were: llama.cpp's request model refuses ``content: null``
+    (so an assistant's content is always a string, ``""`` beside tool calls);
+    strict chat templates (Gemma, Mistral, Qwen) refuse two user messages in a
+    row and a system message after the start (runs of user messages are merged
+    into one, a later system message is sent as user text); every server
+    refuses a tool result that answers no call of the assistant before it (an
+    orphan is sent as user text, so what it says is not lost).
+    """
     has_system = bool(messages) and messages[0].get("role") == "system"
     out: list[dict] = [
         {
@@ -123,10 +133,12 @@ def render_provider_messages(config: InvocationConfig, messages: list[dict]) -> 
             call_id = msg.get("tool_call_id")
             if type(call_id) is not str:
                 call_id = "" if call_id is None else str(call_id)
+            text = content if type(content) is str else _text(content)
             if unanswered and call_id in unanswered:
                 unanswered.remove(call_id)
-            text = content if type(content) is str else _text(content)
-            append({"role": "tool", "tool_call_id": call_id, "content": text})
+                append({"role": "tool", "tool_call_id": call_id, "content": text})
+            else:
+                _append_user(out, {"role": "user", "content": orphan_result_text(text)})
             continue
         if unanswered:
             _answer(out, unanswered)
@@ -137,7 +149,10 @@ def render_provider_messages(config: InvocationConfig, messages: list[dict]) -> 
             and "truncated" not in msg
             and "name" not in msg
         ):
-            append({"role": role, "content": content})
+            if role == "user" and out[-1]["role"] == "user":
+                _append_user(out, {"role": "user", "content": content})
+            else:
+                append({"role": role, "content": content})
             continue
         rendered = _render_message(msg)
         if rendered is None:
@@ -145,9 +160,66 @@ def render_provider_messages(config: InvocationConfig, messages: list[dict]) -> 
         calls = rendered.get("tool_calls")
         if calls:
             unanswered = [c["id"] for c in calls]
-        append(rendered)
+        if rendered["role"] == "user":
+            _append_user(out, rendered)
+        else:
+            append(rendered)
     _answer(out, unanswered)
     return out
+
+
+def orphan_result_text(text: str) -> str:
+    """A tool result that answers no call, as the user text it is sent as."""
+    return f"[tool result without its call] {text}"
+
+
+def mergeable(left: dict, right: dict) -> bool:
+    """True when two rendered messages are a user run that must go as one message."""
+    return left.get("role") == "user" and right.get("role") == "user"
+
+
+def merge_user(left: dict, right: dict) -> dict:
+    """One user message from two in a row (new dicts; the inputs are not modified).
+
+    Texts are joined with a blank line; when either carries content parts
+    (images), the result is a parts list whose touching text parts are joined
+    the same way, so merging a run pairwise gives the same message in any
+    grouping (the incremental compile merges at its seams).
+    """
+    a, b = left.get("content"), right.get("content")
+    if isinstance(a, str) and isinstance(b, str):
+        content: Any = f"{a}\n\n{b}" if a and b else a or b
+    else:
+        parts = _parts(a) + _parts(b)
+        content = []
+        for part in parts:
+            if (content and part.get("type") == "text" and content[-1].get("type") == "text"):
+                content[-1] = {"type": "text", "text": _join(content[-1]["text"], part["text"])}
+            else:
+                content.append(part)
+    out: dict[str, Any] = {"role": "user", "content": content}
+    if left.get("name") is not None and left.get("name") == right.get("name"):
+        out["name"] = left["name"]
+    return out
+
+
+def _join(a: Any, b: Any) -> str:
+    a, b = str(a), str(b)
+    return f"{a}\n\n{b}" if a and b else a or b
+
+
+def _parts(content: Any) -> list[dict]:
+    if isinstance(content, list):
+        return [p for p in content if isinstance(p, dict)]
+    text = _text(content)
+    return [{"type": "text", "text": text}] if text else []
+
+
+def _append_user(out: list[dict], message: dict) -> None:
+    if out and out[-1].get("role") == "user":
+        out[-1] = merge_user(out[-1], message)
+    else:
+        out.append(message)
 
 
 def _answer(out: list[dict], unanswered: list[str]) -> None:
@@ -182,9 +254,7 @@ def _render_message(msg: dict[str, Any]) -> dict[str, Any] | None:
     if role == "assistant":
         calls = msg.get("tool_calls")
         if calls:
-            out["content"] = (
-                content if content is None or isinstance(content, str) else _text(content)
-            )
+            out["content"] = _text(content)  # "" beside calls: never null
             out["tool_calls"] = [_render_call(c, i) for i, c in enumerate(calls)]
         else:
             text = _text(content)

@@ -13,8 +13,10 @@ from selfref_tui.demo.script import (
     DEMO_MODEL,
     DEMO_SCRIPT,
     Drop,
+    Hang,
     HttpError,
     Malformed,
+    Overflow,
     Reply,
     Script,
     Stall,
@@ -47,6 +49,6 @@ def with_demo_url(config: AppConfig, base_url: str) -> AppConfig:
 
 __all__ = [
     "DEMO_API_KEY", "DEMO_MODEL", "DEMO_SCRIPT", "DEMO_TOKENS_PER_S", "DemoServer", "Drop",
-    "HttpError", "Malformed", "Reply", "Script", "Stall", "Step", "ToolCall", "demo_provider",
-    "demo_server", "with_demo_url",
+    "Hang", "HttpError", "Malformed", "Overflow", "Reply", "Script", "Stall", "Step", "ToolCall",
+    "demo_provider", "demo_server", "with_demo_url",
 ]

@@ -100,7 +100,47 @@ class Stall:
     reached: asyncio.Event = field(default_factory=asyncio.Event)
 
 
-Step = Reply | HttpError | Drop | Malformed | Stall
+@dataclass(frozen=True)
+class Overflow:
+    """The request does not fit a ``window``-token context, refused as real servers do.
+
+    ``style="llama-cpp-python"``: a streamed request gets a 200 and an empty
+    stream (its server reads the prompt after the headers went out; the error
+    is only in its log), a non-streamed one gets 400 ``context_length_exceeded``
+    with "This model's maximum context length is …". ``style="vllm"``: a 400
+    with vLLM's text whatever the request.
+    """
+
+    window: int = 1024
+    tokens: int = 2048
+    style: str = "llama-cpp-python"
+
+    def error(self) -> HttpError:
+        if self.style == "vllm":
+            return HttpError(400, f"This model's maximum context length is {self.window} "
+                             f"tokens. However, you requested {self.tokens} tokens in the "
+                             "messages, Please reduce the length of the messages.",
+                             type="BadRequestError")
+        return HttpError(400, f"This model's maximum context length is {self.window} tokens. "
+                         f"However, you requested {self.tokens} tokens ({self.tokens} in the "
+                         "messages, None in the completion). Please reduce the length of the "
+                         "messages or completion.", code="context_length_exceeded",
+                         type="invalid_request_error")
+
+
+@dataclass(frozen=True)
+class Hang:
+    """Accept the request and send nothing until ``event`` (never, if it is not set).
+
+    ``headers=True`` sends the 200 and the SSE headers first, as servers that
+    stream do before the model has read the prompt; False sends not a byte.
+    """
+
+    event: asyncio.Event = field(default_factory=asyncio.Event)
+    headers: bool = True
+
+
+Step = Reply | HttpError | Drop | Malformed | Stall | Overflow | Hang
 ScriptFn = Callable[[dict, int], Step]
 Script = Sequence[Step] | ScriptFn
 

@@ -3,7 +3,9 @@
 No web framework: the point is to exercise the real ``openai`` client over real
 HTTP (SSE streaming, chunked bodies, keep-alive, dropped connections) with
 answers we control. It serves ``POST /v1/chat/completions`` and
-``GET /v1/models`` on 127.0.0.1 and a free port.
+``GET /v1/models`` on 127.0.0.1 and a free port, and, when it has a context
+window, tells it the ways real servers do: llama.cpp's ``GET /props``,
+Ollama's ``POST /api/show`` and a field of the ``/v1/models`` entry.
 """
 
 from __future__ import annotations
@@ -19,16 +21,20 @@ from typing import Any
 
 from selfref_tui.demo.script import (
     Drop,
+    Hang,
     HttpError,
     Malformed,
+    Overflow,
     Reply,
     Script,
     Stall,
     Step,
 )
+from selfref_tui.demo.strict import strict_refusal
 
 _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
-            405: "Method Not Allowed", 429: "Too Many Requests", 500: "Internal Server Error",
+            405: "Method Not Allowed", 422: "Unprocessable Entity", 429: "Too Many Requests",
+            500: "Internal Server Error",
             502: "Bad Gateway", 503: "Service Unavailable"}
 _TOKEN_RE = re.compile(r"\s*\S+|\s+")
 
@@ -59,6 +65,19 @@ class DemoServer:
     ``api_key`` set → requests must carry ``Authorization: Bearer <api_key>`` (401
     otherwise); ``models`` set → other model names get OpenAI's 404 model_not_found.
     ``tokens_per_s`` None streams as fast as possible.
+
+    ``strict`` (the default) refuses what the strictest real servers refuse
+    (see :mod:`selfref_tui.demo.strict`), so every test over HTTP checks that
+    our requests would pass on llama.cpp and strict chat templates.
+
+    ``context_window`` is told through ``window_sources``: ``"props"``
+    (llama.cpp's ``/props``), ``"ollama"`` (``/api/show``) and model-entry
+    field names such as ``"max_model_len"`` (vLLM) or ``"context_length"``
+    (OpenRouter, LM Studio). ``window_requests`` counts what was asked.
+    ``enforce_window`` refuses a request whose estimated prompt (characters/4
+    of its messages and tools) exceeds ``context_window``, the way
+    llama-cpp-python does (:class:`~selfref_tui.demo.script.Overflow`),
+    without using up a script step.
     """
 
     def __init__(
@@ -69,12 +88,21 @@ class DemoServer:
         api_key: str | None = None,
         models: Sequence[str] | None = None,
         reject_stream_options: bool = False,
+        strict: bool = True,
+        context_window: int | None = None,
+        window_sources: Sequence[str] = ("props", "max_model_len"),
+        enforce_window: bool = False,
     ) -> None:
         self.script: Script = script if script is not None else []
         self.tokens_per_s = tokens_per_s
         self.api_key = api_key
         self.models = tuple(models) if models else None
         self.reject_stream_options = reject_stream_options
+        self.strict = strict
+        self.context_window = context_window
+        self.window_sources = tuple(window_sources)
+        self.window_requests: list[str] = []
+        self.enforce_window = enforce_window
         self.requests: list[dict] = []
         self.headers: list[dict[str, str]] = []
         self.disconnects = 0
@@ -191,10 +219,26 @@ class DemoServer:
                 "Incorrect API key provided.", "invalid_request_error", "invalid_api_key"))
             return keep_alive
         if method == "GET" and path.endswith("/models"):
+            self.window_requests.append("models")
             names = self.models or ("selfref-demo",)
+            extra = {f: self.context_window for f in self.window_sources
+                     if f not in ("props", "ollama") and self.context_window}
             await self._send_json(writer, 200, {"object": "list", "data": [
-                {"id": n, "object": "model", "created": 0, "owned_by": "selfref-tui"}
+                {"id": n, "object": "model", "created": 0, "owned_by": "selfref-tui", **extra}
                 for n in names]})
+            return keep_alive
+        if method == "GET" and path == "/props" and "props" in self.window_sources:
+            self.window_requests.append("props")
+            await self._send_json(writer, 200, {
+                "default_generation_settings": {"n_ctx": self.context_window or 4096},
+                "total_slots": 1, "model_path": "demo.gguf"})
+            return keep_alive
+        if method == "POST" and path == "/api/show" and "ollama" in self.window_sources:
+            self.window_requests.append("ollama")
+            await self._send_json(writer, 200, {
+                "model_info": {"general.architecture": "llama",
+                               "llama.context_length": self.context_window or 4096},
+                "parameters": "stop \"<|eot_id|>\""})
             return keep_alive
         if method != "POST" or not path.endswith("/chat/completions"):
             await self._send_json(writer, 404, _error(f"no route for {method} {path}",
@@ -217,8 +261,18 @@ class DemoServer:
             await self._send_json(writer, 400, _error(
                 "Unknown field: stream_options", "invalid_request_error"))
             return keep_alive
+        refusal = strict_refusal(body) if self.strict else None
+        if refusal is not None:
+            await self._send_json(writer, refusal.status, refusal.body())
+            return keep_alive
 
-        step = self._next_step(body)
+        step = self._over_window(body) or self._next_step(body)
+        if isinstance(step, Overflow) and not (body.get("stream")
+                                               and step.style == "llama-cpp-python"):
+            step = step.error()
+        if isinstance(step, Hang):
+            await self._hang(reader, writer, step)
+            return False
         if isinstance(step, HttpError):
             payload = _error(step.message, step.type, step.code)
             await self._send_json(writer, step.status, payload, step.headers)
@@ -228,6 +282,33 @@ class DemoServer:
             return False
         await self._send_json(writer, 200, _completion(body, step))
         return keep_alive
+
+    def _over_window(self, body: dict) -> Overflow | None:
+        if not (self.enforce_window and self.context_window):
+            return None
+        tokens = _estimate_tokens(json.dumps([body.get("messages"), body.get("tools")]))
+        if tokens <= self.context_window:
+            return None
+        return Overflow(window=self.context_window, tokens=tokens)
+
+    async def _hang(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                    step: Hang) -> None:
+        """Accept and say nothing (headers at most) until ``step.event`` or the client leaves."""
+        if step.headers:
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                         b"Connection: close\r\nTransfer-Encoding: chunked\r\n\r\n")
+            await writer.drain()
+        gone = asyncio.Event()
+        watcher = asyncio.create_task(_watch_eof(reader, gone))
+        try:
+            await _SseWriter(writer, gone, None).wait_for(step.event)
+            if step.headers:
+                writer.write(b"0\r\n\r\n")
+                await writer.drain()
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
 
     def _next_step(self, body: dict) -> Step:
         index = self._calls
@@ -259,6 +340,9 @@ class DemoServer:
         watcher = asyncio.create_task(_watch_eof(reader, gone))
         out = _SseWriter(writer, gone, self._pace(step))
         try:
+            if isinstance(step, Overflow):  # llama-cpp-python: the error is only in its log
+                await out.end()
+                return
             model = body.get("model", "")
             base = {"id": f"chatcmpl-demo{self._calls}", "object": "chat.completion.chunk",
                     "created": int(time.time()), "model": model}

@@ -134,7 +134,7 @@ class EventBridge:
         elif isinstance(event, ev.Notice):
             self.notify(event.message, severity=event.severity, timeout=8)  # type: ignore[arg-type]
         elif isinstance(event, ev.Retrying):
-            self.header.set_status(f"retrying in {event.delay_s:.1f}s (attempt {event.attempt})")
+            self.header.set_status(event.text())
         elif isinstance(event, ev.Aborted):
             self.header.set_status("stopped")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -132,11 +133,14 @@ def test_truncated_assistant_gets_visible_marker():
     assert render_provider_messages(CFG, msgs)[-1]["content"] == "x\n\n[answer interrupted]"
 
 
-def test_assistant_with_tool_calls_keeps_empty_content():
+def test_assistant_with_tool_calls_sends_empty_string_not_null():
+    # llama.cpp's request model refuses content: null (HTTP 500, "validation errors");
+    # the store keeps None, the request carries "".
     msgs = apply_mutations([], [AssistantMessageMutation(content=None, tool_calls=[CALL])])
     msgs = apply_mutations(msgs, [ToolResultMutation("c1", "ok")])
     out = render_provider_messages(CFG, msgs)
-    assert out[1] == {"role": "assistant", "content": None, "tool_calls": [CALL]}
+    assert msgs[0]["content"] is None
+    assert out[1] == {"role": "assistant", "content": "", "tool_calls": [CALL]}
     assert out[2] == {"role": "tool", "tool_call_id": "c1", "content": "ok"}
 
 
@@ -233,3 +237,68 @@ def test_open_block_is_closed_in_the_request_only():
     assert [m["role"] for m in out] == ["system", "user", "assistant", "tool", "assistant", "user"]
     assert out[3]["tool_call_id"] == "c1" and "No result" in out[3]["content"]
     assert not any(m.get("role") == "tool" for m in base)
+
+
+def _roles(out: list[dict]) -> list[str]:
+    return [m["role"] for m in out]
+
+
+def test_user_runs_are_merged_in_the_request_not_in_the_store():
+    stored = [{"role": "user", "content": "first"}, {"role": "user", "content": "second"},
+              {"role": "user", "content": "third", "name": "bob"},
+              {"role": "assistant", "content": "ok"}, {"role": "user", "content": "next"}]
+    before = copy.deepcopy(stored)
+    out = render_provider_messages(NO_REFS, stored)
+    assert _roles(out) == ["system", "user", "assistant", "user"]
+    assert out[1] == {"role": "user", "content": "first\n\nsecond\n\nthird"}
+    assert stored == before
+
+
+def test_user_run_with_images_becomes_one_parts_list():
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}
+    stored = [{"role": "user", "content": "look"},
+              {"role": "user", "content": [{"type": "text", "text": "at"}, image]},
+              {"role": "user", "content": "this"}]
+    out = render_provider_messages(NO_REFS, stored)
+    assert out[1:] == [{"role": "user", "content": [
+        {"type": "text", "text": "look\n\nat"}, image, {"type": "text", "text": "this"}]}]
+
+
+def test_later_system_message_goes_as_user_text_merged_into_its_neighbours():
+    stored = [{"role": "user", "content": "hi"}, {"role": "system", "content": "be brief"},
+              {"role": "user", "content": "go"}]
+    out = render_provider_messages(NO_REFS, stored)
+    assert _roles(out) == ["system", "user"]
+    assert out[1]["content"] == "hi\n\n[system] be brief\n\ngo"
+
+
+def test_orphan_tool_result_goes_as_user_text():
+    stored = [{"role": "user", "content": "hi"},
+              {"role": "tool", "tool_call_id": "gone", "content": "42"},
+              {"role": "assistant", "content": None, "tool_calls": [CALL]},
+              {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+              {"role": "tool", "tool_call_id": "c1", "content": "again"}]
+    out = render_provider_messages(NO_REFS, stored)
+    assert _roles(out) == ["system", "user", "assistant", "tool", "user"]
+    assert out[1]["content"] == "hi\n\n[tool result without its call] 42"
+    assert out[3] == {"role": "tool", "tool_call_id": "c1", "content": "ok"}
+    assert out[4]["content"] == "[tool result without its call] again"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(mutations, max_size=25))
+def test_rendered_requests_suit_the_strictest_servers(batch):
+    out = compile_messages(CFG, [], batch)
+    roles = _roles(out)
+    assert roles.count("system") == 1 and roles[0] == "system"
+    for a, b in itertools.pairwise(roles):
+        assert not (a == b == "user"), roles
+    for i, m in enumerate(out):
+        if m["role"] == "assistant":
+            assert isinstance(m["content"], str)
+        if m["role"] == "tool":
+            prev = i - 1
+            while out[prev]["role"] == "tool":
+                prev -= 1
+            ids = [c["id"] for c in out[prev].get("tool_calls", [])]
+            assert m["tool_call_id"] in ids

@@ -19,7 +19,16 @@ from selfref_tui.agent.provider import (
     UsageChunk,
 )
 from selfref_tui.config import ProviderConfig
-from selfref_tui.demo import DemoServer, Drop, HttpError, Malformed, Reply, Stall, ToolCall
+from selfref_tui.demo import (
+    DemoServer,
+    Drop,
+    HttpError,
+    Malformed,
+    Overflow,
+    Reply,
+    Stall,
+    ToolCall,
+)
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 
@@ -160,14 +169,15 @@ async def test_5xx_retried_with_backoff_then_error():
     assert error.kind == "server" and "500" in error.message and url in error.message
 
 
-async def test_400_is_bad_request_without_retry_loop():
+async def test_400_is_bad_request_and_never_re_sent():
     bad = HttpError(400, "messages[1] is invalid", type="invalid_request_error")
     server = DemoServer([bad] * 3)
     async with server as url:
-        error, _ = await failure(make(url, max_retries=3))
+        provider = make(url, max_retries=3)
+        error, _ = await failure(provider)
     assert error.kind == "bad_request" and "messages[1] is invalid" in error.message
-    # one retry without stream_options (llama.cpp), then the real error
-    assert len(server.requests) == 2 and "stream_options" not in server.requests[1]
+    # not a stream_options refusal: no silent re-send, and usage stays on
+    assert len(server.requests) == 1 and provider.stream_options_ok
 
 
 async def test_connection_refused_names_url():
@@ -206,14 +216,117 @@ async def test_malformed_chunk_is_protocol_error():
 
 async def test_server_rejecting_stream_options_gets_a_second_try_without():
     server = DemoServer([Reply(text="one"), Reply(text="two")], reject_stream_options=True)
+    notices: list = []
     async with server as url:
         provider = make(url)
-        first = await collect(provider)
+        first = [c async for c in provider.stream(MESSAGES, on_notice=lambda *n: notices.append(n))]
         second = await collect(provider)
     assert text_of(first) == "one" and text_of(second) == "two"
     assert not any(isinstance(c, UsageChunk) for c in first)
-    # rejected once, then remembered for the next call
+    # rejected once, said once, then remembered for the next call
     assert ["stream_options" in r for r in server.requests] == [True, False, False]
+    assert len(notices) == 1 and "stream_options" in notices[0][0] and url in notices[0][0]
+    assert notices[0][1] == "warning"
+
+
+async def test_a_422_naming_stream_options_also_turns_it_off():
+    script = [HttpError(422, "body.stream_options: extra fields not permitted",
+                        type="invalid_request_error"), Reply(text="fine")]
+    server = DemoServer(script)
+    async with server as url:
+        provider = make(url)
+        assert text_of(await collect(provider)) == "fine"
+    assert ["stream_options" in r for r in server.requests] == [True, False]
+    assert not provider.stream_options_ok
+
+
+async def test_server_error_text_is_kept_in_full():
+    long = "the real cause is at the end: " + "x" * 300 + " — tool_call_id missing"
+    async with DemoServer([HttpError(400, long, type="invalid_request_error")]) as url:
+        error, _ = await failure(make(url))
+    assert len(error.message) < 300 and error.detail == long
+
+
+async def test_error_texts_never_show_the_key():
+    key = "sk-proj-abcdefghijklmnopqrstuvwxyz"
+    echo = HttpError(400, f"bad header Authorization: Bearer {key}", type="invalid_request_error")
+    async with DemoServer([echo]) as url:
+        error, _ = await failure(make(url, api_key=key))
+    assert key not in error.message and key not in error.detail
+
+
+async def test_content_null_refusal_from_a_strict_server_is_not_retried_and_kept_in_full():
+    # what llama-cpp-python answers a body its pydantic model refuses: 500 + the report
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    messages = [{"role": "user", "content": "hi"},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": "ok"}]
+    server = DemoServer([Reply(text="never")] * 3)
+    async with server as url:
+        provider = make(url, max_retries=2)
+        with pytest.raises(ProviderError) as info:
+            async for _ in provider.stream(messages):
+                pass
+    error = info.value
+    assert error.kind == "bad_request" and error.status == 500 and len(server.requests) == 1
+    assert "validation errors for CreateChatCompletionRequest" in error.message
+    assert error.detail.count("\n") > 10 and "input_value=None" in error.detail
+
+
+@pytest.mark.parametrize("refusal", [
+    HttpError(400, "This model's maximum context length is 4096 tokens. However, you requested "
+              "5000 tokens (5000 in the messages, 0 in the completion).",
+              type="BadRequestError"),  # vLLM
+    HttpError(400, "Your input exceeds the context window of this model.",
+              code="context_length_exceeded", type="invalid_request_error"),  # OpenAI
+    HttpError(400, "the request exceeds the available context size, try increasing it",
+              code="exceed_context_size_error", type="exceed_context_size_error"),  # llama.cpp
+    HttpError(400, "prompt is too long: 210000 tokens > 200000 maximum",
+              type="invalid_request_error"),
+])
+async def test_length_refusals_are_context_overflow(refusal):
+    server = DemoServer([refusal] * 3)
+    async with server as url:
+        error, _ = await failure(make(url, max_retries=2))
+    assert error.kind == "context_overflow" and len(server.requests) == 1
+    assert "no longer fits the model's window" in error.message
+    assert error.detail == refusal.message
+
+
+async def test_overflow_figures_are_read_off_the_server_text():
+    async with DemoServer([Overflow(window=4096, tokens=5000, style="vllm")]) as url:
+        error, _ = await failure(make(url))
+    assert (error.tokens, error.window) == (5000, 4096)
+    assert "(5000 of 4096 tokens)" in error.message
+
+
+async def test_empty_stream_after_a_length_error_is_named_an_overflow():
+    # llama-cpp-python: 200, then nothing; asked once without streaming, it says why
+    server = DemoServer(lambda body, i: Overflow(window=1024, tokens=1500))
+    async with server as url:
+        error, seen = await failure(make(url))
+    assert seen == [] and error.kind == "context_overflow"
+    assert (error.tokens, error.window) == (1500, 1024)
+    assert [r["stream"] for r in server.requests] == [True, False]
+    assert server.requests[1]["max_tokens"] == 1
+
+
+async def test_empty_stream_for_another_reason_stays_a_protocol_error():
+    script = [Overflow(), Reply(text="a non-streamed answer")]
+    async with DemoServer(script) as url:
+        error, _ = await failure(make(url))
+    assert error.kind == "protocol" and "without an answer" in error.message
+
+
+async def test_server_enforcing_its_window_refuses_long_requests_only():
+    server = DemoServer([Reply(text="short is fine")], context_window=200, enforce_window=True)
+    async with server as url:
+        assert text_of(await collect(make(url))) == "short is fine"
+        long = [{"role": "user", "content": "word " * 400}]
+        with pytest.raises(ProviderError) as info:
+            async for _ in make(url).stream(long):
+                pass
+    assert info.value.kind == "context_overflow" and info.value.window == 200
 
 
 async def test_cancelling_the_consumer_closes_the_http_stream_at_once():
@@ -283,7 +396,8 @@ async def test_request_is_what_chat_completions_create_would_send():
         {"role": "tool", "tool_call_id": "c1", "content": "ok"},
     ]
     tools = [{"type": "function", "function": {"name": "remember", "parameters": {}}}]
-    server = DemoServer([Reply(text="a"), Reply(text="b")], api_key="sk-same")
+    # the provider sends what it is given (shaping is the render's job): a lenient server
+    server = DemoServer([Reply(text="a"), Reply(text="b")], api_key="sk-same", strict=False)
     async with server as url:
         provider = make(url, api_key="sk-same", temperature=0.5, max_output_tokens=7)
         chunks = []
@@ -344,7 +458,9 @@ async def test_history_changed_in_place_between_calls_is_sent_as_it_is_now():
         {"role": "tool", "tool_call_id": "c1", "content": "ok"},
         {"role": "user", "content": "second ✓"},
     ]
-    server = DemoServer([Reply(text="a"), Reply(text="b"), Reply(text="c"), Reply(text="d")])
+    # hand-built history (null content, user after user): a lenient server
+    server = DemoServer([Reply(text="a"), Reply(text="b"), Reply(text="c"), Reply(text="d")],
+                        strict=False)
     async with server as url:
         provider = make(url)
         for _ in range(2):
