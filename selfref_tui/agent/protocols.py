@@ -55,6 +55,7 @@ class ProviderLike(Protocol):
     def stream(
         self, messages: list[dict], tools: list[dict] | None = None, *,
         on_retry: RetryFn | None = None,
+        on_notice: Callable[[str, str], None] | None = None,
     ) -> AsyncIterator[Any]: ...
 
     async def aclose(self) -> None: ...
