@@ -65,6 +65,9 @@ def _common(parser: argparse.ArgumentParser, *, key: bool = True, top: bool = Fa
     if key:
         parser.add_argument("--key", metavar="K", default=default,
                             help=f"memory key (default: {DEFAULT_KEY})")
+    parser.add_argument("--read-only", action="store_true", default=False if top else default,
+                        help="read a key another selfref-tui is writing (no lock taken; "
+                             "commands that change the key are refused)")
 
 
 def _provider_flags(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
@@ -110,8 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("ref_id", metavar="ID")
     _common(p)
     p = sub(refs, "export", "write a ref to a file (a lone code fence is stripped)")
-    p.add_argument("ref_id", metavar="ID")
-    p.add_argument("path", metavar="PATH", help="file, or a directory for the suggested name")
+    p.epilog = ("A PATH that is a folder, or ends with /, gets a file named after the ref "
+                "inside it (the folder is created).\nAn ID starting with - goes after --:  "
+                "selfref-tui refs export -- -my-id out.txt\n\n" + EPILOG)
+    p.add_argument("ref_id", metavar="ID", help="the ref's id (after -- if it starts with -)")
+    p.add_argument("path", metavar="PATH",
+                   help="a file, or a folder (existing, or ending with /) for the ref's name")
     p.add_argument("--mode", choices=("write", "append"), default="write")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
     _common(p)
@@ -130,8 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     keys = sub(commands, "keys", "memory keys").add_subparsers(
         dest="action", metavar="ACTION", required=True)
-    p = sub(keys, "list", "memory keys with message counts and last activity")
+    p = sub(keys, "list", "memory keys with message counts and last activity (empty ones "
+            "too); the agent's fork keys only with --all")
     _common(p, key=False)
+    p.add_argument("--all", action="store_true", help="include fork keys (main::fork::1, ...)")
     p.add_argument("--json", action="store_true", help='[{"key","messages","updated"}]')
 
     ctx = sub(commands, "context", "what the model sees").add_subparsers(
@@ -185,7 +194,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise
 
 
+#: commands that change a key, refused under --read-only
+_WRITES = {("ask", None): "ask", ("experiences", "add"): "experiences add",
+           ("experiences", "forget"): "experiences forget"}
+
+
 def _dispatch(args: argparse.Namespace) -> int:
+    writer = _WRITES.get((args.command, getattr(args, "action", None)))
+    if writer and getattr(args, "read_only", False):
+        raise CliError(f"`{writer}` changes the key, and --read-only was given; leave "
+                       "--read-only out (once no other selfref-tui writes the key)", EXIT_USAGE)
     if args.command is None:
         return _run_app(args)
     if args.command == "ask":
@@ -243,6 +261,10 @@ def _store_exit_code(exc: BaseException) -> int | None:
 
 
 def _config(args: argparse.Namespace) -> AppConfig:
+    config_path = getattr(args, "config", None)
+    if config_path and not Path(os.path.expanduser(config_path)).is_file():
+        raise CliError(f"--config {config_path}: no such file; check the path, or leave "
+                       "--config out to use the default config.toml", EXIT_USAGE)
     return load_config(
         config_path=getattr(args, "config", None), model=getattr(args, "model", None),
         base_url=getattr(args, "base_url", None), demo=getattr(args, "demo", False),
@@ -253,7 +275,8 @@ def _config(args: argparse.Namespace) -> AppConfig:
 def _store(args: argparse.Namespace) -> Any:
     from selfref_tui.selfref.reference import SelfReference
 
-    return SelfReference(_config(args).data_dir if args.data_dir is None else args.data_dir)
+    config = _config(args)
+    return SelfReference(config.data_dir, source=config.data_dir_source)
 
 
 def _key(args: argparse.Namespace) -> str:
@@ -277,7 +300,7 @@ def _run_app(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise CliError(f"the terminal app is not available ({exc}); the `ask`, `refs`, "
                        "`experiences`, `keys` and `context` commands still work") from None
-    return run_app(config)
+    return run_app(config, read_only=bool(getattr(args, "read_only", False)))
 
 
 # --------------------------------------------------------------------------- ask
@@ -370,7 +393,7 @@ async def _ask(args: argparse.Namespace) -> int:
     elif config.unconfigured:
         raise CliError("no provider configured: set OPENAI_API_KEY, or point --base-url / "
                        "OPENAI_BASE_URL at a local server, or try --demo")
-    selfref = SelfReference(config.data_dir)
+    selfref = SelfReference(config.data_dir, source=config.data_dir_source)
     abort = AbortSignal()
     output = _AskOutput(key, abort=abort, secrets=(config.provider.api_key,))
     loop = asyncio.get_running_loop()
@@ -452,13 +475,15 @@ def _refs_show(args: argparse.Namespace) -> int:
 
 def _refs_export(args: argparse.Namespace) -> int:
     from selfref_tui.refs.export import export_plan
+    from selfref_tui.selfref.export_path import export_target
     from selfref_tui.selfref.files import FileWriteError, PathNotAllowed, write_file
 
     ref = _current_ref(args)
     plan = export_plan(args.ref_id, ref.get("content", ""))
-    target = Path(os.path.expanduser(args.path))  # Path.expanduser raises on ~unknown_user
-    if target.is_dir():
-        target = target / plan.suggested_name
+    try:
+        target = export_target(args.path, plan.suggested_name)
+    except ValueError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
     if target.exists() and args.mode == "write" and not args.force:
         raise CliError(f"{target} already exists; pass --force to overwrite it or "
                        "--mode append to add to it")
@@ -522,7 +547,7 @@ def _experiences_add(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- keys, context
 
 def _keys_list(args: argparse.Namespace) -> int:
-    infos = _store(args).keys()
+    infos = _store(args).keys(forks=args.all)
     rows = [{"key": i.key, "messages": i.messages, "updated": i.updated} for i in infos]
     if args.json:
         _print_json(rows)
@@ -537,30 +562,17 @@ def _keys_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-class _ReadOnlyStore:
-    """Hands the runtime read-only keys, so a preview never needs the writer's lock."""
-
-    def __init__(self, store: Any) -> None:
-        self._store = store
-
-    def open(self, key: str, *, write: bool = True) -> Any:
-        return self._store.open(key, write=False)
-
-    def close(self) -> None:
-        self._store.close()
-
-
 def _context_show(args: argparse.Namespace) -> int:
     from selfref_tui.agent.loop import Agent
     from selfref_tui.agent.provider import Provider
-    from selfref_tui.selfref.reference import SelfReference
+    from selfref_tui.selfref.reference import ReadOnlyReference, SelfReference
 
     config = _config(args)
     key = _key(args)
     provider_config = config.provider
     if provider_config.demo and not provider_config.base_url:
         provider_config = replace(provider_config, base_url="http://127.0.0.1:9/v1")
-    store = _ReadOnlyStore(SelfReference(config.data_dir))
+    store = ReadOnlyReference(SelfReference(config.data_dir, source=config.data_dir_source))
     agent = Agent(store, Provider(provider_config), config.agent,
                   model=provider_config.model, context_window=provider_config.context_window)
     _load_encoder(agent, provider_config.model)

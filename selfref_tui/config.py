@@ -122,6 +122,8 @@ class AppConfig:
     profiles: dict[str, ProviderConfig] = field(default_factory=dict)
     keymap: dict[str, str] = field(default_factory=dict)
     data_dir: Path | None = None
+    #: what chose ``data_dir`` ("--data-dir", "SELFREF_DATA_DIR", …), named in its errors
+    data_dir_source: str = "the platform's data dir"
     key: str = DEFAULT_KEY
     #: True when neither an API key nor a base URL was configured anywhere.
     unconfigured: bool = False
@@ -190,17 +192,16 @@ def load_config(
     agent = _agent(path, _table(path, data, "agent"))
     keymap = _keymap(path, _table(path, data, "keymap"))
     mcp = _mcp_servers(path, _table(path, data, "mcp"))
-    resolved_dir = Path(data_dir).expanduser() if data_dir else (
-        default_data_dir(env) if env.get("SELFREF_DATA_DIR") or not data.get("data_dir")
-        else Path(str(data["data_dir"])).expanduser())
+    resolved_dir, dir_source = _data_dir(path, data, data_dir, env)
+    check_data_dir(resolved_dir, dir_source)
     memory_key = key or str(data.get("key") or DEFAULT_KEY)
 
     if demo:
         from selfref_tui.demo import demo_provider
 
         return AppConfig(provider=demo_provider(""), agent=agent, profiles=profiles,
-                         keymap=keymap, data_dir=resolved_dir, key=memory_key,
-                         mcp_servers=mcp, config_path=path)
+                         keymap=keymap, data_dir=resolved_dir, data_dir_source=dir_source,
+                         key=memory_key, mcp_servers=mcp, config_path=path)
 
     chosen = profile or data.get("default_provider")
     if chosen is not None and not isinstance(chosen, str):
@@ -226,9 +227,41 @@ def load_config(
     api_key = env.get(provider.api_key_env, "") if provider.api_key_env else ""
     provider = replace(provider, api_key=api_key, base_url=provider.base_url.rstrip("/"))
     return AppConfig(provider=provider, agent=agent, profiles=profiles, keymap=keymap,
-                     data_dir=resolved_dir, key=memory_key,
+                     data_dir=resolved_dir, data_dir_source=dir_source, key=memory_key,
                      unconfigured=not api_key and not explicit_url,
                      mcp_servers=mcp, config_path=path)
+
+
+def _data_dir(path: Path, data: Mapping[str, Any], flag: str | Path | None,
+              env: Mapping[str, str]) -> tuple[Path, str]:
+    """The data dir and what chose it, so an error can name the setting to change."""
+    if flag:
+        return Path(flag).expanduser(), "--data-dir"
+    if env.get("SELFREF_DATA_DIR"):
+        return default_data_dir(env), "SELFREF_DATA_DIR"
+    if data.get("data_dir"):
+        return Path(str(data["data_dir"])).expanduser(), f"data_dir in {path}"
+    return default_data_dir(env), "the platform's data dir"
+
+
+def check_data_dir(path: Path, source: str) -> None:
+    """Refuse a data dir that can never work, naming the setting that chose it.
+
+    A missing folder is fine (the store creates it on the first write); a file,
+    an unreadable folder, or a file on the way to it is a usage error, found
+    here once instead of as an odd OSError in whichever command touches it first.
+    """
+    fix = f"point {source} at a folder you can read and write"
+    probe = path
+    while not os.path.lexists(probe):
+        if probe.parent == probe:
+            return
+        probe = probe.parent
+    shown = str(path) if probe == path else f"{probe} (on the way to {path})"
+    if not probe.is_dir():
+        raise ConfigError(f"the data dir {shown} set by {source} is not a folder; {fix}")
+    if probe == path and not os.access(path, os.R_OK | os.X_OK):
+        raise ConfigError(f"the data dir {shown} set by {source} cannot be read; {fix}")
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Memory key names and the directory names they are stored under.
+"""Memory key names, the directory names they are stored under, and their lifecycle.
 
 A key is chosen by people and by the runtime (fork keys look like
 ``main::fork::1``), so it may hold characters no file system agrees on. The
@@ -12,9 +12,15 @@ system limits; the real name is always kept inside the key's files.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import shutil
 import unicodedata
+from datetime import UTC, datetime
+from pathlib import Path
 
 from .errors import InvalidKeyError
+from .fsutil import atomic_write, ensure_dir, fsync_dir
 
 MAX_KEY_LENGTH = 128
 _MAX_DIRNAME = 180
@@ -107,3 +113,78 @@ def key_from_dirname(name: str) -> str | None:
     except (ValueError, UnicodeError, InvalidKeyError):
         return None
     return key if key_dirname(key) == name else None
+
+
+# --------------------------------------------------------------- key lifecycle
+#
+# A key is listed once its folder holds a meta file, so a key a person creates
+# is written at once (empty) instead of appearing only after its first message.
+# Rename and delete never destroy: a deleted key's folder moves to a trash
+# folder in the data dir, and a rename writes the new folder before the old one
+# goes to the trash.
+
+FORK_MARK = "::fork::"
+TRASH_DIR = "trash"
+
+
+def is_fork_key(key: str) -> bool:
+    """Fork keys are the agent's (``main::fork::1``), not keys a person made."""
+    return FORK_MARK in key
+
+
+def write_empty_meta(key_dir: Path, key: str, schema: int) -> bool:
+    """Make a new key exist on disk (listed, 0 messages); False if it already had files."""
+    meta = key_dir / "meta.json"
+    if meta.exists() or (key_dir / "log.jsonl").exists():
+        return False
+    ensure_dir(key_dir)
+    now = datetime.now(UTC).isoformat(timespec="milliseconds")
+    body = {"schema": schema, "key": key, "messages": 0, "created": now, "updated": now}
+    atomic_write(meta, json.dumps(body, ensure_ascii=True).encode("ascii"), sync_dir=True)
+    return True
+
+
+def copy_key_dir(src: Path, dst: Path, new_key: str) -> None:
+    """Write ``src``'s files into a new folder ``dst`` under ``new_key``'s name.
+
+    The key's name is inside its files (the log header, the meta file), so a
+    rename rewrites those two lines; every record after the header is copied
+    byte for byte. ``dst`` must not exist: the copy is made in a temporary
+    sibling and renamed into place, so a crash leaves either no new key or a
+    whole one.
+    """
+    if dst.exists():
+        raise InvalidKeyError(f"A key folder named {dst.name!r} already exists; pick another name.")
+    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    ensure_dir(tmp)
+    log = src / "log.jsonl"
+    if log.exists():
+        data = log.read_bytes()
+        first, sep, rest = data.partition(b"\n")
+        header = json.loads(first)
+        header["key"] = new_key
+        atomic_write(tmp / "log.jsonl", json.dumps(header, ensure_ascii=True).encode("ascii")
+                     + sep + rest)
+    try:
+        meta = json.loads((src / "meta.json").read_bytes())
+    except (OSError, ValueError):
+        meta = None
+    if isinstance(meta, dict):
+        meta["key"] = new_key
+        atomic_write(tmp / "meta.json", json.dumps(meta, ensure_ascii=True).encode("ascii"))
+    os.rename(tmp, dst)
+    fsync_dir(dst.parent)
+
+
+def move_to_trash(key_dir: Path, data_dir: Path) -> Path:
+    """Move a key's folder into ``<data_dir>/trash/`` (time-stamped); returns where it went."""
+    trash = data_dir / TRASH_DIR
+    ensure_dir(trash)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    target = trash / f"{key_dir.name}.{stamp}"
+    os.rename(key_dir, target)
+    fsync_dir(key_dir.parent)
+    fsync_dir(trash)
+    return target

@@ -75,5 +75,6 @@ class WriterLock:
             pass
         return (
             f"Memory key {self.key!r} is being written by {holder}; "
-            "close that session first, or open the key read-only."
+            "close that session first, or read it meanwhile with "
+            f"`selfref-tui --read-only --key {self.key}`."
         )

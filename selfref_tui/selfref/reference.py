@@ -9,15 +9,25 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import platformdirs
 
-from .errors import StoreError
+from .errors import InvalidKeyError, StoreError, StoreLockedError
 from .fsutil import DIR_MODE, ensure_dir
-from .keys import key_dirname, key_from_dirname, validate_key
+from .keys import (
+    copy_key_dir,
+    is_fork_key,
+    key_dirname,
+    key_from_dirname,
+    move_to_trash,
+    validate_key,
+    write_empty_meta,
+)
 from .lock import WriterLock
-from .store import LOG_NAME, META_NAME, KeyInfo, MemoryKey
+from .store import LOG_NAME, META_NAME, SCHEMA, KeyInfo, MemoryKey
 
 KEYS_DIR = "keys"
 
@@ -32,8 +42,10 @@ def default_data_dir() -> Path:
 class SelfReference:
     """All memory keys under one data directory."""
 
-    def __init__(self, data_dir: str | Path | None = None) -> None:
+    def __init__(self, data_dir: str | Path | None = None, *, source: str = "") -> None:
+        """``source`` names the setting that chose ``data_dir`` (``--data-dir``…) for errors."""
         self.data_dir = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
+        self.source = source or "SELFREF_DATA_DIR or --data-dir"
         self._open: dict[str, MemoryKey] = {}
         self._stamp: dict[str, tuple[int, int]] = {}
 
@@ -78,8 +90,64 @@ class SelfReference:
         """Alias of :meth:`open` (the name docs/architecture.md uses)."""
         return self.open(key, write=write)
 
-    def keys(self) -> list[KeyInfo]:
-        """Every stored key, newest activity first, from the small meta files only."""
+    def create(self, key: str) -> bool:
+        """Make ``key`` exist on disk before its first message, so lists show it.
+
+        False when it already existed (its files are left as they are).
+        """
+        self._ensure_root()
+        return write_empty_meta(self.key_dir(key), key, SCHEMA)
+
+    def rename(self, old: str, new: str) -> None:
+        """Give a key a new name; its old folder goes to the trash, never deleted.
+
+        Refused (``StoreLockedError``) while any process, this one included,
+        writes the key, and (``InvalidKeyError``) when ``new`` exists.
+        """
+        validate_key(new)
+        src, dst = self.key_dir(old), self.key_dir(new)
+        if old == new:
+            return
+        if not self._exists(old):
+            raise InvalidKeyError(f"There is no key named {old!r}.")
+        if self._exists(new):
+            raise InvalidKeyError(f"A key named {new!r} already exists; pick another name.")
+        with self._exclusive(old):
+            copy_key_dir(src, dst, new)
+            move_to_trash(src, self.data_dir)
+
+    def trash(self, key: str) -> Path:
+        """Move a key's folder to ``<data dir>/trash/``; returns where it went."""
+        src = self.key_dir(key)
+        if not src.exists():
+            raise InvalidKeyError(f"There is no key named {key!r}.")
+        with self._exclusive(key):
+            return move_to_trash(src, self.data_dir)
+
+    def _exists(self, key: str) -> bool:
+        d = self.key_dir(key)
+        return (d / META_NAME).exists() or (d / LOG_NAME).exists()
+
+    @contextmanager
+    def _exclusive(self, key: str) -> Iterator[None]:
+        """Hold ``key``'s writer lock (not held by this instance) around a move of its folder."""
+        if key in self._open and self._open[key].writable:
+            raise StoreLockedError(
+                f"Memory key {key!r} is open in this window; switch to another key first."
+            )
+        self.release(key)
+        lock = WriterLock(key, self.key_dir(key))
+        lock.acquire()
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def keys(self, *, forks: bool = True) -> list[KeyInfo]:
+        """Every stored key, newest activity first, from the small meta files only.
+
+        ``forks=False`` leaves out the agent's fork keys (``main::fork::1``).
+        """
         try:
             entries = list(os.scandir(self.keys_dir))
         except FileNotFoundError:
@@ -89,7 +157,7 @@ class SelfReference:
             if not entry.is_dir(follow_symlinks=False):
                 continue
             info = _read_info(Path(entry.path))
-            if info is not None:
+            if info is not None and (forks or not is_fork_key(info.key)):
                 infos.append(info)
         infos.sort(key=lambda i: (i.updated, i.key), reverse=True)
         return infos
@@ -124,11 +192,37 @@ class SelfReference:
             ensure_dir(self.keys_dir)
         except OSError as exc:
             raise StoreError(
-                f"Cannot create the data directory {self.data_dir}: {exc.strerror}; "
-                "set SELFREF_DATA_DIR to a writable directory."
+                f"Cannot create the data directory {self.data_dir} (set by {self.source}): "
+                f"{exc.strerror}; point {self.source} at a writable folder."
             ) from exc
         if created:
             os.chmod(self.data_dir, DIR_MODE)
+
+
+class ReadOnlyReference:
+    """A :class:`SelfReference` that only ever opens keys for reading.
+
+    ``--read-only`` hands this to the runtime, so previews, history, refs and
+    exports work on a key another process is writing, and any write is refused
+    by the key itself (``MemoryKey.commit`` on a read-only key raises).
+    """
+
+    read_only = True
+
+    def __init__(self, store: SelfReference) -> None:
+        self._store = store
+
+    def open(self, key: str, *, write: bool = True) -> MemoryKey:
+        return self._store.open(key, write=False)
+
+    def open_key(self, key: str, *, write: bool = True) -> MemoryKey:
+        return self.open(key)
+
+    def create(self, key: str) -> bool:
+        raise StoreError("This window is read-only (--read-only); it cannot create keys.")
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._store, name)
 
 
 def _stamp(key_dir: Path) -> tuple[int, int]:

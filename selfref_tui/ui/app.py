@@ -76,9 +76,12 @@ class SelfRefApp(EventBridge, App[int]):
         *,
         tail_items: int = 50,
         clock: Callable[[], float] = time.monotonic,
+        read_only: bool = False,
     ) -> None:
         super().__init__()
         self.config = config
+        #: --read-only: keys are opened without their lock; anything that writes is refused
+        self.read_only = read_only
         #: what the meter and fork panel time with; fixed in snapshots for steady figures
         self.clock = clock
         self.tail_items = tail_items
@@ -101,6 +104,8 @@ class SelfRefApp(EventBridge, App[int]):
         #: the question an unsent draft raises on quit, while it is on screen
         self._quit_prompt: Screen[bool] | None = None
         self._stopped_at = float("-inf")
+        #: where the last export went: the export dialog starts there
+        self._last_export_dir: Path | None = None
         self.gc_pauses = GcPauses()
         self._gc_timer: Timer | None = None
         keymap, self.keymap_warnings = check_keymap(config.keymap)
@@ -111,7 +116,11 @@ class SelfRefApp(EventBridge, App[int]):
     def compose(self) -> ComposeResult:
         provider = self.config.provider
         yield AppHeader(
-            key=self.key, provider=provider.name, model=self._model_name(), demo=provider.demo
+            key=self.key,
+            provider=provider.name,
+            model=self._model_name(),
+            demo=provider.demo,
+            read_only=self.read_only,
         )
         with Horizontal(id="body"):
             with Vertical(id="chat"):
@@ -213,7 +222,13 @@ class SelfRefApp(EventBridge, App[int]):
             from selfref_tui.agent.router import AgentInputRouter
             from selfref_tui.selfref.reference import SelfReference
 
-            self.selfref = SelfReference(self.config.data_dir)
+            self.selfref = SelfReference(
+                self.config.data_dir, source=self.config.data_dir_source
+            )
+            if self.read_only:
+                from selfref_tui.selfref.reference import ReadOnlyReference
+
+                self.selfref = ReadOnlyReference(self.selfref)
             provider = Provider(provider_config)
             self.agent = Agent(
                 self.selfref,
@@ -395,6 +410,8 @@ class SelfRefApp(EventBridge, App[int]):
                 f"{self.key_error} Your text is still in the input.", severity="error", timeout=8
             )
             return
+        if self._refuse_read_only("send messages"):
+            return
         message.chat_input.accept(message.text)
         await self._send(text)
 
@@ -430,6 +447,8 @@ class SelfRefApp(EventBridge, App[int]):
             return await self.switch_key(command.args[0])
         if not self._agent_ready():
             return False
+        if name in ("compact", "remember", "forget") and self._refuse_read_only(f"/{name}"):
+            return False
         if name == "context":
             self.action_show_context()
         elif name == "compact":
@@ -460,8 +479,21 @@ class SelfRefApp(EventBridge, App[int]):
             return False
         return True
 
+    def _refuse_read_only(self, what: str) -> bool:
+        """True (and says why) when this window is read-only and ``what`` would write."""
+        if not self.read_only:
+            return False
+        self.notify(
+            f"Read-only window (--read-only): it cannot {what}. Quit, and start selfref-tui "
+            "without --read-only once no other window writes this key.",
+            severity="warning",
+            timeout=8,
+            markup=False,
+        )
+        return True
+
     def forget(self, exp_id: str) -> None:
-        if not self._agent_ready():
+        if not self._agent_ready() or self._refuse_read_only("forget experiences"):
             return
         if self.agent.forget_experience(self.key, exp_id):
             self.notify(f"Forgot {exp_id}.")
@@ -547,39 +579,57 @@ class SelfRefApp(EventBridge, App[int]):
 
     @work(exclusive=True, group="export")
     async def export_ref(self, ref_id: str, content: str, path: str | None) -> None:
-        """Dialog → existing file? overwrite/append/cancel → write → notify the full path."""
+        """Dialog → existing file? overwrite/append/cancel → write → notify the full path.
+
+        A failed write re-opens the dialog with the typed path and the error,
+        so nothing typed is lost; the next export starts in the folder used last.
+        """
         from selfref_tui.refs.export import export_plan
+        from selfref_tui.selfref.export_path import export_target
         from selfref_tui.selfref.files import write_file
-        from selfref_tui.ui.screens.export_dialog import ExportDialog, expand_home
+        from selfref_tui.ui.screens.export_dialog import ExportDialog
         from selfref_tui.ui.screens.overwrite_prompt import OverwritePrompt
 
         plan = export_plan(ref_id, content)
-        if path is None:
-            suggested = str(Path.cwd() / plan.suggested_name)
-            path = await self.push_screen_wait(
-                ExportDialog(ref_id, suggested, preview=plan.content)
-            )
-            if not path:
-                return
-        try:
-            target = expand_home(path)
-        except ValueError as exc:
-            self.notify(str(exc), severity="error", timeout=8)
-            return
-        mode = "write"
-        if target.exists():
-            mode = await self.push_screen_wait(OverwritePrompt(str(target)))
-            if mode not in ("overwrite", "append"):
-                self.notify("Export cancelled.")
-                return
-            mode = "write" if mode == "overwrite" else "append"
-        try:
-            written = write_file(target, plan.content, mode=mode, roots=None, separate=True)
-        except Exception as exc:
-            self.notify(f"Could not write {target}: {exc}", severity="error", timeout=8)
-            return
+        typed = path
+        error = ""
+        folder = self._last_export_dir or Path.cwd()
+        while True:
+            if typed is None or error:
+                typed = await self.push_screen_wait(
+                    ExportDialog(
+                        ref_id,
+                        typed or str(folder / plan.suggested_name),
+                        preview=plan.content,
+                        error=error,
+                        suggested_name=plan.suggested_name,
+                    )
+                )
+                if not typed:
+                    return
+            try:
+                target = export_target(typed, plan.suggested_name)
+            except ValueError as exc:
+                error = str(exc)
+                continue
+            mode = "write"
+            if target.is_file():
+                mode = await self.push_screen_wait(OverwritePrompt(str(target)))
+                if mode not in ("overwrite", "append"):
+                    self.notify("Export cancelled.")
+                    return
+                mode = "write" if mode == "overwrite" else "append"
+            try:
+                written = write_file(target, plan.content, mode=mode, roots=None, separate=True)
+            except Exception as exc:  # the writer's message names the file and the cause
+                message = str(exc)
+                error = message[:1].upper() + message[1:]
+                continue
+            break
+        resolved = Path(written).resolve()
+        self._last_export_dir = resolved.parent
         verb = "Appended" if mode == "append" else "Wrote"
-        self.notify(f"{verb} ref:{ref_id} to {Path(written).resolve()}", timeout=6)
+        self.notify(inert_line(f"{verb} ref:{ref_id} to {resolved}"), timeout=6, markup=False)
 
     def action_toggle_sidebar(self) -> None:
         sidebar = self.sidebar
@@ -624,6 +674,8 @@ class SelfRefApp(EventBridge, App[int]):
         if not self.ready:
             self.notify("Still starting up; try again in a moment.", severity="warning")
             return
+        if self._refuse_read_only("create keys"):
+            return
         existing = {info.key for info in self.selfref.keys()} | {self.key}  # noqa: SIM118
         n = 1
         while f"chat-{n}" in existing:
@@ -667,7 +719,11 @@ class SelfRefApp(EventBridge, App[int]):
             return False
         if key == self.key and not self.key_error:
             return True
-        return await self.open_key(key)
+        opened = await self.open_key(key)
+        if opened and not self.read_only:
+            # A key the person made is listed (switcher, `keys list`) before its first message.
+            await asyncio.to_thread(self.selfref.create, key)
+        return opened
 
     async def action_quit(self) -> None:
         prompt = self._quit_prompt
@@ -810,8 +866,8 @@ def _preload_runtime() -> None:
     import selfref_tui.agent.provider  # noqa: F401
 
 
-def run_app(config: AppConfig) -> int:
+def run_app(config: AppConfig, *, read_only: bool = False) -> int:
     """What ``selfref-tui`` with no sub-command runs."""
-    app = SelfRefApp(config)
+    app = SelfRefApp(config, read_only=read_only)
     result = app.run()
     return int(result or 0)

@@ -106,3 +106,28 @@ keys = st.text(
 def test_distinct_keys_never_share_a_directory_even_case_insensitively(a, b):
     if a != b:
         assert key_dirname(a).casefold() != key_dirname(b).casefold()
+
+
+def test_rename_keeps_the_history_and_trash_keeps_the_files(tmp_path):
+    from selfref_tui.selfref.errors import InvalidKeyError, StoreLockedError
+    from selfref_tui.selfref.reference import SelfReference
+    from tests.selfref.helpers import turn
+
+    store = SelfReference(tmp_path)
+    store.open("old").commit(turn(1))
+    store.create("other")
+    with pytest.raises(StoreLockedError):
+        store.rename("old", "new")  # this instance writes it: refused, nothing moved
+    store.release("old")
+    with pytest.raises(InvalidKeyError):
+        store.rename("old", "other")
+    store.rename("old", "new")
+    assert {i.key for i in store.keys()} == {"new", "other"}  # noqa: SIM118
+    reopened = SelfReference(tmp_path).open("new")
+    assert [m["content"] for m in reopened.history] == ["question 1", "answer 1"]
+    reopened.close()
+    where = store.trash("new")
+    assert where.parent == tmp_path / "trash" and (where / "log.jsonl").exists()
+    trashed = sorted(p.name for p in (tmp_path / "trash").iterdir())
+    assert len(trashed) == 2  # the renamed key's old folder, then the deleted key
+    assert {i.key for i in store.keys()} == {"other"}  # noqa: SIM118

@@ -87,12 +87,15 @@ async def test_export_dialog_says_what_enter_will_do_to_the_disk(tmp_path):
         await pilot.pause()
         assert app.results == [] and app.is_running
         assert "No home folder" in str(app.screen.query_one("#error", Static).render())
-        field.value = str(tmp_path)  # a folder is not a file to write
+        field.value = str(tmp_path / "out") + "/"  # a folder: the ref's name inside it
         await pilot.pause()
+        assert str(note.render()) == f"Writes fib.py in this folder (creates {tmp_path / 'out'})."
+        field.value = str(tmp_path)
+        await pilot.pause()
+        assert str(note.render()) == "Writes fib.py in this folder."
         await pilot.press("enter")
         await pilot.pause()
-        assert app.results == []
-        assert "folder" in str(app.screen.query_one("#error", Static).render())
+        assert app.results == [str(tmp_path / "fib.py")]
 
 
 async def test_export_dialog_escape_and_empty_path():

@@ -14,6 +14,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from selfref_tui.safety import content
+from selfref_tui.selfref.export_path import expand_home, export_target, names_folder
+
+__all__ = ["ExportDialog", "expand_home", "path_note"]
 
 
 class ExportDialog(ModalScreen[str | None]):
@@ -46,11 +49,23 @@ class ExportDialog(ModalScreen[str | None]):
         Binding("escape", "cancel", "Cancel", id="export.cancel"),
     ]
 
-    def __init__(self, ref_id: str, suggested_path: str, *, preview: str = "") -> None:
+    def __init__(
+        self,
+        ref_id: str,
+        suggested_path: str,
+        *,
+        preview: str = "",
+        error: str = "",
+        suggested_name: str = "",
+    ) -> None:
+        """``error`` is shown under the path: the app re-opens the dialog with the
+        person's path and what went wrong, so a failed write loses nothing typed."""
         super().__init__()
         self.ref_id = ref_id
         self.suggested_path = suggested_path
         self.preview = preview
+        self.error = error
+        self.suggested_name = suggested_name or Path(suggested_path).name
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
@@ -60,7 +75,7 @@ class ExportDialog(ModalScreen[str | None]):
                 shown = "\n".join(lines[:5]) + ("\n…" if len(lines) > 5 else "")
                 yield Static(content(shown), id="preview")
             yield Input(self.suggested_path, placeholder="path/to/file", id="path")
-            yield Static("", id="error")
+            yield Static(content(self.error), id="error")
             yield Static("", id="note")
             yield Static(
                 Content.assemble(
@@ -79,8 +94,9 @@ class ExportDialog(ModalScreen[str | None]):
     def _changed(self, event: Input.Changed) -> None:
         """Say what Enter will do to the disk before it does it."""
         event.stop()
-        self.query_one("#error", Static).update("")
-        note = path_note(event.value)
+        if event.value != self.suggested_path:  # the first Changed is the prefill
+            self.query_one("#error", Static).update("")
+        note = path_note(event.value, self.suggested_name)
         shown = self.query_one("#note", Static)
         shown.update(content(note))
         shown.display = bool(note)
@@ -94,12 +110,9 @@ class ExportDialog(ModalScreen[str | None]):
             error.update("Type a file path, or press Esc to cancel.")
             return
         try:
-            path = expand_home(value)
+            path = export_target(value, self.suggested_name)
         except ValueError as exc:
             error.update(content(str(exc)))
-            return
-        if path.is_dir():
-            error.update("That is a folder: add a file name to the path.")
             return
         self.dismiss(str(path))
 
@@ -107,23 +120,17 @@ class ExportDialog(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-def expand_home(value: str) -> Path:
-    """``value`` with ``~`` or ``~user`` expanded; ValueError names a user the machine lacks."""
-    try:
-        return Path(value).expanduser()
-    except RuntimeError:  # what pathlib raises for ~name of an unknown user
-        raise ValueError(
-            f"No home folder for {value.split('/')[0]!r}: write the path out."
-        ) from None
-
-
-def path_note(value: str) -> str:
+def path_note(value: str, suggested_name: str = "") -> str:
     """What writing to ``value`` means: a new file, a file to ask about, new folders."""
     value = value.strip()
     if not value:
         return ""
     try:
-        path = expand_home(value)
+        path = export_target(value, suggested_name) if suggested_name else expand_home(value)
+        if suggested_name and names_folder(value) and not path.is_file():
+            inside = f"Writes {suggested_name} in this folder"
+            missing = [p for p in reversed(path.parents) if not p.exists()]
+            return inside + (f" (creates {missing[0]})." if missing else ".")
         if path.is_file():
             return "This file exists: you will be asked to overwrite it or append."
         missing = [p for p in reversed(path.parents) if not p.exists()]

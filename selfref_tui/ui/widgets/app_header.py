@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
-from selfref_tui.safety import inert_line
+from selfref_tui.safety import content, inert_line
 
 
 class AppHeader(Static):
@@ -20,9 +20,16 @@ class AppHeader(Static):
     """
 
     def __init__(
-        self, *, key: str = "", provider: str = "", model: str = "", demo: bool = False
+        self,
+        *,
+        key: str = "",
+        provider: str = "",
+        model: str = "",
+        demo: bool = False,
+        read_only: bool = False,
     ) -> None:
         super().__init__(id="app-header")
+        self.read_only = read_only
         self.key = key
         self.provider = provider
         self.model = model
@@ -45,17 +52,22 @@ class AppHeader(Static):
         self._render_line()
 
     def _render_line(self) -> None:
+        # The provider's name only when it says something the model name and the
+        # demo badge do not ("demo · selfref-demo demo" said one thing three times).
+        provider = self.provider if self.provider not in ("", "default", "demo") else ""
         parts: list[Content | str | tuple[str, str]] = [
             ("selfref", "bold $accent"),
             "  ",
             ("key ", "dim"),
-            (inert_line(self.key) or "—", "bold"),
+            content(self.key or "—", "bold", line=True),
             "  ",
-            (f"{inert_line(self.provider)} · " if self.provider else "", "dim"),
-            (inert_line(self.model or ""), ""),
+            content(f"{provider} · " if provider else "", "dim", line=True),
+            content(self.model or "", line=True),
         ]
         if self.demo:
             parts += [" ", (" demo ", "bold $text on $warning")]
+        if self.read_only:
+            parts += [" ", (" read-only ", "bold $text on $error")]
         if self.status:
             parts += ["  ", (inert_line(self.status), "italic $text-muted")]
         self.update(Content.assemble(*parts))

@@ -1,0 +1,43 @@
+"""Where a person's export of a ref goes: one rule for the command line and the app.
+
+A path that names a folder — an existing one, or any path written with a
+trailing slash (the folder is created) — means "a file named after the ref in
+that folder"; anything else is the file itself. Both front ends call
+:func:`export_target`, so ``refs export ID ~/exports`` and the app's dialog
+given ``~/exports`` write the same file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def expand_home(value: str) -> Path:
+    """``value`` with ``~`` or ``~user`` expanded; ValueError names a user the machine lacks."""
+    try:
+        return Path(value).expanduser()
+    except RuntimeError:  # what pathlib raises for ~name of an unknown user
+        raise ValueError(
+            f"No home folder for {value.split('/')[0]!r}: write the path out."
+        ) from None
+
+
+def names_folder(value: str) -> bool:
+    """True when ``value`` means a folder: a trailing slash, or a folder that exists."""
+    value = value.strip()
+    if value.endswith(("/", os.sep)):
+        return True
+    try:
+        return expand_home(value).is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def export_target(value: str, suggested_name: str) -> Path:
+    """The file an export of ``value`` writes (ValueError for an unknown ``~user``)."""
+    value = value.strip()
+    path = expand_home(value)
+    if names_folder(value):
+        return path / suggested_name
+    return path

@@ -1,0 +1,102 @@
+"""The command line as a new user meets it: keys, bad data dirs, exports, read-only.
+
+Each test runs ``python -m selfref_tui`` in a subprocess against a real store
+made in this process (the data dir comes from the autouse fixture's
+``SELFREF_DATA_DIR``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from selfref_tui.selfref.reference import SelfReference
+from tests.cli.test_cli import one_line, run
+from tests.selfref.helpers import turn
+
+
+def _data() -> Path:
+    return Path(os.environ["SELFREF_DATA_DIR"])
+
+
+def test_keys_list_shows_empty_keys_and_hides_forks_unless_all():
+    with SelfReference(_data()) as store:
+        store.open("main").commit(turn(1))
+        store.open("main::fork::1").commit(turn(1))
+        assert store.create("drafts") is True  # made in the app, no message yet
+        assert store.create("drafts") is False
+    listed = json.loads(run("keys", "list", "--json").stdout)
+    assert {row["key"]: row["messages"] for row in listed} == {"main": 2, "drafts": 0}
+    every = json.loads(run("keys", "list", "--all", "--json").stdout)
+    assert {row["key"] for row in every} == {"main", "drafts", "main::fork::1"}
+    text = run("keys", "list").stdout
+    assert "drafts" in text and "fork" not in text
+
+
+def test_a_data_dir_that_is_a_file_is_a_usage_error_naming_its_setting(tmp_path):
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    listed = run("keys", "list", "--data-dir", str(not_a_dir))
+    assert listed.returncode == 2
+    assert "--data-dir" in one_line(listed.stderr) and "not a folder" in listed.stderr
+    asked = run("ask", "--demo", "hi", env={"SELFREF_DATA_DIR": str(not_a_dir)})
+    assert asked.returncode == 2
+    assert "SELFREF_DATA_DIR" in one_line(asked.stderr) and "--data-dir" not in asked.stderr
+    below = run("refs", "list", "--data-dir", str(not_a_dir / "sub"))
+    assert below.returncode == 2 and "not a folder" in one_line(below.stderr)
+
+
+def test_a_missing_config_file_is_a_usage_error(tmp_path):
+    result = run("--config", str(tmp_path / "nonexistent.toml"), "ask", "--demo", "hi")
+    assert result.returncode == 2
+    assert "nonexistent.toml" in one_line(result.stderr) and "--config" in result.stderr
+
+
+def _store_refs() -> None:
+    with SelfReference(_data()) as store:
+        store.open("main").commit(
+            turn(1),
+            records=[
+                {"t": "ref", "id": "fib", "content": "```python\nprint(1)\n```\n"},
+                {"t": "ref", "id": "-dash", "content": "starts with a dash\n"},
+            ],
+        )
+
+
+def test_export_to_a_folder_or_a_trailing_slash_writes_the_refs_name_inside(tmp_path):
+    _store_refs()
+    existing = tmp_path / "exports"
+    existing.mkdir()
+    done = run("refs", "export", "fib", str(existing))
+    assert done.returncode == 0, done.stderr
+    assert (existing / "fib.py").read_text() == "print(1)\n"
+    fresh = tmp_path / "newdir"
+    done = run("refs", "export", "fib", f"{fresh}/")
+    assert done.returncode == 0, done.stderr
+    assert fresh.is_dir() and (fresh / "fib.py").read_text() == "print(1)\n"
+    dashed = run("refs", "export", "--", "-dash", str(tmp_path / "dash.txt"))
+    assert dashed.returncode == 0, dashed.stderr
+    assert (tmp_path / "dash.txt").read_text() == "starts with a dash\n"
+    assert "refs export -- -" in run("refs", "export", "--help").stdout
+
+
+def test_read_only_reads_a_key_another_process_writes():
+    _store_refs()
+    holder = SelfReference(_data())
+    holder.open("main")  # this process holds the writer lock, as a running app would
+    try:
+        locked = run("experiences", "add", "a fact")
+        assert locked.returncode == 3
+        assert "--read-only" in one_line(locked.stderr)
+        assert "open the key read-only" not in locked.stderr
+        refused = run("--read-only", "experiences", "add", "a fact")
+        assert refused.returncode == 2 and "--read-only" in one_line(refused.stderr)
+        listed = run("refs", "list", "--read-only", "--json")
+        assert listed.returncode == 0 and {r["id"] for r in json.loads(listed.stdout)} == {
+            "fib", "-dash"}
+        shown = run("context", "show", "--read-only", "--demo", "--json")
+        assert shown.returncode == 0, shown.stderr
+        assert json.loads(shown.stdout)["messages"][-1]["content"] == "answer 1"
+    finally:
+        holder.close()
