@@ -19,13 +19,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, TextArea
+from textual.widget import Widget
+from textual.widgets import Footer, Input, TextArea
 
 from selfref_tui.config import AppConfig
 from selfref_tui.safety import inert, inert_line, redact
@@ -502,9 +503,7 @@ class SelfRefApp(EventBridge, App[int]):
                 f"No experience {exp_id}; the sidebar lists them (ctrl+b).", severity="warning"
             )
         self._refresh_sidebar()
-        focused = self.focused
-        if focused is not None and not focused.display:
-            self.chat_input.focus()  # the list emptied under the cursor: typing must land somewhere
+        self._keep_focus_visible()  # the list emptied under the cursor: typing must land somewhere
 
     @on(ExperienceList.ForgetRequested)
     def _forget_requested(self, message: ExperienceList.ForgetRequested) -> None:
@@ -634,6 +633,7 @@ class SelfRefApp(EventBridge, App[int]):
     def action_toggle_sidebar(self) -> None:
         sidebar = self.sidebar
         sidebar.display = not sidebar.display
+        self._keep_focus_visible()
 
     def action_toggle_forks(self) -> None:
         self.show_forks(not self.fork_panel.display)
@@ -650,6 +650,76 @@ class SelfRefApp(EventBridge, App[int]):
         elif not show and getattr(self, "_sidebar_hidden_for_forks", False):
             self.sidebar.display = True
             self._sidebar_hidden_for_forks = False
+        self._keep_focus_visible()
+
+    # ------------------------------------------------------------- focus
+
+    def _keep_focus_visible(self) -> None:
+        """Focus never rests on a hidden or removed widget: it goes back to the input.
+
+        Keys typed into a hidden list are lost without a trace (a ``/remember``
+        typed after ctrl+b vanished), so whatever hides a panel calls this.
+        """
+        focused = self.focused
+        if focused is None or not _shown(focused):
+            self.chat_input.focus()
+
+    def _tab_stops(self) -> list[Widget]:
+        """Tab's ring: the input, then the sidebar's lists and the fork table, when shown.
+
+        The transcript and its tool cards are reached by their own keys (ctrl+↑/↓
+        for refs, Page Up/Down), not by walking every card with Tab.
+        """
+        stops: list[Widget] = [self.chat_input]
+        if self.sidebar.display:
+            stops += [
+                self.sidebar.experience_list.option_list,
+                self.sidebar.ref_list.option_list,
+            ]
+        found = self.query("#forks")
+        if found and found.first().display:
+            stops.append(self.fork_panel.table)
+        return [w for w in stops if _shown(w)]
+
+    def _cycle_focus(self, step: int) -> None:
+        if self.screen is not self.screen_stack[0]:
+            # A dialog: its own fields, in Textual's order.
+            if step > 0:
+                self.screen.focus_next()
+            else:
+                self.screen.focus_previous()
+            return
+        stops = self._tab_stops()
+        focused = self.focused
+        at = next((i for i, w in enumerate(stops) if w is focused), None)
+        if at is None:  # focus sat somewhere else (a clicked tool card): start over
+            target = stops[0] if step > 0 else stops[-1]
+        else:
+            target = stops[(at + step) % len(stops)]
+        target.focus()
+
+    def action_focus_next(self) -> None:
+        self._cycle_focus(+1)
+
+    def action_focus_previous(self) -> None:
+        self._cycle_focus(-1)
+
+    def on_key(self, event: events.Key) -> None:
+        """A printable key that reached the app unhandled belongs in the input.
+
+        It got here because the focused widget (a list, the fork table, a tool
+        card, or nothing at all) had no use for it; typing must never vanish.
+        """
+        if self.screen is not self.screen_stack[0] or not event.is_printable:
+            return
+        if not event.character or event.key in self.screen.active_bindings:
+            return  # a binding of the focused widget or the app took it
+        if isinstance(self.focused, (TextArea, Input)):
+            return
+        event.stop()
+        chat_input = self.chat_input
+        chat_input.focus()
+        chat_input.insert(event.character)
 
     def action_help(self) -> None:
         from selfref_tui.ui.screens.help import HelpScreen
@@ -851,6 +921,18 @@ class SelfRefApp(EventBridge, App[int]):
         for usage, help_text in slash.help_rows():
             if " " not in usage:
                 yield SystemCommand(usage, help_text, _command(self, usage))
+
+
+def _shown(widget: Widget) -> bool:
+    """Attached and displayed, with every container above it displayed too."""
+    if not widget.is_attached:
+        return False
+    node: Any = widget
+    while node is not None and not isinstance(node, Screen):
+        if not node.display:
+            return False
+        node = node.parent
+    return True
 
 
 def _action(app: SelfRefApp, action: str):

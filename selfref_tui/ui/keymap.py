@@ -117,6 +117,8 @@ BINDINGS: list[Binding] = [
         "Palette",
         id="command_palette",
         show=False,  # Textual's footer shows the palette key on its right already
+        # spelled out: the footer's right-hand entry read "^pPalette" in compact form
+        key_display="ctrl+p",
         tooltip="Every action, searchable",
     ),
     Binding("ctrl+q", "quit", "Quit", id="quit", priority=True, tooltip="Quit selfref-tui"),

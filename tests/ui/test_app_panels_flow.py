@@ -160,3 +160,105 @@ async def test_fork_panel_shows_two_children_that_finish(tmp_path):
         assert "Child B finished its part." in json.dumps(gathered)
     finally:
         store.close()
+
+
+def seed_refs_and_experiences(tmp_path) -> None:
+    store = SelfReference(tmp_path / "data")
+    try:
+        store.open("main").commit(
+            [ExperienceRememberMutation("Likes Python")],
+            records=[{"t": "ref", "id": "fib", "content": "def fib(): ...", "message_index": 0}],
+        )
+    finally:
+        store.close()
+
+
+async def test_tab_cycles_input_experiences_refs_and_hiding_a_panel_returns_focus(tmp_path):
+    seed_refs_and_experiences(tmp_path)
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            experiences = app.sidebar.experience_list.option_list
+            refs = app.sidebar.ref_list.option_list
+            assert app.focused is app.chat_input
+            await pilot.press("tab")
+            assert app.focused is experiences
+            await pilot.press("tab")
+            assert app.focused is refs
+            await pilot.press("tab")
+            assert app.focused is app.chat_input
+            await pilot.press("shift+tab")
+            assert app.focused is refs
+            # ctrl+b hides the list that holds focus: focus goes back to the input,
+            # and what is typed next lands there instead of vanishing.
+            await pilot.press("ctrl+b")
+            assert not app.sidebar.display and app.focused is app.chat_input
+            await pilot.press(*"/remember x")
+            assert app.chat_input.text == "/remember x"
+            # With the sidebar hidden, Tab stays on the input.
+            await pilot.press("tab")
+            assert app.focused is app.chat_input
+
+
+async def test_a_printable_key_with_no_text_widget_focused_goes_to_the_input(tmp_path):
+    seed_refs_and_experiences(tmp_path)
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            app.set_focus(None)
+            await pilot.press("h", "i")
+            assert app.focused is app.chat_input and app.chat_input.text == "hi"
+            app.chat_input.clear()
+            await pilot.press("tab", "tab")  # the refs list
+            assert app.focused is app.sidebar.ref_list.option_list
+            await pilot.press("o", "k")
+            assert app.focused is app.chat_input and app.chat_input.text == "ok"
+            # Bound keys still do their job: ctrl+b is not typed into the input.
+            await pilot.press("ctrl+b")
+            assert app.chat_input.text == "ok"
+
+
+async def test_hiding_the_fork_panel_that_holds_focus_returns_it_to_the_input(tmp_path):
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await pilot.press("ctrl+f")
+            assert app.fork_panel.display
+            app.fork_panel.table.focus()
+            await pilot.pause()
+            await pilot.press("ctrl+f")
+            assert not app.fork_panel.display and app.focused is app.chat_input
+
+
+async def test_under_100_columns_panels_open_over_the_chat_not_beside_it(tmp_path):
+    seed_refs_and_experiences(tmp_path)
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await started(pilot, app)
+            chat = app.query_one("#chat")
+            assert not app.sidebar.display and chat.size.width == 80
+            await pilot.press("ctrl+b")
+            await pilot.pause()
+            assert app.sidebar.display and app.sidebar.region.width >= 30
+            assert chat.size.width == 80  # the chat keeps its width under the drawer
+            await pilot.press("ctrl+b", "ctrl+f")
+            await pilot.pause()
+            panel = app.fork_panel
+            assert panel.display and chat.size.width == 80
+            # The fork table's columns all fit: nothing is cut at the right edge.
+            table = panel.table
+            columns = sum(c.get_render_width(table) for c in table.columns.values())
+            assert columns <= table.scrollable_content_region.width
+
+
+async def test_the_footer_names_the_palette_key_readably(tmp_path):
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            palette = app.query_one("Footer .-command-palette")
+            assert "ctrl+p Palette" in str(palette.render())
