@@ -599,7 +599,7 @@ def _context_show(args: argparse.Namespace) -> int:
 
 def _mcp_list(args: argparse.Namespace) -> int:
     from selfref_tui.agent.mcp.manager import McpManager
-    from selfref_tui.safety import inert_line
+    from selfref_tui.safety import inert_line, redact
 
     config = load_config(config_path=getattr(args, "config", None))
 
@@ -624,9 +624,11 @@ def _mcp_list(args: argparse.Namespace) -> int:
         where = next(c for c in config.mcp_servers if c.name == status.name)
         target = where.url or " ".join([where.command, *where.args])
         took = f" in {status.start_s:.1f}s" if status.start_s is not None else ""
-        print(inert_line(f"{status.name}  {status.state}{took}  {status.transport}: {target}"))
+        # a URL's userinfo or a token among the args is not for the screen
+        print(inert_line(redact(f"{status.name}  {status.state}{took}  {status.transport}: "
+                                f"{target}")))
         if status.error:
-            print(inert_line(f"  error: {status.error}"))
+            print(inert_line(redact(f"  error: {status.error}")))
         for tool in status.tools:
             trusted = "trusted" if where.trusts(tool.name) else "asks"
             first = (tool.description.strip().splitlines() or [""])[0]

@@ -140,7 +140,13 @@ class EventBridge:
 
     def _secret_free(self, event: ev.AgentEvent) -> ev.AgentEvent:
         """Errors and notices quote servers: the configured key never reaches a widget."""
-        if isinstance(event, (ev.ErrorEvent, ev.Notice)):
+        if isinstance(event, ev.ErrorEvent):
+            return replace(
+                event,
+                message=self.secret_free(event.message),
+                detail=self.secret_free(event.detail),
+            )
+        if isinstance(event, ev.Notice):
             return replace(event, message=self.secret_free(event.message))
         if isinstance(event, ev.Retrying):
             return replace(event, reason=self.secret_free(event.reason))

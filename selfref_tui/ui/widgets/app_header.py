@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
-from selfref_tui.safety import content, inert_line
+from selfref_tui.safety import content, inert_line, redact
 
 
 class AppHeader(Static):
@@ -61,8 +61,9 @@ class AppHeader(Static):
             ("key ", "dim"),
             content(self.key or "—", "bold", line=True),
             "  ",
-            content(f"{provider} · " if provider else "", "dim", line=True),
-            content(self.model or "", line=True),
+            # A profile may be named after its URL: never with its userinfo.
+            content(f"{redact(provider)} · " if provider else "", "dim", line=True),
+            content(redact(self.model or ""), line=True),
         ]
         if self.demo:
             parts += [" ", (" demo ", "bold $text on $warning")]

@@ -13,6 +13,8 @@ from textual import events
 from textual.message import Message
 from textual.widgets import TextArea
 
+from selfref_tui.safety import has_controls, inert
+
 NEWLINE_KEYS = ("shift+enter", "ctrl+j")
 
 
@@ -86,9 +88,21 @@ class ChatInput(TextArea):
         self.clear()
 
     def recall_from(self, earlier: list[str], limit: int = 200) -> None:
-        """Start Up's history from what was sent before (a restart), if nothing is sent yet."""
+        """Start Up's history from what was sent before (a restart), if nothing is sent yet.
+
+        The store is input too: a recalled message shows its control characters
+        (and is sent as shown) rather than driving the terminal from the input.
+        """
         if not self.sent_history:
-            self.sent_history = [t for t in earlier if t.strip()][-limit:]
+            self.sent_history = [inert(t) for t in earlier if t.strip()][-limit:]
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        """A paste (a terminal log, a model's output) is shown and sent with its
+        control characters visible: a TextArea would write them to the terminal raw."""
+        if has_controls(event.text):
+            event.prevent_default()  # TextArea's own handler (next in the MRO) would insert it raw
+            event.stop()
+            await super()._on_paste(events.Paste(inert(event.text)))
 
     # Up/Down recall earlier inputs while the input is empty or showing one.
     def _recalling(self) -> bool:

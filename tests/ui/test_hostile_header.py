@@ -1,0 +1,27 @@
+"""The header line: key, profile and model come from config and the store, shown inert."""
+
+from __future__ import annotations
+
+from textual.app import App, ComposeResult
+
+from selfref_tui.ui.widgets.app_header import AppHeader
+from tests.hostile import assert_inert, hostile
+
+
+class HeaderApp(App):
+    def compose(self) -> ComposeResult:
+        yield AppHeader(key="main", provider="https://alice:hunter2pass@proxy.example/v1",
+                        model=hostile("click_markup") + hostile("osc0_title"))
+
+
+async def test_header_hides_userinfo_and_shows_controls():
+    app = HeaderApp()
+    async with app.run_test(size=(140, 5)) as pilot:
+        header = app.query_one(AppHeader)
+        header.set_status("retry 1 in 1.0 s: " + hostile("clear_screen"))
+        await pilot.pause()
+        shown = str(header.render())
+        assert "hunter2pass" not in shown and "alice" not in shown
+        assert "https://***@proxy.example/v1" in shown
+        assert "[@click=app.quit]ERR[/]" in shown and "␛]0;pwned title␇" in shown
+        assert_inert(app.export_screenshot())
