@@ -338,6 +338,8 @@ class _AskOutput:
             self._note(f"[{event.text()}]")
         elif isinstance(event, ev.ErrorEvent):
             self.error = event.message
+        elif isinstance(event, ev.Notice):
+            self._note(f"[{event.severity}] {event.message}")
 
     def _out(self, text: str) -> None:
         if not text or self.closed:

@@ -232,3 +232,15 @@ async def test_ask_against_a_server_and_its_failures(tmp_path):
 
     code, _, err = await arun("ask", "--base-url", url, "--model", "m1", "x", env=env)
     assert code == 1 and f"cannot reach {url}" in err.strip().splitlines()[-1]
+
+
+async def test_ask_tells_the_person_what_the_runtime_notices():
+    """A Notice (here: a server that refuses stream_options) is a note on stderr."""
+    server = DemoServer([Reply(text="answer")], reject_stream_options=True, models=("m1",))
+    async with server as url:
+        code, out, err = await arun("ask", "--base-url", url, "--model", "m1", "hi",
+                                    env={"OPENAI_API_KEY": "sk-test"})
+    assert code == 0, err
+    assert out == "answer\n"
+    assert "stream_options" in err, err
+    assert "[warning]" in err or "[information]" in err, err

@@ -8,7 +8,7 @@ import pytest
 
 from selfref_tui.demo.script import Reply, ToolCall
 from selfref_tui.demo.server import DemoServer
-from selfref_tui.ui.screens.question import QuestionScreen
+from selfref_tui.ui.screens.question import GRACE_S, QuestionScreen
 from selfref_tui.ui.widgets.tool_card import ToolCard
 
 from .helpers import SIZE, make_app, started, turn_done, type_and_send, wait_until
@@ -25,10 +25,13 @@ def overwriting_model(body: dict, index: int) -> Reply:
 
 
 @pytest.mark.parametrize(
-    ("key", "expected", "status"),
-    [("o", "new text", "done"), ("escape", "old text", "error")],
+    ("keys", "expected", "status"),
+    [(("left", "enter"), "new text", "done"), (("escape",), "old text", "error"),
+     (("k",), "old text", "error")],
 )
-async def test_overwrite_question_is_asked_and_its_answer_decides(tmp_path, key, expected, status):
+async def test_overwrite_question_is_asked_and_its_answer_decides(
+    tmp_path, keys, expected, status
+):
     target = tmp_path / "work" / "notes.txt"
     target.parent.mkdir()
     target.write_text("old text")
@@ -48,8 +51,37 @@ async def test_overwrite_question_is_asked_and_its_answer_decides(tmp_path, key,
             assert "notes.txt" in question.prompt
             assert question.choices == ("overwrite", "keep")
             assert target.read_text() == "old text"  # nothing written while it waits
-            await pilot.press(key)
+            await pilot.pause(GRACE_S)  # the person reads the question first
+            await pilot.press(*keys)
             await turn_done(pilot, app)
             assert target.read_text() == expected
             card = next(c for c in app.transcript.query(ToolCard) if c.tool_name == "fd_to_file")
             assert card.status == status
+
+
+async def test_typing_into_the_chat_never_approves_a_question(tmp_path):
+    """The dialog opens while the person types: no letter of theirs may say yes."""
+    target = tmp_path / "work" / "notes.txt"
+    target.parent.mkdir()
+    target.write_text("old text")
+    async with DemoServer(overwriting_model) as url:
+        app = make_app(tmp_path, url)
+        app.config = replace(
+            app.config, agent=replace(app.config.agent, allowed_roots=(target.parent,))
+        )
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "save the note")
+            await wait_until(
+                pilot, lambda: isinstance(app.screen, QuestionScreen), what="the question"
+            )
+            # "overwrite" and "append" start with letters a sentence is full of;
+            # typed at once and after the grace period alike. At most the safe
+            # choice is taken (space and Enter press the focused "keep").
+            await pilot.press(*"oh", "o", "a")
+            await pilot.pause(GRACE_S)
+            await pilot.press(*"oops a typo", "o", "a", "enter")
+            await turn_done(pilot, app)
+            assert target.read_text() == "old text"
+            card = next(c for c in app.transcript.query(ToolCard) if c.tool_name == "fd_to_file")
+            assert card.status == "error"

@@ -1,12 +1,17 @@
 """A tool asks the person to choose (the model wants to overwrite a file, say).
 
 The agent's tool waits on the answer, so the dialog has to end in a choice
-whatever the person does: each choice has a key (its first letter), Enter
-takes the focused button, and Esc takes the last choice, which tools make the
-safe one ("keep").
+whatever the person does. It opens at any moment, while the person may be
+typing a message, so no stray key may say yes: only the safe choice (the
+last one, "keep" or "deny") has a letter key, and Esc and Enter take it too
+(it has the focus). Any other choice needs a deliberate act — Tab or the
+arrows and Enter, or a click — and keys pressed in the first half second
+after the dialog opens are ignored (they were typed for the chat).
 """
 
 from __future__ import annotations
+
+import time
 
 from textual import events, on
 from textual.app import ComposeResult
@@ -16,6 +21,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from selfref_tui.safety import content, inert_line
+
+#: keys this soon after the dialog opened were meant for the chat input
+GRACE_S = 0.5
 
 
 class QuestionScreen(ModalScreen[str]):
@@ -51,27 +59,55 @@ class QuestionScreen(ModalScreen[str]):
             )
             yield Static(content(self.prompt), id="prompt")
             with Horizontal(id="buttons"):
+                last = len(self.choices) - 1
                 for index, choice in enumerate(self.choices):
                     shown = inert_line(choice, 30)
-                    label = Content.assemble((shown[:1], "underline"), shown[1:])
+                    label = (
+                        Content.assemble((shown[:1], "underline"), shown[1:])
+                        if index == last
+                        else Content(shown)
+                    )
                     yield Button(label, id=f"choice-{index}", name=choice)
+            yield Static(
+                content(
+                    f"{inert_line(self.safe_choice[:1])} or Esc: {inert_line(self.safe_choice)}"
+                    " · Tab or arrows, then Enter: another choice",
+                    "italic $text-muted",
+                ),
+                id="hint",
+            )
 
     def on_mount(self) -> None:
+        self._opened = time.monotonic()
         # The safe choice has the focus: an Enter typed for the chat picks it.
         self.query_one(f"#choice-{len(self.choices) - 1}", Button).focus()
+
+    def _too_soon(self) -> bool:
+        return time.monotonic() - getattr(self, "_opened", 0.0) < GRACE_S
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        self.dismiss(event.button.name or self.safe_choice)
+        choice = event.button.name or self.safe_choice
+        if choice != self.safe_choice and self._too_soon():
+            return  # an Enter typed for the chat, on a button focused a moment ago
+        self.dismiss(choice)
 
     def on_key(self, event: events.Key) -> None:
         if event.key == "escape":
             event.stop()
             self.dismiss(self.safe_choice)
             return
-        for choice in self.choices:
-            if event.character and choice[:1].lower() == event.character.lower():
-                event.stop()
-                self.dismiss(choice)
-                return
+        if event.key in ("left", "right"):
+            event.stop()
+            if event.key == "left":
+                self.focus_previous()
+            else:
+                self.focus_next()
+            return
+        if self._too_soon() and event.key not in ("tab", "shift+tab"):
+            event.stop()  # typed for the chat before the dialog was seen
+            return
+        if event.character and event.character.lower() == self.safe_choice[:1].lower():
+            event.stop()
+            self.dismiss(self.safe_choice)
