@@ -401,7 +401,8 @@ async def _ask(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     agent = None
     try:
-        selfref.open(key)  # take the key's lock up front: a clear exit 3 if the app holds it
+        # take the key's lock up front: a clear exit 3 if the app holds it
+        _store_notes(selfref.open(key))
         provider = Provider(config.provider)
         agent = Agent(selfref, provider, config.agent, output, model=config.provider.model,
                       context_window=config.provider.context_window)
@@ -435,7 +436,14 @@ async def _ask(args: argparse.Namespace) -> int:
 
 def _read_memory(args: argparse.Namespace) -> Any:
     """A read-only view of the key: works while the app is writing it."""
-    return _store(args).open(_key(args), write=False)
+    return _store_notes(_store(args).open(_key(args), write=False))
+
+
+def _store_notes(memory: Any) -> Any:
+    """Say on stderr what loading the key found (skipped damaged records, a torn write)."""
+    for warning in memory.take_warnings():
+        _err(warning)
+    return memory
 
 
 def _current_ref(args: argparse.Namespace) -> dict:
@@ -517,7 +525,7 @@ def _session(args: argparse.Namespace) -> tuple[Any, Any]:
     from selfref_tui.selfref.session import SelfRefSession
 
     store = _store(args)
-    return store, SelfRefSession(store.open(_key(args)))
+    return store, SelfRefSession(_store_notes(store.open(_key(args))))
 
 
 def _experiences_forget(args: argparse.Namespace) -> int:
@@ -575,6 +583,7 @@ def _context_show(args: argparse.Namespace) -> int:
     if provider_config.demo and not provider_config.base_url:
         provider_config = replace(provider_config, base_url="http://127.0.0.1:9/v1")
     store = ReadOnlyReference(SelfReference(config.data_dir, source=config.data_dir_source))
+    _store_notes(store.open(key))  # what loading found (skipped damaged records), once
     agent = Agent(store, Provider(provider_config), config.agent,
                   model=provider_config.model, context_window=provider_config.context_window)
     _load_encoder(agent, provider_config.model)

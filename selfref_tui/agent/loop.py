@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import AgentSettings
+from ..context.apply import unique_call_ids
 from ..context.mutations import (
     AssistantMessageMutation,
     AssistantTruncatedMutation,
@@ -401,7 +402,7 @@ class Agent:
                                  detail=getattr(error, "detail", "")))
             return "error", []
         ended(state.finish)
-        calls = state.tool_calls()
+        calls = unique_call_ids(state.tool_calls())  # each result must find its own call
         content: str | None = state.content
         if calls and not content:
             content = None

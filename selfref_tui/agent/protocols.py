@@ -35,6 +35,8 @@ class MemoryLike(Protocol):
         self, mutations: Sequence[ContextMutation] = (), *, records: Sequence[dict] = ()
     ) -> None: ...
 
+    def take_warnings(self) -> list[str]: ...
+
 
 class StoreLike(Protocol):
     """All memory keys (``selfref.reference.SelfReference`` provides it)."""

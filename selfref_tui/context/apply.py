@@ -67,6 +67,30 @@ def normalize_tool_call(call: dict[str, Any], position: int) -> dict[str, Any]:
     }
 
 
+def unique_call_ids(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The calls with ids made unique within the message: a repeat of ``x`` becomes ``x_2``.
+
+    Why: a server that sends two calls with one id in one message would have
+    both results answer the first call (and the second look unanswered). The
+    runtime stores and runs the calls under these ids, so each result finds
+    its own call. Calls are copied only when renamed; the order is kept.
+    """
+    ids = {c.get("id") for c in calls if isinstance(c, dict)}
+    seen: set[Any] = set()
+    out = []
+    for call in calls:
+        cid = call.get("id") if isinstance(call, dict) else None
+        if isinstance(cid, str) and cid and cid in seen:
+            n = 2
+            while f"{cid}_{n}" in ids or f"{cid}_{n}" in seen:
+                n += 1
+            call = {**call, "id": f"{cid}_{n}"}
+            cid = call["id"]
+        seen.add(cid)
+        out.append(call)
+    return out
+
+
 class TranscriptBuilder:
     """Folds patches into a message list it owns, keeping the transcript valid.
 
@@ -82,6 +106,8 @@ class TranscriptBuilder:
         self._open_idx: int | None = None
         self._unresolved: list[str] = []
         self._answered: set[str] = set()
+        #: in the open block: an id the model repeated -> the renamed ids of its repeats
+        self._repeats: dict[str, list[str]] = {}
         self._insert_at = 0
         self._find_open_block()
 
@@ -204,13 +230,15 @@ class TranscriptBuilder:
             )
 
     def _start_block(self, message: dict[str, Any]) -> None:
-        calls, seen = [], set()
-        for pos, raw in enumerate(message.get("tool_calls") or []):
-            call = normalize_tool_call(raw if isinstance(raw, dict) else {}, pos)
-            if call["id"] in seen:
-                continue
-            seen.add(call["id"])
-            calls.append(call)
+        raw_calls = [
+            normalize_tool_call(raw if isinstance(raw, dict) else {}, pos)
+            for pos, raw in enumerate(message.get("tool_calls") or [])
+        ]
+        calls = unique_call_ids(raw_calls)
+        self._repeats = {}
+        for before, after in zip(raw_calls, calls, strict=True):
+            if before["id"] != after["id"]:  # stored before ids were made unique
+                self._repeats.setdefault(before["id"], []).append(after["id"])
         message["tool_calls"] = calls
         self.messages.append(message)
         self._open_idx = len(self.messages) - 1
@@ -239,6 +267,11 @@ class TranscriptBuilder:
     def _append_tool_result(
         self, call_id: str, tool_name: str, content: Any, extra: dict[str, Any]
     ) -> None:
+        if self._open_idx is not None and call_id in self._answered:
+            # a repeated id (a log from before ids were made unique): the next repeat
+            repeats = [c for c in self._repeats.get(call_id, ()) if c in self._unresolved]
+            if repeats:
+                call_id = repeats[0]
         if self._open_idx is not None and call_id in self._unresolved:
             self._insert_result(call_id, content, extra)
             return

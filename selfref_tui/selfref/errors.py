@@ -25,3 +25,43 @@ class CorruptStoreError(StoreError):
 
 class UnsupportedSchemaError(StoreError):
     """The key was written by a newer selfref-tui; refusing to touch it."""
+
+
+class UnsafeStoreFileError(StoreError):
+    """A store path is a link, FIFO, device or socket: refused, never followed or opened."""
+
+
+class StorePermissionError(StoreError):
+    """The store's files or folders cannot be read or written by this user."""
+
+
+class SalvageReport:
+    """A damaged log was loaded without its damaged records; shown to the person.
+
+    ``str()`` is the one-line message: how many records were skipped, which
+    lines, and where the original file is kept (or that it was left as is).
+    """
+
+    def __init__(self, path: object, lines: list[tuple[int, str]], kept_as: object | None,
+                 saved: bool) -> None:
+        self.path = path
+        self.lines = lines
+        self.kept_as = kept_as
+        self.saved = saved
+
+    @property
+    def skipped(self) -> int:
+        return len(self.lines)
+
+    def __str__(self) -> str:
+        shown = "; ".join(f"line {n}: {why}" for n, why in self.lines[:3])
+        more = f"; and {self.skipped - 3} more" if self.skipped > 3 else ""
+        head = (f"{self.path}: skipped {self.skipped} damaged record"
+                f"{'' if self.skipped == 1 else 's'} ({shown}{more})")
+        if self.saved:
+            return (f"{head}; the original file is kept as {self.kept_as} and the key was saved "
+                    "without them — compare the two to recover what they held.")
+        if self.kept_as is not None:
+            return f"{head}; the original file is kept as {self.kept_as}."
+        return (f"{head}; the file was left as it is — open the key for writing (the app or "
+                "`selfref-tui ask`) to save a repaired copy; the original will be kept.")

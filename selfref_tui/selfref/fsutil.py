@@ -1,16 +1,100 @@
-"""Small file-system helpers with the store's durability and privacy rules.
+"""Small file-system helpers with the store's durability, privacy and safety rules.
 
 Everything the store creates is private to the person (files 0600, directories
 0700): transcripts hold whatever people paste into a chat.
+
+Everything the store reads is input: a key's files may have been replaced by a
+symlink (to another key's files, or anywhere), a FIFO (an ``open`` that never
+returns) or a device. :func:`read_regular` and :func:`open_regular` look with
+``lstat`` first and open with ``O_NOFOLLOW | O_NONBLOCK``, then check the
+opened file with ``fstat``, so such a file is refused without being followed
+and without an open that can block.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
+
+from .errors import UnsafeStoreFileError
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_KINDS = {
+    stat.S_IFLNK: "a symbolic link",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a directory",
+}
+
+
+def kind_of(mode: int) -> str:
+    return _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+
+
+def unsafe(path: Path, mode: int, expected: str = "a regular file") -> UnsafeStoreFileError:
+    return UnsafeStoreFileError(
+        f"{path} is {kind_of(mode)}, not {expected}; selfref-tui does not follow or open such "
+        "entries in its store — move it out of the way (it may point at another key's files).")
+
+
+def check_regular(path: Path) -> os.stat_result | None:
+    """lstat of ``path`` (None when missing); UnsafeStoreFileError unless a regular file."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        raise unsafe(path, st.st_mode)
+    return st
+
+
+def check_dir(path: Path) -> bool:
+    """True when ``path`` is a real directory, False when missing; refuses links and others."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISDIR(st.st_mode):
+        raise unsafe(path, st.st_mode, "a directory")
+    return True
+
+
+def open_regular(path: Path, flags: int, mode: int = FILE_MODE) -> int:
+    """``os.open`` that never follows a link, never blocks, and yields a regular file only."""
+    fd = os.open(path, flags | _NOFOLLOW | _NONBLOCK | _CLOEXEC, mode)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise unsafe(path, st.st_mode)
+        if _NONBLOCK:
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: Path) -> bytes | None:
+    """The bytes of a regular file, None when missing; links, FIFOs, devices refused."""
+    if check_regular(path) is None:
+        return None
+    try:
+        fd = open_regular(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == getattr(__import__("errno"), "ELOOP", -1):
+            raise unsafe(path, stat.S_IFLNK) from None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()
 
 
 def fsync_dir(path: Path) -> None:
@@ -56,12 +140,19 @@ def atomic_write(path: Path, data: bytes, *, sync_dir: bool = False, fsync: bool
     The rename means readers never see half a file while the system runs.
     ``fsync=False`` is for caches that can be rebuilt from the truth: it saves
     a disk flush, at the price that after a power loss (not a process crash)
-    the file may hold old, empty or garbled content.
+    the file may hold old, empty or garbled content. The temp file is created
+    afresh (``O_EXCL | O_NOFOLLOW``): a link or FIFO planted under its name is
+    removed, never followed; the rename replaces ``path``'s entry, whatever it
+    was, without following it.
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     try:
-        if hasattr(os, "fchmod"):  # umask may have narrowed or an old temp file widened it
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, FILE_MODE)
+    try:
+        if hasattr(os, "fchmod"):  # umask may have narrowed it
             os.fchmod(fd, FILE_MODE)
         write_all(fd, data)
         if fsync:

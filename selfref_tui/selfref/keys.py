@@ -19,8 +19,9 @@ import unicodedata
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .errors import InvalidKeyError
-from .fsutil import atomic_write, ensure_dir, fsync_dir
+from .checksum import seal
+from .errors import InvalidKeyError, StoreError
+from .fsutil import atomic_write, ensure_dir, fsync_dir, read_regular
 
 MAX_KEY_LENGTH = 128
 _MAX_DIRNAME = 180
@@ -159,17 +160,17 @@ def copy_key_dir(src: Path, dst: Path, new_key: str) -> None:
     if tmp.exists():
         shutil.rmtree(tmp)
     ensure_dir(tmp)
-    log = src / "log.jsonl"
-    if log.exists():
-        data = log.read_bytes()
+    data = read_regular(src / "log.jsonl")  # never a link's target or a FIFO's open
+    if data is not None:
         first, sep, rest = data.partition(b"\n")
         header = json.loads(first)
+        header.pop("c", None)  # the header is sealed again with its new name
         header["key"] = new_key
-        atomic_write(tmp / "log.jsonl", json.dumps(header, ensure_ascii=True).encode("ascii")
-                     + sep + rest)
+        line = seal(json.dumps(header, ensure_ascii=True, separators=(",", ":")))
+        atomic_write(tmp / "log.jsonl", line.encode("ascii") + sep + rest)
     try:
-        meta = json.loads((src / "meta.json").read_bytes())
-    except (OSError, ValueError):
+        meta = json.loads(read_regular(src / "meta.json") or b"null")
+    except (OSError, ValueError, StoreError):
         meta = None
     if isinstance(meta, dict):
         meta["key"] = new_key

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from .errors import StoreLockedError
-from .fsutil import FILE_MODE, atomic_write
+from .errors import StoreError, StoreLockedError
+from .fsutil import FILE_MODE, atomic_write, check_regular, read_regular
 
 LOCK_NAME = "writer.lock"
 INFO_NAME = "writer.json"
@@ -39,6 +39,7 @@ class WriterLock:
         return self._lock.is_locked
 
     def acquire(self) -> None:
+        check_regular(self.key_dir / LOCK_NAME)  # a planted link or FIFO is refused, not opened
         try:
             self._lock.acquire(timeout=0)
         except Timeout:
@@ -65,13 +66,13 @@ class WriterLock:
     def _held_message(self) -> str:
         holder = "another selfref-tui process"
         try:
-            info = json.loads((self.key_dir / INFO_NAME).read_text(encoding="utf-8"))
+            info = json.loads(read_regular(self.key_dir / INFO_NAME) or b"{}")
             pid, host, started = info.get("pid"), info.get("host"), info.get("started")
             if pid == os.getpid() and host == socket.gethostname():
                 holder = f"this process (pid {pid}) — it is already open for writing"
             else:
                 holder = f"pid {pid} on {host}, since {started}"
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, AttributeError, RecursionError, StoreError):
             pass
         return (
             f"Memory key {self.key!r} is being written by {holder}; "

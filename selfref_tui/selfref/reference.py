@@ -15,8 +15,8 @@ from pathlib import Path
 
 import platformdirs
 
-from .errors import InvalidKeyError, StoreError, StoreLockedError
-from .fsutil import DIR_MODE, ensure_dir
+from .errors import InvalidKeyError, StoreError, StoreLockedError, UnsafeStoreFileError
+from .fsutil import DIR_MODE, check_dir, ensure_dir, open_regular, read_regular
 from .keys import (
     copy_key_dir,
     is_fork_key,
@@ -27,7 +27,7 @@ from .keys import (
     write_empty_meta,
 )
 from .lock import WriterLock
-from .store import LOG_NAME, META_NAME, SCHEMA, KeyInfo, MemoryKey
+from .store import LOG_NAME, META_NAME, SCHEMA, KeyInfo, MemoryKey, _denied
 
 KEYS_DIR = "keys"
 
@@ -72,9 +72,15 @@ class SelfReference:
                 return cached
         if write:
             self._ensure_root()
-            ensure_dir(key_dir)
-            lock = WriterLock(key, key_dir)
-            lock.acquire()
+            try:
+                # A key folder that is a link (say, to another key's) is refused before
+                # anything in it is locked, read or moved.
+                if not check_dir(key_dir):
+                    ensure_dir(key_dir)
+                lock = WriterLock(key, key_dir)
+                lock.acquire()
+            except OSError as exc:
+                raise _denied(exc, key_dir, "write") from exc
             try:
                 memory = MemoryKey(key, key_dir, lock=lock)
             except BaseException:
@@ -152,6 +158,8 @@ class SelfReference:
             entries = list(os.scandir(self.keys_dir))
         except FileNotFoundError:
             return []
+        except OSError as exc:
+            raise _denied(exc, self.keys_dir, "read") from exc
         infos: list[KeyInfo] = []
         for entry in entries:
             if not entry.is_dir(follow_symlinks=False):
@@ -236,7 +244,10 @@ def _stamp(key_dir: Path) -> tuple[int, int]:
 def _read_info(key_dir: Path) -> KeyInfo | None:
     """A key's list entry; a damaged meta file degrades to what the log header says."""
     try:
-        meta = json.loads((key_dir / META_NAME).read_bytes())
+        data = read_regular(key_dir / META_NAME)
+        if data is None:
+            raise FileNotFoundError
+        meta = json.loads(data)
         if isinstance(meta, dict) and isinstance(meta.get("key"), str):
             messages = meta.get("messages")
             updated = meta.get("updated")
@@ -248,7 +259,9 @@ def _read_info(key_dir: Path) -> KeyInfo | None:
         problem = "meta.json has the wrong shape"
     except FileNotFoundError:
         problem = "meta.json is missing"
-    except (OSError, ValueError) as exc:
+    except UnsafeStoreFileError:
+        problem = "meta.json is not a regular file"
+    except (OSError, ValueError, RecursionError) as exc:
         problem = f"meta.json is unreadable ({exc.__class__.__name__})"
     key = _key_from_log_header(key_dir) or key_from_dirname(key_dir.name)
     if key is None:
@@ -260,9 +273,10 @@ def _read_info(key_dir: Path) -> KeyInfo | None:
 
 def _key_from_log_header(key_dir: Path) -> str | None:
     try:
-        with open(key_dir / LOG_NAME, "rb") as fh:
+        fd = open_regular(key_dir / LOG_NAME, os.O_RDONLY)  # never a FIFO's blocking open
+        with os.fdopen(fd, "rb") as fh:
             header = json.loads(fh.readline(4096))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError, StoreError):
         return None
     key = header.get("key") if isinstance(header, dict) else None
     return key if isinstance(key, str) else None

@@ -20,16 +20,28 @@ Why this shape:
   writing rewrites it from the log. Skipping that flush saved ~0.23 ms of a
   ~0.7 ms commit (ext4, 1,000 messages).
 * **Durable, all-or-nothing batches.** Every line of a batch but the last
-  carries ``"more": true``. On load a trailing batch without its last line, a
-  partial last line or a last line that is not JSON is a torn write from a
-  crash: it was never reported committed, so it is dropped with a warning and
-  the file is cut back to the end of the last whole batch.
+  carries ``"more": true``. A torn write from a crash is only what a cut
+  ``write`` can leave: a last line without its newline, and lines of a batch
+  whose last line never arrived. It was never reported committed, so it is
+  dropped with a warning and the file is cut back to the last whole batch.
+* **Damage is found, and salvaged.** Every line carries a CRC-32 of itself
+  (``"c"``, see checksum.py), checked on load; logs written before it still
+  load, and a writer seals them on open. A complete line that fails its
+  check, does not parse or does not validate is damage, never a torn write:
+  the key loads every record that verifies and skips the damaged ones (the
+  fold repairs the links they leave), and a writer keeps the original file
+  (``log.jsonl.damaged-<time>``) before saving the key without them. The
+  person is told how many records were skipped, which lines, and where the
+  original is — :class:`~.errors.SalvageReport` in ``warnings``. Nothing
+  reported committed is ever deleted.
+* **The disk is input.** A key directory, log or meta file that is a link,
+  FIFO or device is refused without being followed or opened in a way that
+  can block (fsutil.py), so one key can never touch another's files; a log
+  whose header names another key is refused, not moved. Permission problems
+  are ``StorePermissionError`` naming the file.
 * **Nothing is lost by compaction.** The state is the fold of the log; before
   a summary/replace patch the working messages are copied into ``history``
   marked ``archived``, so people can still read what the model no longer sees.
-* **Damage stays local.** Bad JSON or a wrong-shaped record in the middle of
-  a log fails that key alone, naming file and line; a writer moves the file
-  aside (kept, never deleted) so the key can start again.
 """
 
 from __future__ import annotations
@@ -54,15 +66,28 @@ from ..context.mutations import (
     MutationDecodeError,
     mutation_to_dict,
 )
+from .checksum import seal, seal_bytes, verify
 from .decode import decode_mutation
 from .errors import (
     CorruptStoreError,
     InvalidKeyError,
+    SalvageReport,
     StoreError,
     StoreLockedError,
+    StorePermissionError,
+    UnsafeStoreFileError,
     UnsupportedSchemaError,
 )
-from .fsutil import FILE_MODE, atomic_write, ensure_dir, fsync_dir, write_all
+from .fsutil import (
+    FILE_MODE,
+    atomic_write,
+    check_dir,
+    ensure_dir,
+    fsync_dir,
+    open_regular,
+    read_regular,
+    write_all,
+)
 from .keys import validate_key
 from .lock import WriterLock
 
@@ -97,7 +122,10 @@ _RECORD_SHAPES: dict[str, tuple[dict[str, _Types], dict[str, _Types]]] = {
         },
     ),
 }
-_LINE_ONLY = ("t", "ts", "more")
+_LINE_ONLY = ("t", "ts", "more", "c")
+#: a longer line is damage, not parsed (a real record is far smaller: fds hold big outputs
+#: in pages, and the largest tool output seen is a few MB)
+MAX_LINE_BYTES = 256 * 1024 * 1024
 _ARCHIVING = (ContextSummaryMutation, ContextReplaceMutation)
 
 
@@ -151,6 +179,8 @@ class MemoryKey:
         self._lock = lock
         self.writable = lock is not None
         self.warnings: list[str] = []
+        #: set when damaged records were skipped on load (also in ``warnings``)
+        self.salvage: SalvageReport | None = None
         self.summary: dict[str, Any] | None = None
         self.refs: dict[str, list[dict[str, Any]]] = {}
         self.fds: dict[str, dict[str, Any]] = {}
@@ -168,6 +198,8 @@ class MemoryKey:
         self._mutex = threading.Lock()
         self._load()
         if self.writable:
+            if self._size:
+                self._open_for_append()  # a read-only log fails here, not mid-turn
             self._sync_meta_if_stale()
 
     # ------------------------------------------------------------- read side
@@ -236,7 +268,8 @@ class MemoryKey:
         for line in lines[:-1]:
             line["more"] = True
         try:
-            texts = [json.dumps(line, ensure_ascii=True, separators=(",", ":")) for line in lines]
+            texts = [seal(json.dumps(line, ensure_ascii=True, separators=(",", ":")))
+                     for line in lines]
         except (TypeError, ValueError) as exc:
             raise TypeError(f"cannot store this turn: {exc}") from None
         payload = ("\n".join(texts) + "\n").encode("ascii")
@@ -277,19 +310,28 @@ class MemoryKey:
 
     # ------------------------------------------------------------- internals
 
+    def take_warnings(self) -> list[str]:
+        """The load warnings not yet shown, once (a front end shows each one time)."""
+        taken, self.warnings = self.warnings, []
+        return taken
+
     def _open_for_append(self) -> int:
         if self._fd is not None:
             return self._fd
         if self._lock is None:
             raise StoreError(f"Memory key {self.key!r} was closed; open it again to write.")
-        created_dir = ensure_dir(self.key_dir)
-        fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+        try:
+            created_dir = ensure_dir(self.key_dir)
+            fd = open_regular(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        except OSError as exc:
+            raise _denied(exc, self.log_path, "write") from exc
         if hasattr(os, "fchmod"):
             os.fchmod(fd, FILE_MODE)
         if self._size == 0:
             self.created = now_iso()
             header = {"t": "header", "schema": SCHEMA, "key": self.key, "created": self.created}
-            data = (json.dumps(header, ensure_ascii=True) + "\n").encode("ascii")
+            data = (seal(json.dumps(header, ensure_ascii=True, separators=(",", ":"))) + "\n"
+                    ).encode("ascii")
             os.ftruncate(fd, 0)
             write_all(fd, data)
             os.fsync(fd)
@@ -316,26 +358,29 @@ class MemoryKey:
         except OSError as exc:  # the log is the truth; the meta file is only a cache
             log.warning("could not update %s: %s", self.meta_path, exc)
 
+    def _read_meta(self) -> Any:
+        """meta.json parsed, or None when missing, unreadable or not a regular file."""
+        try:
+            data = read_regular(self.meta_path)
+            return None if data is None else json.loads(data)
+        except (OSError, ValueError, RecursionError, UnsafeStoreFileError):
+            return None  # a cache: rebuilt from the log
+
     def _sync_meta_if_stale(self) -> None:
         if self._size == 0:
             return
-        try:
-            meta = json.loads(self.meta_path.read_bytes())
-            stale = (
-                meta.get("messages") != self.message_count
-                or meta.get("updated") != self.updated
-                or meta.get("key") != self.key
-            )
-        except (OSError, ValueError, AttributeError):
-            stale = True
+        meta = self._read_meta()
+        stale = (
+            not isinstance(meta, dict)
+            or meta.get("messages") != self.message_count
+            or meta.get("updated") != self.updated
+            or meta.get("key") != self.key
+        )
         if stale:
             self._write_meta()
 
     def _check_meta_schema(self) -> None:
-        try:
-            meta = json.loads(self.meta_path.read_bytes())
-        except (OSError, ValueError):
-            return  # missing or unreadable: a cache, rebuilt from the log
+        meta = self._read_meta()
         schema = meta.get("schema") if isinstance(meta, dict) else None
         if isinstance(schema, int) and schema > SCHEMA:
             raise UnsupportedSchemaError(self._newer_message(self.meta_path, schema))
@@ -348,88 +393,45 @@ class MemoryKey:
         )
 
     def _load(self) -> None:
+        check_dir(self.key_dir)  # a link to another key's folder is refused, never followed
         self._check_meta_schema()
         try:
-            data = self.log_path.read_bytes()
-        except FileNotFoundError:
-            return
+            data = read_regular(self.log_path)
         except OSError as exc:
-            raise StoreError(
-                f"Cannot read {self.log_path}: {exc.strerror}; check its permissions."
-            ) from exc
-        torn: str | None = None
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            # Bytes that are not UTF-8: a torn last write if on the last line, else damage.
-            line_start = data.rfind(b"\n", 0, exc.start) + 1
-            lineno = data.count(b"\n", 0, line_start) + 1
-            if data.find(b"\n", exc.start, len(data) - 1) != -1:
-                self._corrupt(lineno, "the line is not valid UTF-8")
-            torn = "the last line is not valid UTF-8"
-            text = data[:line_start].decode("utf-8")
-        lines = text.split("\n")
-        tail = lines.pop()  # "" when the text ends with a newline
-        if tail and torn is None:
-            torn = "the last line is incomplete"
-        last = len(lines)  # 1-based number of the last complete line
+            raise _denied(exc, self.log_path, "read") from exc
+        if data is None:
+            return
+        lines = data.split(b"\n")
+        tail = lines.pop()  # b"" when the file ends with a newline
+        torn = "the last line is incomplete" if tail else None
+        mended = ""
+        if tail and len(tail) > 1 and verify(tail[:-1]):
+            # A whole sealed record whose newline became another byte: damage to one
+            # byte, not a cut write — the record stays.
+            lines.append(tail[:-1])
+            torn, mended = None, f"{self.log_path}: the newline after the last line was changed"
         if not lines:
             self._repair(0, torn or "the file is empty")
             return
-        if self._parse_header(lines[0], last, torn) is None:
-            return
-        pos = len(lines[0].encode()) + 1  # byte offsets, for cutting a torn tail
-        good_end = pos
-        good_line = 1
-        ts = self.created
-        raw_decode = json.JSONDecoder().raw_decode
-        decode = decode_mutation
-        builder_apply = self._builder.apply
-        flush = self._builder.flush_experiences
-        lineno = 1
-        for lineno in range(2, last + 1):
-            raw = lines[lineno - 1]
-            try:
-                rec, end = raw_decode(raw)
-                if end != len(raw) and raw[end:].strip():
-                    raise ValueError("extra data")
-            except ValueError:
-                if lineno == last:
-                    torn = torn or "the last line is not valid JSON"
-                    break
-                self._corrupt(lineno, "the line is not valid JSON")
-            if type(rec) is not dict:
-                self._corrupt(lineno, f"expected an object, got {type(rec).__name__}")
-            if rec.get("t") == "m":
-                try:
-                    mutation = decode(rec.get("m"))
-                except MutationDecodeError as exc:
-                    self._corrupt(lineno, f"bad patch: {exc}")
-                if isinstance(mutation, _ARCHIVING):
-                    self._archive_working(mutation)
-                builder_apply(mutation)
-            else:
-                problem = self._apply_record(rec, lineno)
-                if problem is not None:
-                    self._corrupt(lineno, problem)
-            pos += (len(raw) if raw.isascii() else len(raw.encode())) + 1
-            if rec.get("more"):
-                continue
-            flush()
-            good_end = pos
-            good_line = lineno
-            ts = rec.get("ts", ts)
-        if torn is None and good_line != last:
-            torn = "the last batch is incomplete"
-        self.updated = ts if isinstance(ts, str) else self.created
+        scan = _Scan(self, lines)
+        scan.run()
+        self.updated = scan.ts if isinstance(scan.ts, str) else self.created
+        if scan.torn_from is not None:
+            torn = torn or "the last batch is incomplete"
+        good_end = sum(len(line) + 1 for line in lines[: scan.whole])
         self._size = good_end
-        if torn is not None:
+        if scan.torn_from is not None:
+            # Lines of the unfinished batch were folded already: fold again up to the
+            # last whole batch (rare: only after a crash mid-batch).
+            self._reset_state()
+            self._refold(lines, scan.kept_before(scan.torn_from))
+        if mended:
+            self._warn(mended + ("; the file was repaired." if self.writable else
+                                 "; open the key for writing to repair it."))
+        if scan.damaged or (self.writable and (mended or not scan.sealed)):
+            self._save_salvaged(data, lines, scan, torn)
+        elif torn is not None:
             self._repair(good_end, torn)
-            if good_line != lineno:
-                # Lines of the unfinished batch were folded already: fold again up to
-                # the last whole batch (rare: only after a crash mid-batch).
-                self._reset_state()
-                self._refold(lines[:good_line])
 
     def _reset_state(self) -> None:
         self.summary = None
@@ -438,37 +440,79 @@ class MemoryKey:
         self._archive, self._archived_count = [], 0
         self.last_compacted = 0
 
-    def _refold(self, lines: list[str]) -> None:
-        """Fold a prefix already known to be whole batches of valid records."""
-        for lineno, raw in enumerate(lines[1:], start=2):
-            rec = json.loads(raw)
-            self._apply_record(rec, lineno)
-            if not rec.get("more"):
+    def _refold(self, lines: list[bytes], kept: list[tuple[int, int, bool]]) -> None:
+        """Fold records already known to be valid (line indexes from a scan)."""
+        for index, _batch, more in kept:
+            self._apply_record(json.loads(lines[index]), index + 1)
+            if not more:
                 self._builder.flush_experiences()
+        self._builder.flush_experiences()
 
-    def _parse_header(self, raw: str, last: int, torn: str | None) -> dict[str, Any] | None:
+    def _save_salvaged(self, data: bytes, lines: list[bytes], scan: _Scan,
+                       torn: str | None) -> None:
+        """Report skipped records; a writer keeps the original and saves the key sealed."""
+        kept = scan.kept_before(scan.torn_from)
+        kept_as: Path | None = None
+        saved = False
+        if self.writable:
+            if scan.damaged:
+                stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+                kept_as = self.log_path.with_name(f"{LOG_NAME}.damaged-{stamp}")
+                try:
+                    _keep_copy(kept_as, data)
+                except OSError as exc:
+                    raise _denied(exc, kept_as, "write") from exc
+            out = [scan.header_line()]
+            for n, (index, batch, more) in enumerate(kept):
+                last_of_batch = n + 1 == len(kept) or kept[n + 1][1] != batch
+                out.append(_resealed(lines[index], more=not last_of_batch, had_more=more))
+            payload = b"".join(line + b"\n" for line in out)
+            try:
+                atomic_write(self.log_path, payload, sync_dir=True)
+            except OSError as exc:
+                raise _denied(exc, self.log_path, "write") from exc
+            self._size = len(payload)
+            saved = bool(scan.damaged)
+            if torn is not None:
+                self._warn(f"{self.log_path}: {torn}; dropped the unfinished last write "
+                           "(it was never reported saved).")
+        elif torn is not None:
+            self._repair(self._size, torn)
+        if scan.damaged:
+            self.salvage = SalvageReport(self.log_path, scan.damaged, kept_as, saved)
+            self._warn(str(self.salvage))
+
+    def _warn(self, message: str) -> None:
+        log.warning("%s", message)
+        self.warnings.append(message)
+
+    def _header(self, raw: bytes, lineno: int) -> tuple[bool, str | None]:
+        """(sealed, problem) for the header line; raises when the key must not be touched."""
+        sealed = verify(raw)
+        if sealed is False:
+            return False, "the checksum does not match (the line was changed)"
         try:
             header = json.loads(raw)
-        except ValueError:
-            if last == 1:  # crash while the key was being created
-                self._repair(0, torn or "the header line is not valid JSON")
-                return None
-            self._corrupt(1, "the header line is not valid JSON")
+        except (ValueError, RecursionError):
+            return False, "the header line is not valid JSON"
         if (
             type(header) is not dict
             or header.get("t") != "header"
             or not isinstance(header.get("schema"), int)
         ):
-            self._corrupt(1, "the first line is not a selfref-tui log header")
+            return False, "the first line is not a selfref-tui log header"
         schema = header["schema"]
         if schema > SCHEMA:
             raise UnsupportedSchemaError(self._newer_message(self.log_path, schema))
         if schema < 1:
-            self._corrupt(1, f"unknown schema version {schema}")
+            return False, f"unknown schema version {schema}"
         if header.get("key") != self.key:
-            self._corrupt(1, f"the log belongs to key {header.get('key')!r}, not {self.key!r}")
+            raise CorruptStoreError(
+                f"Memory key {self.key!r} cannot use {self.log_path}: line {lineno} says it "
+                f"holds key {header.get('key')!r}; nothing was changed — move that file back "
+                "to its own key's folder, or away.")
         self.created = header.get("created") if isinstance(header.get("created"), str) else ""
-        return header
+        return bool(sealed), None
 
     def _apply_record(self, rec: dict[str, Any], lineno: int) -> str | None:
         """Fold one log record; a description of the problem if it has the wrong shape."""
@@ -520,34 +564,164 @@ class MemoryKey:
         )
         if self.writable:
             try:
-                with open(self.log_path, "r+b") as fh:
-                    fh.truncate(good_end)
-                    fh.flush()
-                    os.fsync(fh.fileno())
+                fd = open_regular(self.log_path, os.O_WRONLY)
+                try:
+                    os.ftruncate(fd, good_end)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
                 message += " The file was repaired."
             except OSError as exc:
                 message += f" Could not repair the file ({exc.strerror})."
-        log.warning("%s", message)
-        self.warnings.append(message)
+        self._warn(message)
         self._size = good_end
 
-    def _corrupt(self, lineno: int, what: str) -> None:
-        where = f"{self.log_path} line {lineno}"
-        if self.writable:
-            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-            aside = self.log_path.with_name(f"{LOG_NAME}.corrupt-{stamp}")
-            try:
-                os.replace(self.log_path, aside)
-                if self.meta_path.exists():
-                    meta_aside = self.meta_path.with_name(f"{META_NAME}.corrupt-{stamp}")
-                    os.replace(self.meta_path, meta_aside)
-                fsync_dir(self.key_dir)
-                hint = (
-                    f"the file was moved aside to {aside.name} (kept); opening the key again "
-                    "starts it empty — repair that file and rename it back to restore it."
-                )
-            except OSError as exc:
-                hint = f"could not move it aside ({exc.strerror}); repair or remove it."
+
+class _Scan:
+    """One pass over a log's complete lines: verify, parse, fold; note damage and batches.
+
+    ``kept`` holds (line index, batch number, more) of every record folded; a
+    damaged line is skipped and closes its batch (its ``more`` is unknown).
+    ``torn_from`` is the index in ``kept`` where a trailing unfinished batch
+    starts — a torn write only when no damaged line follows it (otherwise its
+    last line was committed and then damaged, and the batch stays).
+    """
+
+    def __init__(self, memory: MemoryKey, lines: list[bytes]) -> None:
+        self.memory = memory
+        self.lines = lines
+        self.kept: list[tuple[int, int, bool]] = []
+        self.damaged: list[tuple[int, str]] = []
+        self.torn_from: int | None = None
+        self.sealed = False
+        self.header_ok = False
+        self.whole = 0  # complete lines up to the last whole batch
+        self.ts: Any = ""
+
+    def run(self) -> None:
+        memory, lines = self.memory, self.lines
+        self.sealed, problem = memory._header(lines[0], 1)
+        if problem is not None:
+            self.damaged.append((1, problem))
+            # a sealed log keeps checking its lines even when its header is the damage
+            self.sealed = len(lines) > 1 and verify(lines[1]) is True
         else:
-            hint = "repair the file, or open the key for writing to move it aside and start again."
-        raise CorruptStoreError(f"Memory key {self.key!r} is damaged at {where}: {what}; {hint}")
+            self.header_ok = True
+        self.ts = memory.created
+        sealed = self.sealed
+        builder_apply = memory._builder.apply
+        flush = memory._builder.flush_experiences
+        decode = decode_mutation
+        batch = 0
+        open_batch: int | None = None  # index in kept where the open batch starts
+        self.whole = 1
+        for index in range(1, len(lines)):
+            raw = lines[index]
+            rec, problem = _parse(raw, sealed)
+            if problem is None:
+                if rec.get("t") == "m":
+                    try:
+                        mutation = decode(rec.get("m"))
+                    except MutationDecodeError as exc:
+                        problem = f"bad patch: {exc}"
+                    else:
+                        if isinstance(mutation, _ARCHIVING):
+                            memory._archive_working(mutation)
+                        builder_apply(mutation)
+                else:
+                    problem = memory._apply_record(rec, index + 1)
+            if problem is not None:
+                self.damaged.append((index + 1, problem))
+                open_batch = None  # a damaged line closes its batch: what came before stays
+                batch += 1
+                flush()
+                self.whole = index + 1
+                continue
+            more = bool(rec.get("more"))
+            if more and open_batch is None:
+                open_batch = len(self.kept)
+            self.kept.append((index, batch, more))
+            if more:
+                continue
+            open_batch = None
+            batch += 1
+            flush()
+            self.whole = index + 1
+            self.ts = rec.get("ts", self.ts)
+        if open_batch is not None:
+            self.torn_from = open_batch
+
+    def kept_before(self, end: int | None) -> list[tuple[int, int, bool]]:
+        return self.kept if end is None else self.kept[:end]
+
+    def header_line(self) -> bytes:
+        """The header to save: the original (sealed) when it was good, else a new one."""
+        raw = self.lines[0]
+        if self.header_ok:
+            return raw if verify(raw) else seal_bytes(raw.rstrip())
+        memory = self.memory
+        header = {"t": "header", "schema": SCHEMA, "key": memory.key,
+                  "created": memory.created or now_iso()}
+        return seal(json.dumps(header, ensure_ascii=True, separators=(",", ":"))).encode()
+
+
+def _parse(raw: bytes, sealed: bool) -> tuple[Any, str | None]:
+    """(record, None) for a line that verifies and parses to an object, else (None, why)."""
+    if len(raw) > MAX_LINE_BYTES:
+        return None, f"the line is {len(raw):,} bytes long (more than {MAX_LINE_BYTES:,})"
+    check = verify(raw)
+    if check is False:
+        return None, "the checksum does not match (the line was changed)"
+    if check is None and sealed:
+        return None, "the line has no checksum (it was changed)"
+    try:
+        rec = json.loads(raw)
+    except UnicodeDecodeError:
+        return None, "the line is not valid UTF-8"
+    except ValueError as exc:
+        if "digits" in str(exc):  # int() limit: a number with thousands of digits
+            return None, "the line holds a number too large to read"
+        return None, "the line is not valid JSON"
+    except RecursionError:
+        return None, "the line nests too deeply to read"
+    if type(rec) is not dict:
+        return None, f"expected an object, got {type(rec).__name__}"
+    return rec, None
+
+
+def _resealed(raw: bytes, *, more: bool, had_more: bool) -> bytes:
+    """A kept line, sealed, with ``more`` set as its place in the saved file needs."""
+    if more == had_more:
+        return raw if verify(raw) else seal_bytes(raw.rstrip())
+    rec = json.loads(raw)
+    rec.pop("c", None)
+    rec.pop("more", None)
+    if more:
+        rec["more"] = True
+    return seal(json.dumps(rec, ensure_ascii=True, separators=(",", ":"))).encode()
+
+
+def _keep_copy(path: Path, data: bytes) -> None:
+    """Write the original log next to it, never over an existing file."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                 FILE_MODE)
+    try:
+        write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(path.parent)
+
+
+def _denied(exc: OSError, path: Path, what: str) -> StoreError:
+    """A one-line store error for an OSError on ``path`` while trying to ``what`` it."""
+    if isinstance(exc, StoreError):
+        return exc
+    reason = exc.strerror or str(exc)
+    if isinstance(exc, PermissionError):
+        return StorePermissionError(
+            f"Cannot {what} {exc.filename or path}: {reason}; give your user {what} access to "
+            f"it and its folder (for example chmod u+rw file, chmod u+rwx folder), or set "
+            "SELFREF_DATA_DIR to another directory.")
+    return StoreError(f"Cannot {what} {exc.filename or path}: {reason}; check the disk and the "
+                      "file, then try again.")

@@ -287,6 +287,8 @@ class SelfRefApp(EventBridge, App[int]):
             await self._key_unavailable(key, self.key_error)
             return False
         self.key_error = None
+        for warning in memory.take_warnings():  # skipped damaged records, a torn write
+            self.notify(warning, title="Memory key", severity="warning", timeout=15)
         previous, self.key = self.key, key
         if previous != key:
             self.agent.release(previous)  # another window may write it now

@@ -151,3 +151,23 @@ async def test_ask_on_the_command_line_keeps_files_unless_allowed(tmp_path, work
     assert (work / "exists.txt").read_text() == expected
     if not flag:
         assert "--allow-overwrite" in told
+
+
+async def test_two_calls_sharing_an_id_get_their_own_results(harness):
+    script = [Reply(tool_calls=[ToolCall("remember", {"text": "one"}, id="dup"),
+                                ToolCall("remember", {"text": "two"}, id="dup")]),
+              Reply(text="Both kept.")]
+    async with harness(script) as h:
+        assert await h.agent.run_turn("main", "remember both") == "done"
+        sent = h.server.requests[1]["messages"]
+        calls = next(m for m in sent if m.get("tool_calls"))["tool_calls"]
+        assert [c["id"] for c in calls] == ["dup", "dup_2"]
+        results = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
+        assert sorted(results) == ["dup", "dup_2"]
+        assert {'"exp_001"' in r or '"exp_002"' in r for r in results.values()} == {True}
+        assert results["dup"] != results["dup_2"]
+        names = [c["function"]["name"] for m in sent for c in m.get("tool_calls", [])]
+        assert names == ["remember", "remember"]  # no invented unknown_tool
+    stored = h.reload()
+    assert stored.experiences == [{"id": "exp_001", "text": "one"},
+                                  {"id": "exp_002", "text": "two"}]

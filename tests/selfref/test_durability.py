@@ -11,6 +11,7 @@ import time
 import pytest
 
 from selfref_tui.selfref import SelfReference
+from selfref_tui.selfref.checksum import seal
 from selfref_tui.selfref.store import LOG_NAME
 
 from .helpers import start_writer, turn, wait_ready
@@ -26,17 +27,23 @@ def make_key(tmp_path, turns: int = 3):
     return log, log.read_bytes()
 
 
+def sealed(record: dict) -> bytes:
+    """A log line as the store writes it (with its checksum)."""
+    return seal(json.dumps(record, separators=(",", ":"))).encode()
+
+
+LOST = {"t": "m", "more": True, "ts": "x",
+        "m": {"type": "UserMessageMutation", "message": {"content": "lost"}}}
+
+
 @pytest.mark.parametrize(
     ("garbage", "reason"),
     [
         (b'{"t":"m","ts":"x","m":{"type":"UserMessage', "incomplete"),
-        (b"{not json at all}\n", "not valid JSON"),
-        (
-            b'{"t":"m","more":true,"ts":"x","m":{"type":"UserMessageMutation","message":{"content":"lost"}}}\n',
-            "batch is incomplete",
-        ),
-        (b'{"t":"m","ts":"x","m":"\xff\xfe"}\n', "UTF-8"),
         (b"\x00\x00\x00\x00", "incomplete"),
+        (sealed(LOST) + b"\n", "batch is incomplete"),
+        (sealed(LOST) + b"\n" + sealed(LOST)[:40], "incomplete"),
+        (sealed(LOST)[:-1], "incomplete"),  # cut just before its last byte
     ],
 )
 def test_torn_tail_is_dropped_with_a_warning_and_repaired(tmp_path, caplog, garbage, reason):
@@ -47,6 +54,7 @@ def test_torn_tail_is_dropped_with_a_warning_and_repaired(tmp_path, caplog, garb
     assert [m["content"] for m in memory.messages][-1] == "answer 2"
     assert len(memory.messages) == 6
     assert any(reason in w for w in memory.warnings), memory.warnings
+    assert memory.salvage is None  # a cut write is not damage
     assert reason in caplog.text
     assert log.read_bytes() == good  # cut back to the last whole batch
     memory.commit(turn(3))
@@ -54,6 +62,38 @@ def test_torn_tail_is_dropped_with_a_warning_and_repaired(tmp_path, caplog, garb
     again = SelfReference(tmp_path).open("main", write=False)
     assert again.warnings == []
     assert again.messages[-1]["content"] == "answer 3"
+
+
+@pytest.mark.parametrize(
+    ("garbage", "what"),
+    [
+        (b"{not json at all}\n", "no checksum"),
+        (b'{"t":"m","ts":"x","m":"\xff\xfe"}\n', "no checksum"),
+        (sealed({**LOST, "more": False}).replace(b"lost", b"lo\xffst") + b"\n", "checksum"),
+        (sealed({**LOST, "more": False}).replace(b"lost", b"LOST") + b"\n", "checksum"),
+    ],
+)
+def test_a_complete_bad_last_line_is_damage_not_a_torn_write(tmp_path, garbage, what):
+    """It ends with a newline, so it was written whole: kept aside and reported, not cut."""
+    log, good = make_key(tmp_path)
+    log.write_bytes(good + garbage)
+    memory = SelfReference(tmp_path).open("main")
+    assert [m["content"] for m in memory.messages][-1] == "answer 2"
+    report = memory.salvage
+    assert report is not None and report.skipped == 1 and report.lines[0][0] == 8
+    assert what in report.lines[0][1]
+    assert report.kept_as.read_bytes() == good + garbage  # the original, byte for byte
+    assert "dropped the unfinished" not in " ".join(memory.warnings)
+    assert str(report.kept_as) in memory.warnings[0] and "line 8" in memory.warnings[0]
+
+
+def test_a_changed_last_newline_keeps_the_last_record(tmp_path):
+    log, good = make_key(tmp_path)
+    log.write_bytes(good[:-1] + b"X")
+    memory = SelfReference(tmp_path).open("main")
+    assert memory.messages[-1]["content"] == "answer 2" and len(memory.messages) == 6
+    assert any("newline" in w for w in memory.warnings)
+    assert log.read_bytes() == good
 
 
 def test_reader_drops_a_torn_tail_without_touching_the_file(tmp_path):
@@ -67,7 +107,7 @@ def test_reader_drops_a_torn_tail_without_touching_the_file(tmp_path):
 def test_half_written_batch_is_not_applied_after_repair(tmp_path):
     """The dropped lines of an unfinished batch must not leak into the fold."""
     log, good = make_key(tmp_path, turns=1)
-    first = json.dumps(
+    first = sealed(
         {
             "t": "m",
             "more": True,
@@ -75,7 +115,7 @@ def test_half_written_batch_is_not_applied_after_repair(tmp_path):
             "m": {"type": "ExperienceRememberMutation", "text": "ghost"},
         }
     )
-    log.write_bytes(good + first.encode() + b"\n" + b'{"t":"m","ts":"x","m":{"ty')
+    log.write_bytes(good + first + b"\n" + b'{"t":"m","ts":"x","m":{"ty')
     memory = SelfReference(tmp_path).open("main")
     assert memory.experiences == []
     assert [m["role"] for m in memory.messages] == ["user", "assistant"]
@@ -110,6 +150,7 @@ def test_kill_9_at_random_moments_loses_nothing_committed(tmp_path):
             int(line.split()[1]) for line in out.splitlines() if line.startswith("committed")
         }
         memory = SelfReference(tmp_path).open("main", write=False)
+        assert memory.salvage is None  # a kill leaves a torn write at most, never damage
         users = [m["content"].split()[1] for m in memory.messages if m["role"] == "user"]
         answers = [m["content"] for m in memory.messages if m["role"] == "assistant"]
         stored = {int(u) for u in users}

@@ -1,0 +1,143 @@
+"""What a person sees on the command line when the store is damaged, hostile or locked down.
+
+Permission problems are made real: ``chmod`` for a normal user; as root (who
+ignores permission bits) ``chattr +i``, which refuses root too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from selfref_tui.cli import main
+from selfref_tui.selfref import SelfReference
+from selfref_tui.selfref.store import LOG_NAME
+
+from .helpers import ROOT, turn
+
+ROOT_USER = os.geteuid() == 0
+
+
+@dataclass
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def cli(capsys):
+    """The real command line, in this process (a child per call would cost seconds)."""
+
+    def run(*args: str) -> Result:
+        capsys.readouterr()
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return Result(code, out, err)
+
+    return run
+
+
+def cli_process(*args: str) -> subprocess.CompletedProcess:
+    """In a child process with a timeout: for what could hang."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-m", "selfref_tui", *args], capture_output=True,
+                          text=True, env=env, timeout=60, cwd=ROOT)
+
+
+def make_key(tmp_path: Path, key: str = "main") -> Path:
+    store = SelfReference(tmp_path / "data")
+    memory = store.open(key)
+    memory.commit(turn(1))
+    memory.commit(turn(2))
+    store.close()
+    return memory.log_path
+
+
+@contextlib.contextmanager
+def denied(path: Path, mode: int) -> Iterator[None]:
+    """No access to ``path`` for this user (``mode`` for chmod; root: immutable)."""
+    if ROOT_USER:
+        if shutil.which("chattr") is None:
+            pytest.skip("root ignores permission bits and chattr is not available")
+        if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode:
+            pytest.skip("chattr +i is not supported here")
+        try:
+            yield
+        finally:
+            subprocess.run(["chattr", "-i", str(path)], check=True)
+    else:
+        before = path.stat().st_mode
+        path.chmod(mode)
+        try:
+            yield
+        finally:
+            path.chmod(before)
+
+
+def one_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    assert len(lines) == 1, text
+    return lines[0]
+
+
+def test_a_read_only_log_is_exit_3_naming_the_file(tmp_path, cli):
+    log = make_key(tmp_path)
+    with denied(log, 0o400):
+        result = cli("ask", "--demo", "hello")
+    assert result.returncode == 3, result.stderr
+    line = one_line(result.stderr)
+    assert str(log) in line and "chmod" in line and "Traceback" not in result.stderr
+    assert "answer 2" in log.read_text()
+
+
+def test_a_folder_without_access_is_exit_3_naming_it(tmp_path, cli):
+    log = make_key(tmp_path)
+    folder = log.parent if not ROOT_USER else log.parent.parent  # root: no new key folder
+    key = "main" if not ROOT_USER else "fresh"
+    with denied(folder, 0o000):
+        results = [cli("ask", "--demo", "--key", key, "hello")]
+        if not ROOT_USER:
+            results.append(cli("refs", "list"))
+    for result in results:
+        assert result.returncode == 3, result.stderr
+        line = one_line(result.stderr)
+        assert str(folder) in line and "SELFREF_DATA_DIR" in line
+
+
+def test_damage_is_salvaged_and_reported_on_stderr(tmp_path, cli):
+    log = make_key(tmp_path)
+    lines = log.read_bytes().split(b"\n")
+    lines[2] = lines[2].replace(b"answer 1", b"answer !")  # a flipped byte, line 3
+    lines[4] = b"[" * 100_000  # hostile nesting, line 5
+    log.write_bytes(b"\n".join(lines))
+    result = cli("context", "show")
+    assert result.returncode == 0, result.stderr
+    note = one_line(result.stderr)
+    assert "skipped 2 damaged records" in note and "line 3" in note and "line 5" in note
+    assert "Traceback" not in result.stderr
+    result = cli("ask", "--demo", "hello")  # a writer: keeps the original, saves the rest
+    assert result.returncode == 0, result.stderr
+    assert "kept as" in result.stderr and ".damaged-" in result.stderr
+    kept = list(log.parent.glob(f"{LOG_NAME}.damaged-*"))
+    assert len(kept) == 1 and kept[0].read_bytes() == b"\n".join(lines)
+    again = cli("context", "show")
+    assert again.returncode == 0 and again.stderr == ""
+
+
+def test_a_fifo_log_is_exit_3_and_never_hangs(tmp_path):
+    log = make_key(tmp_path)
+    log.unlink()
+    os.mkfifo(log)
+    result = cli_process("refs", "list")
+    assert result.returncode == 3, result.stderr
+    assert "FIFO" in one_line(result.stderr) and str(log) in result.stderr
