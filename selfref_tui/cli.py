@@ -28,7 +28,8 @@ exit codes:
   0    success
   1    error (provider failure, missing ref or experience, file exists, ...)
   2    usage error (bad arguments, invalid key name, bad config)
-  3    store locked by another selfref-tui, or corrupt / from a newer version
+  3    store locked by another selfref-tui, unreadable or unwritable, a link or FIFO
+       in it, a log of another key, or from a newer version
   130  interrupted (Ctrl+C): the partial answer is kept, marked as truncated
 
 environment: OPENAI_API_KEY, OPENAI_BASE_URL, SELFREF_MODEL, SELFREF_DATA_DIR,

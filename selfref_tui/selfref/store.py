@@ -665,6 +665,9 @@ class _Scan:
         return seal(json.dumps(header, ensure_ascii=True, separators=(",", ":"))).encode()
 
 
+_raw_decode = json.JSONDecoder().raw_decode
+
+
 def _parse(raw: bytes, sealed: bool) -> tuple[Any, str | None]:
     """(record, None) for a line that verifies and parses to an object, else (None, why)."""
     if len(raw) > MAX_LINE_BYTES:
@@ -675,7 +678,10 @@ def _parse(raw: bytes, sealed: bool) -> tuple[Any, str | None]:
     if check is None and sealed:
         return None, "the line has no checksum (it was changed)"
     try:
-        rec = json.loads(raw)
+        text = raw.decode("utf-8")
+        rec, end = _raw_decode(text)  # the C scanner, without json.loads's wrappers
+        if end != len(text) and text[end:].strip():
+            raise ValueError("extra data")
     except UnicodeDecodeError:
         return None, "the line is not valid UTF-8"
     except ValueError as exc:

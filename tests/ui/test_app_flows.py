@@ -272,7 +272,7 @@ async def test_store_locked_by_another_writer_keeps_typed_text(tmp_path):
         other.close()
 
 
-async def test_corrupt_store_file_is_reported_and_key_starts_fresh(tmp_path):
+async def test_damaged_store_file_is_salvaged_and_reported(tmp_path):
     store = SelfReference(tmp_path / "data")
     memory = store.open("main")
     for text in ("one", "two"):
@@ -282,19 +282,24 @@ async def test_corrupt_store_file_is_reported_and_key_starts_fresh(tmp_path):
     lines = log.read_text().split("\n")
     lines[1] = "{oops"  # damage in the middle of the file, not a torn last write
     log.write_text("\n".join(lines))
-    async with DemoServer([Reply(text="fresh start")]) as url:
+    damaged = log.read_bytes()
+    async with DemoServer([Reply(text="salvaged")]) as url:
         app = make_app(tmp_path, url)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: app.transcript.query(ErrorBlock), what="error block")
-            assert app.transcript.query_one(ErrorBlock).kind == "store"
+            await wait_until(
+                pilot,
+                lambda: any("damaged record" in str(n.message) for n in app._notifications),
+                what="the salvage notice",
+            )
             await wait_until(pilot, lambda: app.header.status == "ready", what="ready")
             await type_and_send(pilot, "hello again")
             await wait_until(
                 pilot, lambda: idle(app) and app.transcript.query(AssistantMessage), what="answer"
             )
-    assert stored(tmp_path)[-1]["content"] == "fresh start"
-    aside = [p for p in log.parent.iterdir() if p.name.startswith("log.jsonl.corrupt-")]
-    assert len(aside) == 1  # the damaged log is kept for recovery
+    # "one" was on the damaged line; everything else stays, and the original is kept.
+    assert [m["content"] for m in stored(tmp_path)] == ["two", "hello again", "salvaged"]
+    aside = [p for p in log.parent.iterdir() if p.name.startswith("log.jsonl.damaged-")]
+    assert len(aside) == 1 and aside[0].read_bytes() == damaged
 
 
 @pytest.mark.parametrize("demo", [True])
