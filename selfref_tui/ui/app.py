@@ -536,20 +536,26 @@ class SelfRefApp(EventBridge, App[int]):
 
     def action_ref_prev(self) -> None:
         if self.transcript.move_highlight(-1) is None:
-            self.notify("No refs in this conversation yet.")
+            self.notify("Nothing to highlight in this conversation yet.")
 
     def action_ref_next(self) -> None:
         if self.transcript.move_highlight(+1) is None:
-            self.notify("No refs in this conversation yet.")
+            self.notify("Nothing to highlight in this conversation yet.")
 
     def action_scroll_bottom(self) -> None:
         self.transcript.scroll_bottom()
 
     def action_copy_ref(self) -> None:
-        block = self.transcript.target_ref()
-        if block is None:
-            self.notify("No ref to copy yet.", severity="warning")
+        target = self.transcript.target()
+        if target is None:
+            self.notify("Nothing to copy yet.", severity="warning")
             return
+        if not hasattr(target, "ref_id"):  # a message or a code block: its text as shown
+            text = target.copy_text
+            self.copy_to_clipboard(text)
+            self.notify(f"Copied {len(text)} characters.")
+            return
+        block = target
         from selfref_tui.refs.export import export_plan
 
         # The same text an export writes: a ref that is one code fence copies as code.

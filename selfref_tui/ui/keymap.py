@@ -53,7 +53,7 @@ BINDINGS: list[Binding] = [
         "Prev ref",
         id="ref_prev",
         group=_REF_KEYS,
-        tooltip="Highlight the previous ref in the transcript",
+        tooltip="Highlight the previous message, ref or code block in the transcript",
     ),
     Binding(
         "ctrl+down",
@@ -61,7 +61,7 @@ BINDINGS: list[Binding] = [
         "Next ref",
         id="ref_next",
         group=_REF_KEYS,
-        tooltip="Highlight the next ref in the transcript",
+        tooltip="Highlight the next message, ref or code block in the transcript",
     ),
     Binding(
         "ctrl+s",
@@ -75,7 +75,7 @@ BINDINGS: list[Binding] = [
         "copy_ref",
         "Copy ref",
         id="copy_ref",
-        tooltip="Copy the highlighted ref to the clipboard",
+        tooltip="Copy the highlighted message, ref or code block to the clipboard",
     ),
     Binding(
         "ctrl+b",

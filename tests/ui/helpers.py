@@ -18,7 +18,6 @@ from selfref_tui.demo.script import Script
 from selfref_tui.demo.server import DemoServer
 from selfref_tui.selfref.reference import SelfReference
 from selfref_tui.ui.app import SelfRefApp
-from selfref_tui.ui.widgets.tool_card import ToolCard
 
 SIZE = (120, 40)
 
@@ -96,17 +95,10 @@ async def turn_done(pilot, app: SelfRefApp, status: str = "ready", timeout: floa
         )
     except AssertionError as exc:
         router = app.router
-        transcript = app.transcript
-        pump = transcript._pump
-        where = ""
-        if pump is not None and not pump.done():
-            frames = pump.get_stack(limit=30)
-            where = " <- ".join(f"{f.f_code.co_name}:{f.f_lineno}" for f in frames)
         raise AssertionError(
             f"{exc}; header {app.header.status!r}, router busy "
             f"{router.busy if router else None}, events waiting {len(app._events)}, "
-            f"transcript settled {transcript.settled} (queued "
-            f"{[type(e).__name__ for e in transcript._queue]}, pump at {where or '-'})"
+            f"transcript settled {app.transcript.settled}"
         ) from None
 
 
@@ -140,10 +132,11 @@ def thread_server(script: Script, **kwargs) -> Iterator[str]:
 
 def steady_durations(app: SelfRefApp, seconds: float = 0.01) -> None:
     """Tool durations are measured by the runtime; pin them so a snapshot does not drift."""
-    for card in app.query(ToolCard):
+    for card in app.transcript.items_of("tool"):
         if card.duration_s is not None:
             card.duration_s = seconds
-            card.title = card._label_text()
+            card.touch()
+    app.transcript.redraw()
 
 
 async def steady_usage(pilot, app: SelfRefApp) -> None:

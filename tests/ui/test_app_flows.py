@@ -18,9 +18,6 @@ from selfref_tui.demo.server import DemoServer
 from selfref_tui.selfref.errors import StoreLockedError
 from selfref_tui.selfref.reference import SelfReference
 from selfref_tui.ui.app import SelfRefApp
-from selfref_tui.ui.widgets.assistant_message import AssistantMessage
-from selfref_tui.ui.widgets.error_block import ErrorBlock
-from selfref_tui.ui.widgets.user_message import UserMessage
 from tests.ui.helpers import (
     SIZE,
     TWO_REFS,
@@ -41,11 +38,11 @@ async def test_send_and_stream_two_refs(tmp_path):
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
             await type_and_send(pilot, "write fibonacci")
-            await wait_until(pilot, lambda: app.transcript.query(UserMessage), what="user message")
+            await wait_until(pilot, lambda: app.transcript.items_of("user"), what="user message")
             await wait_until(
                 pilot, lambda: idle(app) and app.header.status == "ready", what="turn end"
             )
-            answer = app.transcript.query_one(AssistantMessage)
+            answer = app.transcript.items_of("answer")[0]
             assert answer.finished and not answer.interrupted
             assert [b.ref_id for b in app.transcript.ref_blocks()] == [
                 "fib_recursive",
@@ -79,9 +76,9 @@ async def test_escape_mid_stream_keeps_partial_answer_marked_and_stored(tmp_path
             await wait_until(
                 pilot, lambda: idle(app) and app.header.status == "stopped", what="abort"
             )
-            answer = app.transcript.query_one(AssistantMessage)
+            answer = app.transcript.items_of("answer")[0]
             assert answer.interrupted
-            assert "interrupted" in str(answer.query_one(".marker").render())
+            assert "interrupted" in answer.marker
             assert app.focused is app.chat_input
         release.set()
     messages = stored(tmp_path)
@@ -106,13 +103,13 @@ async def test_message_sent_during_a_run_is_queued_then_delivered(tmp_path):
             await type_and_send(pilot, "also add tests")
             await wait_until(pilot, lambda: app.transcript.queued_messages(), what="queued message")
             queued = app.transcript.queued_messages()[0]
-            assert queued.text == "also add tests" and queued.has_class("-queued")
+            assert queued.text == "also add tests" and queued.queued
             release.set()
             await wait_until(pilot, lambda: not queued.queued, what="delivery")
             await wait_until(
                 pilot, lambda: idle(app) and app.header.status == "ready", what="turn end"
             )
-            texts = [m.text for m in app.transcript.query(UserMessage)]
+            texts = [m.text for m in app.transcript.items_of("user")]
             assert texts == ["first task", "also add tests"]
     contents = [m.get("content") for m in stored(tmp_path) if m["role"] == "user"]
     assert contents[-1] == "also add tests"
@@ -132,7 +129,7 @@ async def test_ref_highlight_export_and_overwrite_prompt(tmp_path, monkeypatch):
             await pilot.press("ctrl+up")
             highlighted = app.transcript.highlighted
             assert highlighted is not None and highlighted.ref_id == "fib_iterative"
-            assert highlighted.has_class("-highlighted")
+            assert highlighted.highlighted
             await pilot.press("ctrl+up")
             assert app.transcript.highlighted.ref_id == "fib_recursive"
             await pilot.press("ctrl+down")
@@ -188,7 +185,7 @@ async def test_switch_key_with_slash_command(tmp_path):
             await wait_until(
                 pilot, lambda: app.key == "work" and app.header.status == "ready", what="switch"
             )
-            assert not app.transcript.query(UserMessage)
+            assert not app.transcript.items_of("user")
             assert app.header.key == "work"
             assert "last answer" not in str(app.sidebar.meter.render())  # that was main's
             await type_and_send(pilot, "hello work")
@@ -196,7 +193,7 @@ async def test_switch_key_with_slash_command(tmp_path):
                 pilot,
                 lambda: (
                     idle(app)
-                    and app.transcript.query(AssistantMessage)
+                    and app.transcript.items_of("answer")
                     and app.header.status == "ready"
                 ),
                 what="turn 2",
@@ -207,7 +204,7 @@ async def test_switch_key_with_slash_command(tmp_path):
                 lambda: app.key == "main" and app.header.status == "ready",
                 what="switch back",
             )
-            assert [m.text for m in app.transcript.query(UserMessage)] == ["hello main"]
+            assert [m.text for m in app.transcript.items_of("user")] == ["hello main"]
     assert stored(tmp_path, "work")[-1]["content"] == "answer in work"
 
 
@@ -219,9 +216,9 @@ async def test_provider_down_shows_error_block_and_app_survives(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await started(pilot, app)
         await type_and_send(pilot, "are you there?")
-        await wait_until(pilot, lambda: app.transcript.query(ErrorBlock), what="error block")
-        error = app.transcript.query_one(ErrorBlock)
-        assert error.kind in ("connection", "timeout")
+        await wait_until(pilot, lambda: app.transcript.items_of("error"), what="error block")
+        error = app.transcript.items_of("error")[0]
+        assert error.error_kind in ("connection", "timeout")
         await wait_until(pilot, lambda: idle(app), what="turn end")
         assert app.is_running
     assert stored(tmp_path)[-1]["content"] == "are you there?"  # what was typed is kept
@@ -233,8 +230,8 @@ async def test_rejected_api_key_shows_error_block(tmp_path):
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
             await type_and_send(pilot, "hi")
-            await wait_until(pilot, lambda: app.transcript.query(ErrorBlock), what="error block")
-            assert app.transcript.query_one(ErrorBlock).kind == "auth"
+            await wait_until(pilot, lambda: app.transcript.items_of("error"), what="error block")
+            assert app.transcript.items_of("error")[0].error_kind == "auth"
 
 
 async def test_server_error_shows_error_block(tmp_path):
@@ -243,8 +240,8 @@ async def test_server_error_shows_error_block(tmp_path):
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
             await type_and_send(pilot, "hi")
-            await wait_until(pilot, lambda: app.transcript.query(ErrorBlock), what="error block")
-            assert app.transcript.query_one(ErrorBlock).kind == "server"
+            await wait_until(pilot, lambda: app.transcript.items_of("error"), what="error block")
+            assert app.transcript.items_of("error")[0].error_kind == "server"
 
 
 async def test_store_locked_by_another_writer_keeps_typed_text(tmp_path):
@@ -255,19 +252,19 @@ async def test_store_locked_by_another_writer_keeps_typed_text(tmp_path):
             app = make_app(tmp_path, url)
             async with app.run_test(size=SIZE) as pilot:
                 await wait_until(
-                    pilot, lambda: app.transcript.query(ErrorBlock), what="error block"
+                    pilot, lambda: app.transcript.items_of("error"), what="error block"
                 )
-                assert app.transcript.query_one(ErrorBlock).kind == "store"
+                assert app.transcript.items_of("error")[0].error_kind == "store"
                 await type_and_send(pilot, "do not lose me")
                 await pilot.pause()
                 assert app.chat_input.text == "do not lose me"
-                assert not app.transcript.query(UserMessage)
+                assert not app.transcript.items_of("user")
                 # A new key is the way out, and the text is still there to send in it.
                 await pilot.press("ctrl+n")
                 await wait_until(pilot, lambda: app.key == "chat-1" and not app.key_error)
                 await pilot.press("enter")
-                await wait_until(pilot, lambda: app.transcript.query(UserMessage))
-                assert app.transcript.query_one(UserMessage).text == "do not lose me"
+                await wait_until(pilot, lambda: app.transcript.items_of("user"))
+                assert app.transcript.items_of("user")[0].text == "do not lose me"
     finally:
         other.close()
 
@@ -294,7 +291,7 @@ async def test_damaged_store_file_is_salvaged_and_reported(tmp_path):
             await wait_until(pilot, lambda: app.header.status == "ready", what="ready")
             await type_and_send(pilot, "hello again")
             await wait_until(
-                pilot, lambda: idle(app) and app.transcript.query(AssistantMessage), what="answer"
+                pilot, lambda: idle(app) and app.transcript.items_of("answer"), what="answer"
             )
     # "one" was on the damaged line; everything else stays, and the original is kept.
     assert [m["content"] for m in stored(tmp_path)] == ["two", "hello again", "salvaged"]
@@ -387,7 +384,7 @@ async def test_messages_typed_before_start_up_finishes_are_sent_in_order(tmp_pat
             await type_and_send(pilot, "one")
             await type_and_send(pilot, "two")
             assert not app.ready
-            assert [(m.text, m.queued) for m in app.transcript.query(UserMessage)] == [
+            assert [(m.text, m.queued) for m in app.transcript.items_of("user")] == [
                 ("one", True),
                 ("two", True),
             ]
@@ -410,14 +407,14 @@ async def test_messages_typed_before_start_up_finishes_are_sent_in_order(tmp_pat
                     lambda: (
                         idle(app)
                         and app.header.status == "ready"
-                        and app.transcript.query(AssistantMessage)
+                        and app.transcript.items_of("answer")
                         and not app.transcript.queued_messages()
                     ),
                     what="both delivered",
                 )
             finally:
                 watcher.cancel()
-            assert [(m.text, m.queued) for m in app.transcript.query(UserMessage)] == [
+            assert [(m.text, m.queued) for m in app.transcript.items_of("user")] == [
                 ("one", False),
                 ("two", False),
             ]
@@ -440,7 +437,6 @@ _COMPACT = {
 
 async def test_a_compaction_reads_the_same_after_a_reload(tmp_path):
     from selfref_tui.demo.script import ToolCall
-    from selfref_tui.ui.widgets.compaction_divider import CompactionDivider
 
     script = [
         Reply(text="first answer"),
@@ -457,12 +453,12 @@ async def test_a_compaction_reads_the_same_after_a_reload(tmp_path):
             await type_and_send(pilot, "/compact")
             await wait_until(
                 pilot,
-                lambda: idle(app) and app.transcript.query(CompactionDivider),
+                lambda: idle(app) and app.transcript.items_of("divider"),
                 what="compaction",
             )
             await turn_done(pilot, app)
-            live = app.transcript.query_one(CompactionDivider).messages_before
-            live_users = [m.text for m in app.transcript.query(UserMessage)]
+            live = app.transcript.items_of("divider")[0].messages_before
+            live_users = [m.text for m in app.transcript.items_of("user")]
             assert live > 0
             await type_and_send(pilot, "/key other")
             await wait_until(pilot, lambda: app.key == "other" and app.header.status == "ready")
@@ -470,8 +466,8 @@ async def test_a_compaction_reads_the_same_after_a_reload(tmp_path):
             await wait_until(pilot, lambda: app.key == "main" and app.header.status == "ready")
             # Reloaded from the store: the same count, and the runtime's own prompt to the
             # model stays hidden as it was live.
-            assert app.transcript.query_one(CompactionDivider).messages_before == live
-            reloaded_users = [m.text for m in app.transcript.query(UserMessage)]
+            assert app.transcript.items_of("divider")[0].messages_before == live
+            reloaded_users = [m.text for m in app.transcript.items_of("user")]
             assert reloaded_users == live_users
             assert not any("selfref-tui runtime" in text for text in reloaded_users)
 
@@ -504,7 +500,7 @@ async def test_a_double_esc_stops_the_answer_but_not_the_message_queued_behind_i
             await pilot.press("escape")  # the same press, repeated: ignored
             second.set()
             await wait_until(pilot, lambda: idle(app) and app.header.status == "ready")
-            answers = list(app.transcript.query(AssistantMessage))
+            answers = list(app.transcript.items_of("answer"))
             assert answers[0].interrupted and not answers[-1].interrupted
         first.set()
     assert stored(tmp_path)[-1]["content"] == "Answering the queued message."
@@ -546,7 +542,7 @@ async def test_switching_away_from_a_key_lets_another_window_write_it(tmp_path):
                 # Back again: the app takes the key once more and shows its history.
                 await type_and_send(pilot, "/key main")
                 await wait_until(pilot, lambda: app.key == "main" and app.header.status == "ready")
-                assert [m.text for m in app.transcript.query(UserMessage)] == ["hello main"]
+                assert [m.text for m in app.transcript.items_of("user")] == ["hello main"]
             finally:
                 other.close()
 

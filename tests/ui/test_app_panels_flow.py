@@ -15,7 +15,6 @@ from selfref_tui.demo.script import Reply, ToolCall
 from selfref_tui.demo.server import DemoServer
 from selfref_tui.selfref.reference import SelfReference
 from selfref_tui.ui.widgets.experience_list import ExperienceList
-from selfref_tui.ui.widgets.tool_card import ToolCard
 from tests.ui.helpers import (
     SIZE,
     make_app,
@@ -87,7 +86,7 @@ async def test_forgetting_the_last_experience_hands_the_keys_back_to_the_input(t
             assert app.focused is app.chat_input
             await type_and_send(pilot, "still here")
             await turn_done(pilot, app)
-            assert app.transcript.query("UserMessage").last().text == "still here"
+            assert app.transcript.items_of("user")[-1].text == "still here"
 
 
 CHILD_MARK = "CHILD TASK"
@@ -145,7 +144,7 @@ async def test_fork_panel_shows_two_children_that_finish(tmp_path):
             rows = [[str(cell) for cell in panel.table.get_row_at(i)] for i in range(2)]
             assert all("done" in row[2] for row in rows)
             # Finished forks stay listed; the parent shows its tool cards.
-            names = [card.tool_name for card in app.transcript.query(ToolCard)]
+            names = [card.tool_name for card in app.transcript.items_of("tool")]
             assert names == ["fork_spawn", "fork_spawn", "fork_gather_all"]
             # Moving the table cursor shows the other child's transcript.
             panel.table.focus()

@@ -9,7 +9,6 @@ import pytest
 from selfref_tui.demo.script import Reply, ToolCall
 from selfref_tui.demo.server import DemoServer
 from selfref_tui.ui.screens.question import GRACE_S, QuestionScreen
-from selfref_tui.ui.widgets.tool_card import ToolCard
 
 from .helpers import SIZE, make_app, started, turn_done, type_and_send, wait_until
 
@@ -55,7 +54,7 @@ async def test_overwrite_question_is_asked_and_its_answer_decides(
             await pilot.press(*keys)
             await turn_done(pilot, app)
             assert target.read_text() == expected
-            card = next(c for c in app.transcript.query(ToolCard) if c.tool_name == "fd_to_file")
+            card = next(c for c in app.transcript.items_of("tool") if c.tool_name == "fd_to_file")
             assert card.status == status
 
 
@@ -83,5 +82,5 @@ async def test_typing_into_the_chat_never_approves_a_question(tmp_path):
             await pilot.press(*"oops a typo", "o", "a", "enter")
             await turn_done(pilot, app)
             assert target.read_text() == "old text"
-            card = next(c for c in app.transcript.query(ToolCard) if c.tool_name == "fd_to_file")
+            card = next(c for c in app.transcript.items_of("tool") if c.tool_name == "fd_to_file")
             assert card.status == "error"

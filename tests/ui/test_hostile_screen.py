@@ -10,12 +10,9 @@ notifications must do nothing but what clicking them always does.
 
 from __future__ import annotations
 
-from textual.widgets import Collapsible
-
 from selfref_tui.demo.script import HttpError, Reply, ToolCall
 from selfref_tui.demo.server import DemoServer
-from selfref_tui.ui.widgets.error_block import ErrorBlock
-from selfref_tui.ui.widgets.tool_card import ToolCard
+from selfref_tui.ui.widgets.transcript import Transcript
 from tests.hostile import CORPUS, assert_inert
 from tests.ui.helpers import make_app, started, turn_done, type_and_send, wait_until
 
@@ -72,10 +69,9 @@ def screen_is_inert(app) -> str:
 
 
 async def every_part_inert(pilot, app) -> None:
-    """Open every collapsible and look at the transcript page by page, top to bottom."""
-    for collapsible in app.query(Collapsible):
-        collapsible.collapsed = False
+    """Open every tool call and summary and look at the transcript page by page, top to bottom."""
     transcript = app.transcript
+    transcript.set_expanded(True)
     transcript.scroll_home(animate=False, immediate=True)
     await pilot.pause()
     while True:
@@ -101,24 +97,24 @@ async def test_hostile_model_reaches_no_widget_as_control_or_markup(tmp_path, mo
             screen_is_inert(app)
 
             # the tool card titled with markup shows it as text; clicking it only toggles
-            card = next(c for c in app.query(ToolCard) if c.tool_name == tool_name)
-            assert "[@click=app.screenshot" in str(card.title)
-            title = card.query_one("CollapsibleTitle")
-            app.transcript.scroll_to_widget(card, animate=False, immediate=True)
+            card = next(c for c in app.transcript.items_of("tool") if c.tool_name == tool_name)
+            assert "[@click=app.screenshot" in card.title
+            app.transcript.highlight(card)  # scrolls to it
             await pilot.pause()
+            lines = app.transcript.visible_text()
+            y = next(i for i, line in enumerate(lines) if "[@click=app.screenshot" in line)
             for x in range(0, 24):
-                await pilot.click(title, offset=(x, 0))
+                await pilot.click(Transcript, offset=(x, y))
             await pilot.pause()
             assert not (tmp_path / "shot.svg").exists()
 
-            # links in an answer never run an action and open only web pages
+            # links in an answer are text: clicking them runs nothing and opens nothing
+            app.transcript.scroll_bottom()
+            await pilot.pause()
             for word in ("CLICK-FILE", "CLICK-ACTION"):
-                paragraph = next(p for p in app.query("MarkdownParagraph")
-                                 if word in str(p.visual))
-                app.transcript.scroll_to_widget(paragraph, animate=False, immediate=True)
-                await pilot.pause()
-                column = str(paragraph.visual).index(word)
-                await pilot.click(paragraph, offset=(column + 2, 0))
+                lines = app.transcript.visible_text()
+                y = next(i for i, line in enumerate(lines) if word in line)
+                await pilot.click(Transcript, offset=(lines[y].index(word) + 2, y))
                 await pilot.pause()
             assert opened == [] and app.is_running and app.return_value is None
 
@@ -137,8 +133,8 @@ async def test_hostile_model_reaches_no_widget_as_control_or_markup(tmp_path, mo
             app.chat_input.focus()
             await type_and_send(pilot, "fail")
             await turn_done(pilot, app, status="error")
-            block = app.transcript.query(ErrorBlock).last()
-            shown = str(block.visual)
+            block = app.transcript.items_of("error")[-1]
+            shown = app.transcript.shown_text(block)
             assert "[@click=app.quit]ERR[/]" in shown and "␛]52;c;" in shown
             assert KEY not in shown and "Bearer ***" in shown
             notes = [n.message for n in app._notifications]

@@ -21,7 +21,6 @@ from selfref_tui.context.mutations import ExperienceRememberMutation, UserMessag
 from selfref_tui.demo.script import DEMO_SCRIPT, Reply, Stall
 from selfref_tui.selfref.reference import SelfReference
 from selfref_tui.ui.app import SelfRefApp
-from selfref_tui.ui.widgets.error_block import ErrorBlock
 from tests.ui.helpers import (
     DOWN_URL,
     SIZE,
@@ -167,7 +166,7 @@ def test_error_block(snap_compare, tmp_path):
     async def run_before(pilot) -> None:
         await started(pilot, app)
         await type_and_send(pilot, "are you there?")
-        await wait_until(pilot, lambda: app.transcript.query(ErrorBlock), what="error block")
+        await wait_until(pilot, lambda: app.transcript.items_of("error"), what="error block")
         await turn_done(pilot, app, status="error")
         await steady_usage(pilot, app)
         # The notification toast times out; clear it so the frame does not depend on timing.

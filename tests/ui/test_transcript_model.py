@@ -207,13 +207,15 @@ def test_stored_history_builds_the_same_items_and_older_batches_prepend():
 def test_highlight_targets_are_items_refs_and_fences_in_reading_order():
     model = TranscriptModel()
     model.add_user("fib please")
-    feed(model, ANSWER)
+    feed(model, ANSWER + "\n\n```sh\nmake test\n```\n")
     model.apply(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
     targets = model.targets()
     names = [type(t).__name__ for t in targets]
-    assert names == ["UserItem", "AnswerItem", "RefInfo", "Fence", "RefInfo", "Fence"]
-    assert targets[3].copy_text.startswith("def fib(n):") and "```" not in targets[3].copy_text
+    # A fence inside a ref is copied with its ref; one outside is a target of its own.
+    assert names == ["UserItem", "AnswerItem", "RefInfo", "RefInfo", "Fence"]
     assert targets[2].copy_text.startswith("```python")
+    assert targets[4].copy_text == "make test"
+    assert targets[0].copy_text == "fib please"
 
 
 def test_reasoning_words_are_counted_as_they_arrive():

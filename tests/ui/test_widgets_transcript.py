@@ -1,35 +1,35 @@
-"""Transcript widgets fed runtime events directly (no runtime, no network)."""
+"""The transcript widget fed runtime events directly (no runtime, no network)."""
 
 from __future__ import annotations
 
-import asyncio
-import gc
 import time
-import weakref
 
 from textual.app import App, ComposeResult
-from textual.widgets import Markdown
+from textual.geometry import Offset
+from textual.selection import Selection
 
 from selfref_tui.agent import events as ev
-from selfref_tui.ui.widgets.assistant_message import AssistantMessage
-from selfref_tui.ui.widgets.compaction_divider import CompactionDivider
-from selfref_tui.ui.widgets.error_block import ErrorBlock
-from selfref_tui.ui.widgets.ref_block import RefBlock, StreamingMarkdown
-from selfref_tui.ui.widgets.settled_markdown import SettledMarkdown
-from selfref_tui.ui.widgets.tool_card import ToolCard
+from selfref_tui.ui.transcript.paint import CONTINUATION
 from selfref_tui.ui.widgets.transcript import Transcript
-from selfref_tui.ui.widgets.user_message import UserMessage
+from tests.hostile import CORPUS, assert_inert
 
 K = "main"
 
 
 class TranscriptApp(App[None]):
+    def __init__(self) -> None:
+        super().__init__()
+        self.highlights: list[str] = []
+
     def compose(self) -> ComposeResult:
         yield Transcript(id="t")
 
     @property
     def t(self) -> Transcript:
         return self.query_one(Transcript)
+
+    def on_transcript_ref_highlighted(self, message: Transcript.RefHighlighted) -> None:
+        self.highlights.append(message.ref_id)
 
 
 async def wait_until(pilot, predicate, timeout: float = 5.0) -> None:
@@ -45,6 +45,12 @@ async def stream(t: Transcript, text: str, size: int = 3) -> None:
         await t.handle(ev.TextDelta(key=K, text=text[i : i + size]))
 
 
+async def shown(pilot, t: Transcript) -> str:
+    await t.settle()
+    await pilot.pause()
+    return "\n".join(t.visible_text())
+
+
 ANSWER = (
     "Here are two versions.\n\n"
     '<ref id="fib_recursive">\n```python\ndef fib(n):\n'
@@ -56,38 +62,34 @@ ANSWER = (
 )
 
 
-async def test_refs_become_blocks_while_streaming_and_markdown_streams():
+async def test_refs_are_framed_while_streaming_and_code_is_highlighted():
     app = TranscriptApp()
     async with app.run_test(size=(100, 40)) as pilot:
         t = app.t
         await t.handle(ev.TurnStarted(key=K, turn_id=1, user_text="fib please"))
         cut = ANSWER.index('<ref id="fib_recursive">') + len('<ref id="fib_recursive">')
         await stream(t, ANSWER[:cut])
-        blocks = t.ref_blocks()
-        # The block exists as soon as the opening tag is complete, before any content.
-        assert [b.ref_id for b in blocks] == ["fib_recursive"]
-        assert blocks[0].has_class("-open") and not blocks[0].closed
-        assert str(blocks[0].border_title) == "ref:fib_recursive"
+        (block,) = t.ref_blocks()
+        # The frame is drawn as soon as the opening tag is complete, before any content.
+        screen = await shown(pilot, t)
+        assert "ref:fib_recursive" in screen and "streaming…" in screen
+        assert not block.closed
         await stream(t, ANSWER[cut:])
-        blocks = t.ref_blocks()
-        assert [b.ref_id for b in blocks] == ["fib_recursive", "fib_iterative"]
-        assert blocks[0].closed and blocks[0].content.startswith("```python\ndef fib")
-        assert not blocks[1].has_class("-open")
-        answer = t.current
-        assert answer is not None
-        # Text before the first ref streams through MarkdownStream, not a full update.
-        first_md = answer.query(StreamingMarkdown).first()
-        assert first_md.text.startswith("Here are two versions.")
         await t.handle(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
         await t.handle(ev.TurnEnded(key=K, turn_id=1, outcome="done"))
-        await pilot.pause()
+        screen = await shown(pilot, t)
+        first, _second = t.ref_blocks()
+        assert first.closed and first.content.startswith("```python\ndef fib")
+        assert f"4 ln · {len(first.content)} ch" in screen
+        assert "fib please" in screen and "Done." in screen
+        assert "```" not in screen  # fences are drawn as code, not as their markers
+        assert "return n if n < 2 else fib(n-1) + fib(n-2)" in screen
+        answer = t.current or t.items_of("answer")[0]
         assert answer.finished and not answer.interrupted
-        # Fenced code inside a ref is rendered as a code block (syntax highlighted).
-        fences = blocks[1].query("MarkdownFence")
-        assert len(fences) == 1
-        # After stop() each piece got one full render of its whole text.
-        for md in answer.query(StreamingMarkdown):
-            assert md.source == md.text
+        # Fenced code is syntax-highlighted: the keyword has a colour of its own.
+        row = next(r for r in t._rows if r.block is not None and r.block.kind == "code")
+        styles = {seg.style.color for seg in row.lines[0].strip if seg.text.strip() == "def"}
+        assert styles and None not in styles
 
 
 async def test_superseded_ref_is_dimmed_and_unfinished_ref_marked():
@@ -98,11 +100,13 @@ async def test_superseded_ref_is_dimmed_and_unfinished_ref_marked():
         await t.handle(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
         await stream(t, '<ref id="a">\nnew\n</ref>\n<ref id="b">\nnever closed')
         await t.handle(ev.LLMCallEnded(key=K, step=2, duration_s=0.1, finish_reason="stop"))
-        await pilot.pause()
+        screen = await shown(pilot, t)
         a_old, a_new, b = t.ref_blocks()
-        assert a_old.has_class("-superseded") and not a_new.has_class("-superseded")
-        assert b.has_class("-unfinished") and not b.closed
-        assert "unfinished" in str(b.border_subtitle)
+        assert a_old.superseded and not a_new.superseded
+        assert b.unfinished and not b.closed
+        assert "unfinished" in screen and "superseded" in screen
+        old_row = next(r for r in t._rows if r.block is not None and a_old in r.block.frames)
+        assert all(seg.style.dim for seg in old_row.lines[0].strip if seg.text.strip() == "old")
 
 
 async def test_abort_keeps_partial_text_marked_interrupted():
@@ -113,21 +117,21 @@ async def test_abort_keeps_partial_text_marked_interrupted():
         await t.handle(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="aborted"))
         await t.handle(ev.Aborted(key=K, reason="user pressed Esc", stage="stream"))
         await t.handle(ev.TurnEnded(key=K, turn_id=1, outcome="aborted"))
-        await pilot.pause()
-        answer = t.query_one(AssistantMessage)
-        assert answer.interrupted and answer.has_class("-interrupted")
-        assert "A long answer that gets cut" in answer.query_one(Markdown).source
-        assert "interrupted" in str(answer.query_one(".marker").render())
+        screen = await shown(pilot, t)
+        (answer,) = t.items_of("answer")
+        assert answer.interrupted and answer.text == "A long answer that gets cut"
+        assert "A long answer that gets cut" in screen
+        assert "■ interrupted — user pressed Esc" in screen
 
 
-async def test_tool_cards_show_status_duration_and_result():
+async def test_tool_cards_show_status_duration_and_open_on_click():
     app = TranscriptApp()
     async with app.run_test(size=(100, 30)) as pilot:
         t = app.t
         await t.handle(ev.ToolCallStarted(key=K, call_id="c1", name="remember"))
         await t.handle(ev.ToolCallArgumentsDelta(key=K, call_id="c1", delta='{"text": "likes'))
         await t.handle(ev.ToolCallArgumentsDelta(key=K, call_id="c1", delta=' tea"}'))
-        card = t.query_one(ToolCard)
+        (card,) = t.items_of("tool")
         assert card.status == "running" and card.arguments == '{"text": "likes tea"}'
         await t.handle(
             ev.ToolCallEnded(
@@ -146,20 +150,24 @@ async def test_tool_cards_show_status_duration_and_result():
                 call_id="c2",
                 name="read_fd",
                 arguments="{",
-                error="invalid JSON arguments",
+                error="bad JSON",
                 duration_s=0.0,
             )
         )
         await t.handle(ev.ToolCallStarted(key=K, call_id="c3", name="slow"))
         await t.handle(ev.Aborted(key=K, reason="user pressed Esc", stage="tools"))
-        await pilot.pause()
-        c1, c2, c3 = t.query(ToolCard)
-        assert (
-            c1.collapsed and "remember" in c1.title and "done" in c1.title and "0.25s" in c1.title
-        )
-        assert c1.result == "exp_001"
-        assert c2.status == "error" and c2.has_class("-error")
-        assert c3.status == "cancelled"
+        screen = await shown(pilot, t)
+        c1, c2, c3 = t.items_of("tool")
+        assert c1.collapsed and c1.result == "exp_001"
+        assert "⚙ remember  ✓ done  0.25s" in screen and "exp_001" not in screen
+        assert c2.status == "error" and "✖ error" in screen
+        assert c3.status == "cancelled" and "■ cancelled" in screen
+        # A click on the title opens the card: arguments (pretty JSON) and result.
+        y = next(i for i, line in enumerate(t.visible_text()) if "remember" in line)
+        await pilot.click(Transcript, offset=(10, y))
+        screen = await shown(pilot, t)
+        assert not c1.collapsed
+        assert '"text": "likes tea"' in screen and "exp_001" in screen
 
 
 async def test_queued_message_is_marked_until_delivered():
@@ -170,14 +178,15 @@ async def test_queued_message_is_marked_until_delivered():
         await t.handle(ev.TurnStarted(key=K, turn_id=1, user_text="first"))
         await stream(t, "working on it")
         queued = await t.add_user("also this", queued=True)
-        assert queued.has_class("-queued") and t.queued_messages() == [queued]
+        assert t.queued_messages() == [queued]
+        assert "queued — delivered at the next step" in await shown(pilot, t)
         await t.handle(ev.QueuedMessageDelivered(key=K, text="also this"))
-        await pilot.pause()
-        assert not queued.queued and not queued.has_class("-queued")
+        screen = await shown(pilot, t)
+        assert not queued.queued and "queued —" not in screen
         # It moved to where the model now sees it: after the answer so far.
-        assert t.children[-1] is queued
+        assert t.items[-1] is queued
         # TurnStarted for a message already shown does not duplicate it.
-        assert len(t.query(UserMessage)) == 2
+        assert [m.text for m in t.items_of("user")] == ["first", "also this"]
 
 
 async def test_compaction_divider_archives_earlier_items_and_errors_inline():
@@ -197,13 +206,19 @@ async def test_compaction_divider_archives_earlier_items_and_errors_inline():
                 key=K, message="Provider unreachable at http://x; start it.", kind="connection"
             )
         )
-        await pilot.pause()
-        assert t.query_one(UserMessage).has_class("archived")
-        assert t.query_one(AssistantMessage).has_class("archived")
-        divider = t.query_one(CompactionDivider)
-        assert divider.collapsed and "3 messages" in divider.title
-        error = t.query_one(ErrorBlock)
-        assert error.kind == "connection" and "start it" in error.message
+        screen = await shown(pilot, t)
+        user, answer, divider, error = t.items
+        assert user.archived and answer.archived and not error.archived
+        assert divider.collapsed and "Compacted 3 messages" in screen
+        assert error.error_kind == "connection" and "start it" in screen
+        # Archived lines are dimmed.
+        row = t._rows[0]
+        assert row.item is user
+        assert all(seg.style.dim for seg in row.lines[1].strip if seg.text.strip())
+        # The divider opens on a click to show the summary.
+        y = next(i for i, line in enumerate(t.visible_text()) if "Compacted" in line)
+        await pilot.click(Transcript, offset=(10, y))
+        assert "Goal: greet" in await shown(pilot, t)
 
 
 HISTORY = [
@@ -230,30 +245,22 @@ HISTORY = [
 ]
 
 
-async def test_stored_history_renders_the_same_widgets():
+async def test_stored_history_shows_the_same_items():
     app = TranscriptApp()
     async with app.run_test(size=(100, 40)) as pilot:
         t = app.t
         await t.load_history(HISTORY)
-        await pilot.pause()
-        kinds = [type(c).__name__ for c in t.children if c.display]
-        assert kinds == [
-            "UserMessage",
-            "AssistantMessage",
-            "CompactionDivider",
-            "UserMessage",
-            "AssistantMessage",
-            "ToolCard",
-            "AssistantMessage",
-        ]
+        screen = await shown(pilot, t)
+        kinds = [item.kind for item in t.items]
+        assert kinds == ["user", "answer", "divider", "user", "answer", "tool", "answer"]
         old, new = t.ref_blocks()
-        assert old.has_class("-superseded") and new.content == "v2"
-        assert t.query(UserMessage).first().has_class("archived")
-        assert t.query_one(ToolCard).result == "exp_001"
-        assert list(t.query(AssistantMessage))[-1].interrupted
+        assert old.superseded and new.content == "v2"
+        assert t.items_of("tool")[0].result == "exp_001"
+        assert t.items_of("answer")[-1].interrupted
+        assert "■ interrupted — user pressed Esc" in screen and "▌ summary" not in screen
 
 
-async def test_long_history_mounts_tail_first_and_older_on_demand():
+async def test_long_history_shows_its_tail_first_and_older_on_demand():
     history = [{"role": "system", "content": ""}]
     for i in range(130):
         history.append({"role": "user", "content": f"q{i}"})
@@ -262,37 +269,54 @@ async def test_long_history_mounts_tail_first_and_older_on_demand():
     async with app.run_test(size=(100, 40)) as pilot:
         t = app.t
         await t.load_history(history, tail=50)
-        await pilot.pause()
-        assert len(t.query(UserMessage)) + len(t.query(AssistantMessage)) == 50
-        assert t.older_count == 210
-        assert t.query(UserMessage).first().text == "q105"
-        await t.load_older(100)
-        assert t.older_count == 110
-        assert t.query(UserMessage).first().text == "q55"
+        screen = await shown(pilot, t)
+        assert len(t.items) == 50 and t.older_count == 210
+        assert t.items[0].text == "q105" and "a129" in screen
+        assert await t.load_older(100) == 100
+        assert t.older_count == 110 and t.items[0].text == "q55"
+        assert "a129" in await shown(pilot, t)  # what was on screen stays on screen
+        # The banner at the top loads the next batch when clicked.
+        t.scroll_home(animate=False)
+        screen = await shown(pilot, t)
+        assert "110 earlier messages" in screen
+        await pilot.click(Transcript, offset=(40, 0))
+        await wait_until(pilot, lambda: t.older_count == 60)
 
 
-async def test_ref_highlight_moves_through_refs():
+async def test_the_highlight_moves_over_messages_refs_and_code_blocks():
     app = TranscriptApp()
     async with app.run_test(size=(100, 20)) as pilot:
         t = app.t
+        await t.add_user("three refs please")
         await stream(
-            t, '<ref id="a">\n1\n</ref>\ntext\n<ref id="b">\n2\n</ref>\n<ref id="c">\n3\n</ref>'
+            t,
+            '<ref id="a">\n1\n</ref>\ntext\n<ref id="b">\n2\n</ref>\n<ref id="c">\n3\n</ref>\n'
+            "```sh\nmake test\n```\n",
         )
         await t.handle(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
-        await pilot.pause()
-        assert t.move_highlight(-1).ref_id == "c"  # starts from the newest
+        await t.settle()
+        user, answer = t.items
+        fence = answer.fences()[0]
+        assert t.move_highlight(-1) is fence  # starts from the newest
+        assert t.move_highlight(-1).ref_id == "c"
         assert t.move_highlight(-1).ref_id == "b"
         assert t.move_highlight(-1).ref_id == "a"
-        assert t.move_highlight(-1).ref_id == "a"
+        assert t.move_highlight(-1) is answer
+        assert t.move_highlight(-1) is user
+        assert t.move_highlight(-1) is user
+        assert t.move_highlight(+1) is answer
+        assert t.move_highlight(+1).ref_id == "a"
         assert t.move_highlight(+1).ref_id == "b"
-        assert [b.has_class("-highlighted") for b in t.ref_blocks()] == [False, True, False]
-        assert t.target_ref().ref_id == "b"
-        assert isinstance(t.target_ref(), RefBlock)
-        await asyncio.sleep(0)
+        assert [b.highlighted for b in t.ref_blocks()] == [False, True, False]
+        assert t.target_ref().ref_id == "b" and t.target() is t.highlighted
+        screen = await shown(pilot, t)
+        assert "┏━ ref:b" in screen  # the highlighted frame is heavy
+        await wait_until(pilot, lambda: app.highlights[-2:] == ["a", "b"])
+        assert t.move_highlight(+2) is fence and fence.copy_text == "make test"
+        assert t.target_ref().ref_id == "c"  # export still acts on a ref: the newest
 
 
-async def test_posted_events_are_shown_in_order_without_waiting():
-    """The app posts events and goes back to keys; the transcript shows them in order."""
+async def test_posted_events_are_drawn_once_per_frame():
     app = TranscriptApp()
     async with app.run_test(size=(100, 40)) as pilot:
         t = app.t
@@ -301,152 +325,132 @@ async def test_posted_events_are_shown_in_order_without_waiting():
             t.post(ev.TextDelta(key=K, text=ANSWER[i : i + 3]))
         t.post(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
         t.post(ev.ToolCallStarted(key=K, call_id="c1", name="remember"))
-        t.post(ev.RefOpened(key=K, ref_id="ignored"))  # sidebar's business, not shown here
-        # Nothing is on screen yet: posting never waited for a widget.
-        assert not t.query(AssistantMessage)
-        assert not t.settled
-        await t.settle()
-        await pilot.pause()
-        assert t.settled
-        answer = t.query_one(AssistantMessage)
-        assert answer.text == ANSWER  # every delta arrived, joined or not, in order
-        assert answer.finished
-        assert [b.ref_id for b in answer.ref_blocks] == ["fib_recursive", "fib_iterative"]
-        kinds = [type(c) for c in t.children if c.display]
-        assert kinds[-3:] == [UserMessage, AssistantMessage, ToolCard]
+        t.post(ev.RefOpened(key=K, ref_id="ignored"))  # the sidebar's business, not shown here
+        # The model has it all at once; nothing was drawn yet.
+        assert not t.settled and not t._rows
+        (answer,) = t.items_of("answer")
+        assert answer.text == ANSWER and answer.finished
+        await wait_until(pilot, lambda: t.settled)  # the next frame draws it
+        assert [item.kind for item in t.items] == ["user", "answer", "tool"]
+        assert "Done." in "\n".join(t.visible_text())
 
 
-def long_answer(sections: int) -> str:
-    parts = []
-    for i in range(sections):
-        parts.append(f"### Part {i}\n\nParagraph {i} with **bold** and `code`.\n\n- a\n- b\n\n")
-        if i % 3 == 2:
-            parts.append(f'<ref id="r{i}">\n```python\nx = {i}\n```\n</ref>\n\n')
-    return "".join(parts)
+def many_refs(count: int) -> str:
+    return "".join(f'Step {i}:\n<ref id="r{i}">\nvalue = {i}\n</ref>\n\n' for i in range(count))
 
 
-class ManualSettleApp(TranscriptApp):
-    def compose(self) -> ComposeResult:
-        yield Transcript(id="t", settle_every=None)  # the test settles by hand
-
-
-async def test_pieces_out_of_view_settle_into_identical_lines_and_thaw_on_change():
-    app = ManualSettleApp()
+async def test_the_cost_follows_the_screen_not_the_answer():
+    """1,000 refs in one answer: only what is on screen is drawn, and only the tail redraws."""
+    app = TranscriptApp()
     async with app.run_test(size=(100, 30)) as pilot:
         t = app.t
-        text = long_answer(30)
-        await stream(t, text, size=40)
+        text = many_refs(1000)
+        await stream(t, text[: len(text) // 2], size=4000)
+        await t.settle()
+        drawn = [r for r in t._rows if r.lines]
+        first_lines = drawn[-3].lines if len(drawn) > 3 else None
+        await stream(t, text[len(text) // 2 :], size=4000)
         await t.handle(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
-        await pilot.pause()
-        answer = t.query_one(AssistantMessage)
+        screen = await shown(pilot, t)
+        assert "ref:r999" in screen and len(t.ref_blocks()) == 1000
+        rows = t._rows
+        assert len(rows) > 3000
+        assert sum(1 for r in rows if r.key is not None) < 200  # drawn: about a screen's worth
+        assert t.virtual_size.height >= 6 * 1000  # every ref has its place to scroll to
+        # Scrolling to the top draws the top, which sits where its estimate said.
         t.scroll_home(animate=False)
-        await pilot.pause()
-        assert not app.query(SettledMarkdown)
-        before = app.export_screenshot()
-        live_widgets = len(list(app.query("*")))
-
-        t.scroll_end(animate=False)
-        await pilot.pause()
-        pieces = [weakref.ref(p) for p in t.query(StreamingMarkdown)]
-        settled = 0
-        while swept := t.settle_out_of_view():  # each sweep has a time budget
-            settled += swept
-            await pilot.pause()
-        assert settled > 10
-        await pilot.pause()
-        gc.collect()
-        freed = sum(1 for p in pieces if p() is None)
-        assert freed >= settled // 2  # settling frees the live blocks; nothing holds on to them
-        assert len(app.query(SettledMarkdown)) == settled
-        assert len(list(app.query("*"))) < live_widgets / 2  # the tree layout walks shrank
-        assert t.settle_out_of_view() == 0  # what is on screen stays live
-
-        t.scroll_home(animate=False)
-        await pilot.pause()
-        assert app.export_screenshot() == before  # the same lines, pixel for pixel
-        assert answer.text == text
-        first = answer.ref_blocks[0]
-        assert first.text_so_far == "```python\nx = 2\n```"
-
-        # A style change of an enclosing ref puts its live Markdown back.
-        assert first.query(SettledMarkdown)
-        t.highlight(first)
-        await pilot.pause()
-        assert not first.query(SettledMarkdown)
-        assert first.query_one(StreamingMarkdown).text.strip() == "```python\nx = 2\n```"
-
-        # So does a new width: the captured lines only fit the old one.
-        await pilot.resize_terminal(80, 30)
-        await wait_until(pilot, lambda: not app.query(SettledMarkdown))
-        assert answer.text == text
+        screen = await shown(pilot, t)
+        assert "ref:r0" in screen and "Step 0:" in screen
+        if first_lines is not None:  # a block drawn earlier was not drawn again
+            assert drawn[-3].lines is first_lines
 
 
-class PieceApp(App[None]):
-    def compose(self) -> ComposeResult:
-        yield StreamingMarkdown(classes="piece")
-
-
-async def test_a_piece_finished_before_its_stream_task_ran_shows_its_text():
-    """The feeder opens the stream, and finish() comes before the stream's task first runs.
-
-    Textual's ``MarkdownStream.stop()`` cancels that task and awaits it; a task
-    cancelled before it started raises ``CancelledError`` into the awaiting
-    caller. It once killed the transcript's event pump on about one full test
-    run in ten, leaving the turn's end unshown for good.
-    """
-    app = PieceApp()
-    async with app.run_test(size=(60, 10)) as pilot:
-        piece = app.query_one(StreamingMarkdown)
-        piece.write("hello **there**")
-        await asyncio.sleep(0)  # the feeder runs once: it opens the stream and yields
-        assert piece._stream is not None
-        await piece.finish(full_render=False)  # must not raise
-        await pilot.pause()
-        assert not piece.streaming
-        shown = "".join(str(block._content) for block in piece.query("MarkdownBlock"))
-        assert "there" in shown
-
-
-async def test_the_event_pump_survives_a_stray_cancellation_from_a_widget():
-    """A ``CancelledError`` that is not the pump's own stops one event, not the queue."""
+async def test_a_huge_line_is_drawn_in_parts():
     app = TranscriptApp()
-    async with app.run_test(size=(100, 40)) as pilot:
+    async with app.run_test(size=(100, 30)) as pilot:
         t = app.t
-        shown: list[str] = []
-        original = t.handle
-
-        async def handle(event):
-            if isinstance(event, ev.TextDelta) and event.text == "boom":
-                raise asyncio.CancelledError  # what an awaited, cancelled child task raises
-            shown.append(type(event).__name__)
-            await original(event)
-
-        t.handle = handle  # type: ignore[method-assign]
-        t.post(ev.TextDelta(key=K, text="boom"))
-        t.post(ev.TurnEnded(key=K, turn_id=1, outcome="done"))
-        await wait_until(pilot, lambda: t.settled)
-        assert "TurnEnded" in shown
-
-
-async def test_a_piece_whose_code_scrolls_sideways_is_not_settled():
-    """Settled lines are cut at the edge; a wide fence must stay scrollable."""
-    app = ManualSettleApp()
-    async with app.run_test(size=(60, 20)) as pilot:
-        t = app.t
-        wide = "x = " + " + ".join(f"value_{i}" for i in range(40))
-        tail = "\n\n".join(f"Line {i}." for i in range(60))
-        # A ref ends the first piece: the fence's piece is finished and scrolls out of view.
-        text = f"```python\n{wide}\n```\n\n<ref id=\"r\">kept</ref>\n\n{tail}"
-        await stream(t, text, size=50)
+        text = "word " * 200_000  # 1 MB on one line
+        await stream(t, text, size=50_000)
         await t.handle(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
+        screen = await shown(pilot, t)
+        assert "word word" in screen
+        assert len(t._rows) >= 500
+        assert sum(1 for r in t._rows if r.key is not None) < 20
+
+
+async def test_selection_copies_the_text_without_bars_frames_or_wrap_marks():
+    app = TranscriptApp()
+    async with app.run_test(size=(60, 30)) as pilot:
+        t = app.t
+        long_line = "total = " + " + ".join(f"value_{i}" for i in range(12))
+        await t.add_user("copy me")
+        await stream(
+            t, f'Intro line.\n\n<ref id="r">\n```python\n{long_line}\nx = 1\n```\n</ref>\n'
+        )
+        await t.handle(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
+        screen = await shown(pilot, t)
+        assert CONTINUATION in screen  # the long code line wrapped, marked
+        app.screen.selections = {t: Selection(None, None)}  # select all
         await pilot.pause()
-        t.scroll_end(animate=False)
+        copied = app.screen.get_selected_text()
+        assert copied is not None
+        assert "copy me" in copied and "Intro line." in copied
+        assert long_line in copied and "x = 1" in copied  # the wrapped line comes back whole
+        for mark in ("▌", "│", CONTINUATION):
+            assert mark not in copied
+        # A partial selection: from "line" in the intro to the end of its line.
+        lines = t.visible_text()
+        y = next(i for i, line in enumerate(lines) if "Intro line." in line)
+        x = lines[y].index("line.")
+        y0 = int(t.scroll_y) + y - t._top_pad  # a short transcript sits at the bottom
+        text, _ = t.get_selection(Selection(Offset(x, y0), Offset(len(lines[y]), y0)))
+        assert text == "line."
+
+
+async def test_hostile_text_is_shown_inert_everywhere():
+    app = TranscriptApp()
+    async with app.run_test(size=(120, 200)):
+        t = app.t
+        for name, text in CORPUS:
+            await t.add_user(f"{name}: {text}")
+            await stream(t, f'{text}\n\n<ref id="{name}">\n{text}\n```\n{text}\n```\n</ref>\n')
+            await t.handle(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
+            await t.handle(ev.ToolCallStarted(key=K, call_id=name, name=text))
+            await t.handle(
+                ev.ToolCallError(
+                    key=K, call_id=name, name=text, arguments=text, error=text, duration_s=0.0
+                )
+            )
+            await t.add_error(text, "server")
+        for card in t.items_of("tool"):
+            card.expanded = True
+            card.touch()
+        await t.settle()
+        drawn = []
+        for row in t._rows:
+            t._draw(row, t._width())
+            drawn += [line.strip.text for line in row.lines]
+        shown_text = "\n".join(drawn)
+        assert_inert(shown_text)
+        assert "[@click=app.quit]ERR[/]" in shown_text  # markup shown as text, never run
+        assert "[bold red]not bold[/bold red]" in shown_text
+        for row in t._rows:
+            for line in row.lines:
+                for seg in line.strip:
+                    assert seg.style is None or seg.style.link is None  # no hyperlinks
+
+
+async def test_a_new_width_draws_again():
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        t = app.t
+        await stream(t, "A paragraph that is long enough to wrap at a narrow width, " * 3)
+        await t.handle(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
+        wide = await shown(pilot, t)
+        await pilot.resize_terminal(50, 30)
         await pilot.pause()
-        pieces = list(t.query(StreamingMarkdown))
-        fence_piece = next(p for p in pieces if p.query("MarkdownFence"))
-        assert fence_piece.query_one("MarkdownFence").max_scroll_x > 0
-        plain = [p for p in pieces if p is not fence_piece and not p.query("MarkdownFence")]
-        while t.settle_out_of_view():
-            await pilot.pause()
-        assert fence_piece.is_attached and not fence_piece.streaming  # still live
-        assert any(not p.is_attached for p in plain)  # while others did settle
+        narrow = await shown(pilot, t)
+        assert max(len(line.rstrip()) for line in narrow.splitlines()) <= 50
+        assert len([x for x in narrow.splitlines() if x.strip()]) > len(
+            [x for x in wide.splitlines() if x.strip()]
+        )

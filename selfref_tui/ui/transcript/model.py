@@ -33,6 +33,7 @@ class Item:
     """One thing in the conversation, in the order shown."""
 
     archived: bool = False
+    highlighted: bool = False
     #: bumped on every change the view must redraw
     version: int = 0
     serial: int = field(default_factory=lambda: next(_serial))
@@ -322,6 +323,11 @@ class AnswerItem(Item):
     @property
     def copy_text(self) -> str:
         return self.text
+
+    @property
+    def open_refs(self) -> list[RefInfo]:
+        """Refs opened and not closed yet, outermost first."""
+        return self._stack
 
     def fences(self) -> list[Fence]:
         seen: list[Fence] = []

@@ -89,7 +89,10 @@ class TranscriptModel:
                 for block in item.blocks:
                     if block.kind == "ref_top" and block.ref is not None:
                         out.append(block.ref)
-                    elif block.fence is not None and id(block.fence) not in seen:
+                    elif (
+                        block.fence is not None and not block.frames and id(block.fence) not in seen
+                    ):
+                        # a fence inside a ref is copied with its ref
                         seen.add(id(block.fence))
                         out.append(block.fence)
         return out

@@ -1,63 +1,68 @@
-"""The scrolling conversation: live events and stored history become the same widgets.
+"""The scrolling conversation: one Line-API widget whose cost follows the screen.
 
-The transcript owns the per-turn state a stream needs (the answer being
-written, tool cards by call id, queued messages) so the app only routes
-events here by key. It is anchored to the bottom (``anchor()``): new text
-keeps it there until the person scrolls up, and scrolling back to the end
-(or End on an empty input) re-attaches it.
+Runtime events and stored history go into a :class:`TranscriptModel` (pure
+data, see :mod:`selfref_tui.ui.transcript`); this widget cuts its items into
+rows (a message, one block of an answer, a tool card…) and draws only the rows
+on screen, each once per width and state (:mod:`selfref_tui.ui.transcript.paint`).
+Rows far from the viewport have estimated heights, corrected when they come
+into view (the first row on screen keeps its place meanwhile). Streaming
+redraws the last block of the last answer only, at most every
+:data:`FRAME_S`. So an answer with 10,000 refs, or 1 MB on one line, costs
+what the screen shows, and the tree the layout walks is this one widget.
 
-Long histories mount their tail first; older messages wait behind a banner
-and mount on demand, so opening a key with 100,000 messages costs the same
-first frame as opening an empty one.
+It sticks to the bottom while the person is there: new text keeps it at the
+end until they scroll up; scrolling back to the end (or End on an empty
+input) re-attaches it. Long histories show their tail; older messages wait
+behind a banner and come in on demand.
+
+Finished text can be selected with the mouse (each line carries its
+offsets, like Textual's ``Log``); the copied text leaves out bars, frames and
+code continuation marks.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
+from itertools import accumulate
+from typing import TYPE_CHECKING, Any
 
+from rich.cells import cell_len
 from textual import events
-from textual.containers import VerticalScroll
 from textual.content import Content
+from textual.geometry import Size
 from textual.message import Message
-from textual.widget import Widget
-from textual.widgets import Static
+from textual.scroll_view import ScrollView
+from textual.selection import Selection
+from textual.strip import Strip
 
 from selfref_tui.ui.lazy_import import LazyModule
-from selfref_tui.ui.stream_stop import cancelled_since
-from selfref_tui.ui.widgets.compaction_divider import CompactionDivider
-from selfref_tui.ui.widgets.error_block import ErrorBlock
-from selfref_tui.ui.widgets.settled_markdown import SettledMarkdown, capture
-from selfref_tui.ui.widgets.tool_card import ToolCard
-from selfref_tui.ui.widgets.user_message import UserMessage
+from selfref_tui.ui.transcript.model import (
+    AnswerItem,
+    Block,
+    DividerItem,
+    ErrorItem,
+    Fence,
+    Item,
+    RefInfo,
+    ToolItem,
+    UserItem,
+)
+from selfref_tui.ui.transcript.paint import Painter, Palette, Row, estimate, row_key
+from selfref_tui.ui.transcript.reducer import TAIL_ITEMS, Target, TranscriptModel
 
 if TYPE_CHECKING:
     from selfref_tui.agent import events as ev
-    from selfref_tui.ui.widgets import assistant_message as answers
-    from selfref_tui.ui.widgets import ref_block as pieces
-    from selfref_tui.ui.widgets.assistant_message import AssistantMessage
-    from selfref_tui.ui.widgets.ref_block import RefBlock, StreamingMarkdown
-else:  # the first frame has no answers to show: Markdown and the ref parser wait
+else:  # the first frame has no events to show
     ev = LazyModule("selfref_tui.agent.events")
-    answers = LazyModule("selfref_tui.ui.widgets.assistant_message")
-    pieces = LazyModule("selfref_tui.ui.widgets.ref_block")
 
-TAIL_ITEMS = 50
+__all__ = ["TAIL_ITEMS", "Transcript"]
 
-#: how often finished pieces that scrolled out of view are settled (see SettledMarkdown)
-SETTLE_EVERY_S = 0.25
-#: the most one sweep spends capturing (a capture takes ~7 ms, up to ~40): keys wait meanwhile
-SETTLE_BUDGET_S = 0.015
-
-
-def _scrolls_sideways(piece: Widget) -> bool:
-    """A code block wider than the piece, which the person scrolls sideways to read."""
-    return any(fence.max_scroll_x > 0 for fence in piece.query("MarkdownFence"))
+#: the shortest gap between two redraws of a streaming answer (~30 a second)
+FRAME_S = 1 / 30
 
 
 @cache
@@ -80,482 +85,571 @@ def _shown() -> tuple[type, ...]:
     )
 
 
-class _EmptyHint(Static):
-    """What a new conversation can do, until its first message arrives."""
-
+class Transcript(ScrollView, can_focus=False):
     DEFAULT_CSS = """
-    _EmptyHint {
-        margin: 1 2; padding: 1 2; height: auto;
-        color: $text-muted; border: round $foreground 15%;
+    Transcript {
+        height: 1fr; padding: 0 1 1 1; scrollbar-size-vertical: 1; overflow-x: hidden;
     }
     """
-
-
-class _OlderBanner(Static, can_focus=True):
-    """ "N earlier messages" — click or Enter mounts the next batch."""
-
-    DEFAULT_CSS = """
-    _OlderBanner {
-        height: 1; color: $text-muted; text-style: italic; content-align: center middle;
-    }
-    _OlderBanner:focus, _OlderBanner:hover { color: $accent; }
-    """
-
-    def set_count(self, count: int) -> None:
-        self.update(f"↑ {count} earlier messages — click or press Enter to show more")
-        self.display = count > 0
-
-    def on_click(self, event: events.Click) -> None:
-        event.stop()
-        self.post_message(Transcript.LoadOlder())
-
-    def key_enter(self, event: events.Key) -> None:
-        event.stop()
-        self.post_message(Transcript.LoadOlder())
-
-
-class Transcript(VerticalScroll):
-    DEFAULT_CSS = """
-    Transcript { height: 1fr; padding: 0 1 1 1; scrollbar-size-vertical: 1; }
-    Transcript .archived { opacity: 60%; }
-    """
+    ALLOW_SELECT = True
 
     @dataclass
     class LoadOlder(Message):
-        """Mount the next batch of older history."""
+        """Show the next batch of older history."""
 
     @dataclass
     class RefHighlighted(Message):
         ref_id: str
-        block: RefBlock
+        block: RefInfo
 
-    def __init__(self, *, id: str | None = None, settle_every: float | None = SETTLE_EVERY_S):
-        """``settle_every``: seconds between sweeps of :meth:`settle_out_of_view` (None: never)."""
+    def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._settle_every = settle_every
-        self._current: AssistantMessage | None = None
-        self._cards: dict[str, ToolCard] = {}
-        self._older: list[dict] = []
-        self._highlighted: RefBlock | None = None
-        self._banner = _OlderBanner("")
-        self._hint = _EmptyHint("")
-        self._hint.display = False
+        self.model = TranscriptModel()
+        self._hint: str | Content = ""
         self._hint_wanted = False
-        self._queue: deque[ev.AgentEvent] = deque()
-        self._pump: asyncio.Task[None] | None = None
-        #: finished pieces, in order, not settled yet
-        self._unsettled: list[StreamingMarkdown] = []
-
-    def compose(self):  # type: ignore[override]
-        yield self._banner
-        yield self._hint
-
-    def set_empty_hint(self, hint: str | Content) -> None:
-        """What to show while the conversation is empty (hidden by its first message; "": none)."""
-        self._hint.update(hint)
-        self._hint_wanted = bool(hint)
-
-    @property
-    def empty_hint(self) -> str | None:
-        """The hint's text while it is shown, else None."""
-        if not self._hint.display:
-            return None
-        return str(self._hint.visual)
-
-    def _is_chrome(self, widget: Widget) -> bool:
-        return widget is self._banner or widget is self._hint
-
-    async def _mount_message(self, widget: Widget) -> None:
-        self._hint.display = False
-        await self.mount(widget)
-
-    def on_mount(self) -> None:
-        self._banner.set_count(0)
-        self.anchor()
-        if self._settle_every:
-            self.set_interval(self._settle_every, self.settle_out_of_view)
-
-    def on_streaming_markdown_finished(self, message: StreamingMarkdown.Finished) -> None:
-        message.stop()
-        self._unsettled.append(message.piece)
-
-    def settle_out_of_view(self) -> int:
-        """Swap finished pieces that are out of view for their lines; how many.
-
-        Whether a piece is on screen comes from the screen's compositor (its
-        visible map, already built for the last frame): ``Widget.region`` of
-        an off-screen widget would build the full map, a walk of every
-        widget, which is the very cost this avoids.
-        """
-        if not self._unsettled:
-            return 0
-        try:
-            visible = self.screen._compositor.visible_widgets
-        except Exception:  # a Textual without it: pieces stay live
-            self._unsettled.clear()
-            return 0
-        settled = 0
-        keep: list[StreamingMarkdown] = []
-        deadline = time.perf_counter() + SETTLE_BUDGET_S
-        for index, piece in enumerate(self._unsettled):
-            if time.perf_counter() > deadline:
-                keep.extend(self._unsettled[index:])  # the next sweep goes on
-                break
-            if not piece.is_attached or piece.streaming:
-                continue
-            if piece in visible or not piece.outer_size.height:
-                keep.append(piece)  # on screen, or not laid out yet
-                continue
-            if _scrolls_sideways(piece):
-                continue  # captured lines would cut its long code lines: it stays live
-            strips = capture(piece)
-            parent = piece.parent
-            if strips is None or not isinstance(parent, Widget):
-                continue  # cannot capture it: it stays live
-            parent.mount(
-                SettledMarkdown(piece.text, strips, piece.outer_size.width, live=piece.live),
-                after=piece,
-            )
-            piece.remove()
-            settled += 1
-        self._unsettled = keep
-        return settled
+        self._hint_loaded = False
+        self._highlighted: Target | None = None
+        self._rows: list[Row] = []
+        self._starts: list[int] = [0]
+        self._item_rows: dict[Item, tuple[tuple, list[Row]]] = {}
+        self._block_rows: dict[Block | RefInfo, Row] = {}
+        self._structure = -1
+        self._width_seen = 0
+        self._palette: Palette | None = None
+        self._palette_key: Any = None
+        self._painter: Painter | None = None
+        self._pending = False
+        self._stuck = True  # at the bottom: new text keeps it there
+        #: kept for helpers that report on the old event pump: events are applied at once
+        self._queue: deque[Any] = deque()
+        self._pump = None
 
     # ---------------------------------------------------------------- state
 
     @property
-    def current(self) -> AssistantMessage | None:
-        return self._current
+    def current(self) -> AnswerItem | None:
+        return self.model.current
 
     @property
     def older_count(self) -> int:
-        return len(self._older)
+        return len(self.model.older)
 
     @property
-    def highlighted(self) -> RefBlock | None:
-        if self._highlighted is not None and not self._highlighted.is_attached:
-            self._highlighted = None
+    def items(self) -> list[Item]:
+        return self.model.items
+
+    def items_of(self, kind: str) -> list[Any]:
+        """Shown items of one kind: "user", "answer", "tool", "error" or "divider"."""
+        return self.model.of_kind(kind)
+
+    def ref_blocks(self) -> list[RefInfo]:
+        return self.model.ref_blocks()
+
+    def queued_messages(self) -> list[UserItem]:
+        return self.model.queued_messages()
+
+    @property
+    def highlighted(self) -> Target | None:
         return self._highlighted
 
-    def ref_blocks(self) -> list[RefBlock]:
-        return list(self.query(pieces.RefBlock))
+    def set_empty_hint(self, hint: str | Content) -> None:
+        """What to show while the conversation is empty (hidden by its first message; "": none)."""
+        self._hint = hint
+        self._hint_wanted = bool(hint)
+        self._changed()
 
-    def queued_messages(self) -> list[UserMessage]:
-        return [m for m in self.query(UserMessage) if m.queued]
+    @property
+    def empty_hint(self) -> str | None:
+        """The hint's text while it is shown, else None."""
+        if not self._hint_shown:
+            return None
+        return str(self._hint)
+
+    @property
+    def _hint_shown(self) -> bool:
+        return self._hint_wanted and self._hint_loaded and not self.model.items
+
+    # --------------------------------------------------------------- events
+
+    def post(self, event: ev.AgentEvent) -> None:
+        """Show a runtime event; never waits (the model takes it at once, drawing follows).
+
+        Applying an event to the model is cheap (a text delta costs its
+        length); drawing waits for the next frame, so keys never queue
+        behind rendering however fast the stream is.
+        """
+        if not isinstance(event, _shown()):
+            return
+        try:
+            self.model.apply(event)
+        except Exception as exc:  # a display bug must not stop the stream
+            self.log.error(f"showing {event!r} failed: {exc!r}")
+        self._changed()
+
+    async def handle(self, event: ev.AgentEvent) -> None:
+        """Show one runtime event (tests call this; the app posts)."""
+        self.post(event)
+
+    @property
+    def settled(self) -> bool:
+        """Every posted event is drawn (tests and benchmarks wait for this)."""
+        return not self._pending
+
+    async def settle(self) -> None:
+        """Draw what is pending now instead of at the next frame."""
+        if self._pending:
+            self._relayout()
 
     # -------------------------------------------------------------- history
 
     async def reset(self) -> None:
         """Empty the transcript (key switch)."""
-        self._queue.clear()  # the old key's events: its transcript is going
-        await self.settle()
-        self._current = None
-        self._cards.clear()
-        self._older = []
+        self.model.reset()
+        self._item_rows.clear()
+        self._block_rows.clear()
         self._highlighted = None
-        await self.remove_children([c for c in self.children if not self._is_chrome(c)])
-        self._banner.set_count(0)
-        self._hint.display = False
+        self._hint_loaded = False
+        self._stuck = True
+        self._relayout()
 
     async def load_history(self, history: Sequence[dict], *, tail: int = TAIL_ITEMS) -> None:
-        """Mount the last ``tail`` items now; keep the rest for :meth:`load_older`."""
-        items = [m for m in history if m.get("role") != "system"]
-        cut = max(0, len(items) - tail)
-        # Never split an assistant message from its tool results.
-        while 0 < cut < len(items) and items[cut].get("role") == "tool":
-            cut -= 1
-        self._older = list(items[:cut])
-        await self._render_items(items[cut:])
-        # Only on an empty conversation: not above an error shown while opening it.
-        self._hint.display = self._hint_wanted and not any(
-            not self._is_chrome(child) for child in self.children
-        )
-        self._banner.set_count(len(self._older))
-        self._mark_superseded()
-        self.scroll_end(animate=False, immediate=True)
+        """Show the last ``tail`` stored messages; keep the rest for :meth:`load_older`."""
+        self.model.load_history(history, tail=tail)
+        self._hint_loaded = True
+        self._stuck = True
+        self._relayout()
 
     async def load_older(self, count: int = TAIL_ITEMS) -> int:
-        if not self._older:
-            return 0
-        cut = max(0, len(self._older) - count)
-        while 0 < cut < len(self._older) and self._older[cut].get("role") == "tool":
-            cut -= 1
-        batch, self._older = self._older[cut:], self._older[:cut]
-        anchor = next((c for c in self.children if not self._is_chrome(c)), None)
-        await self._render_items(batch, before=anchor)
-        self._banner.set_count(len(self._older))
-        self._mark_superseded()
-        return len(batch)
+        """Put the next ``count`` older messages above, keeping what is on screen in place."""
+        first = self.model.items[0] if self.model.items else None
+        shown = self.model.load_older(count)
+        if shown:
+            self._relayout(keep=first)
+        return shown
 
-    async def _render_items(self, items: Sequence[dict], *, before: Widget | None = None) -> None:
-        widgets: list[Widget] = []
-        pending: list[tuple[dict, AssistantMessage]] = []
-        for item in items:
-            role = item.get("role")
-            archived = "archived" if item.get("archived") else None
-            if role == "compaction":
-                summary = item.get("summary") or {}
-                widgets.append(CompactionDivider(summary, int(item.get("messages_before") or 0)))
-            elif role == "user":
-                if item.get("compaction") is not None:
-                    continue  # the summary itself: shown by its divider
-                if item.get("runtime_note"):
-                    continue  # the runtime's own prompt to the model (hidden live too)
-                content = item.get("content")
-                if isinstance(content, list):
-                    content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-                shown = UserMessage(str(content or ""), classes=archived)
-                shown.started = True  # history: no turn will report it again
-                widgets.append(shown)
-            elif role == "assistant":
-                message = answers.AssistantMessage(live=False, classes=archived)
-                widgets.append(message)
-                pending.append((item, message))
-                for call in item.get("tool_calls") or []:
-                    fn = call.get("function") or {}
-                    card = ToolCard(
-                        str(call.get("id", "")),
-                        str(fn.get("name", "tool")),
-                        arguments=str(fn.get("arguments", "")),
-                        classes=archived,
-                    )
-                    self._cards[card.call_id] = card
-                    widgets.append(card)
-            elif role == "tool":
-                call_id = str(item.get("tool_call_id", ""))
-                card = self._cards.get(call_id)
-                if card is None:
-                    card = ToolCard(call_id, str(item.get("name") or "tool"), classes=archived)
-                    self._cards[call_id] = card
-                    widgets.append(card)
-                content = str(item.get("content") or "")
-                if item.get("cancelled"):
-                    card.cancel(str(item.get("abort_reason") or content))
-                else:
-                    card.finish(content, float(item.get("duration_s") or 0.0))
-                    card.duration_s = item.get("duration_s")
-                    card.title = card._label_text()
-        if widgets:
-            await self.mount_all(widgets, before=before)
-        for item, message in pending:
-            await message.render_stored(item)
-        self._cards = {k: c for k, c in self._cards.items() if c.status == "running"}
-
-    def _mark_superseded(self) -> None:
-        latest: dict[str, RefBlock] = {}
-        blocks = [b for b in self.ref_blocks() if b.closed]
-        for block in blocks:
-            latest[block.ref_id] = block
-        for block in blocks:
-            block.set_superseded(latest[block.ref_id] is not block)
-
-    # ----------------------------------------------------------------- live
-
-    async def add_user(self, text: str, *, queued: bool = False) -> UserMessage:
-        message = UserMessage(text, queued=queued)
-        await self._mount_message(message)
+    async def add_user(self, text: str, *, queued: bool = False) -> UserItem:
+        message = self.model.add_user(text, queued=queued)
+        self._changed()
         return message
 
-    async def add_error(self, message: str, kind: str = "internal") -> ErrorBlock:
-        block = ErrorBlock(message, kind)
-        await self._mount_message(block)
-        return block
+    async def add_error(self, message: str, kind: str = "internal") -> ErrorItem:
+        error = self.model.add_error(message, kind)
+        self._changed()
+        return error
 
-    def deliver(self, text: str) -> UserMessage | None:
+    def deliver(self, text: str) -> UserItem | None:
         """A queued message reached the model: un-mark it and move it to where it now sits."""
-        for message in self.queued_messages():
-            if message.text == text:
-                message.delivered()
-                message.started = True
-                last = self.children[-1] if self.children else None
-                if last is not None and last is not message:
-                    self.move_child(message, after=last)
-                return message
-        return None
-
-    async def _answer(self) -> AssistantMessage:
-        if self._current is None or self._current.finished:
-            self._current = answers.AssistantMessage()
-            await self._mount_message(self._current)
-        return self._current
+        message = self.model.deliver(text)
+        self._changed()
+        return message
 
     async def finish_answer(self, *, interrupted: bool = False, reason: str = "") -> None:
-        current, self._current = self._current, None
-        if current is not None:
-            closed = await current.finish(interrupted=interrupted, reason=reason)
-            if closed:
-                self._mark_superseded()
+        self.model.finish_answer(interrupted=interrupted, reason=reason)
+        self._changed()
 
-    def post(self, event: ev.AgentEvent) -> None:
-        """Queue a runtime event to be shown, in order, without waiting for it.
+    def redraw(self) -> None:
+        """Lay out and draw again now (after an item was changed in place)."""
+        self._relayout()
 
-        The app calls this from its message handler: awaiting the widget
-        work there (mounting blocks, parsing Markdown) made key presses wait
-        behind rendering for seconds on a long answer. A task of the
-        transcript's own shows the queue in order; text deltas that queue up
-        meanwhile are joined into one write.
-        """
-        if not isinstance(event, _shown()):
-            return
-        queue = self._queue
-        last = queue[-1] if queue else None
-        if isinstance(event, ev.TextDelta) and isinstance(last, ev.TextDelta):
-            queue[-1] = replace(last, text=last.text + event.text)
+    def shown_text(self, item: Item) -> str:
+        """The lines ``item`` is drawn as, at the current width (what a person reads)."""
+        width = self._width()
+        lines: list[str] = []
+        for row in self._rows_of(item):
+            self._draw(row, width)
+            lines += [line.strip.text.rstrip() for line in row.lines]
+        return "\n".join(lines)
+
+    def set_expanded(self, expanded: bool = True) -> None:
+        """Open (or close) every tool call, reasoning and compaction summary."""
+        for item in self.model.items:
+            if isinstance(item, (ToolItem, DividerItem)):
+                item.expanded = expanded
+            elif isinstance(item, AnswerItem):
+                item.reasoning_expanded = expanded
+            item.touch()
+        self._relayout()
+
+    def visible_text(self) -> list[str]:
+        """The lines on screen as plain text (what a person sees; tests read it)."""
+        return [self.render_line(y).text for y in range(self.scrollable_content_region.height)]
+
+    # ----------------------------------------------------------------- rows
+
+    def _changed(self) -> None:
+        """Something to draw: once per frame, however many events came."""
+        if not self._pending:
+            self._pending = True
+            self.set_timer(FRAME_S, self._relayout)
+
+    def _rows_of(self, item: Item) -> list[Row]:
+        if isinstance(item, AnswerItem):
+            shape: tuple = (
+                len(item.blocks),
+                bool(item.reasoning_words or item._reasoning),
+                bool(item.marker),
+                tuple(map(id, item.open_refs)),
+            )
         else:
-            queue.append(event)
-        if self._pump is None or self._pump.done():
-            self._pump = asyncio.create_task(self._run_queue())
+            shape = ()
+        cached = self._item_rows.get(item)
+        if cached is not None and cached[0] == shape:
+            return cached[1]
+        rows: list[Row]
+        if isinstance(item, AnswerItem):
+            rows = []
+            if shape[1]:
+                rows.append(
+                    cached[1][0]
+                    if cached and cached[1][0].part == "reasoning"
+                    else Row("reasoning", item)
+                )
+            block_rows = self._block_rows
+            for block in item.blocks:
+                row = block_rows.get(block)
+                if row is None:
+                    row = block_rows[block] = Row("block", item, block)
+                rows.append(row)
+            for depth, ref in reversed(list(enumerate(item.open_refs))):
+                # A ref still streaming is closed below what has arrived, for now.
+                row = block_rows.get(ref)  # type: ignore[call-overload]
+                if row is None:
+                    edge = Block("ref_bottom", frames=tuple(item.open_refs[:depth]), ref=ref)
+                    row = block_rows[ref] = Row("block", item, edge)  # type: ignore[index]
+                rows.append(row)
+            if shape[2]:
+                rows.append(Row("marker", item))
+        else:
+            rows = [Row(item.kind, item)]
+        if rows:
+            rows[0].margin = 1
+            for row in rows[1:]:
+                row.margin = 0
+        self._item_rows[item] = (shape, rows)
+        return rows
 
-    async def _run_queue(self) -> None:
-        task = asyncio.current_task()
-        while self._queue:
-            event = self._queue.popleft()
-            before = task.cancelling() if task is not None else 0
-            try:
-                await self.handle(event)
-            except Exception as exc:  # a display bug must not stop the stream
-                self.log.error(f"showing {event!r} failed: {exc!r}")
-            except asyncio.CancelledError:
-                # A child task's cancellation leaking out of a widget call
-                # (see stream_stop) must cost one event, not every event after it.
-                if cancelled_since(task, before):
-                    raise
-                self.log.error(f"showing {event!r} was cancelled")
+    def _build_rows(self) -> list[Row]:
+        rows: list[Row] = []
+        if self.model.older:
+            rows.append(self._banner_row)
+        if self._hint_shown:
+            rows.append(self._hint_row)
+        for item in self.model.items:
+            rows.extend(self._rows_of(item))
+        return rows
 
     @property
-    def settled(self) -> bool:
-        """Every posted event is on screen (tests and benchmarks wait for this)."""
-        return not self._queue and (self._pump is None or self._pump.done())
+    def _banner_row(self) -> Row:
+        row = self.__dict__.get("_banner")
+        if row is None:
+            row = self.__dict__["_banner"] = Row("banner")
+        return row
 
-    async def settle(self) -> None:
-        """Wait until every posted event has been shown."""
-        while not self.settled:
-            if self._pump is not None and not self._pump.done():
-                await asyncio.shield(self._pump)
-            elif self._queue:
-                await self._run_queue()
+    @property
+    def _hint_row(self) -> Row:
+        row = self.__dict__.get("_hint_r")
+        if row is None:
+            row = self.__dict__["_hint_r"] = Row("hint")
+        return row
 
-    async def handle(self, event: ev.AgentEvent) -> None:
-        """Show one runtime event for this transcript's key (now; see :meth:`post`)."""
-        if isinstance(event, ev.TextDelta):
-            answer = await self._answer()
-            if await answer.feed(event.text):
-                self._mark_superseded()
-        elif isinstance(event, ev.ReasoningDelta):
-            await (await self._answer()).feed_reasoning(event.text)
-        elif isinstance(event, ev.TurnStarted):
-            text = event.user_text
-            if text and self.deliver(text) is None and not self._awaiting_start(text):
-                await self.add_user(text)
-        elif isinstance(event, ev.LLMCallEnded):
-            await self.finish_answer(interrupted=event.finish_reason == "aborted")
-        elif isinstance(event, ev.ToolCallStarted):
-            await self.finish_answer()
-            card = ToolCard(event.call_id, event.name)
-            self._cards[event.call_id] = card
-            await self._mount_message(card)
-        elif isinstance(event, ev.ToolCallArgumentsDelta):
-            card = self._cards.get(event.call_id)
-            if card is not None:
-                card.append_arguments(event.delta)
-        elif isinstance(event, (ev.ToolCallEnded, ev.ToolCallError)):
-            card = self._cards.pop(event.call_id, None)
-            if card is None:
-                card = ToolCard(event.call_id, event.name)
-                await self._mount_message(card)
-            if isinstance(event, ev.ToolCallEnded):
-                card.finish(event.result, event.duration_s, arguments=event.arguments)
-            else:
-                card.fail(event.error, event.duration_s, arguments=event.arguments)
-        elif isinstance(event, ev.QueuedMessageDelivered):
-            if self.deliver(event.text) is None:
-                await self.add_user(event.text)
-        elif isinstance(event, ev.Aborted):
-            await self.finish_answer(interrupted=True, reason=event.reason)
-            last = self._last_answer()
-            if last is not None and (last.interrupted or event.stage == "stream"):
-                last.mark_interrupted(event.reason)
-            for card in list(self._cards.values()):
-                card.cancel(event.reason)
-            self._cards.clear()
-        elif isinstance(event, ev.ErrorEvent):
-            current = self._current
-            await self.finish_answer(
-                interrupted=current is not None and bool(current.text), reason="stream failed"
-            )
-            await self.add_error(event.message, event.kind)
-        elif isinstance(event, ev.CompactionApplied):
-            await self.finish_answer()
-            for child in self.children:
-                if not self._is_chrome(child):
-                    child.add_class("archived")
-                    pieces.thaw_within(child)  # settled lines were captured without the dimming
-            await self._mount_message(CompactionDivider(event.summary, event.messages_before))
-        elif isinstance(event, ev.TurnEnded):
-            await self.finish_answer(interrupted=event.outcome == "aborted")
-            for card in list(self._cards.values()):
-                card.cancel("turn ended")
-            self._cards.clear()
+    def _width(self) -> int:
+        return self.scrollable_content_region.width
 
-    def _awaiting_start(self, text: str) -> bool:
-        """The app already showed this message when it was sent (claimed once, oldest first).
+    def _painter_for(self, width: int) -> Painter:
+        app = self.app
+        key = (app.theme, width)
+        if self._painter is None or self._palette_key != key:
+            theme = app.current_theme
+            if self._palette is None or self._palette_key is None or self._palette_key[0] != key[0]:
+                self._palette = Palette(app.theme_variables, bool(getattr(theme, "dark", True)))
+            self._palette_key = key
+            self._painter = Painter(self, self._palette, width)
+        return self._painter
 
-        Not just the last one: a message sent right after it may already be
-        below it, queued, when the turn reports starting.
-        """
-        for child in self.query_children(UserMessage):
-            if not child.queued and not child.started and child.text == text:
-                child.started = True
-                return True
+    def _draw(self, row: Row, width: int) -> bool:
+        """Draw ``row`` if its lines are stale; True when its height changed."""
+        key = (row_key(row, width), self._palette_key)
+        if row.key == key:
+            return False
+        if row.part == "banner":
+            key = (key, self.older_count)
+            if row.key == key:
+                return False
+        if row.part == "hint":
+            key = (key, id(self._hint))
+        row.lines = self._painter_for(width).draw(row)
+        row.key = key
+        row.exact = True
+        if len(row.lines) != row.height:
+            row.height = len(row.lines)
+            return True
         return False
 
-    def _last_answer(self) -> AssistantMessage | None:
-        for child in reversed(self.children):
-            if isinstance(child, answers.AssistantMessage):
-                return child
-        return None
+    def _relayout(self, *, keep: Item | None = None) -> None:
+        """Rows, heights and scroll position after a change (or a resize, or a scroll)."""
+        self._pending = False
+        width = self._width()
+        height = self.scrollable_content_region.height
+        at_end = self._stuck or self.scroll_y >= self.max_scroll_y
+        # The first row on screen, to keep in place when heights above it change.
+        anchor: tuple[Row, int] | None = None
+        if not at_end and self._rows:
+            anchor = self._row_at(int(self.scroll_y))
+        if keep is not None:
+            keep_rows = self._item_rows.get(keep)
+            anchor = (
+                (keep_rows[1][0], int(self.scroll_y) - self._row_start(keep_rows[1][0]))
+                if keep_rows
+                else anchor
+            )
+        if width != self._width_seen:
+            for row in self._rows:  # drawn for another width: estimate again
+                row.exact = False
+            self._width_seen = width
+        rows = self._build_rows()
+        if self.model.current is not None:
+            # The streaming tail grows where it may not be drawn: estimate it again.
+            for row in self._item_rows.get(self.model.current, ((), []))[1][-2:]:
+                if row.key is not None and row.key[0][0] == width:
+                    row.exact = row.exact and row.block is not None and not row.block.open
+        for row in rows:
+            if not row.exact:
+                row.height = estimate(row, width) if width else 1
+        self._rows = rows
+        self._starts = list(accumulate((row.height for row in rows), initial=0))
+        if width > 0 and height > 0:
+            for _ in range(4):  # draw what is on screen; heights settle in a pass or two
+                total = self._starts[-1]
+                if at_end:
+                    top = max(0, total - height)
+                elif anchor is not None:
+                    top = self._row_start(anchor[0]) + anchor[1]
+                else:
+                    top = int(self.scroll_y)
+                changed = False
+                index = max(0, bisect_right(self._starts, top) - 1)
+                while index < len(rows) and self._starts[index] < top + height:
+                    changed |= self._draw(rows[index], width)
+                    index += 1
+                if not changed:
+                    break
+                self._starts = list(accumulate((row.height for row in rows), initial=0))
+        total = self._starts[-1]
+        self.virtual_size = Size(width, total)
+        if at_end:
+            self.scroll_to(y=max(0, total - height), animate=False, immediate=True, force=True)
+            self._stuck = True
+        elif anchor is not None:
+            self.scroll_to(
+                y=self._row_start(anchor[0]) + anchor[1], animate=False, immediate=True, force=True
+            )
+        self.refresh()
 
-    # ----------------------------------------------------------------- refs
+    def _row_at(self, y: int) -> tuple[Row, int]:
+        index = max(0, min(len(self._rows) - 1, bisect_right(self._starts, y) - 1))
+        return self._rows[index], y - self._starts[index]
 
-    def move_highlight(self, step: int) -> RefBlock | None:
-        """ctrl+up / ctrl+down: the previous/next ref; starts from the newest."""
-        blocks = self.ref_blocks()
-        if not blocks:
+    def _row_start(self, row: Row) -> int:
+        try:
+            return self._starts[self._rows.index(row)]
+        except ValueError:
+            return 0
+
+    # ---------------------------------------------------------------- lines
+
+    @property
+    def _top_pad(self) -> int:
+        """A short conversation sits at the bottom, next to the input, as chat does."""
+        return max(0, self.scrollable_content_region.height - self._starts[-1])
+
+    def render_line(self, y: int) -> Strip:
+        line_y = self.scroll_offset.y + y - self._top_pad
+        width = self._width()
+        rows = self._rows
+        if not rows or line_y >= self._starts[-1] or width <= 0 or line_y < 0:
+            return Strip.blank(width, self.rich_style)
+        index = bisect_right(self._starts, line_y) - 1
+        row = rows[index]
+        if self._draw(row, width):
+            self._changed()  # its height was a guess: lay out again next frame
+        offset = line_y - self._starts[index]
+        if offset >= len(row.lines):
+            return Strip.blank(width, self.rich_style)
+        line = row.lines[offset]
+        strip = line.strip
+        selection = self.text_selection
+        if selection is not None:
+            span = selection.get_span(line_y)
+            if span is not None:
+                strip = self._selected(strip, span)
+        return strip.apply_offsets(0, line_y)
+
+    def _selected(self, strip: Strip, span: tuple[int, int]) -> Strip:
+        text = strip.text
+        start, end = span
+        a = cell_len(text[:start])
+        b = strip.cell_length if end == -1 else cell_len(text[:end])
+        if b <= a:
+            return strip
+        style = self.screen.get_component_rich_style("screen--selection")
+        before, chosen, after = strip.divide([a, b, strip.cell_length])
+        return Strip.join([before, chosen.apply_style(style), after])
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        """The selected text, without bars, frames, padding or code continuation marks."""
+        total = self._starts[-1] if self._rows else 0
+        if not total:
             return None
-        current = self.highlighted
-        if current in blocks:
-            index = max(0, min(len(blocks) - 1, blocks.index(current) + step))
-        else:
-            index = len(blocks) - 1
-        return self.highlight(blocks[index])
+        width = self._width()
+        first = selection.start.y if selection.start is not None else 0
+        last = selection.end.y if selection.end is not None else total - 1
+        rows = self._rows
+        lo_index = max(0, bisect_right(self._starts, first) - 1)
+        hi_index = max(0, bisect_right(self._starts, last) - 1)
+        if any([self._draw(row, width) for row in rows[lo_index : hi_index + 1]]):
+            self._starts = list(accumulate((row.height for row in rows), initial=0))
+        out: list[str] = []
+        for index in range(lo_index, min(hi_index, len(rows) - 1) + 1):
+            row, start = rows[index], self._starts[index]
+            for offset, line in enumerate(row.lines):
+                span = selection.get_span(start + offset)
+                if span is None:
+                    continue
+                full = line.strip.text
+                end = line.left + line.size if line.size >= 0 else len(full) - line.right
+                lo = max(span[0], line.left)
+                hi = end if span[1] == -1 else min(span[1], end)
+                piece = full[lo:hi] if hi > lo else ""
+                if line.size < 0:
+                    piece = piece.rstrip()
+                if line.cont and out:
+                    out[-1] += piece
+                else:
+                    out.append(piece)
+        return "\n".join(out), "\n"
 
-    def highlight(self, block: RefBlock) -> RefBlock:
-        if self._highlighted is not None and self._highlighted is not block:
-            self._highlighted.set_highlighted(False)
-        self._highlighted = block
-        block.set_highlighted(True)
-        self.scroll_to_widget(block, animate=False, top=False)
-        self.post_message(self.RefHighlighted(block.ref_id, block))
-        return block
+    def selection_updated(self, selection: Selection | None) -> None:
+        self.refresh()
 
-    def highlight_ref_id(self, ref_id: str) -> RefBlock | None:
-        """The current (last, not superseded) block with ``ref_id``."""
-        blocks = [b for b in self.ref_blocks() if b.ref_id == ref_id]
-        if not blocks:
-            return None
-        current = [b for b in blocks if not b.has_class("-superseded")]
-        return self.highlight((current or blocks)[-1])
+    # ----------------------------------------------------------- scrolling
 
-    def target_ref(self) -> RefBlock | None:
-        """What export/copy act on: the highlighted ref, else the newest one."""
-        if self.highlighted is not None:
-            return self.highlighted
-        blocks = [b for b in self.ref_blocks() if b.closed]
-        return blocks[-1] if blocks else None
+    def on_resize(self, event: events.Resize) -> None:
+        self._relayout()
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self._stuck = new_value >= self.max_scroll_y
 
     def scroll_bottom(self) -> None:
-        self.anchor()
+        self._stuck = True
+        self._relayout()
+
+    def _scroll_to_row(self, row: Row) -> None:
+        start = self._row_start(row) + row.margin
+        end = start + row.height - row.margin
+        top, height = int(self.scroll_y), self.scrollable_content_region.height
+        if start < top:
+            self.scroll_to(y=start, animate=False, immediate=True, force=True)
+        elif end > top + height:
+            self.scroll_to(y=min(start, end - height), animate=False, immediate=True, force=True)
+        self._stuck = self.scroll_y >= self.max_scroll_y
+
+    # ------------------------------------------------------------- clicks
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None or not self._rows:
+            return
+        y = offset.y + int(self.scroll_y) - self._top_pad
+        if y < 0:
+            return
+        row, line = self._row_at(y)
+        if line < row.margin:
+            return
+        if row.part == "banner":
+            event.stop()
+            self.post_message(self.LoadOlder())
+        elif row.part in ("tool", "divider") and line == row.margin + (row.part == "divider"):
+            event.stop()
+            item = row.item
+            assert isinstance(item, (ToolItem, DividerItem))
+            item.expanded = not item.expanded
+            item.touch()
+            self._relayout()
+        elif row.part == "reasoning" and line == row.margin:
+            event.stop()
+            answer = row.item
+            assert isinstance(answer, AnswerItem)
+            answer.reasoning_expanded = not answer.reasoning_expanded
+            answer.touch()
+            self._relayout()
 
     def on_transcript_load_older(self, message: LoadOlder) -> None:
         message.stop()
         self.run_worker(self.load_older(), exclusive=True, group="load-older")
+
+    # ------------------------------------------------------------ highlight
+
+    def targets(self) -> list[Target]:
+        return self.model.targets()
+
+    def move_highlight(self, step: int) -> Target | None:
+        """ctrl+up / ctrl+down: the previous/next message, ref or code block; from the newest."""
+        targets = self.targets()
+        if not targets:
+            return None
+        current = self._highlighted
+        if current is not None and any(t is current for t in targets):
+            index = next(i for i, t in enumerate(targets) if t is current)
+            index = max(0, min(len(targets) - 1, index + step))
+        else:
+            index = len(targets) - 1
+        return self.highlight(targets[index])
+
+    def highlight(self, target: Target) -> Target:
+        if self._highlighted is not None and self._highlighted is not target:
+            self._highlighted.highlighted = False
+        self._highlighted = target
+        target.highlighted = True
+        self._relayout()
+        row = self._row_of(target)
+        if row is not None:
+            self._scroll_to_row(row)
+        if isinstance(target, RefInfo):
+            self.post_message(self.RefHighlighted(target.ref_id, target))
+        self.refresh()
+        return target
+
+    def _row_of(self, target: Target) -> Row | None:
+        for row in self._rows:
+            if row.item is target:
+                return row
+            block = row.block
+            if block is None:
+                continue
+            if isinstance(target, RefInfo) and block.kind == "ref_top" and block.ref is target:
+                return row
+            if isinstance(target, Fence) and block.fence is target:
+                return row
+        return None
+
+    def highlight_ref_id(self, ref_id: str) -> RefInfo | None:
+        """The current (last, not superseded) block with ``ref_id``."""
+        blocks = [b for b in self.ref_blocks() if b.ref_id == ref_id]
+        if not blocks:
+            return None
+        current = [b for b in blocks if not b.superseded]
+        chosen = (current or blocks)[-1]
+        self.highlight(chosen)
+        return chosen
+
+    def target_ref(self) -> RefInfo | None:
+        """What export acts on: the highlighted ref, else the newest closed one."""
+        if isinstance(self._highlighted, RefInfo):
+            return self._highlighted
+        blocks = [b for b in self.ref_blocks() if b.closed]
+        return blocks[-1] if blocks else None
+
+    def target(self) -> Target | None:
+        """What copy acts on: whatever is highlighted, else the newest closed ref."""
+        return self._highlighted or self.target_ref()

@@ -1,0 +1,582 @@
+"""Rows of the transcript drawn as lines (``Strip`` s), once per width and state.
+
+The view cuts its items into :class:`Row` s (a user message, one block of an
+answer, a tool card's title…); this module draws one row at a given width. A
+row's lines are cached by the view under :func:`row_key`, so a finished block
+is drawn once per width, highlight or dimming change.
+
+Every string drawn here comes from the model, a server or the disk: Markdown
+and code go through :func:`selfref_tui.safety.inert` before Rich sees them
+(Rich Markdown does not parse console markup, and links are shown as text,
+never as terminal hyperlinks), and plain text is built as ``Content`` with
+:func:`selfref_tui.safety.content`, never parsed as markup.
+
+Long code lines wrap, with ``↪`` at the start of each continuation line; the
+mark is decoration (outside the selectable text), so a copy is the code as it
+was written.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.color import Color
+from textual.strip import Strip
+
+from selfref_tui.safety import content, inert, inert_line, redact
+from selfref_tui.ui.transcript.model import (
+    AnswerItem,
+    Block,
+    DividerItem,
+    ErrorItem,
+    Item,
+    RefInfo,
+    ToolItem,
+    UserItem,
+    summary_text,
+)
+
+if TYPE_CHECKING:
+    from textual.widget import Widget
+
+#: the most of a tool's arguments or result shown (the rest is counted)
+MAX_SHOWN = 4_000
+CONTINUATION = "↪"
+
+_ERROR_TITLES = {
+    "auth": "API key rejected",
+    "model": "Model not available",
+    "rate_limit": "Rate limited",
+    "server": "Server error",
+    "connection": "Provider unreachable",
+    "timeout": "Timed out",
+    "protocol": "Bad response",
+    "bad_request": "Request rejected",
+    "context_overflow": "Too long for the model",
+    "store": "Memory store",
+    "internal": "Error",
+}
+
+
+@dataclass(eq=False)
+class Row:
+    """A piece of the transcript drawn and cached on its own."""
+
+    #: "user" | "error" | "block" | "reasoning" | "marker" | "tool" | "divider"
+    #: | "banner" | "hint"
+    part: str
+    item: Item | None = None
+    block: Block | None = None
+    #: fully blank lines above (the item's margin)
+    margin: int = 0
+    height: int = 1
+    exact: bool = False
+    key: Any = None
+    lines: list[Line] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One drawn line: the strip, and the columns of decoration around its text."""
+
+    strip: Strip
+    left: int = 0
+    right: int = 0
+    #: continues the line above (a wrapped code line): joined without a newline on copy
+    cont: bool = False
+    #: characters of text after ``left`` when known exactly (code); -1: up to the padding
+    size: int = -1
+
+    @property
+    def text(self) -> str:
+        """The selectable text of the line (no decoration, no trailing padding)."""
+        plain = self.strip.text
+        if self.size >= 0:
+            return plain[self.left : self.left + self.size]
+        return plain[self.left : len(plain) - self.right if self.right else None].rstrip()
+
+
+def row_key(row: Row, width: int) -> tuple:
+    """What a row's lines depend on: its lines are drawn again when this changes."""
+    item = row.item
+    state: tuple = ()
+    block = row.block
+    if item is not None and block is None:
+        state = (item.version, item.archived, item.highlighted)
+    elif isinstance(item, AnswerItem) and block is not None:
+        # Not the answer's version: a finished block is not redrawn while the answer streams.
+        frames = tuple(
+            (r.version, r.highlighted, r.superseded, r.unfinished, r.closed) for r in block.frames
+        )
+        ref = block.ref
+        own = (ref.version, ref.highlighted, ref.superseded, ref.unfinished) if ref else ()
+        fence = block.fence.highlighted if block.fence is not None else None
+        bar = (item.archived, item.highlighted, item.interrupted or bool(item.marker))
+        state = (block.version, frames, own, fence, bar)
+    return (width, row.margin, state)
+
+
+def estimate(row: Row, width: int) -> int:
+    """A row's height before it is drawn (close enough to scroll by; corrected when drawn)."""
+    inner = max(8, width - 6)
+    block = row.block
+    if block is not None:
+        if block.kind in ("ref_top", "ref_bottom"):
+            return row.margin + block.gap + 1
+        inner -= 4 * len(block.frames)
+        lines = block.text.removesuffix("\n").split("\n")
+        count = sum(1 + len(line) // max(1, inner - 2) for line in lines)
+        return row.margin + block.gap + max(1, count)
+    item = row.item
+    if isinstance(item, UserItem):
+        return row.margin + sum(1 + len(x) // inner for x in item.text.split("\n")) + item.queued
+    return row.margin + 1
+
+
+class Palette:
+    """The theme's colours as Rich styles (what the old widgets' CSS said)."""
+
+    def __init__(self, variables: dict[str, str], dark: bool) -> None:
+        def color(name: str, default: str) -> Color:
+            try:
+                return Color.parse(variables.get(name, default))
+            except Exception:
+                return Color.parse(default)
+
+        self.dark = dark
+        self.bg = color("background", "#1e1e1e")
+        self.fg = color("foreground", "#e0e0e0")
+        self.primary = color("primary", "#0178d4")
+        self.secondary = color("secondary", "#004578")
+        self.accent = color("accent", "#ffa62b")
+        self.warning = color("warning", "#ffa62b")
+        self.error = color("error", "#ba3c5b")
+        self.muted = self.bg.blend(self.fg, 0.6)
+
+    def mix(self, color: Color, alpha: float) -> str:
+        return self.bg.blend(color, alpha).hex
+
+    def style(self, color: Color | None = None, alpha: float = 1.0, **kw: Any) -> Style:
+        return Style(color=self.mix(color, alpha) if color is not None else None, **kw)
+
+
+def _pad(width: int, style: Style | None = None) -> Segment:
+    return Segment(" " * max(0, width), style)
+
+
+class Painter:
+    """Draws rows for one widget at one width."""
+
+    def __init__(self, widget: Widget, palette: Palette, width: int) -> None:
+        self.widget = widget
+        self.console = widget.app.console
+        self.p = palette
+        self.width = max(10, width)
+
+    # --------------------------------------------------------------- helpers
+
+    def _rich_lines(self, renderable: Any, width: int, style: Style | None = None) -> list[Strip]:
+        options = self.console.options.update(width=width, height=None, highlight=False)
+        lines = self.console.render_lines(renderable, options, style=style, pad=True)
+        return [Strip(line, width) for line in lines]
+
+    def _text(self, text: str, width: int, style: str = "") -> list[Strip]:
+        """Plain untrusted text, wrapped; never parsed as markup."""
+
+        return self._content(content(text, style), width)
+
+    def _content(self, shown: Any, width: int) -> list[Strip]:
+        from textual.style import Style as VisualStyle
+        from textual.visual import Visual
+
+        # No background of its own: the row's (or the widget's) shows through.
+        base = VisualStyle(foreground=self.widget.visual_style.foreground)
+        return Visual.to_strips(
+            self.widget, shown, width, None, base, pad=True, apply_selection=False
+        )
+
+    def _blank(self) -> Line:
+        return Line(Strip([_pad(self.width)], self.width))
+
+    def _bar_lines(
+        self,
+        body: list[Strip],
+        bar: Style,
+        bg: Style | None,
+        *,
+        indent: int = 0,
+        pad_left: int = 1,
+        pad_right: int = 1,
+        glyph: str = "▌",
+    ) -> list[Line]:
+        """A left bar and padding around ``body`` strips (user messages, errors, tools)."""
+        out = []
+        inner = self.width - indent - 1 - pad_left - pad_right
+        for strip in body:
+            segs = [_pad(indent), Segment(glyph, bar + bg if bg else bar), _pad(pad_left, bg)]
+            segs += list(strip.crop_extend(0, inner, bg))
+            segs.append(_pad(pad_right, bg))
+            out.append(Line(Strip(segs, self.width), left=indent + 1 + pad_left, right=pad_right))
+        return out
+
+    def _with_bg(self, strips: list[Strip], bg: Style | None) -> list[Strip]:
+        if bg is None:
+            return strips
+        return [strip.apply_style(bg) for strip in strips]
+
+    # ------------------------------------------------------------------ rows
+
+    def draw(self, row: Row) -> list[Line]:
+        lines = [self._blank() for _ in range(row.margin)]
+        lines += getattr(self, f"_draw_{row.part}")(row)
+        item = row.item
+        base = self.widget.rich_style
+        if item is not None and item.archived:
+            base = base + Style(dim=True)
+        return [Line(x.strip.apply_style(base), x.left, x.right, x.cont, x.size) for x in lines]
+
+    def _draw_user(self, row: Row) -> list[Line]:
+        item = row.item
+        assert isinstance(item, UserItem)
+        p = self.p
+        if item.queued:
+            bg, bar = Style(bgcolor=p.mix(p.warning, 0.08)), p.style(p.warning, 0.6)
+        else:
+            bg, bar = Style(bgcolor=p.mix(p.primary, 0.12)), p.style(p.primary)
+        if item.highlighted:
+            bg, bar = Style(bgcolor=p.mix(p.primary, 0.3)), p.style(p.accent, bold=True)
+        inner = self.width - 3
+        body = self._text(item.text, inner)
+        if item.queued:
+            body += self._text("queued — delivered at the next step", inner, "italic $warning")
+        return self._bar_lines(
+            self._with_bg(body, bg), bar, bg, glyph="┃" if item.highlighted else "▌"
+        )
+
+    def _draw_error(self, row: Row) -> list[Line]:
+        item = row.item
+        assert isinstance(item, ErrorItem)
+        p = self.p
+        bg = Style(bgcolor=p.mix(p.error, 0.1 if not item.highlighted else 0.3))
+        from textual.content import Content
+
+        title = _ERROR_TITLES.get(item.error_kind, "Error")
+        # Server and store text: inert, never markup, no bearer token or URL userinfo.
+        shown = Content.assemble((f"✖ {title}", "bold $error"), "  ", content(redact(item.message)))
+        body = self._with_bg(self._content(shown, self.width - 3), bg)
+        return self._bar_lines(body, p.style(p.error), bg)
+
+    def _draw_tool(self, row: Row) -> list[Line]:
+        item = row.item
+        assert isinstance(item, ToolItem)
+        p = self.p
+        bar_color = {"error": (p.error, 1.0), "cancelled": (p.warning, 1.0)}.get(
+            item.status, (p.fg, 0.2)
+        )
+        bar = p.style(*bar_color)
+        bg = Style(
+            bgcolor=p.mix(
+                p.primary if item.highlighted else p.fg, 0.12 if item.highlighted else 0.04
+            )
+        )
+        inner = self.width - 2 - 3
+        arrow = "▼ " if item.expanded else "▶ "
+        body = self._text(arrow + inert_line(item.title), inner, "bold" if item.highlighted else "")
+        if item.expanded:
+            body += self._text("arguments", inner, f"bold {self.p.muted.hex}")
+            body += self._text(_clip(_pretty(item.arguments)), inner)
+            body += self._text("result", inner, f"bold {self.p.muted.hex}")
+            body += self._text(_clip(item.result or ""), inner)
+        return self._bar_lines(self._with_bg(body, bg), bar, bg, indent=2)
+
+    def _draw_divider(self, row: Row) -> list[Line]:
+        item = row.item
+        assert isinstance(item, DividerItem)
+        p = self.p
+        rule = Line(Strip([Segment("┄" * self.width, p.style(p.accent, 0.5))], self.width))
+        arrow = "▼ " if item.expanded else "▶ "
+        body = self._text(arrow + item.title, self.width - 2, "$accent")
+        if item.expanded:
+            body += self._text(summary_text(item.summary), self.width - 4)
+        lines = [
+            Line(
+                Strip([_pad(1), *s.crop_extend(0, self.width - 2, None), _pad(1)], self.width),
+                left=1,
+                right=1,
+            )
+            for s in body
+        ]
+        return [rule, *lines, rule]
+
+    def _draw_banner(self, row: Row) -> list[Line]:
+        count = getattr(self.widget, "older_count", 0)
+        text = f"↑ {count} earlier messages — click or press Enter to show more"
+        style = self.p.style(self.p.muted, italic=True)
+        strip = Strip([Segment(text, style)]).text_align(self.width, "center")
+        return [Line(strip)]
+
+    def _draw_hint(self, row: Row) -> list[Line]:
+        hint = getattr(self.widget, "_hint", "")
+        p = self.p
+        border = p.style(p.fg, 0.15)
+        inner = self.width - 4 - 2 - 4
+        if isinstance(hint, str):
+            body = self._text(hint, inner, self.p.muted.hex)
+        else:
+            body = self._content(hint, inner)
+        blank = Strip([_pad(inner)], inner)
+        body = [blank, *body, blank]
+        top = Strip([_pad(2), Segment("╭" + "─" * (inner + 4) + "╮", border), _pad(2)], self.width)
+        bottom = Strip(
+            [_pad(2), Segment("╰" + "─" * (inner + 4) + "╯", border), _pad(2)], self.width
+        )
+        lines = [Line(top)]
+        for strip in body:
+            segs = [_pad(2), Segment("│", border), _pad(2), *strip.crop_extend(0, inner, None)]
+            segs += [_pad(2), Segment("│", border), _pad(2)]
+            lines.append(Line(Strip(segs, self.width), left=5, right=5))
+        lines.append(Line(bottom))
+        return [self._blank(), *lines]
+
+    # ---------------------------------------------------------------- answers
+
+    def _answer_bar(self, answer: AnswerItem) -> tuple[Style, str]:
+        p = self.p
+        if answer.highlighted:
+            return p.style(p.accent, bold=True), "┃"
+        if answer.interrupted or answer.marker:
+            return p.style(p.warning, 0.6), "▌"
+        return p.style(p.secondary, 0.4 if p.dark else 0.6), "▌"
+
+    def _answer_lines(
+        self,
+        answer: AnswerItem,
+        body: list[Strip],
+        frames: tuple[RefInfo, ...],
+        *,
+        cont: list[bool] | None = None,
+        sizes: list[int] | None = None,
+    ) -> list[Line]:
+        """The answer's bar and padding, and the frames of enclosing refs, around ``body``."""
+        bar, glyph = self._answer_bar(answer)
+        inner = self.width - 4 - 4 * len(frames)
+        out = []
+        left_frames = []
+        right_frames = []
+        for ref in frames:
+            style, box = self._frame(ref)
+            bg = self._ref_bg(ref)
+            left_frames.append((Segment(box[3] + " ", style + bg if bg else style), bg))
+            right_frames.insert(0, (Segment(" " + box[3], style + bg if bg else style), bg))
+        inner_bg = self._ref_bg(frames[-1]) if frames else None
+        dim = any(ref.superseded for ref in frames)
+        for index, strip in enumerate(body):
+            segs = [Segment(glyph, bar), _pad(2)]
+            segs += [seg for seg, _ in left_frames]
+            if inner_bg is not None:
+                strip = strip.apply_style(inner_bg)
+            if dim:
+                strip = strip.apply_style(Style(dim=True))
+            segs += list(strip.crop_extend(0, inner, inner_bg))
+            segs += [seg for seg, _ in right_frames]
+            segs.append(_pad(1))
+            is_cont = bool(cont and cont[index])
+            size = sizes[index] if sizes else -1
+            out.append(
+                Line(
+                    Strip(segs, self.width),
+                    # a code line's first cell is its edge (or its continuation mark)
+                    left=3 + 2 * len(frames) + (1 if size >= 0 else 0),
+                    right=1 + 2 * len(frames),
+                    cont=is_cont,
+                    size=size,
+                )
+            )
+        return out
+
+    def _frame(self, ref: RefInfo) -> tuple[Style, str]:
+        """The frame's style and box characters (tl, h, tr, v, bl, br)."""
+        p = self.p
+        if ref.highlighted:
+            return p.style(p.primary, bold=True), "┏━┓┃┗┛"
+        if ref.unfinished:
+            return p.style(p.warning, 0.7), "╭┄╮┆╰╯"
+        if ref.superseded:
+            return p.style(p.fg, 0.2), "╭─╮│╰╯"
+        if not ref.closed and ref.live:
+            return p.style(p.warning, 0.7), "╭─╮│╰╯"
+        return p.style(p.accent, 0.6), "╭─╮│╰╯"
+
+    def _ref_bg(self, ref: RefInfo) -> Style | None:
+        p = self.p
+        if ref.highlighted:
+            return Style(bgcolor=p.mix(p.primary, 0.1))
+        if ref.superseded:
+            return None
+        return Style(bgcolor=p.mix(p.accent, 0.06))
+
+    def _draw_block(self, row: Row) -> list[Line]:
+        answer = row.item
+        block = row.block
+        assert isinstance(answer, AnswerItem) and block is not None
+        inner = self.width - 4 - 4 * len(block.frames)
+        gap = [Strip([_pad(inner)], inner) for _ in range(block.gap)]
+        cont: list[bool] = [False] * len(gap)
+        sizes: list[int] | None = None
+        if block.kind in ("ref_top", "ref_bottom"):
+            assert block.ref is not None
+            body = [*gap, self._ref_edge(block.ref, inner, top=block.kind == "ref_top")]
+            cont.append(False)
+        elif block.kind == "code":
+            code, marks, lengths = self._code(block, inner)
+            body = gap + code
+            cont += marks
+            sizes = [-1] * len(gap) + lengths
+        else:
+            body = gap + _trim(self._markdown(block.text, inner))
+            cont += [False] * (len(body) - len(cont))
+        return self._answer_lines(answer, body, block.frames, cont=cont, sizes=sizes)
+
+    def _ref_edge(self, ref: RefInfo, width: int, *, top: bool) -> Strip:
+        style, box = self._frame(ref)
+        bg = self._ref_bg(ref)
+        full = style + bg if bg else style
+        label = ref.title if top else ref.subtitle
+        title_style = full + Style(bold=top, color=None if top else self.p.mix(self.p.muted, 1.0))
+        if top and not ref.highlighted and not ref.superseded:
+            title_color = (
+                self.p.warning
+                if (ref.unfinished or (not ref.closed and ref.live))
+                else self.p.accent
+            )
+            title_style = full + Style(bold=True, color=self.p.mix(title_color, 1.0))
+        left, right = (box[0], box[2]) if top else (box[4], box[5])
+        label = inert_line(label, max(0, width - 6))
+        fill = max(0, width - 5 - len(label))
+        if label:
+            if top:
+                segs = [
+                    Segment(left + box[1] + " ", full),
+                    Segment(label, title_style),
+                    Segment(" " + box[1] * fill + right, full),
+                ]
+            else:
+                segs = [
+                    Segment(left + box[1] * fill + " ", full),
+                    Segment(label, title_style),
+                    Segment(" " + box[1] + right, full),
+                ]
+        else:
+            segs = [Segment(left + box[1] * (width - 2) + right, full)]
+        return Strip(segs).crop_extend(0, width, bg)
+
+    def _markdown(self, text: str, width: int) -> list[Strip]:
+        from rich.markdown import Markdown
+
+        return self._rich_lines(Markdown(inert(text), hyperlinks=False), width)
+
+    def _code(self, block: Block, width: int) -> tuple[list[Strip], list[bool], list[int]]:
+        """Highlighted code, wrapped with a continuation mark; copy text stays the code."""
+        from rich.text import Text
+
+        fence = block.fence
+        lang = fence.lang if fence is not None else ""
+        code = inert(block.text).expandtabs(4)
+        theme = _syntax_theme(self.p.dark)
+        bg = Style(bgcolor=theme[1])
+        highlighted = _highlight(code, lang, theme[0]) if code else Text("")
+        mark = self.p.style(self.p.primary if fence and fence.highlighted else self.p.muted)
+        edge = Segment("▌" if fence and fence.highlighted else " ", mark + bg)
+        text_width = max(4, width - 2)
+        strips: list[Strip] = []
+        marks: list[bool] = []
+        lengths: list[int] = []
+        lines = highlighted.split("\n", allow_blank=True)
+        while len(lines) > 1 and not lines[-1].plain:
+            lines.pop()
+        for line in lines or [Text("")]:
+            pieces = (
+                line.divide(range(text_width, max(len(line.plain), 1), text_width))
+                if len(line.plain) > text_width
+                else [line]
+            )
+            for index, piece in enumerate(pieces):
+                segs = list(piece.render(self.console))
+                first = Segment(CONTINUATION, mark + bg) if index else edge
+                strip = Strip([first, *segs]).crop_extend(0, width - 1, bg)
+                strips.append(Strip([*strip, Segment(" ", bg)], width))
+                marks.append(bool(index))
+                lengths.append(len(piece.plain))
+        return strips, marks, lengths
+
+    def _draw_reasoning(self, row: Row) -> list[Line]:
+        answer = row.item
+        assert isinstance(answer, AnswerItem)
+        inner = self.width - 4
+        arrow = "▼ " if answer.reasoning_expanded else "▶ "
+        body = self._text(arrow + answer.reasoning_title, inner, self.p.muted.hex)
+        if answer.reasoning_expanded:
+            body += self._text(answer.reasoning, inner - 2, f"italic {self.p.muted.hex}")
+        return self._answer_lines(answer, body, ())
+
+    def _draw_marker(self, row: Row) -> list[Line]:
+        answer = row.item
+        assert isinstance(answer, AnswerItem)
+        inner = self.width - 4
+        body = [Strip([_pad(inner)], inner), *self._text(answer.marker, inner, "italic $warning")]
+        return self._answer_lines(answer, body, ())
+
+
+def _trim(strips: list[Strip]) -> list[Strip]:
+    """Rich puts blank lines around some elements (lists); the row's gap spaces blocks."""
+    start, end = 0, len(strips)
+    while start < end and not strips[start].text.strip():
+        start += 1
+    while end > start and not strips[end - 1].text.strip():
+        end -= 1
+    return strips[start:end] or strips[:1]
+
+
+@lru_cache(maxsize=2)
+def _syntax_theme(dark: bool) -> tuple[str, str]:
+    from rich.syntax import Syntax
+
+    name = "monokai" if dark else "default"
+    background = Syntax.get_theme(name).get_background_style().bgcolor
+    return name, background.name if background is not None else ("#272822" if dark else "#f8f8f8")
+
+
+@lru_cache(maxsize=64)
+def _lexer(lang: str) -> Any:
+    from pygments.lexers import get_lexer_by_name
+    from pygments.util import ClassNotFound
+
+    try:
+        return get_lexer_by_name(lang or "text")
+    except ClassNotFound:
+        return get_lexer_by_name("text")
+
+
+def _highlight(code: str, lang: str, theme: str) -> Any:
+    from rich.syntax import Syntax
+
+    syntax = Syntax(code, _lexer(lang), theme=theme)
+    return syntax.highlight(code)
+
+
+def _pretty(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
+    except (ValueError, TypeError):
+        return arguments
+
+
+def _clip(text: str) -> str:
+    if len(text) <= MAX_SHOWN:
+        return text
+    return text[:MAX_SHOWN] + f"\n… {len(text) - MAX_SHOWN} more characters"
