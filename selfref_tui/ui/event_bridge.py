@@ -34,6 +34,10 @@ else:  # events exist once the runtime does, after the first frame
     ev = LazyModule("selfref_tui.agent.events")
 
 
+#: the most often ref and experience events refresh the sidebar's lists
+SIDEBAR_EVERY_S = 0.1
+
+
 class EventBridge:
     """Runtime events → transcript, sidebar, header, fork panel and dialogs."""
 
@@ -51,8 +55,8 @@ class EventBridge:
         _questions: dict[str, tuple[str, Screen[Any]]]
         _stream_chars: int
 
-        # and App's call_from_thread, call_later, notify, push_screen, log, plus the
-        # app's show_forks, collect_when_idle, _refresh_sidebar, _refresh_usage and
+        # and App's call_from_thread, call_later, set_timer, notify, push_screen, log, plus
+        # the app's show_forks, collect_when_idle, _refresh_sidebar, _refresh_usage and
         # secret_free
 
     def emit(self, event: ev.AgentEvent) -> None:
@@ -128,7 +132,7 @@ class EventBridge:
             event,
             (ev.ExperienceRemembered, ev.ExperienceForgotten, ev.RefClosed, ev.CompactionApplied),
         ):
-            self._refresh_sidebar()
+            self._refresh_sidebar_soon()
         elif isinstance(event, ev.ErrorEvent):
             self.notify(event.message, severity="error", timeout=8)
         elif isinstance(event, ev.Notice):
@@ -151,6 +155,16 @@ class EventBridge:
         if isinstance(event, ev.Retrying):
             return replace(event, reason=self.secret_free(event.reason))
         return event
+
+    def _refresh_sidebar_soon(self) -> None:
+        """Once per burst: an answer closing 1,000 refs re-read the store's lists 1,000 times."""
+        if not self.__dict__.get("_sidebar_due"):
+            self.__dict__["_sidebar_due"] = True
+            self.set_timer(SIDEBAR_EVERY_S, self._refresh_sidebar_due)
+
+    def _refresh_sidebar_due(self) -> None:
+        self.__dict__["_sidebar_due"] = False
+        self._refresh_sidebar()
 
     def _set_phase(self, status: str) -> None:
         """The header says what the turn is doing now; set once per change, not per token."""

@@ -53,6 +53,7 @@ from selfref_tui.ui.transcript.model import (
 )
 from selfref_tui.ui.transcript.paint import Painter, Palette, Row, estimate, row_key
 from selfref_tui.ui.transcript.reducer import TAIL_ITEMS, Target, TranscriptModel
+from selfref_tui.ui.transcript.textual_adapter import set_virtual_size
 
 if TYPE_CHECKING:
     from selfref_tui.agent import events as ev
@@ -435,7 +436,7 @@ class Transcript(ScrollView, can_focus=False):
                     break
                 self._starts = list(accumulate((row.height for row in rows), initial=0))
         total = self._starts[-1]
-        self.virtual_size = Size(width, total)
+        set_virtual_size(self, Size(width, total))
         if at_end:
             self.scroll_to(y=max(0, total - height), animate=False, immediate=True, force=True)
             self._stuck = True
