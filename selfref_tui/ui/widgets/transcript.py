@@ -22,6 +22,7 @@ code continuation marks.
 
 from __future__ import annotations
 
+import time
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Sequence
@@ -62,8 +63,12 @@ else:  # the first frame has no events to show
 
 __all__ = ["TAIL_ITEMS", "Transcript"]
 
-#: the shortest gap between two redraws of a streaming answer (~30 a second)
-FRAME_S = 1 / 30
+#: the shortest gap between two redraws of a streaming answer (~20 a second)
+FRAME_S = 1 / 20
+#: a redraw that took longer waits this many times its cost before the next one, so drawing
+#: takes at most about a third of the loop on a slow or busy machine (keys and the stream
+#: get the rest)
+FRAME_SHARE = 3
 
 
 @cache
@@ -121,6 +126,7 @@ class Transcript(ScrollView, can_focus=False):
         self._painter: Painter | None = None
         self._pending = False
         self._stuck = True  # at the bottom: new text keeps it there
+        self._frame_cost = 0.0
         #: kept for helpers that report on the old event pump: events are applied at once
         self._queue: deque[Any] = deque()
         self._pump = None
@@ -281,7 +287,7 @@ class Transcript(ScrollView, can_focus=False):
         """Something to draw: once per frame, however many events came."""
         if not self._pending:
             self._pending = True
-            self.set_timer(FRAME_S, self._relayout)
+            self.set_timer(max(FRAME_S, FRAME_SHARE * self._frame_cost), self._relayout)
 
     def _rows_of(self, item: Item) -> list[Row]:
         if isinstance(item, AnswerItem):
@@ -388,6 +394,13 @@ class Transcript(ScrollView, can_focus=False):
 
     def _relayout(self, *, keep: Item | None = None) -> None:
         """Rows, heights and scroll position after a change (or a resize, or a scroll)."""
+        started = time.perf_counter()
+        try:
+            self._layout_rows(keep)
+        finally:
+            self._frame_cost = time.perf_counter() - started
+
+    def _layout_rows(self, keep: Item | None) -> None:
         self._pending = False
         width = self._width()
         height = self.scrollable_content_region.height
