@@ -79,7 +79,7 @@ async def test_read_only_window_shows_a_key_another_process_writes(tmp_path):
             async with app.run_test(size=SIZE) as pilot:
                 await started(pilot, app)
                 assert "read-only" in str(app.header.render())
-                assert [m.text for m in app.transcript.query("UserMessage")] == ["what is up"]
+                assert [m.text for m in app.transcript.items_of("user")] == ["what is up"]
                 await type_and_send(pilot, "hello")
                 await pilot.pause()
                 assert app.chat_input.text == "hello"  # refused, kept
