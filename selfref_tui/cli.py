@@ -102,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("prompt", metavar="PROMPT", help="the message; - reads it from stdin")
     ask.add_argument("--allow-overwrite", action="store_true",
                      help="let the model change files that exist (otherwise they are kept)")
+    ask.add_argument("--allow-tools", metavar="NAMES", default="",
+                     help="MCP tools that may run without being trusted in config.toml: "
+                          "mcp__server__tool names, comma-separated, * wildcards ('*' = all)")
     _common(ask)
     _provider_flags(ask)
 
@@ -401,6 +404,7 @@ async def _ask(args: argparse.Namespace) -> int:
     output = _AskOutput(key, abort=abort, secrets=(config.provider.api_key,))
     loop = asyncio.get_running_loop()
     agent = None
+    mcp = None
     try:
         # take the key's lock up front: a clear exit 3 if the app holds it
         _store_notes(selfref.open(key))
@@ -408,10 +412,15 @@ async def _ask(args: argparse.Namespace) -> int:
         agent = Agent(selfref, provider, config.agent, output, model=config.provider.model,
                       context_window=config.provider.context_window)
         loop.add_signal_handler(signal.SIGINT, abort.fire, "interrupted (Ctrl+C)")
+        if config.mcp_servers:
+            mcp = await _start_mcp(config, key, output, args.allow_tools, abort)
+            agent.tool_sources.append(mcp)
         outcome = await agent.run_turn(key, prompt, abort=abort)
     finally:
         loop.remove_signal_handler(signal.SIGINT)
         output.finish()
+        if mcp is not None:
+            await mcp.aclose()
         if agent is not None:
             await agent.aclose()
         selfref.close()
@@ -431,6 +440,26 @@ async def _ask(args: argparse.Namespace) -> int:
 
     raise CliError(redact(output.error, output.secrets)
                    or "the turn failed; see the messages above")
+
+
+async def _start_mcp(config: AppConfig, key: str, emit: Any, allow: str, abort: Any) -> Any:
+    """The configured MCP servers, started before the turn (a one-shot has no first frame).
+
+    Nobody can answer an approval here, so only trusted tools and those named by
+    ``--allow-tools`` run; any other call gets "the person declined".
+    """
+    from selfref_tui.agent.mcp.manager import McpManager
+
+    manager = McpManager(config.mcp_servers, emit, notice_key=key)
+    manager.allowed = tuple(p.strip() for p in allow.split(",") if p.strip())
+    started = asyncio.create_task(manager.wait_started())
+    stopped = asyncio.create_task(abort.wait())  # Ctrl+C while a server starts
+    try:
+        await asyncio.wait({started, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        started.cancel()
+        stopped.cancel()
+    return manager
 
 
 # --------------------------------------------------------------------------- refs

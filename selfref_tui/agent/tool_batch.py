@@ -22,7 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..context.mutations import ToolCancelledMutation, ToolResultMutation
+from ..context.mutations import (
+    MultimodalToolResultMutation,
+    ToolCancelledMutation,
+    ToolResultMutation,
+)
 from .abort import AbortSignal
 from .events import EventSink, ToolCallEnded, ToolCallError
 from .tools import (
@@ -40,6 +44,19 @@ from .tools import (
 NO_FD_TOOLS = frozenset({"read_fd"})
 
 
+@dataclass(frozen=True)
+class MultimodalOutput:
+    """A result holding images: they reach the model in ``user_messages``.
+
+    Providers take images only in user messages, so the batch commits a
+    ``MultimodalToolResultMutation``; ``text`` is what front ends show for the call.
+    A source returns it instead of a string; it sizes its own text (fds).
+    """
+
+    text: str
+    user_messages: list[dict[str, Any]]
+
+
 @runtime_checkable
 class ToolSource(Protocol):
     """A set of tools the model may call."""
@@ -52,7 +69,8 @@ class ToolSource(Protocol):
         """Whether a call named ``name`` is this source's to run."""
         ...
 
-    async def call(self, name: str, args: dict[str, Any], ctx: ToolContext) -> str:
+    async def call(self, name: str, args: dict[str, Any],
+                   ctx: ToolContext) -> str | MultimodalOutput:
         """Run one call; raise :class:`ToolError` for a problem the model should read."""
         ...
 
@@ -165,7 +183,13 @@ class ToolBatch:
         assert call.ctx is not None
         ok, text, duration = await self._execute(call.name, args, call.ctx)
         call.finished = True
-        if ok:
+        if isinstance(text, MultimodalOutput):
+            self.commit([MultimodalToolResultMutation(call.id, call.name, call.arguments,
+                                                      text.user_messages)], call.ctx.records)
+            self.emit(ToolCallEnded(key=self.key, call_id=call.id, name=call.name,
+                                    arguments=call.arguments, result=text.text,
+                                    duration_s=duration))
+        elif ok:
             self.commit([ToolResultMutation(call.id, text)], call.ctx.records)
             self.emit(ToolCallEnded(key=self.key, call_id=call.id, name=call.name,
                                     arguments=call.arguments, result=text, duration_s=duration))
@@ -173,7 +197,7 @@ class ToolBatch:
             self._failed(call, text, duration, call.ctx.records)
 
     async def _execute(self, name: str, args: dict[str, Any],
-                       ctx: ToolContext) -> tuple[bool, str, float]:
+                       ctx: ToolContext) -> tuple[bool, str | MultimodalOutput, float]:
         started = time.perf_counter()
         source = next((s for s in self.sources if s.handles(name)), None)
         try:
@@ -186,6 +210,8 @@ class ToolBatch:
             return False, str(exc), time.perf_counter() - started
         except Exception as exc:  # a tool bug becomes a result the model can read
             return False, f"the tool failed: {exc}", time.perf_counter() - started
+        if isinstance(text, MultimodalOutput):
+            return True, text, time.perf_counter() - started
         if name not in NO_FD_TOOLS and len(text) > self.fd_threshold_chars:
             text, record = ctx.fds.add_output(text, now_iso(), f"tool:{name}")
             if record is not None:

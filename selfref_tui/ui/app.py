@@ -91,6 +91,8 @@ class SelfRefApp(EventBridge, App[int]):
         self.router: Any = None
         self.selfref: Any = None
         self.demo_server: Any = None
+        #: the MCP servers' manager (agent.mcp.manager), started after the first frame
+        self.mcp: Any = None
         self.ready = False
         #: why the current key cannot take input (locked, corrupt…); None when it can
         self.key_error: str | None = None
@@ -241,6 +243,7 @@ class SelfRefApp(EventBridge, App[int]):
             )
             self.agent.interactive = True  # tools may ask: see _ask
             self.router = AgentInputRouter(self.agent, self.key)
+            self._start_mcp()
         except Exception as exc:  # never crash the first frame; say what failed
             self.header.set_status("not ready")
             await self.transcript.add_error(self.secret_free(f"Could not start: {exc}"))
@@ -253,6 +256,28 @@ class SelfRefApp(EventBridge, App[int]):
         early, self._early_inputs = self._early_inputs, []
         for text in early:
             await self._send(text)
+
+    def _start_mcp(self) -> None:
+        """MCP servers start in the background; their tools join as each is ready."""
+        if not self.config.mcp_servers:
+            return
+        from dataclasses import replace as with_key
+
+        from selfref_tui.agent.mcp.manager import McpManager
+
+        path = self.config.config_path
+
+        def save_trust(server: str, tool: str) -> None:
+            if path is not None:
+                from selfref_tui.agent.mcp.trust import add_trust
+
+                add_trust(path, server, tool)
+
+        # A notice concerns whichever key is shown, not the one open when it started.
+        self.mcp = McpManager(self.config.mcp_servers,
+                              lambda e: self.emit(with_key(e, key=self.key)), on_trust=save_trust)
+        self.agent.tool_sources.append(self.mcp)
+        self.mcp.start()
 
     async def load_runtime(self) -> None:
         """openai takes ~0.5 s to import: do it off the loop so keys stay live."""
@@ -846,6 +871,8 @@ class SelfRefApp(EventBridge, App[int]):
             if self.agent is not None:
                 await self.agent.aclose()
         finally:
+            if self.mcp is not None:
+                await self.mcp.aclose()
             if self.demo_server is not None:
                 await self.demo_server.stop()
             if self.selfref is not None:

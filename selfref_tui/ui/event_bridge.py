@@ -172,11 +172,19 @@ class EventBridge:
             self.header.set_status(status)
 
     def _ask(self, event: ev.QuestionAsked) -> None:
-        from selfref_tui.ui.screens.question import QuestionScreen
+        from selfref_tui.agent.mcp.approval import is_approval, parse_approval
 
-        screen = QuestionScreen(
-            event.prompt, event.choices, asker="" if event.key == self.key else event.key
-        )
+        asker = "" if event.key == self.key else event.key
+        approval = parse_approval(event.prompt) if is_approval(event.choices) else None
+        screen: Screen[str]
+        if approval is not None:
+            from selfref_tui.ui.screens.approval import ApprovalScreen
+
+            screen = ApprovalScreen(approval, asker=asker)
+        else:
+            from selfref_tui.ui.screens.question import QuestionScreen
+
+            screen = QuestionScreen(event.prompt, event.choices, asker=asker)
         self._questions[event.question_id] = (event.key, screen)
 
         def answered(choice: str | None) -> None:

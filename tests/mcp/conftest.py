@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -22,3 +23,17 @@ def server_config(name: str = "test", **changes) -> McpServerConfig:
 def mark(tmp_path) -> Path:
     """The file the slow tool writes 'started' / 'cancelled' to."""
     return tmp_path / "mark"
+
+
+def time_server_command() -> str:
+    """`mcp-server-time` from PyPI (the test extra installs it next to this interpreter)."""
+    beside = Path(sys.executable).with_name("mcp-server-time")
+    found = str(beside) if beside.exists() else shutil.which("mcp-server-time")
+    assert found, "mcp-server-time is missing: pip install -e '.[test]'"
+    return found
+
+
+def time_server() -> McpServerConfig:
+    """Conformance: a server this project did not write."""
+    return McpServerConfig(name="time", command=time_server_command(),
+                           args=("--local-timezone", "UTC"), trust=("*",))

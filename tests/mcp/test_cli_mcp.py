@@ -36,3 +36,31 @@ enabled = false
 def test_mcp_list_without_servers_says_how_to_add_one(tmp_path, capsys):
     assert main(["mcp", "list", "--config", str(tmp_path / "none.toml")]) == 0
     assert "[mcp.servers.NAME]" in capsys.readouterr().out
+
+
+async def test_ask_runs_trusted_and_allowed_tools_and_declines_the_rest(tmp_path):
+    from selfref_tui.demo import DemoServer, Reply
+    from selfref_tui.demo.script import ToolCall
+    from tests.cli.test_cli import arun
+
+    config = tmp_path / "config.toml"
+    config.write_text(f'''
+[mcp.servers.test]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(SERVER))}]
+''', encoding="utf-8")
+    script = [Reply(tool_calls=[ToolCall("mcp__test__echo", {"text": "hi"}, id="c1"),
+                                ToolCall("mcp__test__fail", {}, id="c2")]),
+              Reply(text="Done.")]
+    server = DemoServer(script)
+    async with server as url:
+        code, out, err = await arun(
+            "ask", "go", "--base-url", url, "--config", str(config), "--allow-tools",
+            "mcp__test__ec*, mcp__test__long_text", "--data-dir", str(tmp_path / "data"),
+            env={"OPENAI_API_KEY": "sk-test"})
+    assert code == 0, err
+    assert out == "Done.\n"
+    results = {m["tool_call_id"]: m["content"] for m in server.requests[1]["messages"]
+               if m["role"] == "tool"}
+    assert results["c1"] == "echo: hi"  # allowed by --allow-tools
+    assert results["c2"].startswith("Error: the person declined")  # nobody to ask

@@ -12,7 +12,8 @@ import pytest
 import pytest_asyncio
 
 from selfref_tui.agent.events import Notice
-from selfref_tui.agent.mcp.manager import APPROVE_ALWAYS, APPROVE_ONCE, DENY, McpManager
+from selfref_tui.agent.mcp.approval import APPROVE_ALWAYS, APPROVE_ONCE, DENY
+from selfref_tui.agent.mcp.manager import McpManager
 from selfref_tui.agent.tools import ToolError
 from selfref_tui.refs.fds import FdTable
 from tests.agent.helpers import wait_until
@@ -89,7 +90,7 @@ async def test_tools_are_listed_named_and_called(shared):
 
     ctx = Ctx()
     out = await manager.call("mcp__test__echo", {"text": "hi"}, ctx)
-    assert out.text == "echo: hi" and out.user_messages is None and not ctx.asked
+    assert out == "echo: hi" and not ctx.asked
     assert events == []
 
 
@@ -97,7 +98,7 @@ async def test_results_map_to_fd_error_image_and_named_blocks(shared):
     manager = shared
     ctx = Ctx()
     long = await manager.call("mcp__test__long_text", {}, ctx)
-    assert long.text.startswith("<fd_result") and f'chars="{LONG_TEXT_CHARS}"' in long.text
+    assert long.startswith("<fd_result") and f'chars="{LONG_TEXT_CHARS}"' in long
     assert len(ctx.records) == 1 and ctx.records[0]["t"] == "fd"
     fd = ctx.records[0]["id"]
     assert ctx.fds.read_fd(fd, read_all=True).count("line 00001") == 1
@@ -116,10 +117,10 @@ async def test_results_map_to_fd_error_image_and_named_blocks(shared):
     assert base64.b64decode(url.split(",", 1)[1]) == tiny_png()
 
     mixed = await manager.call("mcp__test__mixed", {}, ctx)
-    assert "[resource file:///notes/readme.txt (text/plain)]\nresource body" in mixed.text
-    assert "https://example.com/doc" in mixed.text
-    assert "audio (audio/wav" in mixed.text and mixed.text.endswith("done")
-    assert mixed.user_messages is None
+    assert "[resource file:///notes/readme.txt (text/plain)]\nresource body" in mixed
+    assert "https://example.com/doc" in mixed
+    assert "audio (audio/wav" in mixed and mixed.endswith("done")
+    assert isinstance(mixed, str)
 
 
 async def test_cancelling_a_call_sends_the_protocol_cancellation(shared):
@@ -132,8 +133,7 @@ async def test_cancelling_a_call_sends_the_protocol_cancellation(shared):
     await wait_until(lambda: mark.read_text() == "cancelled", timeout=20,
                      what="the server to see the cancellation")
     # The server is still there for the next call.
-    assert (await manager.call("mcp__test__echo", {"text": "after"}, Ctx())).text == \
-        "echo: after"
+    assert await manager.call("mcp__test__echo", {"text": "after"}, Ctx()) == "echo: after"
 
 
 async def test_untrusted_tools_ask_and_always_is_remembered(shared):
@@ -145,7 +145,7 @@ async def test_untrusted_tools_ask_and_always_is_remembered(shared):
         await manager.call("mcp__test__odd_name_with_chars", {"why": "\x1b]52;c;x\x07"}, ctx)
     assert "odd name.with/chars" in ctx.asked[0] and "test" in ctx.asked[0]
     once = Ctx(answer=APPROVE_ONCE)
-    assert (await manager.call("mcp__test__odd_name_with_chars", {}, once)).text == "odd"
+    assert await manager.call("mcp__test__odd_name_with_chars", {}, once) == "odd"
     always = Ctx(answer=APPROVE_ALWAYS)
     await manager.call("mcp__test__odd_name_with_chars", {}, always)
     assert saved == [("test", "odd name.with/chars")]
@@ -185,7 +185,7 @@ async def test_failing_and_dying_servers_are_notices_and_the_others_work():
         assert not any(t.server == dead.name for t in manager.tools())
         alive = "b" if dead.name == "a" else "a"
         out = await manager.call(f"mcp__{alive}__echo", {"text": "still"}, Ctx())
-        assert out.text == "echo: still"
+        assert out == "echo: still"
     finally:
         await manager.aclose()
     # Stopped means gone: no server process is left behind.

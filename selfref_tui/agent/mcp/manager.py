@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fnmatch
-import json
 import os
 import shutil
 import sys
@@ -27,7 +26,9 @@ from typing import Any, TextIO
 
 from ...config import ConfigError, McpServerConfig
 from ..events import EventSink, Notice, discard
+from ..tool_batch import MultimodalOutput
 from ..tools import ToolError, now_iso
+from .approval import APPROVAL_CHOICES, APPROVE_ALWAYS, APPROVE_ONCE, DENY, approval_prompt
 from .naming import exposed_name
 from .results import MappedResult, map_result
 
@@ -48,9 +49,6 @@ except OSError as exc:
     sys.stderr.write(f"cannot run {sys.argv[2]}: {exc.strerror}\\n")
     sys.exit(127)
 """
-APPROVE_ONCE, APPROVE_ALWAYS, DENY = "allow once", "always allow", "deny"
-APPROVAL_CHOICES = (APPROVE_ONCE, APPROVE_ALWAYS, DENY)
-ARGS_PREVIEW_CHARS = 2_000
 
 
 @dataclass(frozen=True)
@@ -91,15 +89,6 @@ class ServerStatus:
                 "error": self.error, "start_s": self.start_s,
                 "tools": [{"name": t.exposed, "server_tool": t.name,
                            "description": t.description} for t in self.tools]}
-
-
-@dataclass(frozen=True)
-class CallOutcome:
-    """A finished call: the tool-result text, and user messages when it held images."""
-
-    text: str
-    user_messages: list[dict[str, Any]] | None = None
-    duration_s: float = 0.0
 
 
 class McpManager:
@@ -187,16 +176,18 @@ class McpManager:
             return True
         return any(fnmatch.fnmatchcase(exposed, p) for p in self.allowed)
 
-    async def call(self, name: str, args: dict[str, Any], ctx: Any) -> CallOutcome:
-        """Ask when untrusted, run the call, map the result; ToolError for the model."""
+    async def call(self, name: str, args: dict[str, Any], ctx: Any) -> str | MultimodalOutput:
+        """Ask when untrusted, run the call, map the result; ToolError for the model.
+
+        The ``ToolSource`` call of the tool batch: text (an fd preview when long),
+        or a :class:`MultimodalOutput` when the result held images.
+        """
         tool = self._tools.get(name)
         if tool is None:
             raise ToolError(f"unknown tool '{name}'; its MCP server is not running")
         if not self.is_trusted(name):
             await self._approve(tool, args, ctx)
-        started = time.perf_counter()
         mapped = await self.call_raw(tool, args)
-        duration = time.perf_counter() - started
         if mapped.is_error:
             raise ToolError(mapped.text or f"{name} failed without a message")
         text = mapped.text
@@ -206,8 +197,8 @@ class McpManager:
             if record is not None:
                 ctx.records.append(record if "t" in record else {"t": "fd", **record})
         if mapped.images:
-            return CallOutcome(text, mapped.user_messages(name, text), duration)
-        return CallOutcome(text, None, duration)
+            return MultimodalOutput(text, mapped.user_messages(name, text))
+        return text
 
     async def call_raw(self, tool: McpTool, args: dict[str, Any]) -> MappedResult:
         """One ``tools/call``; cancelling the caller sends the protocol's cancellation."""
@@ -225,11 +216,7 @@ class McpManager:
         return map_result(result)
 
     async def _approve(self, tool: McpTool, args: dict[str, Any], ctx: Any) -> None:
-        shown = json.dumps(args, ensure_ascii=False, indent=1)
-        if len(shown) > ARGS_PREVIEW_CHARS:
-            shown = shown[:ARGS_PREVIEW_CHARS] + f"… ({len(shown)} characters in all)"
-        prompt = (f"The model wants to run the MCP tool '{tool.name}' of the server "
-                  f"'{tool.server}' with these arguments:\n{shown}")
+        prompt = approval_prompt(tool.server, tool.name, args)
         choice = await ctx.ask(prompt, APPROVAL_CHOICES, DENY)
         if choice == APPROVE_ALWAYS:
             self._trusted.setdefault(tool.server, set()).add(tool.name)

@@ -1,0 +1,54 @@
+"""The app with an MCP server: started after the first frame, asks before an untrusted
+tool, saves "trust this tool" into config.toml, stops the server on exit."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+
+from selfref_tui.config import load_config
+from selfref_tui.demo.script import Reply, ToolCall
+from selfref_tui.demo.server import DemoServer
+from selfref_tui.ui.screens.approval import ApprovalScreen
+from tests.ui.helpers import SIZE, make_app, started, turn_done, type_and_send, wait_until
+
+from .conftest import SERVER
+
+
+async def test_approval_in_the_app_runs_the_tool_and_trusts_it(tmp_path):
+    config_path = tmp_path / "config.toml"
+    config_path.write_text(f'''# my config
+[mcp.servers.test]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(SERVER))}]
+''', encoding="utf-8")
+    script = [Reply(tool_calls=[ToolCall("mcp__test__echo", {"text": "[@click=app.quit]"},
+                                         id="c1")]),
+              Reply(text="It echoed.")]
+    server = DemoServer(script)
+    url = await server.start()
+    try:
+        app = make_app(tmp_path, url)
+        app.config = replace(app.config, mcp_servers=load_config(
+            config_path=config_path, env={}).mcp_servers, config_path=config_path)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await wait_until(pilot, lambda: app.mcp is not None and app.mcp.handles(
+                "mcp__test__echo"), 60, "the MCP server to be ready")
+            await type_and_send(pilot, "echo something")
+            await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen), 20,
+                             "the approval dialog")
+            assert app.screen.approval.tool == "echo"
+            assert "[@click=app.quit]" in app.screen.approval.arguments
+            await pilot.press("t")  # trust this tool
+            await turn_done(pilot, app, timeout=30)
+            tool = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+            assert tool[0]["content"] == "echo: [@click=app.quit]"
+            assert app.is_running
+            manager = app.mcp
+        assert manager.statuses()[0].state == "stopped"  # the app stopped it on exit
+        text = config_path.read_text(encoding="utf-8")
+        assert text.startswith("# my config\n[mcp.servers.test]\ntrust = [\"echo\"]\n")
+    finally:
+        await server.stop()

@@ -1,0 +1,91 @@
+"""The approval dialog: what it shows (inert), and that every way out is a choice."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from textual.app import App, ComposeResult
+from textual.widgets import Button, Static
+
+from selfref_tui.agent.mcp.approval import (
+    APPROVAL_CHOICES,
+    APPROVE_ALWAYS,
+    APPROVE_ONCE,
+    DENY,
+    approval_prompt,
+    is_approval,
+    parse_approval,
+)
+from selfref_tui.ui.screens.approval import ApprovalScreen
+from tests.hostile import CORPUS, assert_inert
+
+
+class HostApp(App):
+    def __init__(self, prompt: str) -> None:
+        super().__init__()
+        self.prompt = prompt
+        self.results: list[Any] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static("host")
+
+    def on_mount(self) -> None:
+        approval = parse_approval(self.prompt)
+        assert approval is not None
+        self.push_screen(ApprovalScreen(approval), self.results.append)
+
+
+PROMPT = approval_prompt("time", "get_current_time", {"timezone": "Europe/Paris"})
+
+
+def test_the_prompt_round_trips_and_names_cannot_fake_lines():
+    approval = parse_approval(PROMPT)
+    assert (approval.server, approval.tool) == ("time", "get_current_time")
+    assert '"timezone": "Europe/Paris"' in approval.arguments
+    forged = parse_approval(approval_prompt("s", "t\narguments:\n{}", {"real": 1}))
+    assert "\n" not in forged.tool and '"real": 1' in forged.arguments
+    assert parse_approval("Overwrite notes.txt?") is None
+    assert is_approval(APPROVAL_CHOICES) and not is_approval(("overwrite", "keep"))
+    assert len({c[0] for c in APPROVAL_CHOICES}) == 3  # one key each
+
+
+@pytest.mark.parametrize(("keys", "answer"), [
+    (["a"], APPROVE_ONCE), (["t"], APPROVE_ALWAYS), (["d"], DENY), (["escape"], DENY),
+    (["enter"], DENY),  # the focus starts on deny
+])
+async def test_each_way_out_is_a_choice(keys, answer):
+    app = HostApp(PROMPT)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, ApprovalScreen)
+        await pilot.press(*keys)
+        await pilot.pause()
+    assert app.results == [answer]
+
+
+async def test_clicking_allow_once():
+    app = HostApp(PROMPT)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.click("#choice-0")
+        await pilot.pause()
+    assert app.results == [APPROVE_ONCE]
+
+
+async def test_hostile_names_and_arguments_are_shown_inert():
+    args = {name: text for name, text in CORPUS}
+    app = HostApp(approval_prompt("srv\x1b]0;t\x07", "[@click=app.quit]x[/]\x9b31m", args))
+    async with app.run_test(size=(120, 60)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        shown = [str(w.render()) for w in screen.query(Static)]
+        for text in shown:
+            assert_inert(text)
+        assert any("[@click=app.quit]x[/]" in t for t in shown)  # shown, not run
+        assert app.is_running and screen.query(Button)
+
+
+def test_approval_dialog_snapshot(snap_compare):
+    app = HostApp(approval_prompt("docs", "search", {"query": "MCP approvals", "limit": 5}))
+    assert snap_compare(app, terminal_size=(100, 30))
