@@ -644,36 +644,32 @@ def _mcp_list(args: argparse.Namespace) -> int:
 
     config = load_config(config_path=getattr(args, "config", None))
 
-    async def collect() -> list:
-        from dataclasses import replace
-
+    async def collect() -> list[dict]:
         manager = McpManager(config.mcp_servers)
         try:
             await manager.wait_started()
-            return [replace(s, tools=list(s.tools)) for s in manager.statuses()]
+            return manager.overview()
         finally:
             await manager.aclose()
 
-    statuses = asyncio.run(collect()) if config.mcp_servers else []
+    rows = asyncio.run(collect()) if config.mcp_servers else []
     if args.json:
-        _print_json([s.as_json() for s in statuses])
+        _print_json(rows)
         return EXIT_OK
-    if not statuses:
+    if not rows:
         print("no MCP servers configured; add an [mcp.servers.NAME] table to config.toml")
         return EXIT_OK
-    for status in statuses:
-        where = next(c for c in config.mcp_servers if c.name == status.name)
-        target = where.url or " ".join([where.command, *where.args])
-        took = f" in {status.start_s:.1f}s" if status.start_s is not None else ""
+    for row in rows:
+        took = f" in {row['start_s']:.1f}s" if row["start_s"] is not None else ""
         # a URL's userinfo or a token among the args is not for the screen
-        print(inert_line(redact(f"{status.name}  {status.state}{took}  {status.transport}: "
-                                f"{target}")))
-        if status.error:
-            print(inert_line(redact(f"  error: {status.error}")))
-        for tool in status.tools:
-            trusted = "trusted" if where.trusts(tool.name) else "asks"
-            first = (tool.description.strip().splitlines() or [""])[0]
-            print(inert_line(f"  {tool.exposed}  [{trusted}]  {first}", 160))
+        print(inert_line(redact(f"{row['name']}  {row['state']}{took}  {row['transport']}: "
+                                f"{row['target']}")))
+        if row["error"]:
+            print(inert_line(redact(f"  error: {row['error']}")))
+        for tool in row["tools"]:
+            trusted = "trusted" if tool["trusted"] else "asks"
+            first = (tool["description"].strip().splitlines() or [""])[0]
+            print(inert_line(f"  {tool['name']}  [{trusted}]  {first}", 160))
     return EXIT_OK
 
 

@@ -479,6 +479,10 @@ class SelfRefApp(EventBridge, App[int]):
             return False
         if name == "context":
             self.action_show_context()
+        elif name == "mcp":
+            from selfref_tui.ui.screens.mcp_servers import McpServersScreen
+
+            self.push_screen(McpServersScreen(self.mcp.overview() if self.mcp else []))
         elif name == "compact":
             self.agent.request_compaction(self.key)
             if self.router.busy:

@@ -41,6 +41,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("key", "/key NAME", "Switch to memory key NAME (created when new)", min_args=1),
     CommandSpec("new", "/new", "Start a fresh memory key"),
     CommandSpec("context", "/context", "Show exactly what the model will see next"),
+    CommandSpec("mcp", "/mcp", "MCP servers: their state and tools"),
     CommandSpec("help", "/help", "Keys and commands"),
 )
 

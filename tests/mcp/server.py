@@ -91,6 +91,13 @@ async def slow(seconds: float = 30.0) -> str:
     return "slept"
 
 
+@server.tool(description="The handler's own start and end (CLOCK_MONOTONIC), for benchmarks.")
+async def stamp(payload: str = "") -> str:
+    started = time.perf_counter()
+    size = len(payload)
+    return f"{started!r} {time.perf_counter()!r} {size}"
+
+
 @server.tool(name="odd name.with/chars", description="A tool whose name needs sanitising.")
 def odd() -> str:
     return "odd"

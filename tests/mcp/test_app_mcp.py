@@ -11,6 +11,7 @@ from selfref_tui.config import load_config
 from selfref_tui.demo.script import Reply, ToolCall
 from selfref_tui.demo.server import DemoServer
 from selfref_tui.ui.screens.approval import ApprovalScreen
+from selfref_tui.ui.screens.mcp_servers import McpServersScreen
 from tests.ui.helpers import SIZE, make_app, started, turn_done, type_and_send, wait_until
 
 from .conftest import SERVER
@@ -46,6 +47,13 @@ args = [{json.dumps(str(SERVER))}]
             tool = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
             assert tool[0]["content"] == "echo: [@click=app.quit]"
             assert app.is_running
+            await type_and_send(pilot, "/mcp")
+            await wait_until(pilot, lambda: isinstance(app.screen, McpServersScreen), 10,
+                             "the MCP screen")
+            [row] = app.screen.rows
+            assert row["state"] == "ready"
+            assert {t["name"]: t["trusted"] for t in row["tools"]}["mcp__test__echo"] is True
+            await pilot.press("escape")
             manager = app.mcp
         assert manager.statuses()[0].state == "stopped"  # the app stopped it on exit
         text = config_path.read_text(encoding="utf-8")

@@ -158,6 +158,21 @@ class McpManager:
     def statuses(self) -> list[ServerStatus]:
         return list(self.status.values())
 
+    def overview(self) -> list[dict[str, Any]]:
+        """Each server as plain data (state, target, tools and whether each is trusted).
+
+        What ``mcp list --json`` prints and the app's MCP screen shows.
+        """
+        rows = []
+        for status in self.status.values():
+            config = self.configs[status.name]
+            row = status.as_json()
+            row["target"] = config.url or " ".join([config.command, *config.args])
+            for tool, entry in zip(status.tools, row["tools"], strict=True):
+                entry["trusted"] = self.is_trusted(tool.exposed)
+            rows.append(row)
+        return rows
+
     def tools(self) -> list[McpTool]:
         return list(self._tools.values())
 
@@ -237,6 +252,7 @@ class McpManager:
         started = time.perf_counter()
         errlog: TextIO | None = None
         try:
+            await _import_sdk()
             transport, errlog = self._transport(config, closed)
             from mcp import Client
 
@@ -313,6 +329,23 @@ class McpManager:
 
 
 # ------------------------------------------------------------------ transports
+
+
+_SDK_MODULES = ("mcp", "mcp.client.stdio", "mcp.client.streamable_http",
+                "mcp.shared._httpx_utils", "anyio")
+
+
+async def _import_sdk() -> None:
+    """Import the SDK in a thread: hundreds of milliseconds the app's loop keeps for keys."""
+    if all(name in sys.modules for name in _SDK_MODULES):
+        return
+    import importlib
+
+    def load() -> None:
+        for name in _SDK_MODULES:
+            importlib.import_module(name)
+
+    await asyncio.to_thread(load)
 
 
 async def _list_tools(client: Any) -> list[Any]:

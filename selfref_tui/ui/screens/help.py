@@ -23,6 +23,7 @@ SLASH_COMMANDS: tuple[tuple[str, str], ...] = (
     ("/key NAME", "Switch to another memory key (created if new)"),
     ("/new", "Start a new memory key"),
     ("/context", "Show exactly what the model will see next"),
+    ("/mcp", "MCP servers: their state and tools"),
     ("/help", "This screen"),
 )
 
