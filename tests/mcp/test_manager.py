@@ -6,6 +6,7 @@ import asyncio
 import base64
 import os
 import signal
+import time
 from dataclasses import dataclass, field
 
 import pytest
@@ -18,7 +19,7 @@ from selfref_tui.agent.tools import ToolError
 from selfref_tui.refs.fds import FdTable
 from tests.agent.helpers import wait_until
 
-from .conftest import server_config
+from .conftest import alive, server_config
 from .server import LONG_TEXT_CHARS, tiny_png
 
 # One server process serves every test below that does not need its own set-up:
@@ -203,3 +204,19 @@ def _server_pids() -> set[int]:
             except OSError:
                 continue
     return pids
+
+
+async def test_quitting_while_a_server_starts_does_not_wait_for_its_timeout():
+    before = set(children_of(os.getpid()))
+    mute = server_config("mute", args=("-c", "import time; time.sleep(60)"),
+                         start_timeout_s=60)
+    manager = McpManager([mute])
+    manager.start()
+    await wait_until(lambda: set(children_of(os.getpid())) - before, timeout=20,
+                     what="the server process")
+    [pid] = set(children_of(os.getpid())) - before
+    started = time.monotonic()
+    await manager.aclose()
+    assert time.monotonic() - started < 15  # the SDK's stdin-close grace, then a signal
+    assert manager.statuses()[0].state == "stopped"
+    assert not alive(pid)

@@ -11,29 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SERVER
+from .conftest import SERVER, alive
 
 HOLDER = Path(__file__).with_name("holder.py")
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")  # a zombie nobody reaps (PID 1 in a container) is gone
-
-
 def _wait_gone(pids: list[int], timeout: float = 15.0) -> list[int]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        left = [p for p in pids if _alive(p)]
+        left = [p for p in pids if alive(p)]
         if not left:
             return []
         time.sleep(0.05)
-    return [p for p in pids if _alive(p)]
+    return [p for p in pids if alive(p)]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc, uses PDEATHSIG")
@@ -47,7 +38,7 @@ def test_server_goes_with_its_client_on_sigint_and_on_sigkill():
         for sig, holder in holders.items():
             line = holder.stdout.readline()
             servers[sig] = [int(p) for p in line.split()]
-            assert len(servers[sig]) == 1 and _alive(servers[sig][0]), line
+            assert len(servers[sig]) == 1 and alive(servers[sig][0]), line
         for sig, holder in holders.items():
             holder.send_signal(sig)
         for sig, holder in holders.items():

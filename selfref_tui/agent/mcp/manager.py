@@ -147,8 +147,16 @@ class McpManager:
             task.cancel()
 
     async def aclose(self) -> None:
-        """Stop every server and wait for their processes to go (bounded by the SDK)."""
+        """Stop every server and wait for their processes to go (bounded by the SDK).
+
+        A server still starting is cancelled rather than waited for: quitting must
+        not take its start-up timeout. The SDK's shutdown is shielded, so its
+        process is still stopped.
+        """
         self._stop.set()
+        for name, task in self._tasks.items():
+            if self.status[name].state == "starting":
+                task.cancel()
         tasks = [t for t in self._tasks.values() if not t.done()]
         if tasks:
             await asyncio.wait(tasks)
