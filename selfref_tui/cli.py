@@ -642,7 +642,7 @@ def _mcp_list(args: argparse.Namespace) -> int:
     from selfref_tui.agent.mcp.manager import McpManager
     from selfref_tui.safety import inert_line, redact
 
-    config = load_config(config_path=getattr(args, "config", None))
+    config = _config(args)
 
     async def collect() -> list[dict]:
         manager = McpManager(config.mcp_servers)

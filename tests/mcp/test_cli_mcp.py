@@ -34,8 +34,12 @@ enabled = false
 
 
 def test_mcp_list_without_servers_says_how_to_add_one(tmp_path, capsys):
-    assert main(["mcp", "list", "--config", str(tmp_path / "none.toml")]) == 0
+    config = tmp_path / "config.toml"
+    config.write_text('key = "main"\n', encoding="utf-8")
+    assert main(["mcp", "list", "--config", str(config)]) == 0
     assert "[mcp.servers.NAME]" in capsys.readouterr().out
+    assert main(["mcp", "list", "--config", str(tmp_path / "none.toml")]) == 2
+    assert "no such file" in capsys.readouterr().err
 
 
 async def test_ask_runs_trusted_and_allowed_tools_and_declines_the_rest(tmp_path):
