@@ -5,7 +5,8 @@ enough to become an fd, an image, a tool error, mixed resources and audio, and a
 slow call that only ends when it is cancelled. ``SELFREF_MCP_MARK`` names a file
 the slow tool writes "cancelled" to when the client's cancellation reaches it,
 so a test can tell a protocol cancel from a killed process. ``--crash`` fails at
-start; ``--linger`` keeps running after its stdin closes, as a careless server would.
+start; ``--http PORT`` serves streamable HTTP instead of stdio; ``--linger`` keeps
+running after its stdin closes, as a careless server would.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import time
 import zlib
 from pathlib import Path
 
-from mcp.server.mcpserver import Audio, Image, MCPServer
+from mcp.server.mcpserver import Audio, Context, Image, MCPServer
 from mcp_types import EmbeddedResource, ResourceLink, TextContent, TextResourceContents
 
 LONG_TEXT_CHARS = 20_000
@@ -98,6 +99,12 @@ async def stamp(payload: str = "") -> str:
     return f"{started!r} {time.perf_counter()!r} {size}"
 
 
+@server.tool(description="The Authorization header this call came with (HTTP only).")
+def whoami(ctx: Context) -> str:
+    headers = ctx.headers or {}
+    return str(headers.get("authorization", "no authorization header"))
+
+
 @server.tool(name="odd name.with/chars", description="A tool whose name needs sanitising.")
 def odd() -> str:
     return "odd"
@@ -107,6 +114,10 @@ if __name__ == "__main__":
     if "--crash" in sys.argv:
         sys.stderr.write("test server refuses to start\n")
         sys.exit(3)
+    if "--http" in sys.argv:  # streamable HTTP on 127.0.0.1:PORT/mcp
+        server.run("streamable-http", host="127.0.0.1",
+                   port=int(sys.argv[sys.argv.index("--http") + 1]))
+        sys.exit(0)
     server.run("stdio")
     if "--linger" in sys.argv:
         # A server that does not exit when its stdin closes: only a signal stops it.

@@ -1,0 +1,54 @@
+"""A streamable HTTP server: headers come from environment variables, never the file."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+
+from selfref_tui.agent.mcp.manager import McpManager
+
+from .conftest import SERVER, server_config
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_listening(port: int, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the HTTP test server exited"
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError("the HTTP test server did not listen")
+
+
+async def test_http_server_gets_the_header_from_the_environment():
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, str(SERVER), "--http", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_listening(port, proc)
+        docs = server_config("docs", command="", args=(), url=f"http://127.0.0.1:{port}/mcp",
+                             headers=(("Authorization", "Bearer ${DOCS_TOKEN}"),),
+                             trust=("*",))
+        manager = McpManager([docs], env={"DOCS_TOKEN": "t0ken", "PATH": ""})
+        try:
+            await manager.wait_started(timeout=60)
+            [status] = manager.statuses()
+            assert (status.state, status.transport) == ("ready", "http"), status.error
+            assert await manager.call("mcp__docs__echo", {"text": "over http"}, None) == \
+                "echo: over http"
+            assert await manager.call("mcp__docs__whoami", {}, None) == "Bearer t0ken"
+        finally:
+            await manager.aclose()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
