@@ -83,6 +83,9 @@ def _provider_flags(parser: argparse.ArgumentParser, *, top: bool = False) -> No
                         help="config.toml to read")
     parser.add_argument("--demo", action="store_true", default=False if top else default,
                         help="use the offline demo model")
+    parser.add_argument("--context-window", metavar="N", type=int, default=default,
+                        help="the model's context window in tokens (default: "
+                             "$SELFREF_CONTEXT_WINDOW, the profile's, else asked of the server)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -105,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--allow-tools", metavar="NAMES", default="",
                      help="MCP tools that may run without being trusted in config.toml: "
                           "mcp__server__tool names, comma-separated, * wildcards ('*' = all)")
+    ask.add_argument("--verbose", "-v", action="store_true", default=False,
+                     help="on failure, print the server's error text in full")
     _common(ask)
     _provider_flags(ask)
 
@@ -273,7 +278,14 @@ def _config(args: argparse.Namespace) -> AppConfig:
         config_path=getattr(args, "config", None), model=getattr(args, "model", None),
         base_url=getattr(args, "base_url", None), demo=getattr(args, "demo", False),
         data_dir=args.data_dir, key=getattr(args, "key", None),
-        profile=getattr(args, "profile", None))
+        profile=getattr(args, "profile", None),
+        context_window=getattr(args, "context_window", None))
+
+
+def _window_cache(config: AppConfig) -> Any:
+    from selfref_tui.agent.window import CACHE_FILE, WindowCache
+
+    return WindowCache(config.data_dir / CACHE_FILE if config.data_dir else None)
 
 
 def _store(args: argparse.Namespace) -> Any:
@@ -317,6 +329,8 @@ class _AskOutput:
     wrote: bool = False
     last_char: str = "\n"
     error: str = ""
+    #: the server's error text in full (``ask --verbose`` prints it)
+    detail: str = ""
     steps: int = 0
     #: fired when the reader goes away (`ask ... | head`): the turn stops as on Ctrl+C
     abort: Any = None
@@ -342,6 +356,7 @@ class _AskOutput:
             self._note(f"[{event.text()}]")
         elif isinstance(event, ev.ErrorEvent):
             self.error = event.message
+            self.detail = event.detail
         elif isinstance(event, ev.Notice):
             self._note(f"[{event.severity}] {event.message}")
 
@@ -381,8 +396,10 @@ def _read_prompt(prompt: str) -> str:
 
 async def _ask(args: argparse.Namespace) -> int:
     from selfref_tui.agent.abort import AbortSignal
+    from selfref_tui.agent.events import Notice
     from selfref_tui.agent.loop import Agent
     from selfref_tui.agent.provider import Provider
+    from selfref_tui.agent.window import resolve_window
     from selfref_tui.selfref.reference import SelfReference
 
     prompt = _read_prompt(args.prompt)
@@ -409,8 +426,11 @@ async def _ask(args: argparse.Namespace) -> int:
         # take the key's lock up front: a clear exit 3 if the app holds it
         _store_notes(selfref.open(key))
         provider = Provider(config.provider)
+        window = await resolve_window(config.provider, _window_cache(config))
+        if window.notice():
+            output(Notice(key=key, message=window.notice() or "", severity="warning"))
         agent = Agent(selfref, provider, config.agent, output, model=config.provider.model,
-                      context_window=config.provider.context_window)
+                      context_window=window.tokens)
         loop.add_signal_handler(signal.SIGINT, abort.fire, "interrupted (Ctrl+C)")
         if config.mcp_servers:
             mcp = await _start_mcp(config, key, output, args.allow_tools, abort)
@@ -438,6 +458,9 @@ async def _ask(args: argparse.Namespace) -> int:
                        "ask again to continue, or raise [agent] step_limit in config.toml")
     from selfref_tui.safety import redact
 
+    if getattr(args, "verbose", False) and output.detail:
+        _say(f"the server said, in full:\n{redact(output.detail, output.secrets)}", sys.stderr,
+             always=True)
     raise CliError(redact(output.error, output.secrets)
                    or "the turn failed; see the messages above")
 
@@ -602,6 +625,14 @@ def _keys_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def _cached_window(provider: Any, config: AppConfig) -> int:
+    """The window for a command that only reports: the configured or cached one, else
+    asked of the server (a down server answers at once: connection refused)."""
+    from selfref_tui.agent.window import resolve_window
+
+    return (await resolve_window(provider, _window_cache(config))).tokens
+
+
 def _context_show(args: argparse.Namespace) -> int:
     from selfref_tui.agent.loop import Agent
     from selfref_tui.agent.provider import Provider
@@ -614,8 +645,9 @@ def _context_show(args: argparse.Namespace) -> int:
         provider_config = replace(provider_config, base_url="http://127.0.0.1:9/v1")
     store = ReadOnlyReference(SelfReference(config.data_dir, source=config.data_dir_source))
     _store_notes(store.open(key))  # what loading found (skipped damaged records), once
+    window = asyncio.run(_cached_window(provider_config, config))
     agent = Agent(store, Provider(provider_config), config.agent,
-                  model=provider_config.model, context_window=provider_config.context_window)
+                  model=provider_config.model, context_window=window)
     _load_encoder(agent, provider_config.model)
     messages, tokens = agent.preview(key)
     asyncio.run(agent.aclose())
@@ -624,7 +656,7 @@ def _context_show(args: argparse.Namespace) -> int:
         _print_json({"model": provider_config.model, "messages": messages, "tokens": tokens})
         return EXIT_OK
     _say(f"model {provider_config.model} · {len(messages)} messages · {tokens} tokens "
-         f"of {provider_config.context_window}")
+         f"of {window}")
     for index, message in enumerate(messages):
         _say(f"\n── [{index}] {message.get('role')}"
              + (f" (tool_call_id {message['tool_call_id']})" if "tool_call_id" in message

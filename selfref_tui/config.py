@@ -37,12 +37,31 @@ class ProviderConfig:
     api_key: str = field(default="", repr=False)
     api_key_env: str = "OPENAI_API_KEY"
     model: str = DEFAULT_MODEL
-    context_window: int = 128_000
+    #: None: not configured; the runtime asks the server (see agent/window.py)
+    context_window: int | None = None
+    #: where context_window came from: "flag", "env", "profile" or "demo"
+    window_source: str = ""
     temperature: float | None = None
     max_output_tokens: int | None = None
-    timeout_s: float = 60.0
+    #: the read timeout: how long to wait for the first token and between tokens,
+    #: unless first_byte_timeout_s / idle_timeout_s say otherwise
+    timeout_s: float = 120.0
+    #: how long to wait for the TCP (and TLS) connection
+    connect_timeout_s: float = 10.0
+    #: how long a server that accepted the request may take to send its first event
+    first_byte_timeout_s: float | None = None
+    #: how long a stream may go silent between events
+    idle_timeout_s: float | None = None
     max_retries: int = 3
     demo: bool = False
+
+    @property
+    def first_byte_timeout(self) -> float:
+        return self.first_byte_timeout_s if self.first_byte_timeout_s else self.timeout_s
+
+    @property
+    def idle_timeout(self) -> float:
+        return self.idle_timeout_s if self.idle_timeout_s else self.timeout_s
 
 
 @dataclass(frozen=True)
@@ -160,8 +179,14 @@ def default_data_dir(env: Mapping[str, str] = os.environ) -> Path:
 _PROFILE_TYPES: dict[str, tuple[type, ...]] = {
     "base_url": (str,), "api_key_env": (str,), "model": (str,), "context_window": (int,),
     "temperature": (int, float), "max_output_tokens": (int,), "timeout_s": (int, float),
-    "max_retries": (int,),
+    "connect_timeout_s": (int, float), "first_byte_timeout_s": (int, float),
+    "idle_timeout_s": (int, float), "max_retries": (int,),
 }
+#: environment variables for the provider's numbers: (variable, field, type)
+_ENV_NUMBERS = (("SELFREF_CONNECT_TIMEOUT", "connect_timeout_s", float),
+                ("SELFREF_FIRST_BYTE_TIMEOUT", "first_byte_timeout_s", float),
+                ("SELFREF_IDLE_TIMEOUT", "idle_timeout_s", float),
+                ("SELFREF_CONTEXT_WINDOW", "context_window", int))
 _AGENT_FIELDS = {f.name for f in fields(AgentSettings)}
 _TOP_LEVEL = {"default_provider", "providers", "agent", "keymap", "data_dir", "key", "mcp"}
 
@@ -175,6 +200,7 @@ def load_config(
     data_dir: str | Path | None = None,
     key: str | None = None,
     profile: str | None = None,
+    context_window: int | None = None,
     env: Mapping[str, str] = os.environ,
 ) -> AppConfig:
     """Built-in defaults < config.toml < environment < the arguments (command-line flags).
@@ -184,6 +210,10 @@ def load_config(
     the environment variable named by the profile's ``api_key_env``.
     ``demo=True`` returns the demo profile with an empty base URL: the caller starts the
     demo server and fills it in (``selfref_tui.demo.with_demo_url``).
+    The context window: ``context_window=`` (the flag), then SELFREF_CONTEXT_WINDOW, then
+    the profile's; none of them leaves it None for the runtime to ask the server.
+    The timeouts: SELFREF_CONNECT_TIMEOUT, SELFREF_FIRST_BYTE_TIMEOUT and
+    SELFREF_IDLE_TIMEOUT (seconds) beat the profile's values.
     """
     path = Path(config_path).expanduser() if config_path else default_config_path(env)
     data = _read_toml(path)
@@ -224,6 +254,12 @@ def load_config(
         explicit_url = True
     if model:
         provider = replace(provider, model=model)
+    if provider.context_window is not None:
+        provider = replace(provider, window_source="profile")
+    provider = _env_numbers(provider, env)
+    if context_window is not None:
+        provider = replace(provider, context_window=_window(context_window, "--context-window"),
+                           window_source="flag")
     api_key = env.get(provider.api_key_env, "") if provider.api_key_env else ""
     provider = replace(provider, api_key=api_key, base_url=provider.base_url.rstrip("/"))
     return AppConfig(provider=provider, agent=agent, profiles=profiles, keymap=keymap,
@@ -262,6 +298,32 @@ def check_data_dir(path: Path, source: str) -> None:
         raise ConfigError(f"the data dir {shown} set by {source} is not a folder; {fix}")
     if probe == path and not os.access(path, os.R_OK | os.X_OK):
         raise ConfigError(f"the data dir {shown} set by {source} cannot be read; {fix}")
+
+
+def _env_numbers(provider: ProviderConfig, env: Mapping[str, str]) -> ProviderConfig:
+    """The provider's numbers from the environment (above the file, below the flags)."""
+    for variable, name, kind in _ENV_NUMBERS:
+        raw = env.get(variable, "").strip()
+        if not raw:
+            continue
+        try:
+            value = kind(raw)
+        except ValueError:
+            raise ConfigError(f"{variable}={raw!r} is not a number; set it to "
+                              f"{'a whole number of tokens' if kind is int else 'seconds'} "
+                              "or unset it") from None
+        if value <= 0:
+            raise ConfigError(f"{variable} must be above 0, not {raw}")
+        provider = replace(provider, **{name: value})
+        if name == "context_window":
+            provider = replace(provider, window_source="env")
+    return provider
+
+
+def _window(value: int, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 256:
+        raise ConfigError(f"{where} must be a number of tokens (at least 256), not {value!r}")
+    return value
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

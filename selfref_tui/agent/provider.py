@@ -22,6 +22,7 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion
 
+from selfref_tui.agent.think import ThinkSplitter
 from selfref_tui.config import ProviderConfig
 from selfref_tui.safety import redact
 
@@ -122,11 +123,16 @@ class Provider:
         #: servers (base URLs) that refused ``stream_options``: asked without it from then on
         self._no_stream_options: set[str] = set()
         self._encoded = _EncodedMessages()
+        # Connect is bounded by the HTTP library; the first event and the gaps
+        # between events by our own timers (_read), since a server that sends
+        # SSE keep-alive comments never trips a socket read timeout. The read
+        # timeout here is only a backstop for requests without those timers.
+        backstop = max(config.first_byte_timeout, config.idle_timeout)
         self._client = openai.AsyncOpenAI(
             base_url=config.base_url or None,
             api_key=config.api_key or "not-needed",
             max_retries=0,
-            timeout=config.timeout_s,
+            timeout=openai.Timeout(backstop, connect=config.connect_timeout_s),
         )
 
     @property
@@ -149,7 +155,10 @@ class Provider:
     async def list_models(self) -> list[str]:
         """Model ids the server offers (for a model picker); ProviderError on failure."""
         try:
-            page = await self._client.models.list()
+            async with asyncio.timeout(self.config.first_byte_timeout):
+                page = await self._client.models.list()
+        except TimeoutError:
+            raise self._first_byte_timeout() from None
         except Exception as exc:  # mapped below
             raise self._map(exc, partial=False) from None
         return [m.id for m in page.data]
@@ -225,20 +234,29 @@ class Provider:
                 content: bytes | None = self._encoded.body(request)
             except (TypeError, ValueError):  # not plain JSON: let the client encode it
                 content = None
-            return await self._client.post(
-                "/chat/completions",
-                body=request if content is None else None,
-                content=content,
-                options=_REQUEST_OPTIONS,
-                cast_to=ChatCompletion,
-                stream=True,
-                stream_cls=_STREAM_CLS,
-            )
+            async with asyncio.timeout(self.config.first_byte_timeout):
+                return await self._client.post(
+                    "/chat/completions",
+                    body=request if content is None else None,
+                    content=content,
+                    options=_REQUEST_OPTIONS,
+                    cast_to=ChatCompletion,
+                    stream=True,
+                    stream_cls=_STREAM_CLS,
+                )
+        except TimeoutError:
+            # Connected and sent: the server has the request. Sending it again
+            # would queue a second generation behind the first; say so instead.
+            raise self._first_byte_timeout() from None
         except openai.APIStatusError as exc:
             error = self._map(exc)
             if error.kind in ("rate_limit", "server"):
                 raise _Retryable(error, _retry_after(exc), _reason(exc)) from None
             raise error from None
+        except openai.APITimeoutError as exc:
+            if not _is_connect_timeout(exc):
+                raise self._first_byte_timeout() from None
+            raise _Retryable(self._map(exc), None, _reason(exc)) from None
         except openai.APIConnectionError as exc:
             raise _Retryable(self._map(exc), None, _reason(exc)) from None
 
@@ -247,20 +265,43 @@ class Provider:
         produced = False
         finished = False
         events = 0
+        loop = asyncio.get_running_loop()
+        idle = self.config.idle_timeout
+        think = ThinkSplitter()  # <think>…</think> in content is reasoning (think.py)
         try:
-            async for event in stream:
-                events += 1
-                if type(event) is not dict:
-                    raise _MalformedChunk(f"a chunk is {type(event).__name__}, not an object")
-                for choice in _field(event, "choices", list) or ():
-                    for chunk in _choice_chunks(choice):
-                        produced = True
-                        if isinstance(chunk, FinishChunk):
-                            finished = True
-                        yield chunk
-                usage = event.get("usage")
-                if type(usage) is dict:
-                    yield UsageChunk(_usage_dict(usage))
+            # The first event within first_byte_timeout (counted from here: the
+            # headers came within it too), then none of the gaps over idle_timeout.
+            # The timer is off while the consumer holds a chunk: its time is not
+            # the server's.
+            async with asyncio.timeout(self.config.first_byte_timeout) as timer:
+                async for event in stream:
+                    events += 1
+                    timer.reschedule(None)
+                    if type(event) is not dict:
+                        raise _MalformedChunk(f"a chunk is {type(event).__name__}, not an object")
+                    for choice in _field(event, "choices", list) or ():
+                        for chunk in _choice_chunks(choice):
+                            if type(chunk) is TextChunk and not think.passthrough:
+                                for piece in _split_think(think.feed(chunk.text)):
+                                    produced = True
+                                    yield piece
+                                continue
+                            if isinstance(chunk, FinishChunk):
+                                finished = True
+                                for piece in _split_think(think.flush()):
+                                    yield piece
+                            produced = True
+                            yield chunk
+                    usage = event.get("usage")
+                    if type(usage) is dict:
+                        yield UsageChunk(_usage_dict(usage))
+                    timer.reschedule(loop.time() + idle)
+        except TimeoutError:
+            if events == 0:
+                raise self._first_byte_timeout() from None
+            raise self._error("timeout", f"the stream from {self.base_url} stopped: nothing for "
+                              f"{idle:g} s (idle_timeout_s) — what arrived is kept; try again, or "
+                              "raise idle_timeout_s for a slow server", partial=produced) from None
         except (json.JSONDecodeError, openai.APIResponseValidationError, _MalformedChunk) as exc:
             raise self._error(
                 "protocol", f"{self.base_url} sent a malformed stream chunk ({_short(exc)}) "
@@ -270,6 +311,9 @@ class Provider:
         finally:
             with contextlib.suppress(Exception):
                 await stream.close()
+        for piece in _split_think(think.flush()):
+            produced = True
+            yield piece
         if not finished:
             if produced:
                 raise self._error("connection", f"connection lost: {self.base_url} ended the "
@@ -284,6 +328,13 @@ class Provider:
             raise self._error("protocol", f"{self.base_url} ended the stream without an "
                               "answer — check that it supports streaming chat completions")
 
+    def _first_byte_timeout(self) -> ProviderError:
+        seconds = self.config.first_byte_timeout
+        return self._error("timeout", f"{self.base_url} accepted the request but sent nothing "
+                           f"for {seconds:g} s (first_byte_timeout_s) — the model may still be "
+                           "loading or reading a long prompt; try again (it was not re-sent), "
+                           "or raise first_byte_timeout_s")
+
     async def _diagnose(self, messages: list[dict],
                         tools: list[dict] | None) -> ProviderError | None:
         """Why a server sent an empty stream, asked without streaming; None if it will not say."""
@@ -292,8 +343,11 @@ class Provider:
         request["stream"] = False
         request["max_tokens"] = 1
         try:
-            await self._client.post("/chat/completions", body=request,
-                                    options=_REQUEST_OPTIONS, cast_to=object)
+            async with asyncio.timeout(self.config.first_byte_timeout):
+                await self._client.post("/chat/completions", body=request,
+                                        options=_REQUEST_OPTIONS, cast_to=object)
+        except TimeoutError:
+            return None
         except openai.APIStatusError as exc:
             error = self._map(exc)
             return error if error.kind == "context_overflow" else None
@@ -318,12 +372,14 @@ class Provider:
         model = self.config.model
         error = self._error
         if isinstance(exc, openai.APITimeoutError):
+            if _is_connect_timeout(exc):
+                return error("timeout", f"cannot connect to {url} within "
+                             f"{self.config.connect_timeout_s:g} s (connect_timeout_s) — is the "
+                             "server running and reachable?", partial=partial)
             if midway and partial:
-                return error("timeout", f"connection lost: {url} stopped sending for "
-                             f"{self.config.timeout_s:g}s", partial=partial)
-            return error("timeout", f"no answer from {url} within "
-                         f"{self.config.timeout_s:g}s — is the server running and the "
-                         "model loaded?", partial=partial)
+                return error("timeout", f"the stream from {url} stopped: nothing for "
+                             f"{self.config.idle_timeout:g} s (idle_timeout_s)", partial=partial)
+            return self._first_byte_timeout()
         if isinstance(exc, openai.APIConnectionError):
             if midway and partial:
                 return error("connection", f"connection lost: the stream from {url} "
@@ -565,6 +621,17 @@ def _overflow_figures(text: str) -> tuple[int | None, int | None]:
 def _names_stream_options(error: ProviderError) -> bool:
     """A 400/422 whose text names stream_options: the one refusal worth a re-send."""
     return error.status in (400, 422) and "stream_options" in (error.detail or error.message)
+
+
+def _split_think(pieces: list[tuple[str, str]]) -> list[Chunk]:
+    return [ReasoningChunk(text) if kind == "reasoning" else TextChunk(text)
+            for kind, text in pieces]
+
+
+def _is_connect_timeout(exc: BaseException) -> bool:
+    """A timeout while connecting (nothing was sent), told by the HTTP library's exception."""
+    cause = exc.__cause__
+    return cause is not None and "Connect" in type(cause).__name__
 
 
 def _reason(exc: BaseException) -> str:

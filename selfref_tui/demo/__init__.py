@@ -39,7 +39,7 @@ def demo_server(tokens_per_s: float | None = DEMO_TOKENS_PER_S) -> DemoServer:
 def demo_provider(base_url: str) -> ProviderConfig:
     return ProviderConfig(name="demo", base_url=base_url, api_key=DEMO_API_KEY,
                           api_key_env="", model=DEMO_MODEL, context_window=32_000,
-                          max_retries=0, timeout_s=30.0, demo=True)
+                          window_source="demo", max_retries=0, timeout_s=30.0, demo=True)
 
 
 def with_demo_url(config: AppConfig, base_url: str) -> AppConfig:

@@ -227,17 +227,19 @@ class DemoServer:
                 {"id": n, "object": "model", "created": 0, "owned_by": "selfref-tui", **extra}
                 for n in names]})
             return keep_alive
-        if method == "GET" and path == "/props" and "props" in self.window_sources:
+        if (method == "GET" and path == "/props" and "props" in self.window_sources
+                and self.context_window):
             self.window_requests.append("props")
             await self._send_json(writer, 200, {
-                "default_generation_settings": {"n_ctx": self.context_window or 4096},
+                "default_generation_settings": {"n_ctx": self.context_window},
                 "total_slots": 1, "model_path": "demo.gguf"})
             return keep_alive
-        if method == "POST" and path == "/api/show" and "ollama" in self.window_sources:
+        if (method == "POST" and path == "/api/show" and "ollama" in self.window_sources
+                and self.context_window):
             self.window_requests.append("ollama")
             await self._send_json(writer, 200, {
                 "model_info": {"general.architecture": "llama",
-                               "llama.context_length": self.context_window or 4096},
+                               "llama.context_length": self.context_window},
                 "parameters": "stop \"<|eot_id|>\""})
             return keep_alive
         if method != "POST" or not path.endswith("/chat/completions"):

@@ -223,6 +223,7 @@ class SelfRefApp(EventBridge, App[int]):
             from selfref_tui.agent.loop import Agent
             from selfref_tui.agent.provider import Provider
             from selfref_tui.agent.router import AgentInputRouter
+            from selfref_tui.agent.window import ASSUMED_WINDOW
             from selfref_tui.selfref.reference import SelfReference
 
             self.selfref = SelfReference(
@@ -239,7 +240,7 @@ class SelfRefApp(EventBridge, App[int]):
                 self.config.agent,
                 self.emit,
                 model=provider_config.model,
-                context_window=provider_config.context_window,
+                context_window=provider_config.context_window or ASSUMED_WINDOW,
             )
             self.agent.interactive = True  # tools may ask: see _ask
             self.router = AgentInputRouter(self.agent, self.key)
@@ -250,6 +251,8 @@ class SelfRefApp(EventBridge, App[int]):
             self.notify(f"Could not start: {exc}", severity="error", timeout=10)
             return
         self.ready = True
+        if not provider_config.context_window:
+            self.learn_window(provider_config)
         await self.open_key(self.key)
         # Typed before the agent was ready: opening the key cleared them off the
         # transcript; they go out now, in order, shown as any message is.
@@ -278,6 +281,24 @@ class SelfRefApp(EventBridge, App[int]):
                               lambda e: self.emit(with_key(e, key=self.key)), on_trust=save_trust)
         self.agent.tool_sources.append(self.mcp)
         self.mcp.start()
+
+    @work(exclusive=True, group="window", exit_on_error=False)
+    async def learn_window(self, provider_config: Any) -> None:
+        """Ask the server for the model's window, in the background (agent/window.py)."""
+        from selfref_tui.agent.events import Notice
+        from selfref_tui.agent.window import CACHE_FILE, WindowCache, resolve_window
+
+        data_dir = self.config.data_dir
+        window = await resolve_window(
+            provider_config, WindowCache(data_dir / CACHE_FILE if data_dir else None)
+        )
+        if self.agent is None:
+            return
+        self.agent.context_window = window.tokens
+        self._refresh_usage()
+        note = window.notice()
+        if note:
+            self.emit(Notice(key=self.key, message=note, severity="warning"))
 
     async def load_runtime(self) -> None:
         """openai takes ~0.5 s to import: do it off the loop so keys stay live."""

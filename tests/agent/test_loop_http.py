@@ -539,3 +539,16 @@ async def test_a_failed_turn_does_not_send_a_run_of_user_messages(harness):
         sent = h.server.requests[1]["messages"]
         assert _roles(sent) == ["system", "user"]
         assert "first try" in sent[1]["content"] and "second try" in sent[1]["content"]
+
+
+async def test_think_in_content_is_stored_as_reasoning_and_not_sent_back(harness):
+    script = [Reply(text="<think>secret plan</think>Visible answer.", chunk_chars=4),
+              Reply(text="Next.")]
+    async with harness(script) as h:
+        assert await h.agent.run_turn("main", "q1") == "done"
+        assert await h.agent.run_turn("main", "q2") == "done"
+        answer = next(m for m in h.reload().messages if m.get("role") == "assistant")
+        assert answer["content"] == "Visible answer."
+        assert "secret plan" in json.dumps(answer.get("reasoning_details"))
+        assert "".join(e.text for e in h.of(ev.ReasoningDelta)) == "secret plan"
+        assert "secret plan" not in json.dumps(h.server.requests[1]["messages"])

@@ -208,9 +208,11 @@ async def test_ask_against_a_server_and_its_failures(tmp_path):
     # a profile with one retry keeps the backoff short (and tests the profile path)
     (tmp_path / "config.toml").write_text(
         'default_provider = "t"\n[providers.t]\nmax_retries = 1\n')
+    long = "the cause, at the end of a long report: " + "detail " * 40 + "— tool_call_id missing"
     server = DemoServer([Reply(text="Hello from a real endpoint."),
-                         HttpError(500, "kaput"), HttpError(500, "kaput")],
-                        api_key="sk-test", models=("m1",))
+                         HttpError(500, "kaput"), HttpError(500, "kaput"),
+                         HttpError(400, long, type="invalid_request_error")],
+                        api_key="sk-test", models=("m1",), context_window=4096)
     async with server as url:
         env = {"OPENAI_API_KEY": "sk-test"}
         code, out, err = await arun("ask", "--base-url", url, "--model", "m1", "hi", env=env)
@@ -221,6 +223,12 @@ async def test_ask_against_a_server_and_its_failures(tmp_path):
         code, out, err = await arun("ask", "--base-url", url, "--model", "m1", "again", env=env)
         assert code == 1 and "500" in err.strip().splitlines()[-1]
         assert err.count("[retry") == 1  # the profile's max_retries, visible
+        assert "[retry 1 of 1 in " in err and " s: server error (500)]" in err
+        assert "window unknown" not in err  # read off the server's /props
+
+        code, _, err = await arun("ask", "--base-url", url, "--model", "m1", "-v", "x", env=env)
+        assert code == 1 and long in err  # --verbose: the server's text in full
+        assert "tool_call_id missing" not in err.strip().splitlines()[-1]
 
         code, _, err = await arun("ask", "--base-url", url, "--model", "m1", "x",
                                   env={"OPENAI_API_KEY": "wrong"})

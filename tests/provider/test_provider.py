@@ -22,6 +22,7 @@ from selfref_tui.config import ProviderConfig
 from selfref_tui.demo import (
     DemoServer,
     Drop,
+    Hang,
     HttpError,
     Malformed,
     Overflow,
@@ -495,3 +496,66 @@ def test_body_encoder_interleaving_histories_stays_exact():
             assert json.loads(encoder.body(request)) == request
     assert [len(copies) for copies, _ in encoder._slots] == [len(parent), len(fork)]
     assert json.loads(encoder.body({"messages": []})) == {"messages": []}
+
+
+async def test_a_server_that_accepts_and_never_answers_hits_the_first_byte_timeout():
+    # the headers never come: bounded, named, and not re-sent (the server has it)
+    for headers in (False, True):
+        server = DemoServer([Hang(headers=headers)] * 4)
+        async with server as url:
+            started = time.monotonic()
+            error, _ = await failure(make(url, max_retries=3, first_byte_timeout_s=0.3))
+            took = time.monotonic() - started
+        assert error.kind == "timeout" and "first_byte_timeout_s" in error.message
+        assert "0.3 s" in error.message and url in error.message
+        assert len(server.requests) == 1 and took < 3
+
+
+async def test_a_stream_that_goes_silent_hits_the_idle_timeout_and_keeps_the_part():
+    never = asyncio.Event()
+    async with DemoServer([Stall(never, text_before="half an ans")]) as url:
+        error, seen = await failure(make(url, idle_timeout_s=0.3, first_byte_timeout_s=5))
+    assert error.kind == "timeout" and error.partial and "idle_timeout_s" in error.message
+    assert text_of(seen) == "half an ans"
+
+
+async def test_slow_consumer_time_does_not_count_as_server_silence():
+    async with DemoServer([Reply(text="one two three", tokens_per_s=None)]) as url:
+        provider = make(url, idle_timeout_s=0.2)
+        out = []
+        async for chunk in provider.stream(MESSAGES):
+            out.append(chunk)
+            await asyncio.sleep(0.3)  # the consumer is slow, the server is not
+    assert text_of(out) == "one two three"
+
+
+async def test_cancelling_a_wait_for_the_first_byte_is_immediate():
+    hang = Hang(headers=True)
+    server = DemoServer([hang])
+    async with server as url:
+        provider = make(url, first_byte_timeout_s=60)
+        task = asyncio.create_task(collect(provider))
+        await asyncio.sleep(0.3)
+        started = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert time.monotonic() - started < 1
+        assert await server.wait_disconnect(5)
+
+
+async def test_retry_notes_have_a_short_reason():
+    script = [HttpError(429, "slow down", headers={"retry-after": "0"}), Reply(text="ok")]
+    retries: list = []
+    async with DemoServer(script) as url:
+        await collect(make(url, max_retries=3), on_retry=lambda *a: retries.append(a))
+    assert retries == [(1, 0.0, "rate limited (429)")]
+
+
+async def test_think_tags_in_content_arrive_as_reasoning_over_http():
+    step = Reply(text="<think>first the plan</think>\n\nThe answer.", chunk_chars=3)
+    async with DemoServer([step]) as url:
+        chunks = await collect(make(url))
+    reasoning = "".join(c.text for c in chunks if isinstance(c, ReasoningChunk))
+    assert reasoning == "first the plan" and text_of(chunks) == "The answer."
+    assert isinstance(chunks[-1], (FinishChunk, UsageChunk))

@@ -57,9 +57,16 @@ def make_app(
     api_key: str = "test",
     key: str = "main",
     clock: Callable[[], float] | None = None,
+    context_window: int | None = 128_000,
 ) -> SelfRefApp:
+    """The app on ``url``; ``context_window=None`` makes it ask the server (agent/window.py)."""
     provider = ProviderConfig(
-        base_url=url, api_key=api_key, model="test-model", max_retries=0, timeout_s=5
+        base_url=url,
+        api_key=api_key,
+        model="test-model",
+        max_retries=0,
+        timeout_s=5,
+        context_window=context_window,
     )
     config = AppConfig(provider=provider, data_dir=tmp_path / "data", key=key)
     if clock is None:

@@ -378,7 +378,8 @@ class _GatedStart(SelfRefApp):
 
 async def test_messages_typed_before_start_up_finishes_are_sent_in_order(tmp_path):
     async with DemoServer([Reply(text="first answer"), Reply(text="second answer")]) as url:
-        provider = ProviderConfig(base_url=url, api_key="test", model="test-model", max_retries=0)
+        provider = ProviderConfig(base_url=url, api_key="test", model="test-model", max_retries=0,
+                                  context_window=128_000)
         app = _GatedStart(AppConfig(provider=provider, data_dir=tmp_path / "data", key="main"))
         async with app.run_test(size=SIZE) as pilot:
             await type_and_send(pilot, "one")
