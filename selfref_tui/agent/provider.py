@@ -182,8 +182,12 @@ class Provider:
         """
         attempt = 0
         while True:
+            # first_byte_timeout counts from sending: the headers and the first
+            # event share it (a server that sends its headers at once and then
+            # reads the prompt for minutes is still bounded)
+            deadline = asyncio.get_running_loop().time() + self.config.first_byte_timeout
             try:
-                stream = await self._open(messages, tools)
+                stream = await self._open(messages, tools, deadline)
             except _Retryable as retry:
                 attempt += 1
                 if attempt > self.config.max_retries:
@@ -203,7 +207,7 @@ class Provider:
                               "warning")
                 continue
             break
-        async with contextlib.aclosing(self._read(stream, messages, tools)) as chunks:
+        async with contextlib.aclosing(self._read(stream, deadline, messages, tools)) as chunks:
             async for chunk in chunks:
                 yield chunk
 
@@ -221,7 +225,8 @@ class Provider:
             kwargs["max_tokens"] = self.config.max_output_tokens
         return kwargs
 
-    async def _open(self, messages: list[dict], tools: list[dict] | None) -> Any:
+    async def _open(self, messages: list[dict], tools: list[dict] | None,
+                    deadline: float) -> Any:
         # Why not ``chat.completions.create``: it first runs ``maybe_transform`` over
         # the messages, walking every message against the TypedDict annotations
         # (~200 ms per call at 1,000 messages, on every LLM call). Our payload is
@@ -234,7 +239,7 @@ class Provider:
                 content: bytes | None = self._encoded.body(request)
             except (TypeError, ValueError):  # not plain JSON: let the client encode it
                 content = None
-            async with asyncio.timeout(self.config.first_byte_timeout):
+            async with asyncio.timeout_at(deadline):
                 return await self._client.post(
                     "/chat/completions",
                     body=request if content is None else None,
@@ -260,7 +265,7 @@ class Provider:
         except openai.APIConnectionError as exc:
             raise _Retryable(self._map(exc), None, _reason(exc)) from None
 
-    async def _read(self, stream: Any, messages: list[dict],
+    async def _read(self, stream: Any, deadline: float, messages: list[dict],
                     tools: list[dict] | None) -> AsyncIterator[Chunk]:
         produced = False
         finished = False
@@ -269,11 +274,10 @@ class Provider:
         idle = self.config.idle_timeout
         think = ThinkSplitter()  # <think>…</think> in content is reasoning (think.py)
         try:
-            # The first event within first_byte_timeout (counted from here: the
-            # headers came within it too), then none of the gaps over idle_timeout.
-            # The timer is off while the consumer holds a chunk: its time is not
-            # the server's.
-            async with asyncio.timeout(self.config.first_byte_timeout) as timer:
+            # The first event before the first-byte deadline, then none of the
+            # gaps over idle_timeout. The timer is off while the consumer holds
+            # a chunk: its time is not the server's.
+            async with asyncio.timeout_at(deadline) as timer:
                 async for event in stream:
                     events += 1
                     timer.reschedule(None)
