@@ -10,9 +10,10 @@ notifications must do nothing but what clicking them always does.
 
 from __future__ import annotations
 
+from rich.cells import cell_len
+
 from selfref_tui.demo.script import HttpError, Reply, ToolCall
 from selfref_tui.demo.server import DemoServer
-from selfref_tui.ui.widgets.transcript import Transcript
 from tests.hostile import CORPUS, assert_inert
 from tests.ui.helpers import make_app, started, turn_done, type_and_send, wait_until
 
@@ -24,12 +25,13 @@ ANSWER = (
     "[CLICK-FILE](file:///etc/passwd) and [CLICK-ACTION](app.quit)\n\nend"
 )
 KEY = "sk-live-ABCDEFGHIJKLMNOP0123456789"
+TOOL_NAME = "[@click=app.screenshot('shot.svg','.')]SHOT[/]"
 
 
-def hostile_server(shot_dir: str) -> tuple[DemoServer, str]:
-    """The server and the hostile tool name it sends (a click would write ``shot.svg``)."""
+def hostile_server() -> DemoServer:
+    """The hostile model; a click on its tool's name would write ``shot.svg`` to the cwd."""
     server = DemoServer()
-    tool_name = f"[@click=app.screenshot('shot.svg','{shot_dir}')]SHOT[/]"
+    tool_name = TOOL_NAME
 
     def script(body: dict, index: int):
         messages = body["messages"]
@@ -58,7 +60,41 @@ def hostile_server(shot_dir: str) -> tuple[DemoServer, str]:
         return HttpError(400, f"[@click=app.quit]ERR[/] \x1b]52;c;Zm9v\x07 echo {auth}")
 
     server.script = script
-    return server, tool_name
+    return server
+
+
+def screen_rows(app) -> list[str]:
+    """Each row of the screen as the terminal gets it (read off Textual's compositor).
+
+    By position on screen rather than by widget, so these tests hold whatever
+    widgets draw the transcript.
+    """
+    return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+def find_on_screen(app, needle: str) -> tuple[int, int] | None:
+    """Screen cell (x, y) where ``needle`` starts in the transcript, or None."""
+    region = app.transcript.region
+    strips = app.screen._compositor.render_strips()
+    for y in range(region.y, region.bottom):
+        row = strips[y].crop(region.x, region.right).text
+        index = row.find(needle)
+        if index >= 0:
+            return region.x + cell_len(row[:index]), y
+    return None
+
+
+async def scroll_to_text(pilot, app, needle: str) -> tuple[int, int]:
+    """Page the transcript from the top until ``needle`` is on screen; where it is."""
+    transcript = app.transcript
+    transcript.scroll_home(animate=False, immediate=True)
+    await pilot.pause()
+    while (found := find_on_screen(app, needle)) is None:
+        if transcript.scroll_y >= transcript.max_scroll_y:
+            raise AssertionError(f"{needle!r} is nowhere in the transcript")
+        transcript.scroll_page_down(animate=False)
+        await pilot.pause()
+    return found
 
 
 def screen_is_inert(app) -> str:
@@ -85,7 +121,8 @@ async def every_part_inert(pilot, app) -> None:
 async def test_hostile_model_reaches_no_widget_as_control_or_markup(tmp_path, monkeypatch):
     opened: list[str] = []
     monkeypatch.setattr("webbrowser.open", lambda url, *a, **k: opened.append(url))
-    server, tool_name = hostile_server(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    server = hostile_server()
     async with server as url:
         app = make_app(tmp_path, url, api_key=KEY)
         async with app.run_test(size=SIZE) as pilot:
@@ -96,25 +133,18 @@ async def test_hostile_model_reaches_no_widget_as_control_or_markup(tmp_path, mo
                              what="experience listed")
             screen_is_inert(app)
 
-            # the tool card titled with markup shows it as text; clicking it only toggles
-            card = next(c for c in app.transcript.items_of("tool") if c.tool_name == tool_name)
-            assert "[@click=app.screenshot" in card.title
-            app.transcript.highlight(card)  # scrolls to it
-            await pilot.pause()
-            lines = app.transcript.visible_text()
-            y = next(i for i, line in enumerate(lines) if "[@click=app.screenshot" in line)
-            for x in range(0, 24):
-                await pilot.click(Transcript, offset=(x, y))
-            await pilot.pause()
+            # the tool's name is shown as the text it is; clicking it runs nothing
+            x, y = await scroll_to_text(pilot, app, "SHOT")
+            for dx in range(4):
+                await pilot.click(offset=(x + dx, y))
+                await pilot.pause()
             assert not (tmp_path / "shot.svg").exists()
+            assert find_on_screen(app, "[@click=app.screenshot('shot.svg','.')]SHOT[/]")
 
-            # links in an answer are text: clicking them runs nothing and opens nothing
-            app.transcript.scroll_bottom()
-            await pilot.pause()
+            # links in an answer never run an action and open only web pages
             for word in ("CLICK-FILE", "CLICK-ACTION"):
-                lines = app.transcript.visible_text()
-                y = next(i for i, line in enumerate(lines) if word in line)
-                await pilot.click(Transcript, offset=(lines[y].index(word) + 2, y))
+                x, y = await scroll_to_text(pilot, app, word)
+                await pilot.click(offset=(x + 2, y))
                 await pilot.pause()
             assert opened == [] and app.is_running and app.return_value is None
 
@@ -133,13 +163,11 @@ async def test_hostile_model_reaches_no_widget_as_control_or_markup(tmp_path, mo
             app.chat_input.focus()
             await type_and_send(pilot, "fail")
             await turn_done(pilot, app, status="error")
-            block = app.transcript.items_of("error")[-1]
-            shown = app.transcript.shown_text(block)
-            assert "[@click=app.quit]ERR[/]" in shown and "␛]52;c;" in shown
-            assert KEY not in shown and "Bearer ***" in shown
+            rows = "\n".join(screen_rows(app))
+            assert "[@click=app.quit]ERR[/]" in rows and "␛]52;c;" in rows and KEY not in rows
             notes = [n.message for n in app._notifications]
             assert any("[@click=app.quit]ERR[/]" in n for n in notes)
-            assert not any(KEY in n for n in notes)
+            assert not any(KEY in n for n in notes) and any("Bearer ***" in n for n in notes)
             screen_is_inert(app)
 
             await every_part_inert(pilot, app)
