@@ -317,16 +317,29 @@ async def _fd_to_file(args: dict[str, Any], ctx: ToolContext) -> str:
     did not exist at the question, the write is told so (``exist_ok=False``),
     so a file appearing meanwhile is refused rather than overwritten unasked.
     """
+    from ..refs.fds import FdError
     from ..selfref.files import fd_to_file
 
     fd = _need_str(args, "fd")
     file_path = _need_str(args, "file_path")
     mode = str(args.get("mode", "write"))
+    # What would fail anyway fails before the person is asked about it.
+    if mode not in ("write", "append", "insert"):
+        raise ToolError(f"mode must be write, append or insert, not {mode!r}")
+    try:
+        ctx.fds.lookup(fd)
+    except FdError as exc:
+        return exc.xml()
     exist_ok = False
-    if _exists(file_path, ctx.roots) and args.get("exist_ok") is not False:
+    target = _existing_target(file_path, ctx.roots)
+    if target is not None and args.get("exist_ok") is not False:
         yes = mode if mode in ("append", "insert") else "overwrite"
         where = {"append": "append to", "insert": "insert into"}.get(mode, "overwrite")
-        prompt = f"The model wants to {where} {file_path}, which exists. Allow it?"
+        # The file that would change, as the write resolves it (a link inside
+        # the roots may point elsewhere): the person says yes to that file.
+        shown = file_path if _lexical(file_path, ctx.roots) == target else (
+            f"{target} (the model named {file_path})")
+        prompt = f"The model wants to {where} {shown}, which exists. Allow it?"
         choice = await ctx.ask(prompt, (yes, "keep"), NOT_ASKED)
         if choice == NOT_ASKED and not ctx.allow_overwrite:
             raise ToolError(
@@ -350,14 +363,21 @@ async def _fd_to_file(args: dict[str, Any], ctx: ToolContext) -> str:
     )
 
 
-def _exists(file_path: str, roots: tuple[Path, ...]) -> bool:
-    """Whether the write would change an existing file (as the write resolves the path)."""
+def _lexical(file_path: str, roots: tuple[Path, ...]) -> Path:
+    """Where ``file_path`` points before any link is followed."""
+    base = roots[0] if roots else Path.cwd()
+    return Path(os.path.normpath(os.path.join(base, os.path.expanduser(file_path))))
+
+
+def _existing_target(file_path: str, roots: tuple[Path, ...]) -> Path | None:
+    """The existing file the write would change (as the write resolves the path), or None."""
     from ..selfref.files import FileWriteError, PathNotAllowed, resolve_target
 
     try:
-        return os.path.lexists(resolve_target(file_path, roots))
+        target = Path(resolve_target(file_path, roots))
     except (PathNotAllowed, FileWriteError):
-        return False  # the write itself reports the path problem
+        return None  # the write itself reports the path problem
+    return target if os.path.lexists(target) else None
 
 
 def _tagged(record: dict, kind: str) -> dict:

@@ -90,6 +90,32 @@ async def test_exist_ok_false_refuses_without_asking(harness, work):
     assert (work / "exists.txt").read_text() == "old\n"
 
 
+async def test_the_question_names_the_file_a_link_would_change(harness, work):
+    """notes.txt links to src/config.py inside the root: the person is asked about config.py."""
+    (work / "src").mkdir()
+    (work / "src" / "config.py").write_text("SETTING = 1\n")
+    (work / "notes.txt").symlink_to(work / "src" / "config.py")
+    args = {"fd": "ref:note", "file_path": "notes.txt"}
+    async with harness(writing(args)) as h:
+        await run(h, work, interactive=True, answer="keep")
+        prompt = h.of(ev.QuestionAsked)[0].prompt
+        assert str(work / "src" / "config.py") in prompt and "notes.txt" in prompt
+    assert (work / "src" / "config.py").read_text() == "SETTING = 1\n"
+
+
+@pytest.mark.parametrize("args", [
+    {"fd": "ref:nowhere", "file_path": "exists.txt"},
+    {"fd": "ref:note", "file_path": "exists.txt", "mode": "replace-all"},
+])
+async def test_a_write_that_would_fail_anyway_is_not_asked_about(harness, work, args):
+    async with harness(writing(args)) as h:
+        await run(h, work, interactive=True)
+        assert h.of(ev.QuestionAsked) == []
+        result = tool_result(h)
+        assert "nowhere" in result or "replace-all" in result
+    assert (work / "exists.txt").read_text() == "old\n"
+
+
 async def test_a_new_file_needs_no_question(harness, work):
     async with harness(writing({"fd": "ref:note", "file_path": "new.txt"})) as h:
         await run(h, work, interactive=True)
