@@ -150,11 +150,13 @@ async def run_case(kind: str, n: int, timeout: float) -> dict:
                 except TimeoutError:
                     result["timeout"] = True
                 sent = server.sent_done
-                if app.figures.painted:
+                if not sent:  # the server had not sent it all: nothing to measure from
+                    result["timeout"] = True
+                elif app.figures.painted:
                     result["shown_s"] = app.figures.painted - sent
-                if app.turn_ended:
+                if app.turn_ended and sent:
                     result["runtime_s"] = app.turn_ended - sent
-                if app.figures.last_recv:
+                if app.figures.last_recv and sent:
                     result["received_s"] = app.figures.last_recv - sent
                 if not result.get("timeout"):
                     cpu = time.process_time()

@@ -398,6 +398,8 @@ async def test_selection_copies_the_text_without_bars_frames_or_wrap_marks():
         assert long_line in copied and "x = 1" in copied  # the wrapped line comes back whole
         for mark in ("▌", "│", CONTINUATION):
             assert mark not in copied
+        await pilot.press("ctrl+c")  # Textual's copy key puts the same text on the clipboard
+        assert app.clipboard == copied
         # A partial selection: from "line" in the intro to the end of its line.
         lines = t.visible_text()
         y = next(i for i, line in enumerate(lines) if "Intro line." in line)

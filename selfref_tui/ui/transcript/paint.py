@@ -76,6 +76,8 @@ class Row:
     margin: int = 0
     height: int = 1
     exact: bool = False
+    #: (width, text version) the estimated height was made for
+    guess: Any = None
     key: Any = None
     lines: list[Line] = field(default_factory=list)
 

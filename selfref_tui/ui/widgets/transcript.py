@@ -387,6 +387,7 @@ class Transcript(ScrollView, can_focus=False):
         row.lines = self._painter_for(width).draw(row)
         row.key = key
         row.exact = True
+        row.guess = None
         if len(row.lines) != row.height:
             row.height = len(row.lines)
             return True
@@ -428,7 +429,11 @@ class Transcript(ScrollView, can_focus=False):
                     row.exact = row.exact and row.block is not None and not row.block.open
         for row in rows:
             if not row.exact:
-                row.height = estimate(row, width) if width else 1
+                # Estimated once per width and text: a far row costs nothing per frame.
+                guess = (width, row.block.version if row.block is not None else -1)
+                if row.guess != guess:
+                    row.height = estimate(row, width) if width else 1
+                    row.guess = guess
         self._rows = rows
         self._starts = list(accumulate((row.height for row in rows), initial=0))
         if width > 0 and height > 0:
