@@ -10,6 +10,7 @@ from dataclasses import replace
 from selfref_tui.config import load_config
 from selfref_tui.demo.script import Reply, ToolCall
 from selfref_tui.demo.server import DemoServer
+from selfref_tui.ui.screens import question
 from selfref_tui.ui.screens.approval import ApprovalScreen
 from selfref_tui.ui.screens.mcp_servers import McpServersScreen
 from tests.ui.helpers import SIZE, make_app, started, turn_done, type_and_send, wait_until
@@ -42,7 +43,8 @@ args = [{json.dumps(str(SERVER))}]
                              "the approval dialog")
             assert app.screen.approval.tool == "echo"
             assert "[@click=app.quit]" in app.screen.approval.arguments
-            await pilot.press("t")  # trust this tool
+            await pilot.pause(question.GRACE_S + 0.1)  # keys before that are ignored
+            await pilot.press("left", "enter")  # from "deny" to "trust this tool"
             await turn_done(pilot, app, timeout=30)
             tool = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
             assert tool[0]["content"] == "echo: [@click=app.quit]"

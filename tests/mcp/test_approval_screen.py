@@ -17,6 +17,7 @@ from selfref_tui.agent.mcp.approval import (
     is_approval,
     parse_approval,
 )
+from selfref_tui.ui.screens import question
 from selfref_tui.ui.screens.approval import ApprovalScreen
 from tests.hostile import CORPUS, assert_inert
 
@@ -47,14 +48,16 @@ def test_the_prompt_round_trips_and_names_cannot_fake_lines():
     assert "\n" not in forged.tool and '"real": 1' in forged.arguments
     assert parse_approval("Overwrite notes.txt?") is None
     assert is_approval(APPROVAL_CHOICES) and not is_approval(("overwrite", "keep"))
-    assert len({c[0] for c in APPROVAL_CHOICES}) == 3  # one key each
+    assert APPROVAL_CHOICES[-1] == DENY  # the safe choice: Esc, Enter and its letter
 
 
 @pytest.mark.parametrize(("keys", "answer"), [
-    (["a"], APPROVE_ONCE), (["t"], APPROVE_ALWAYS), (["d"], DENY), (["escape"], DENY),
-    (["enter"], DENY),  # the focus starts on deny
+    (["d"], DENY), (["escape"], DENY), (["enter"], DENY),  # the focus starts on deny
+    (["left", "enter"], APPROVE_ALWAYS), (["left", "left", "enter"], APPROVE_ONCE),
+    (["a", "t", "escape"], DENY),  # letters of the other choices do nothing
 ])
-async def test_each_way_out_is_a_choice(keys, answer):
+async def test_each_way_out_is_a_choice(keys, answer, monkeypatch):
+    monkeypatch.setattr(question, "GRACE_S", 0.0)  # the grace time has its own test
     app = HostApp(PROMPT)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
@@ -64,10 +67,16 @@ async def test_each_way_out_is_a_choice(keys, answer):
     assert app.results == [answer]
 
 
-async def test_clicking_allow_once():
+async def test_an_enter_typed_for_the_chat_allows_nothing(monkeypatch):
+    # However slow the machine, these keys come within the grace time.
+    monkeypatch.setattr(question, "GRACE_S", 3600.0)
     app = HostApp(PROMPT)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
+        await pilot.press("left", "enter")  # typed for the chat: ignored
+        await pilot.pause()
+        assert app.results == [] and isinstance(app.screen, ApprovalScreen)
+        monkeypatch.setattr(question, "GRACE_S", 0.0)
         await pilot.click("#choice-0")
         await pilot.pause()
     assert app.results == [APPROVE_ONCE]

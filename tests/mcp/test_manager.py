@@ -220,3 +220,4 @@ async def test_quitting_while_a_server_starts_does_not_wait_for_its_timeout():
     assert time.monotonic() - started < 15  # the SDK's stdin-close grace, then a signal
     assert manager.statuses()[0].state == "stopped"
     assert not alive(pid)
+

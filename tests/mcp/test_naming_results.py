@@ -6,8 +6,11 @@ import base64
 import re
 from types import SimpleNamespace as NS
 
+from selfref_tui.agent.mcp.manager import McpManager
 from selfref_tui.agent.mcp.naming import MAX_LEN, exposed_name
 from selfref_tui.agent.mcp.results import MAX_IMAGE_BYTES, map_result
+
+from .conftest import server_config
 
 VALID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -73,3 +76,11 @@ def test_images_become_user_message_parts_and_oddities_are_named():
     assert first["text"].startswith("Result of mcp__s__pic:\ncaption")
     assert image == {"type": "image_url", "image_url": {
         "url": "data:image/png;base64," + base64.b64encode(png).decode()}}
+
+
+def test_the_overview_hides_credentials_in_targets():
+    docs = server_config("docs", command="", args=(), url="http://me:s3cret@127.0.0.1:9/mcp")
+    tool = server_config("t", args=("--token", "Bearer abc.def.ghi"))
+    rows = {r["name"]: r for r in McpManager([docs, tool]).overview()}
+    assert "s3cret" not in rows["docs"]["target"] and "127.0.0.1:9/mcp" in rows["docs"]["target"]
+    assert "abc.def.ghi" not in rows["t"]["target"]

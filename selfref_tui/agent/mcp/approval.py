@@ -1,8 +1,9 @@
 """The question asked before an untrusted MCP tool runs, and its answers.
 
-Kept apart from the manager (and free of imports) so the app can recognise an
-approval among the agent's questions without loading the MCP SDK. The answers
-start with different letters: each is also its key in the dialog.
+Kept apart from the manager (and free of heavy imports) so the app can
+recognise an approval among the agent's questions without loading the MCP SDK.
+The last answer is the safe one: Esc, Enter and a front end that cannot ask
+pick it.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from ...config import ConfigError, McpServerConfig
+from ...safety import redact
 from ..events import EventSink, Notice, discard
 from ..tool_batch import MultimodalOutput
 from ..tools import ToolError, now_iso
@@ -175,7 +176,9 @@ class McpManager:
         for status in self.status.values():
             config = self.configs[status.name]
             row = status.as_json()
-            row["target"] = config.url or " ".join([config.command, *config.args])
+            # a URL's userinfo or a token among the arguments is not for the screen
+            row["target"] = redact(config.url or " ".join([config.command, *config.args]))
+            row["error"] = redact(row["error"])
             for tool, entry in zip(status.tools, row["tools"], strict=True):
                 entry["trusted"] = self.is_trusted(tool.exposed)
             rows.append(row)

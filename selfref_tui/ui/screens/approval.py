@@ -2,37 +2,27 @@
 
 The model chose the arguments and the server named the tool, so everything
 shown here is untrusted text: it goes through ``selfref_tui.safety.content``
-(never markup, control characters made visible). The tool call waits on the
-answer, so the dialog always ends in a choice: each answer has a key (its first
-letter), Esc denies, and the focus starts on "deny" so an Enter typed for the
-chat does not allow anything.
+(never markup, control characters made visible). The keys are the question
+dialog's (it is one, with a body that lays out server, tool and arguments):
+only "deny" has a letter, Esc and Enter deny, and allowing takes Tab or the
+arrows and Enter, or a click — never a key typed for the chat a moment before.
 """
 
 from __future__ import annotations
 
-from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.widgets import Static
 
-from selfref_tui.agent.mcp.approval import APPROVAL_CHOICES, DENY, Approval
+from selfref_tui.agent.mcp.approval import APPROVAL_CHOICES, Approval
 from selfref_tui.safety import content
+from selfref_tui.ui.screens.question import QuestionScreen
 
 
-class ApprovalScreen(ModalScreen[str]):
+class ApprovalScreen(QuestionScreen):
     DEFAULT_CSS = """
-    ApprovalScreen { align: center middle; background: $background 60%; }
-    ApprovalScreen > #dialog {
-        width: 80;
-        height: auto;
-        max-height: 80%;
-        padding: 1 2;
-        border: round $warning;
-        border-title-color: $warning;
-        background: $surface;
-    }
+    ApprovalScreen > #dialog { width: 80; max-height: 80%; }
     ApprovalScreen .label { color: $text-muted; width: 11; }
     ApprovalScreen .row { height: auto; }
     ApprovalScreen #arguments {
@@ -42,19 +32,16 @@ class ApprovalScreen(ModalScreen[str]):
         padding: 0 1;
         margin-top: 1;
     }
-    ApprovalScreen #buttons { height: auto; align-horizontal: right; margin-top: 1; }
-    ApprovalScreen Button { margin-left: 1; min-width: 10; }
     """
 
     def __init__(self, approval: Approval, *, asker: str = "") -> None:
-        super().__init__()
+        super().__init__("", APPROVAL_CHOICES, asker=asker)
         self.approval = approval
-        self.asker = asker
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
             who = f"{self.asker} wants" if self.asker else "The model wants"
-            dialog.border_title = Content(f"{who} to run an MCP tool")
+            dialog.border_title = content(f"{who} to run an MCP tool", line=True)
             with Horizontal(classes="row"):
                 yield Static("server", classes="label")
                 yield Static(content(self.approval.server, "bold", line=True), id="server")
@@ -64,27 +51,4 @@ class ApprovalScreen(ModalScreen[str]):
             with VerticalScroll(id="arguments") as box:
                 box.border_title = Content("arguments")
                 yield Static(content(self.approval.arguments), id="arguments-text")
-            with Horizontal(id="buttons"):
-                for index, choice in enumerate(APPROVAL_CHOICES):
-                    label = Content.assemble((choice[:1], "underline"), choice[1:])
-                    variant = "error" if choice == DENY else "default"
-                    yield Button(label, id=f"choice-{index}", name=choice, variant=variant)
-
-    def on_mount(self) -> None:
-        self.query_one(f"#choice-{len(APPROVAL_CHOICES) - 1}", Button).focus()
-
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        self.dismiss(event.button.name or DENY)
-
-    def on_key(self, event: events.Key) -> None:
-        if event.key == "escape":
-            event.stop()
-            self.dismiss(DENY)
-            return
-        for choice in APPROVAL_CHOICES:
-            if event.character and choice[:1].lower() == event.character.lower():
-                event.stop()
-                self.dismiss(choice)
-                return
+            yield from self.compose_choices()

@@ -58,24 +58,28 @@ class QuestionScreen(ModalScreen[str]):
                 f"{self.asker} asks" if self.asker else "The agent asks", line=True
             )
             yield Static(content(self.prompt), id="prompt")
-            with Horizontal(id="buttons"):
-                last = len(self.choices) - 1
-                for index, choice in enumerate(self.choices):
-                    shown = inert_line(choice, 30)
-                    label = (
-                        Content.assemble((shown[:1], "underline"), shown[1:])
-                        if index == last
-                        else Content(shown)
-                    )
-                    yield Button(label, id=f"choice-{index}", name=choice)
-            yield Static(
-                content(
-                    f"{inert_line(self.safe_choice[:1])} or Esc: {inert_line(self.safe_choice)}"
-                    " · Tab or arrows, then Enter: another choice",
-                    "italic $text-muted",
-                ),
-                id="hint",
-            )
+            yield from self.compose_choices()
+
+    def compose_choices(self) -> ComposeResult:
+        """The buttons and the key hint (a subclass with another body reuses them)."""
+        with Horizontal(id="buttons"):
+            last = len(self.choices) - 1
+            for index, choice in enumerate(self.choices):
+                shown = inert_line(choice, 30)
+                label = (
+                    Content.assemble((shown[:1], "underline"), shown[1:])
+                    if index == last
+                    else Content(shown)
+                )
+                yield Button(label, id=f"choice-{index}", name=choice)
+        yield Static(
+            content(
+                f"{inert_line(self.safe_choice[:1])} or Esc: {inert_line(self.safe_choice)}"
+                " · Tab or arrows, then Enter: another choice",
+                "italic $text-muted",
+            ),
+            id="hint",
+        )
 
     def on_mount(self) -> None:
         self._opened = time.monotonic()
