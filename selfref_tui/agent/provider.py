@@ -594,7 +594,7 @@ _WINDOW_FIGURE = re.compile(r"(?:maximum context length is|context window of|"
 _TOKENS_FIGURE = re.compile(r"(?:requested|Requested tokens|prompt has|resulted in|"
                             r"n_prompt_tokens\s*=?)\s*\(?(\d+)", re.IGNORECASE)
 #: pydantic's report: the request body's shape was refused, whatever the status
-_VALIDATION = re.compile(r"\d+ validation errors? for ", re.IGNORECASE)
+_VALIDATION = re.compile(r"\d+ validation errors?(?::| for )", re.IGNORECASE)
 
 
 def _is_overflow(text: str, code: object = None) -> bool:

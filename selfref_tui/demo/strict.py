@@ -23,9 +23,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-_UNION = ("ChatCompletionRequestSystemMessage", "ChatCompletionRequestUserMessage",
-          "ChatCompletionRequestAssistantMessage", "ChatCompletionRequestToolMessage",
-          "ChatCompletionRequestFunctionMessage")
 _ROLE_OF = {"ChatCompletionRequestSystemMessage": "system",
             "ChatCompletionRequestUserMessage": "user",
             "ChatCompletionRequestAssistantMessage": "assistant",
@@ -84,23 +81,24 @@ def strict_refusal(body: dict) -> Refusal | None:
 
 
 def _validation_errors(messages: list, indexes: list[int]) -> Refusal:
-    """llama-cpp-python's answer to a body its request model refuses (HTTP 500)."""
+    """llama-cpp-python 0.3.36's answer to a body its request model refuses: HTTP 500
+    with FastAPI's validation errors, one per branch of the message union (the text
+    was taken from the real server)."""
     lines: list[str] = []
     for i in indexes:
-        for branch in _UNION:
-            role = _ROLE_OF[branch]
-            if role != "assistant":
-                lines += [f"messages.{i}.{branch}.role",
-                          f"  Input should be '{role}' [type=literal_error, "
-                          "input_value='assistant', input_type=str]"]
-            if branch != "ChatCompletionRequestToolMessage":
-                lines += [f"messages.{i}.{branch}.content",
-                          "  Input should be a valid string [type=string_type, "
-                          "input_value=None, input_type=NoneType]"]
-            if role == "tool":
-                lines += [f"messages.{i}.{branch}.tool_call_id",
-                          "  Field required [type=missing, input_value={'role': 'assistant', "
-                          "'content': None}, input_type=dict]"]
-    count = len(lines) // 2
-    head = f"{count} validation error{'s' if count != 1 else ''} for CreateChatCompletionRequest"
+        found = {k: v for k, v in messages[i].items()}
+        for branch, role in _ROLE_OF.items():
+            loc = f"('body', 'messages', {i}, '{branch}', "
+            if role == "assistant":
+                lines.append(f"  {{'type': 'string_type', 'loc': {loc}'content'), 'msg': "
+                             "'Input should be a valid string', 'input': None}")
+                continue
+            lines.append(f"  {{'type': 'literal_error', 'loc': {loc}'role'), 'msg': \"Input "
+                         f"should be '{role}'\", 'input': 'assistant', 'ctx': {{'expected': "
+                         f"\"'{role}'\"}}}}")
+            missing = {"tool": "tool_call_id", "function": "name"}.get(role)
+            if missing:
+                lines.append(f"  {{'type': 'missing', 'loc': {loc}'{missing}'), 'msg': "
+                             f"'Field required', 'input': {found!r}}}")
+    head = f"{len(lines)} validation error{'s' if len(lines) != 1 else ''}:"
     return Refusal(500, "\n".join([head, *lines]), "internal_server_error", None)
