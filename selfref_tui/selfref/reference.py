@@ -18,6 +18,7 @@ import platformdirs
 from .errors import InvalidKeyError, StoreError, StoreLockedError, UnsafeStoreFileError
 from .fsutil import DIR_MODE, check_dir, ensure_dir, open_regular, read_regular
 from .keys import (
+    FORK_MARK,
     copy_key_dir,
     is_fork_key,
     key_dirname,
@@ -123,12 +124,20 @@ class SelfReference:
             move_to_trash(src, self.data_dir)
 
     def trash(self, key: str) -> Path:
-        """Move a key's folder to ``<data dir>/trash/``; returns where it went."""
+        """Move a key's folder, and its forks' folders, to ``<data dir>/trash/``.
+
+        Returns where the key's own folder went.
+        """
         src = self.key_dir(key)
         if not src.exists():
             raise InvalidKeyError(f"There is no key named {key!r}.")
         with self._exclusive(key):
-            return move_to_trash(src, self.data_dir)
+            where = move_to_trash(src, self.data_dir)
+        for info in self.keys():
+            if info.key.startswith(f"{key}{FORK_MARK}"):
+                with self._exclusive(info.key):
+                    move_to_trash(self.key_dir(info.key), self.data_dir)
+        return where
 
     def _exists(self, key: str) -> bool:
         d = self.key_dir(key)

@@ -55,10 +55,14 @@ INPUT_KEYS = [
     ("end", "On an empty input: back to the bottom of the transcript"),
     ("pageup / pagedown", "Scroll the transcript"),
     ("tab / shift+tab", "Move to the experiences and refs lists and back"),
+    ("ctrl+g", "Expand a long paste shown as [pasted N lines #1] (the full text is sent)"),
 ]
 
 #: a second Esc this soon after a stop is the same press repeated, not a new stop
 ESC_REPEAT_S = 0.5
+
+#: how long the start-up check waits for the provider before calling it not answering
+PROVIDER_CHECK_S = 5.0
 
 PLACEHOLDER = "Message  (Enter send · shift+enter/ctrl+j newline · / commands · F1 help)"
 
@@ -253,7 +257,10 @@ class SelfRefApp(EventBridge, App[int]):
         self.ready = True
         if not provider_config.context_window:
             self.learn_window(provider_config)
+        if not provider_config.demo:
+            self._check_provider()
         await self.open_key(self.key)
+        self._load_token_encoder()
         # Typed before the agent was ready: opening the key cleared them off the
         # transcript; they go out now, in order, shown as any message is.
         early, self._early_inputs = self._early_inputs, []
@@ -300,6 +307,50 @@ class SelfRefApp(EventBridge, App[int]):
         if note:
             self.emit(Notice(key=self.key, message=note, severity="warning"))
 
+    @work(exclusive=True, group="provider-check", exit_on_error=False)
+    async def _check_provider(self) -> None:
+        """One quick request after start-up, so "ready" never hides a server that is down.
+
+        Off the first frame's path (boot runs after it) and off the key's loading;
+        only failures that mean "nothing will work" are shown: a server that does
+        not list models is not a problem.
+        """
+        from selfref_tui.agent.provider import ProviderError
+
+        try:
+            await asyncio.wait_for(self.agent.provider.list_models(), PROVIDER_CHECK_S)
+        except TimeoutError:
+            note = "provider not answering"
+        except ProviderError as exc:
+            note = {"connection": "provider unreachable", "timeout": "provider not answering",
+                    "auth": "API key refused"}.get(exc.kind, "")
+        except Exception:
+            return
+        else:
+            note = ""
+        self.header.set_provider_note(note)
+
+    @work(exclusive=True, group="encoder", exit_on_error=False)
+    async def _load_token_encoder(self) -> None:
+        """Exact token counts from the start, not only after the first turn.
+
+        Until tiktoken's encoding is loaded the runtime estimates (chars/4), so a
+        restart showed 606 where the same history had read 567 before it. The
+        encoding loads in a thread after the key is on screen, then the meter is
+        counted again.
+        """
+        tokens = self.agent.tokens
+        if not tokens.ready:
+            from selfref_tui.selfref.encodings import load_encoder
+
+            try:
+                encode = await asyncio.to_thread(load_encoder, self.agent.model or "gpt-4o-mini")
+            except Exception:  # offline data missing: estimates it is
+                return
+            if not tokens.ready:
+                tokens.set_encoder(encode)
+        self._refresh_usage()
+
     async def load_runtime(self) -> None:
         """openai takes ~0.5 s to import: do it off the loop so keys stay live."""
         await asyncio.to_thread(_preload_runtime)
@@ -335,6 +386,9 @@ class SelfRefApp(EventBridge, App[int]):
         self.key_error = None
         for warning in memory.take_warnings():  # skipped damaged records, a torn write
             self.notify(warning, title="Memory key", severity="warning", timeout=15)
+        if not self.read_only:
+            # A key opened here is listed (switcher, `keys list`) before its first message.
+            await asyncio.to_thread(self.selfref.create, key)
         previous, self.key = self.key, key
         if previous != key:
             self.agent.release(previous)  # another window may write it now
@@ -467,6 +521,7 @@ class SelfRefApp(EventBridge, App[int]):
     async def _send(self, text: str) -> None:
         outcome = self.router.submit(text)
         await self.transcript.add_user(text, queued=outcome == "queued")
+        self.transcript.scroll_bottom()  # what one sends is followed, wherever one was reading
 
     @on(ChatInput.ScrollToBottom)
     def _input_end(self) -> None:
@@ -511,6 +566,8 @@ class SelfRefApp(EventBridge, App[int]):
             else:
                 self.router.submit("Please compact the conversation now.")
                 await self.transcript.add_user("Please compact the conversation now.")
+            # The person asked for it: show it happen, even when reading further up.
+            self.transcript.scroll_bottom()
         elif name == "remember":
             exp_id = self.agent.remember_experience(self.key, command.text)
             self.notify(f"Remembered as {exp_id}.")
@@ -611,7 +668,15 @@ class SelfRefApp(EventBridge, App[int]):
         # The same text an export writes: a ref that is one code fence copies as code.
         text = export_plan(block.ref_id, block.text_so_far).content
         self.copy_to_clipboard(text)
-        self.notify(f"Copied ref:{block.ref_id} ({len(text)} characters).")
+        # The app cannot know whether the terminal honoured the OSC 52 request (tmux
+        # without set-clipboard drops it), so it says what it did, not "Copied".
+        self.notify(
+            inert_line(
+                f"Sent ref:{block.ref_id} ({len(text)} characters) to the terminal's clipboard "
+                "(OSC 52; F1 says what the terminal must allow)."
+            ),
+            markup=False,
+        )
 
     def action_export_ref(self) -> None:
         block = self.transcript.target_ref()
@@ -804,11 +869,34 @@ class SelfRefApp(EventBridge, App[int]):
             return
         if self._refuse_read_only("create keys"):
             return
-        existing = {info.key for info in self.selfref.keys()} | {self.key}  # noqa: SIM118
+        self._new_key()
+
+    @work(exclusive=True, group="switch")
+    async def _new_key(self) -> None:
+        """Ask for the new key's name (a free ``chat-N`` suggested), then open it."""
+        from selfref_tui.selfref.keys import validate_key
+        from selfref_tui.ui.screens.new_key_prompt import NewKeyPrompt
+
+        existing = {info.key for info in await asyncio.to_thread(self.selfref.keys)}
+        existing.add(self.key)
         n = 1
         while f"chat-{n}" in existing:
             n += 1
-        self.run_worker(self.switch_key(f"chat-{n}"), group="switch", exclusive=True)
+        name = await self.push_screen_wait(
+            NewKeyPrompt(f"chat-{n}", existing=existing, validate=validate_key)
+        )
+        if name:
+            await self.switch_key(name)
+
+    async def _person_keys(self) -> list[dict[str, Any]]:
+        """A person's keys, as the switcher and `keys list` show them (forks left out)."""
+        keys = [
+            {"key": i.key, "messages": i.messages, "updated": i.updated}
+            for i in await asyncio.to_thread(self.selfref.keys, forks=False)
+        ]
+        if self.key not in {k["key"] for k in keys}:
+            keys.insert(0, {"key": self.key, "messages": 0, "updated": None})
+        return keys
 
     @work(exclusive=True, group="switch")
     async def action_switch_key(self) -> None:
@@ -817,18 +905,46 @@ class SelfRefApp(EventBridge, App[int]):
         from selfref_tui.selfref.keys import validate_key
         from selfref_tui.ui.screens.key_switcher import KeySwitcher
 
-        # A person's keys: forks are the agent's (their results show in the fork panel);
-        # the key on screen is listed even before its first message is written.
-        keys = [
-            {"key": i.key, "messages": i.messages, "updated": i.updated}
-            for i in await asyncio.to_thread(self.selfref.keys)
-            if "::fork::" not in i.key
-        ]
-        if self.key not in {k["key"] for k in keys}:
-            keys.insert(0, {"key": self.key, "messages": 0, "updated": None})
-        chosen = await self.push_screen_wait(KeySwitcher(keys, self.key, validate=validate_key))
+        manage = not self.read_only
+        chosen = await self.push_screen_wait(
+            KeySwitcher(
+                await self._person_keys(),
+                self.key,
+                validate=validate_key,
+                rename=self._rename_key if manage else None,
+                delete=self._delete_key if manage else None,
+            )
+        )
         if chosen:
             await self.switch_key(chosen)
+
+    async def _rename_key(self, old: str, new: str) -> list[dict[str, Any]]:
+        """The switcher's F2: the key on screen is let go, renamed, and opened again."""
+        from selfref_tui.selfref.errors import StoreError
+
+        shown = old == self.key
+        if shown:
+            if self.router is not None and self.router.busy:
+                raise StoreError("A turn is running; press Esc first, then rename.")
+            self.agent.release(old)
+        try:
+            await asyncio.to_thread(self.selfref.rename, old, new)
+        except Exception:
+            if shown:
+                await self.open_key(old)
+            raise
+        if shown:
+            await self.open_key(new)
+        return await self._person_keys()
+
+    async def _delete_key(self, key: str) -> list[dict[str, Any]]:
+        """The switcher's delete: the key's folder goes to ``<data dir>/trash``."""
+        from selfref_tui.selfref.errors import StoreError
+
+        if key == self.key:
+            raise StoreError("This key is on screen; switch to another key, then delete it.")
+        await asyncio.to_thread(self.selfref.trash, key)
+        return await self._person_keys()
 
     async def switch_key(self, key: str) -> bool:
         if not self.ready:
@@ -847,11 +963,7 @@ class SelfRefApp(EventBridge, App[int]):
             return False
         if key == self.key and not self.key_error:
             return True
-        opened = await self.open_key(key)
-        if opened and not self.read_only:
-            # A key the person made is listed (switcher, `keys list`) before its first message.
-            await asyncio.to_thread(self.selfref.create, key)
-        return opened
+        return await self.open_key(key)
 
     async def action_quit(self) -> None:
         prompt = self._quit_prompt

@@ -117,6 +117,8 @@ class EventBridge:
             meter.set_usage(event.tokens, event.window)
         elif isinstance(event, ev.TurnEnded):
             meter.stream_ended()
+            if event.outcome == "done":
+                self.header.set_provider_note("")  # it answered: whatever the check saw is over
             self.header.set_status(
                 {
                     "done": "ready",

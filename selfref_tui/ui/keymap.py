@@ -18,7 +18,7 @@ from textual.binding import Binding
 _REF_KEYS = Binding.Group("Ref", compact=True)
 
 #: Keys the chat input (TextArea) uses for editing.
-RESERVED_KEYS: frozenset[str] = frozenset(f"ctrl+{c}" for c in "aekuwdxcvzy") | {
+RESERVED_KEYS: frozenset[str] = frozenset(f"ctrl+{c}" for c in "aekuwdxcvzyg") | {
     "enter",
     "shift+enter",
     "ctrl+j",

@@ -14,10 +14,21 @@ from tests.ui.helpers import (
     TWO_REFS,
     idle,
     make_app,
-    started,
     type_and_send,
     wait_until,
 )
+
+
+async def started(pilot, app) -> None:
+    """Start-up, with room for a loaded machine (2 cores shared by several test runs)."""
+    await wait_until(
+        pilot, lambda: app.ready and app.header.status == "ready", timeout=60, what="app ready"
+    )
+
+
+def _listed(tmp_path) -> set[str]:
+    """The keys `keys list` would show."""
+    return {info.key for info in SelfReference(tmp_path / "data").keys(forks=False)}
 
 
 def _screen(app) -> str:
@@ -62,6 +73,12 @@ async def test_a_failed_export_keeps_the_dialog_and_the_path_then_remembers_the_
             await wait_until(pilot, lambda: _screen(app) == "ExportDialog", what="dialog")
             started_at = app.screen.query_one(Input).value
             assert started_at == str(tmp_path / "exports" / "fib_recursive.py")
+            await pilot.press("escape")
+            # Copying says what it did: a request to the terminal, which may ignore it.
+            await pilot.press("ctrl+r")
+            await pilot.pause()
+            said = list(app._notifications)[-1]
+            assert "terminal's clipboard" in said.message and "Copied" not in said.message
 
 
 async def test_read_only_window_shows_a_key_another_process_writes(tmp_path):
@@ -91,3 +108,97 @@ async def test_read_only_window_shows_a_key_another_process_writes(tmp_path):
                 assert holder.open("main").experiences == []
     finally:
         holder.close()
+
+
+async def test_ctrl_n_asks_for_a_name_and_the_key_exists_before_its_first_message(tmp_path):
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await pilot.press("ctrl+n")
+            await wait_until(pilot, lambda: _screen(app) == "NewKeyPrompt", what="name prompt")
+            assert app.screen.query_one(Input).value == "chat-1"
+            await pilot.press(*"project-x", "enter")
+            await wait_until(pilot, lambda: app.key == "project-x" and app.header.status == "ready")
+            await wait_until(
+                pilot,
+                lambda: "project-x" in _listed(tmp_path),
+                what="the new key on disk",
+            )
+            # The switcher lists it (no message yet) and can rename the key on screen…
+            await pilot.press("ctrl+o")
+            await wait_until(pilot, lambda: _screen(app) == "KeySwitcher", what="switcher")
+            switcher = app.screen
+            assert "key:project-x" in switcher.visible_keys
+            switcher.option_list.highlighted = switcher.visible_keys.index("key:project-x")
+            await pilot.press("f2", *["backspace"] * 9, *"renamed", "enter")
+            await wait_until(pilot, lambda: app.key == "renamed", what="renamed and reopened")
+            await wait_until(pilot, lambda: "key:renamed" in switcher.visible_keys)
+            # …and delete another one, after a y: its folder goes to the trash.
+            switcher.option_list.highlighted = switcher.visible_keys.index("key:main")
+            await pilot.press("f8")
+            await wait_until(pilot, lambda: _screen(app) == "ConfirmScreen", what="confirm")
+            await pilot.press("y")
+            await wait_until(pilot, lambda: "key:main" not in switcher.visible_keys)
+    assert _listed(tmp_path) == {"renamed"}
+    assert len(list((tmp_path / "data" / "trash").iterdir())) == 2  # project-x's old folder, main
+
+
+async def test_the_header_says_when_the_provider_is_unreachable(tmp_path):
+    from tests.ui.helpers import DOWN_URL
+
+    app = make_app(tmp_path, DOWN_URL)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, app)
+        await wait_until(pilot, lambda: app.header.provider_note, what="the check's verdict")
+        assert app.header.provider_note == "provider unreachable"
+        assert "provider unreachable" in str(app.header.render())
+    async with DemoServer([]) as url:
+        fine = make_app(tmp_path, url)
+        async with fine.run_test(size=SIZE) as pilot:
+            await started(pilot, fine)
+            await wait_until(pilot, lambda: fine.workers is not None)
+            await fine.workers.wait_for_complete()
+            assert fine.header.provider_note == ""
+
+
+def _seed_history(tmp_path, turns: int) -> None:
+    store = SelfReference(tmp_path / "data")
+    try:
+        memory = store.open("main")
+        for i in range(turns):
+            memory.commit(turn(i, f"question {i} " + "words " * 30))
+    finally:
+        store.close()
+
+
+async def test_the_meter_counts_exactly_after_a_restart_without_a_turn(tmp_path):
+    _seed_history(tmp_path, 3)
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            # No message is sent: the exact count must still replace the estimate.
+            await wait_until(pilot, lambda: app.agent.tokens.ready, timeout=30, what="encoder")
+            _messages, exact = app.agent.preview("main")
+            await wait_until(
+                pilot, lambda: app.sidebar.meter.tokens == exact, what="the exact count"
+            )
+
+
+async def test_compact_while_scrolled_up_follows_to_the_bottom(tmp_path):
+    _seed_history(tmp_path, 30)
+    async with DemoServer([Reply(text="Compacted.")]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            transcript = app.transcript
+            await wait_until(pilot, lambda: transcript.max_scroll_y > 0, what="a long history")
+            transcript.scroll_home(animate=False, immediate=True)
+            transcript.anchor(False)
+            await pilot.pause()
+            assert transcript.scroll_y == 0
+            await type_and_send(pilot, "/compact")
+            await wait_until(pilot, lambda: idle(app) and app.header.status == "ready")
+            await pilot.pause()
+            assert transcript.scroll_y == transcript.max_scroll_y > 0

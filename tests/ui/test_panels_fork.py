@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from textual import on
 from textual.app import App, ComposeResult
 from textual.widgets import Markdown, Static
@@ -154,3 +156,47 @@ def test_elapsed_format():
     assert format_elapsed(None) == "—"
     assert format_elapsed(9.7) == "9s"
     assert format_elapsed(3725) == "1h 02m"
+
+
+def _placeholder_texts(panel: ForkPanel) -> list[str]:
+    return [str(w.render()) for w in panel.transcript.query(".fork-placeholder")]
+
+
+async def test_the_detail_follows_a_fork_spawned_in_a_later_turn():
+    app = ForkApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = app.query_one(ForkPanel)
+        panel.fork_spawned("fork_1", "main::fork::1", "First turn's task")
+        panel.fork_finished("fork_1", "completed", "done long ago")
+        await pilot.pause()
+        panel.fork_spawned("fork_2", "main::fork::2", "Second turn's task")
+        await pilot.pause()
+        assert panel.chosen_fork_id == "fork_2"
+        heading = str(panel.query_one(".fork-heading", Static).render())
+        assert "fork_2" in heading and "Second turn" in heading
+        # A running fork the person is watching is not taken away by the next spawn.
+        panel.fork_spawned("fork_3", "main::fork::3", "Third")
+        await pilot.pause()
+        assert panel.chosen_fork_id == "fork_2"
+
+
+async def test_the_body_never_says_no_forks_while_forks_are_listed():
+    app = ForkApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = app.query_one(ForkPanel)
+        await pilot.pause()
+        assert _placeholder_texts(panel) == ["Forks the agent spawns appear here."]
+
+        async def spawn_during_the_first_sync() -> None:
+            await asyncio.sleep(0)
+            panel.fork_spawned("fork_1", "main::fork::1", "A")
+            panel.fork_spawned("fork_2", "main::fork::2", "B")
+            await panel._sync_view()
+
+        # A sync of the empty panel is under way when two forks arrive.
+        await asyncio.gather(panel._sync_view(), spawn_during_the_first_sync())
+        for _ in range(3):
+            await pilot.pause()
+        title = str(panel.query_one(".section-title", Static).render())
+        assert "2 running" in title
+        assert "Forks the agent spawns appear here." not in _placeholder_texts(panel)

@@ -172,3 +172,15 @@ def test_number_formats():
     assert format_tokens(-5) == "0"
     assert format_seconds(4.0) == "4.0s"
     assert format_seconds(65) == "1m 05s"
+
+
+async def test_the_meter_explains_its_auto_compact_tick():
+    app = SidebarApp()
+    async with app.run_test(size=(80, 30)) as pilot:
+        meter = pilot.app.query_one(ContextMeter)
+        meter.set_usage(500, 32_000)
+        await pilot.pause()
+        lines = str(meter.render()).splitlines()
+        assert "┃" in lines[1] and lines[2].startswith("┃ auto-compact at 80%")
+        assert meter.size.height == 3  # the legend has a line of its own
+        assert "80%" in str(meter.tooltip) and "compact" in str(meter.tooltip)

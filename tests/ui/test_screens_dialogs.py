@@ -212,6 +212,8 @@ async def test_help_lists_active_bindings_and_commands():
         screen = app.screen
         assert ("ctrl+b", "Toggle sidebar") in screen.keys
         assert any(command.startswith("/export") for command, _ in screen.commands)
+        terminal = str(screen.query_one("#terminal", Static).render())
+        assert "OSC 52" in terminal and "set-clipboard on" in terminal
         await pilot.press("escape")
         await pilot.pause()
         assert app.results == [None]
@@ -252,3 +254,74 @@ async def test_welcome_names_the_config_file_in_use(tmp_path):
         await _open(pilot, WelcomeScreen())
         # tests/conftest.py points SELFREF_CONFIG at tmp_path / "config.toml"
         assert str(tmp_path / "config.toml") in app.screen.query_one("Markdown").source
+
+
+async def test_new_key_prompt_suggests_a_name_and_refuses_one_in_use():
+    from selfref_tui.ui.screens.new_key_prompt import NewKeyPrompt
+
+    app = HostApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open(pilot, NewKeyPrompt("chat-2", existing={"main", "chat-1"}))
+        assert app.screen.query_one(Input).value == "chat-2"
+        await pilot.press(*"chat-1", "enter")  # typing replaces the selected suggestion
+        await pilot.pause()
+        assert app.results == []
+        assert "exists" in str(app.screen.query_one("#error", Static).render())
+        await pilot.press("backspace", "x", "enter")
+        await pilot.pause()
+        assert app.results == ["chat-x"]
+        await _open(pilot, NewKeyPrompt("chat-2"))
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.results[-1] == "chat-2"
+
+
+async def test_key_switcher_renames_and_deletes_after_a_yes():
+    calls: list[tuple] = []
+    keys = [dict(k) for k in KEYS]
+
+    async def rename(old: str, new: str):
+        calls.append(("rename", old, new))
+        next(k for k in keys if k["key"] == old)["key"] = new
+        return keys
+
+    async def delete(key: str):
+        calls.append(("delete", key))
+        keys[:] = [k for k in keys if k["key"] != key]
+        return keys
+
+    app = HostApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open(pilot, KeySwitcher(keys, "main", rename=rename, delete=delete))
+        screen = app.screen
+        await pilot.press("down", "f2")  # project-x
+        assert screen.renaming == "project-x"
+        await pilot.press("backspace", "y", "enter")
+        await wait_for(pilot, lambda: screen.renaming is None)
+        assert calls == [("rename", "project-x", "project-y")]
+        assert screen.visible_keys == ["key:main", "key:project-y", "key:notes"]
+        # Delete asks first; any key but y keeps the key.
+        await pilot.press("down", "down")
+        assert screen.option_list.highlighted == 2
+        await pilot.press("f8")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
+        assert "trash" in str(app.screen.query_one("#question", Static).render())
+        await pilot.press("n")
+        await wait_for(pilot, lambda: app.screen is screen)
+        assert len(calls) == 1
+        assert screen.option_list.highlighted == 2, "the highlight stays where the person was"
+        await pilot.press("shift+delete")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: len(calls) == 2)
+        assert calls[-1] == ("delete", "notes")
+        await wait_for(pilot, lambda: screen.visible_keys == ["key:main", "key:project-y"])
+        assert app.results == []  # still open: switching is a separate choice
+
+
+async def wait_for(pilot, predicate, tries: int = 100) -> None:
+    for _ in range(tries):
+        if predicate():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError("condition never became true")

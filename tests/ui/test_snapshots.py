@@ -168,6 +168,8 @@ def test_error_block(snap_compare, tmp_path):
         await type_and_send(pilot, "are you there?")
         await wait_until(pilot, lambda: app.transcript.items_of("error"), what="error block")
         await turn_done(pilot, app, status="error")
+        # The start-up check has found the server down (the header says so).
+        await wait_until(pilot, lambda: app.header.provider_note, what="provider check")
         await steady_usage(pilot, app)
         # The notification toast times out; clear it so the frame does not depend on timing.
         app.clear_notifications()

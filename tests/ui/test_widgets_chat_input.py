@@ -87,3 +87,29 @@ async def test_end_on_empty_input_returns_transcript_to_bottom():
         await pilot.press("a", "end")
         await pilot.pause()
         assert app.bottom == 1
+
+
+async def test_a_long_paste_is_a_chip_and_is_sent_in_full():
+    from textual import events
+
+    long_text = "\n".join(f"line {i} " + "x" * 60 for i in range(140))
+    app = InputApp()
+    async with app.run_test() as pilot:
+        chat = app.query_one(ChatInput)
+        chat.focus()
+        await pilot.press(*"see: ")
+        app.post_message(events.Paste(long_text))
+        await pilot.pause()
+        assert chat.text == "see: [pasted 140 lines #1]"
+        assert chat.document.line_count == 1
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.sent == ["see: " + long_text]
+        assert chat.text == "" and chat.pastes == {}
+        # A short paste goes in as it is; ctrl+g expands a chip to read or edit it.
+        app.post_message(events.Paste("short"))
+        app.post_message(events.Paste("y" * 2500))
+        await pilot.pause()
+        assert chat.text == "short[pasted 2,500 characters #1]"
+        await pilot.press("ctrl+g")
+        assert chat.text == "short" + "y" * 2500 and chat.pastes == {}

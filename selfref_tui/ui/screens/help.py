@@ -28,6 +28,17 @@ SLASH_COMMANDS: tuple[tuple[str, str], ...] = (
 )
 
 
+#: what the app cannot do alone: the terminal decides whether a copy reaches the clipboard
+TERMINAL_NOTES: tuple[tuple[str, str], ...] = (
+    (
+        "Copy (ctrl+r)",
+        "sent to the terminal as an OSC 52 request; the terminal must allow clipboard "
+        "writes. tmux: set -g set-clipboard on. Some terminals ask first, some refuse: "
+        "then use Export (ctrl+s).",
+    ),
+)
+
+
 def keys_from_app(app: App) -> list[tuple[str, str]]:
     """(key, description) for every active binding with a description, deduplicated."""
     rows: list[tuple[str, str]] = []
@@ -102,6 +113,7 @@ class HelpScreen(ModalScreen[None]):
             panel.border_subtitle = "esc closes · ctrl+p lists every action"
             yield Static(self._table("Keys", self.keys), id="keys")
             yield Static(self._table("Slash commands", self.commands), id="commands")
+            yield Static(self._table("Terminal", TERMINAL_NOTES), id="terminal")
 
     def action_close(self) -> None:
         self.dismiss(None)

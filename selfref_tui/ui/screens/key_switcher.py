@@ -1,11 +1,16 @@
-"""Switch memory key: type to filter, arrows to pick, or type a new name."""
+"""Switch memory key: type to filter, arrows to pick, or type a new name.
+
+The same list renames (F2) and deletes (shift+Delete or F8, after a ``y``) a
+key. Both go through callbacks the app passes in, so the screen never touches
+the store; a deleted key's files are moved to the data dir's trash folder.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -18,6 +23,11 @@ from selfref_tui.safety import content, inert_line
 
 NEW_PREFIX = "new:"
 KEY_PREFIX = "key:"
+
+#: ``rename(old, new)`` / ``delete(key)``: do it, return the fresh key list, or raise an
+#: Exception whose message is one line for the person
+Rename = Callable[[str, str], Awaitable[Sequence[Mapping[str, Any]]]]
+Delete = Callable[[str], Awaitable[Sequence[Mapping[str, Any]]]]
 
 
 def filter_keys(keys: Sequence[Mapping[str, Any]], query: str) -> list[Mapping[str, Any]]:
@@ -66,6 +76,8 @@ class KeySwitcher(ModalScreen[str | None]):
         Binding("escape", "cancel", "Cancel", id="keys.cancel"),
         Binding("down", "move(1)", "Next", show=False, id="keys.down"),
         Binding("up", "move(-1)", "Previous", show=False, id="keys.up"),
+        Binding("f2", "rename", "Rename", show=False, id="keys.rename"),
+        Binding("shift+delete,f8", "delete", "Delete", show=False, id="keys.delete"),
     ]
 
     def __init__(
@@ -74,12 +86,18 @@ class KeySwitcher(ModalScreen[str | None]):
         current: str,
         *,
         validate: Callable[[str], object] | None = None,
+        rename: Rename | None = None,
+        delete: Delete | None = None,
     ) -> None:
         """``validate`` raises (any Exception, with a one-line message) on a bad new name."""
         super().__init__()
         self.keys = [dict(k) for k in keys if k.get("key")]
         self.current = current
         self._validate = validate
+        self._rename = rename
+        self._delete = delete
+        #: the key being renamed while the field holds its new name; None: filtering
+        self.renaming: str | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
@@ -88,16 +106,27 @@ class KeySwitcher(ModalScreen[str | None]):
             yield OptionList()
             yield Static("", id="error")
             yield Static(
-                Content.assemble(
-                    ("↑↓", "bold $primary"),
-                    " choose   ",
-                    ("enter", "bold $primary"),
-                    " switch / create   ",
-                    ("esc", "bold $primary"),
-                    " cancel",
-                ),
+                self._hint(),
                 id="hint",
             )
+
+    def _hint(self) -> Content:
+        if self.renaming is not None:
+            return Content.assemble(
+                ("enter", "bold $primary"), " rename   ", ("esc", "bold $primary"), " back"
+            )
+        parts: list[str | tuple[str, str]] = [
+            ("↑↓", "bold $primary"),
+            " choose  ",
+            ("enter", "bold $primary"),
+            " switch / create  ",
+        ]
+        if self._rename is not None:
+            parts += [("f2", "bold $primary"), " rename  "]
+        if self._delete is not None:
+            parts += [("shift+del/f8", "bold $primary"), " delete  "]
+        parts += [("esc", "bold $primary"), " cancel"]
+        return Content.assemble(*parts)
 
     def on_mount(self) -> None:
         field = self.query_one(Input)
@@ -151,7 +180,8 @@ class KeySwitcher(ModalScreen[str | None]):
     def _changed(self, event: Input.Changed) -> None:
         event.stop()
         self.query_one("#error", Static).update("")
-        self._refilter(event.value)
+        if self.renaming is None:
+            self._refilter(event.value)
 
     def action_move(self, delta: int) -> None:
         option_list = self.option_list
@@ -162,6 +192,9 @@ class KeySwitcher(ModalScreen[str | None]):
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
+        if self.renaming is not None:
+            self._do_rename(self.renaming, event.value.strip())
+            return
         option = self.option_list.highlighted_option
         if option is not None and option.id:
             self._choose(option.id)
@@ -188,4 +221,85 @@ class KeySwitcher(ModalScreen[str | None]):
         self.dismiss(name)
 
     def action_cancel(self) -> None:
+        if self.renaming is not None:
+            self._leave_rename()
+            return
         self.dismiss(None)
+
+    # -- rename and delete -------------------------------------------------------------
+
+    def _highlighted_key(self) -> str | None:
+        option = self.option_list.highlighted_option
+        if option is None or not option.id or not option.id.startswith(KEY_PREFIX):
+            return None
+        return option.id[len(KEY_PREFIX) :]
+
+    def _say(self, message: str, *, done: bool = False) -> None:
+        self.query_one("#error", Static).update(
+            content(message, "$success" if done else "", line=True)
+        )
+
+    def action_rename(self) -> None:
+        key = self._highlighted_key()
+        if self._rename is None or key is None or self.renaming is not None:
+            return
+        self.renaming = key
+        self.query_one("#dialog").border_title = content(f"Rename {key}", line=True)
+        field = self.query_one(Input)
+        field.placeholder = "the new name"
+        field.value = key
+        field.action_end()
+        self.option_list.display = False
+        self.query_one("#hint", Static).update(self._hint())
+
+    def _leave_rename(self) -> None:
+        self.renaming = None
+        self.query_one("#dialog").border_title = "Memory keys"
+        field = self.query_one(Input)
+        field.placeholder = "filter, or type a new key name"
+        field.value = ""
+        self.query_one("#hint", Static).update(self._hint())
+        self._refilter("")
+
+    @work(exclusive=True, group="keys.manage")
+    async def _do_rename(self, old: str, new: str) -> None:
+        if not new or new == old:
+            self._leave_rename()
+            return
+        try:
+            if self._validate is not None:
+                self._validate(new)
+            assert self._rename is not None
+            self.keys = [dict(k) for k in await self._rename(old, new) if k.get("key")]
+        except Exception as error:  # a one-line message meant for people
+            self._say(str(error))
+            return
+        if self.current == old:
+            self.current = new
+        self._leave_rename()
+        self._say(f"Renamed {old} to {new}.", done=True)
+
+    @work(exclusive=True, group="keys.manage")
+    async def action_delete(self) -> None:
+        key = self._highlighted_key()
+        if self._delete is None or key is None or self.renaming is not None:
+            return
+        from selfref_tui.ui.screens.confirm import ConfirmScreen
+
+        count = next((k.get("messages", 0) for k in self.keys if k.get("key") == key), 0)
+        confirmed = await self.app.push_screen_wait(
+            ConfirmScreen(
+                f"Delete the key {inert_line(key, 60)} ({count} messages)? Its files are "
+                "moved to the trash folder in the data dir, not destroyed.",
+                title="Delete key",
+            )
+        )
+        if not confirmed:
+            return
+        try:
+            self.keys = [dict(k) for k in await self._delete(key) if k.get("key")]
+        except Exception as error:  # a one-line message meant for people
+            self._say(str(error))
+            return
+        self._refilter(self.query_one(Input).value)
+        self._say(f"Deleted {key}: its files are in the trash folder of the data dir.", done=True)

@@ -35,6 +35,8 @@ class AppHeader(Static):
         self.model = model
         self.demo = demo
         self.status = "starting…"
+        #: what a quick check found wrong with the provider ("unreachable"), "" when fine
+        self.provider_note = ""
 
     def on_mount(self) -> None:
         self._render_line()
@@ -45,6 +47,10 @@ class AppHeader(Static):
 
     def set_model(self, provider: str, model: str, demo: bool) -> None:
         self.provider, self.model, self.demo = provider, model, demo
+        self._render_line()
+
+    def set_provider_note(self, note: str) -> None:
+        self.provider_note = note
         self._render_line()
 
     def set_status(self, status: str) -> None:
@@ -67,6 +73,8 @@ class AppHeader(Static):
         ]
         if self.demo:
             parts += [" ", (" demo ", "bold $text on $warning")]
+        if self.provider_note:
+            parts += ["  ", content(f"⚠ {self.provider_note}", "bold $error", line=True)]
         if self.read_only:
             parts += [" ", (" read-only ", "bold $text on $error")]
         if self.status:

@@ -3,19 +3,38 @@
 It stays editable while a turn runs. Text is only cleared once the app has
 accepted it (:meth:`ChatInput.accept`), so a send that fails keeps what the
 person typed. Up on an empty input walks back through earlier inputs.
+
+A long paste (more than :data:`PASTE_LINES` lines or :data:`PASTE_CHARS`
+characters) is shown as a one-line chip, ``[pasted 140 lines #1]``, so the
+input stays readable; ctrl+g expands the chips in place, and what is sent is
+always the full text.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import ClassVar
 
 from textual import events
+from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import TextArea
 
 from selfref_tui.safety import has_controls, inert
 
 NEWLINE_KEYS = ("shift+enter", "ctrl+j")
+
+#: a paste longer than this (lines or characters) is shown as a chip
+PASTE_LINES = 20
+PASTE_CHARS = 2000
+_CHIP = re.compile(r"\[pasted (?:\d+ lines|[\d,]+ characters) #(\d+)\]")
+
+
+def chip_label(text: str, number: int) -> str:
+    lines = text.count("\n") + 1
+    size = f"{lines} lines" if lines > 1 else f"{len(text):,} characters"
+    return f"[pasted {size} #{number}]"
 
 
 class ChatInput(TextArea):
@@ -31,6 +50,17 @@ class ChatInput(TextArea):
     ChatInput:focus { border: round $primary; }
     ChatInput.-busy { border: round $warning 70%; }
     """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "ctrl+g",
+            "expand_pastes",
+            "Expand paste",
+            id="input.expand_pastes",
+            show=False,
+            tooltip="Show the full text of the pasted chips in the input",
+        ),
+    ]
 
     @dataclass
     class Submitted(Message):
@@ -63,12 +93,14 @@ class ChatInput(TextArea):
         )
         self.sent_history: list[str] = []
         self._recall_index: int | None = None
+        #: chip number -> the pasted text it stands for
+        self.pastes: dict[int, str] = {}
 
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "enter":
             event.stop()
             event.prevent_default()
-            text = self.text.strip()
+            text = self.full_text.strip()
             if text:
                 self.post_message(self.Submitted(self, text))
             return
@@ -85,7 +117,35 @@ class ChatInput(TextArea):
         if not self.sent_history or self.sent_history[-1] != text:
             self.sent_history.append(text)
         self._recall_index = None
+        self.pastes.clear()
         self.clear()
+
+    # -- long pastes as chips ------------------------------------------------------------
+
+    @property
+    def full_text(self) -> str:
+        """The input's text with every paste chip replaced by what was pasted."""
+        return _CHIP.sub(lambda m: self.pastes.get(int(m.group(1)), m.group(0)), self.text)
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        text = event.text
+        if self.read_only or (text.count("\n") < PASTE_LINES and len(text) <= PASTE_CHARS):
+            return  # Textual calls TextArea's own handler next: it inserts the text
+        event.stop()
+        event.prevent_default()  # and TextArea's handler is skipped
+        number = max(self.pastes, default=0) + 1
+        self.pastes[number] = text
+        if result := self._replace_via_keyboard(chip_label(text, number), *self.selection):
+            self.move_cursor(result.end_location)
+        self.focus()
+
+    def action_expand_pastes(self) -> None:
+        """Put the pasted text itself in the input, to read or edit it there."""
+        if not self.pastes:
+            return
+        self.text = self.full_text
+        self.pastes.clear()
+        self.move_cursor(self.document.end)
 
     def recall_from(self, earlier: list[str], limit: int = 200) -> None:
         """Start Up's history from what was sent before (a restart), if nothing is sent yet.

@@ -67,6 +67,16 @@ class ContextMeter(Widget):
         self._stream_start: float | None = None
         self._stream_end: float | None = None
         self._ticker: Timer | None = None
+        self.tooltip = self.legend_tooltip
+
+    @property
+    def legend_tooltip(self) -> str:
+        """What the bar's tick means (the legend line says it short)."""
+        return (
+            f"Tokens the next request sends, out of the model's window. At the tick "
+            f"({self.compact_ratio * 100:.0f}%) the agent is asked to compact the "
+            "conversation into a summary; /compact asks at any time."
+        )
 
     def on_mount(self) -> None:
         if self.streaming and self._ticker is None:
@@ -171,6 +181,11 @@ class ContextMeter(Widget):
         lines = [
             Content.assemble(header, " " * gap, figures),
             Content("").join(bar_cells),
+            # The tick explained where it is seen, not only in the tooltip.
+            Content.assemble(
+                ("┃", "$text-muted"),
+                (f" auto-compact at {self.compact_ratio * 100:.0f}%", "dim"),
+            ),
         ]
         if self.streaming:
             lines.append(Content.assemble(("● ", "$primary"), self.speed_label))
@@ -187,4 +202,4 @@ class ContextMeter(Widget):
         return Content("\n").join(lines)
 
     def get_content_height(self, container, viewport, width: int) -> int:  # type: ignore[override]
-        return 3 if self._stream_start is not None else 2
+        return 4 if self._stream_start is not None else 3

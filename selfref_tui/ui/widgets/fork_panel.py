@@ -9,6 +9,7 @@ through ``MarkdownStream`` and gets one full render when its block ends.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -161,6 +162,9 @@ class ForkPanel(Vertical):
         self._placeholder: Widget | None = None
         self._stream: MarkdownStream | None = None
         self._sync_scheduled = False
+        #: one reconciliation at a time: two interleaved ones left the "no forks yet"
+        #: placeholder under a running fork's transcript
+        self._sync_lock = asyncio.Lock()
         self._ticker: Timer | None = None
         # is_mounted only turns true after on_mount returns; this is set inside it.
         self._ready = False
@@ -226,7 +230,10 @@ class ForkPanel(Vertical):
             self._forks[fork_id] = fork
         self._by_child[child_key] = fork_id
         self._upsert_row(fork)
-        if self._chosen is None:
+        chosen = self._forks.get(self._chosen or "")
+        if chosen is None or chosen.finished:
+            # Follow the work: a fork spawned in a later turn replaces a finished one
+            # on screen (the person's pick among running forks is kept).
             self.choose(fork_id)
         self._refresh_title()
 
@@ -414,8 +421,15 @@ class ForkPanel(Vertical):
 
     async def _sync_view(self) -> None:
         self._sync_scheduled = False
+        async with self._sync_lock:
+            await self._reconcile()
+
+    async def _reconcile(self) -> None:
         transcript = self.transcript
         fork = self._forks.get(self._chosen or "")
+        if fork is None and self._forks:
+            self.choose(next(reversed(self._forks)))  # never "no forks" beside a listed one
+            fork = self._forks.get(self._chosen or "")
         if fork is None or fork.fork_id != self._view_fork:
             await self._end_stream()
             await transcript.remove_children()
