@@ -27,7 +27,9 @@ EPILOG = """\
 exit codes:
   0    success
   1    error (provider failure, missing ref or experience, file exists, ...)
-  2    usage error (bad arguments, invalid key name, bad config)
+  2    usage error (bad arguments, invalid key name, bad config, a data dir
+       that is not a readable folder, a --config file that does not exist,
+       a command that writes given with --read-only)
   3    store locked by another selfref-tui, unreadable or unwritable, a link or FIFO
        in it, a log of another key, or from a newer version
   130  interrupted (Ctrl+C): the partial answer is kept, marked as truncated

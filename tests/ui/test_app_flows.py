@@ -260,7 +260,9 @@ async def test_store_locked_by_another_writer_keeps_typed_text(tmp_path):
                 assert app.chat_input.text == "do not lose me"
                 assert not app.transcript.items_of("user")
                 # A new key is the way out, and the text is still there to send in it.
-                await pilot.press("ctrl+n")
+                await pilot.press("ctrl+n")  # it asks for a name, chat-1 suggested: Enter takes it
+                await wait_until(pilot, lambda: type(app.screen).__name__ == "NewKeyPrompt")
+                await pilot.press("enter")
                 await wait_until(pilot, lambda: app.key == "chat-1" and not app.key_error)
                 await pilot.press("enter")
                 await wait_until(pilot, lambda: app.transcript.items_of("user"))

@@ -113,3 +113,11 @@ async def test_a_long_paste_is_a_chip_and_is_sent_in_full():
         assert chat.text == "short[pasted 2,500 characters #1]"
         await pilot.press("ctrl+g")
         assert chat.text == "short" + "y" * 2500 and chat.pastes == {}
+        chat.clear()
+        # tmux pastes line ends as CR: still lines, and sent as lines.
+        app.post_message(events.Paste(long_text.replace("\n", "\r")))
+        await pilot.pause()
+        assert chat.text == "[pasted 140 lines #1]"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.sent[-1] == long_text

@@ -128,7 +128,8 @@ class ChatInput(TextArea):
         return _CHIP.sub(lambda m: self.pastes.get(int(m.group(1)), m.group(0)), self.text)
 
     async def _on_paste(self, event: events.Paste) -> None:
-        text = event.text
+        # Terminals (tmux among them) paste line ends as CR: count and keep them as lines.
+        text = event.text.replace("\r\n", "\n").replace("\r", "\n")
         if self.read_only or (text.count("\n") < PASTE_LINES and len(text) <= PASTE_CHARS):
             return  # Textual calls TextArea's own handler next: it inserts the text
         event.stop()
