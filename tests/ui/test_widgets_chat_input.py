@@ -121,3 +121,9 @@ async def test_a_long_paste_is_a_chip_and_is_sent_in_full():
         await pilot.press("enter")
         await pilot.pause()
         assert app.sent[-1] == long_text
+        # A long paste is inert like any other: its escape sequences are shown, not sent raw.
+        app.post_message(events.Paste("\x1b]52;c;aGk=\x07" + long_text))
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.sent[-1].startswith("␛]52;c;aGk=␇") and "\x1b" not in app.sent[-1]

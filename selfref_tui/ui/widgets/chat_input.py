@@ -21,7 +21,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import TextArea
 
-from selfref_tui.safety import has_controls, inert
+from selfref_tui.safety import inert
 
 NEWLINE_KEYS = ("shift+enter", "ctrl+j")
 
@@ -128,12 +128,21 @@ class ChatInput(TextArea):
         return _CHIP.sub(lambda m: self.pastes.get(int(m.group(1)), m.group(0)), self.text)
 
     async def _on_paste(self, event: events.Paste) -> None:
-        # Terminals (tmux among them) paste line ends as CR: count and keep them as lines.
-        text = event.text.replace("\r\n", "\n").replace("\r", "\n")
-        if self.read_only or (text.count("\n") < PASTE_LINES and len(text) <= PASTE_CHARS):
-            return  # Textual calls TextArea's own handler next: it inserts the text
+        """A long paste becomes a chip; any paste (a terminal log, a model's output) is
+        shown and sent with its control characters visible: a TextArea would write
+        them to the terminal raw."""
+        if self.read_only:
+            return
+        # Terminals (tmux among them) paste line ends as CR: they are lines, not controls.
+        text = inert(event.text.replace("\r\n", "\n").replace("\r", "\n"))
+        long = text.count("\n") >= PASTE_LINES or len(text) > PASTE_CHARS
+        if not long and text == event.text:
+            return  # TextArea's own handler (next in the MRO) inserts it as it is
         event.stop()
-        event.prevent_default()  # and TextArea's handler is skipped
+        event.prevent_default()  # TextArea's own handler is skipped
+        if not long:
+            await super()._on_paste(events.Paste(text))
+            return
         number = max(self.pastes, default=0) + 1
         self.pastes[number] = text
         if result := self._replace_via_keyboard(chip_label(text, number), *self.selection):
@@ -156,14 +165,6 @@ class ChatInput(TextArea):
         """
         if not self.sent_history:
             self.sent_history = [inert(t) for t in earlier if t.strip()][-limit:]
-
-    async def _on_paste(self, event: events.Paste) -> None:
-        """A paste (a terminal log, a model's output) is shown and sent with its
-        control characters visible: a TextArea would write them to the terminal raw."""
-        if has_controls(event.text):
-            event.prevent_default()  # TextArea's own handler (next in the MRO) would insert it raw
-            event.stop()
-            await super()._on_paste(events.Paste(inert(event.text)))
 
     # Up/Down recall earlier inputs while the input is empty or showing one.
     def _recalling(self) -> bool:
