@@ -216,6 +216,8 @@ async def test_help_lists_active_bindings_and_commands():
         await pilot.pause()
         shown = app.export_screenshot().replace("&#160;", " ")
         assert "OSC 52" in shown and "set-clipboard" in shown
+        await _open(pilot, HelpScreen([("ctrl+g", "Expand a paste shown as [pasted 3 lines #1]")]))
+        assert "[pasted 3 lines #1]" in app.export_screenshot().replace("&#160;", " ")
         await pilot.press("escape")
         await pilot.pause()
         assert app.results == [None]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.markup import escape
 from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -103,7 +104,8 @@ class HelpScreen(ModalScreen[None]):
         table.add_column()
         table.add_row(f"[bold]{title}[/]", "")
         for key, description in rows:
-            table.add_row(key, description)
+            # Rows are plain text: "[pasted N lines #1]" is shown, not read as markup.
+            table.add_row(escape(key), escape(description))
         table.add_row("", "")
         return table
 
