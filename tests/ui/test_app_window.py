@@ -25,7 +25,9 @@ async def test_window_is_read_from_llama_cpp_props_after_the_first_frame(tmp_pat
             await started(pilot, app)
             await wait_until(pilot, lambda: app.sidebar.meter.window == 4096,
                              what="cached window")
-        assert len(server.window_requests) == asked
+        # (the app's start-up reachability check lists models each start: not a window question)
+        assert [r for r in server.window_requests[asked:] if r != "models"] == []
+        assert server.window_requests[asked:].count("models") <= 1
 
 
 async def test_unknown_window_is_assumed_8k_and_said(tmp_path):
