@@ -660,7 +660,11 @@ class SelfRefApp(EventBridge, App[int]):
         if not hasattr(target, "ref_id"):  # a message or a code block: its text as shown
             text = target.copy_text
             self.copy_to_clipboard(text)
-            self.notify(f"Copied {len(text)} characters.")
+            self.notify(
+                f"Sent {len(text)} characters to the terminal's clipboard "
+                "(OSC 52; F1 says what the terminal must allow).",
+                markup=False,
+            )
             return
         block = target
         from selfref_tui.refs.export import export_plan
