@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
             "ExperienceForgetMutation",
             "AssistantTruncatedMutation",
             "ToolCancelledMutation",
+            "TurnFailedMutation",
             "ContextMutation",
         )
     },
@@ -66,6 +67,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         MultimodalToolResultMutation,
         ToolCancelledMutation,
         ToolResultMutation,
+        TurnFailedMutation,
         UserMessageMutation,
     )
     from selfref_tui.refs.parser import parse_refs

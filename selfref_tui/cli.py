@@ -22,16 +22,20 @@ from typing import Any, TextIO
 from selfref_tui.config import DEFAULT_KEY, AppConfig, ConfigError, load_config
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STORE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_INCOMPLETE = 4
 
 EPILOG = """\
 exit codes:
   0    success
-  1    error (provider failure, missing ref or experience, file exists, ...)
+  1    error (provider failure, empty answer, missing ref or experience, file exists,
+       ...)
   2    usage error (bad arguments, invalid key name, bad config, a data dir
        that is not a readable folder, a --config file that does not exist,
        a command that writes given with --read-only)
   3    store locked by another selfref-tui, unreadable or unwritable, a link or FIFO
        in it, a log of another key, or from a newer version
+  4    incomplete answer: cut off at the output limit or stopped by the provider's
+       filter (what arrived is printed and kept, marked)
   130  interrupted (Ctrl+C): the partial answer is kept, marked as truncated
 
 environment: OPENAI_API_KEY, OPENAI_BASE_URL, SELFREF_MODEL, SELFREF_DATA_DIR,
@@ -458,6 +462,10 @@ async def _ask(args: argparse.Namespace) -> int:
     if outcome == "step_limit":
         raise CliError(f"stopped after {config.agent.step_limit} steps (the step limit); "
                        "ask again to continue, or raise [agent] step_limit in config.toml")
+    if outcome in ("cut_off", "filtered"):
+        return EXIT_INCOMPLETE  # the note on stderr said which, and what to do
+    if outcome == "empty":
+        return EXIT_ERROR  # the note on stderr said so
     from selfref_tui.safety import redact
 
     if getattr(args, "verbose", False) and output.detail:

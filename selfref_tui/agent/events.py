@@ -30,8 +30,25 @@ class TurnStarted(AgentEvent):
 @dataclass(frozen=True, slots=True)
 class TurnEnded(AgentEvent):
     turn_id: int
-    #: "done", "aborted", "error" or "step_limit"
+    #: "done", "aborted", "error", "step_limit", "cut_off" (output limit),
+    #: "filtered" (the provider's filter) or "empty" (no text, no tool calls)
     outcome: str
+
+
+@dataclass(frozen=True, slots=True)
+class MessageFailed(AgentEvent):
+    """The turn failed before any answer: the person's last message is marked failed.
+
+    It stays in the transcript, is left out of later requests, and can be sent
+    again with ``AgentInputRouter.retry()`` (``/retry`` in the app).
+    """
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRetried(AgentEvent):
+    """A retry cleared the failed mark: the message is sent again, not typed twice."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +228,13 @@ class Notice(AgentEvent):
     #: "information", "warning" or "error" (Textual's notification severities)
     severity: str = "information"
 
+
+#: finish_reason of an answer the server ended early -> the marker stored with it and
+#: shown on it (the answer is kept as ``truncated`` with this ``abort_reason``)
+ENDING_MARKERS: dict[str, str] = {
+    "length": "cut off: output limit",
+    "content_filter": "stopped by the provider's filter",
+}
 
 EventSink = Callable[[AgentEvent], None]
 

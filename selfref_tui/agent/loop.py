@@ -25,6 +25,7 @@ from ..context.mutations import (
     AssistantMessageMutation,
     AssistantTruncatedMutation,
     ContextMutation,
+    TurnFailedMutation,
     UserMessageMutation,
 )
 from ..selfref.session import CommitReport, SelfRefSession
@@ -39,6 +40,7 @@ from .compaction import (
 )
 from .compile_cache import IncrementalCompile
 from .events import (
+    ENDING_MARKERS,
     Aborted,
     CompactionApplied,
     ContextUsage,
@@ -48,6 +50,9 @@ from .events import (
     ExperienceRemembered,
     LLMCallEnded,
     LLMCallStarted,
+    MessageFailed,
+    MessageRetried,
+    Notice,
     QueuedMessageDelivered,
     ReasoningDelta,
     RefClosed,
@@ -67,6 +72,20 @@ from .tools import ToolContext, now_iso
 
 #: the longest the stream consumer runs without letting the event loop in (see _consume)
 BURST_S = 0.01
+#: stored ``abort_reason`` of answers the server ended early (shown by every front end)
+CUT_OFF_REASON = ENDING_MARKERS["length"]
+FILTERED_REASON = ENDING_MARKERS["content_filter"]
+#: finish_reason -> (turn outcome, stored marker, what the person reads)
+UNFINISHED = {
+    "length": ("cut_off", CUT_OFF_REASON,
+               "the answer was cut off at the output limit; it is kept, marked — ask the model "
+               "to continue, or raise the server's output limit (max_tokens)"),
+    "content_filter": ("filtered", FILTERED_REASON,
+                       "the answer was stopped by the provider's filter; what arrived is kept, "
+                       "marked — rephrase the request"),
+}
+EMPTY_ANSWER = ("the model sent an empty answer (no text and no tool calls); nothing was "
+                "stored — /retry to ask again, or rephrase")
 __all__ = [
     "AFTER_COMPACT_NOTE",
     "AUTO_COMPACT_NOTE",
@@ -92,6 +111,8 @@ class _Turn:
     forks: Any | None = None
     on_step: Callable[[str, int], None] | None = None
     step: int = 0
+    #: the last failure the person read, stored with a failed message
+    failure: str = ""
 
 
 class Agent:
@@ -226,14 +247,31 @@ class Agent:
         *,
         abort: AbortSignal | None = None,
         inbox: Inbox | None = None,
+        retry: bool = False,
     ) -> str:
-        """Run one turn; ``"done"``, ``"aborted"``, ``"error"`` or ``"step_limit"``."""
+        """Run one turn; its outcome (see ``TurnEnded.outcome``).
+
+        ``retry`` sends the messages of a failed turn again (their failed mark
+        is cleared) instead of new text; see :meth:`failed_message`.
+        """
         return await self.run_key(
             key,
             user_text,
             abort=abort if abort is not None else AbortSignal(),
             inbox=inbox if inbox is not None else Inbox(),
+            retry=retry,
         )
+
+    def failed_message(self, key: str) -> str | None:
+        """The person's message of ``key``'s failed last turn, or None (nothing to retry)."""
+        messages = self.memory(key).messages
+        for message in reversed(messages):
+            if message.get("role") != "user" or not message.get("failed"):
+                return None
+            if not message.get(RUNTIME_NOTE):
+                content = message.get("content")
+                return content if isinstance(content, str) else ""
+        return None
 
     async def run_key(
         self,
@@ -245,6 +283,7 @@ class Agent:
         depth: int = 0,
         fds: Any | None = None,
         on_step: Callable[[str, int], None] | None = None,
+        retry: bool = False,
     ) -> str:
         """``run_turn`` with the knobs forks need (depth, inherited refs, progress)."""
         from .forks import ForkManager
@@ -269,6 +308,9 @@ class Agent:
         self._ensure_encoder()
         outcome = "error"
         try:
+            if retry and self.failed_message(key) is not None:
+                self._commit(session, [TurnFailedMutation("")])
+                self.emit(MessageRetried(key=key))
             if user_text:
                 self._commit(session, [UserMessageMutation({"role": "user", "content": user_text})])
             outcome = await self._steps(turn)
@@ -276,9 +318,12 @@ class Agent:
             outcome = "aborted"
             raise
         except Exception as exc:  # a bug must not leave the turn half-recorded
-            self.emit(ErrorEvent(key=key, message=f"internal error: {exc}", kind="internal"))
+            turn.failure = f"internal error: {exc}"
+            self.emit(ErrorEvent(key=key, message=turn.failure, kind="internal"))
             outcome = "error"
         finally:
+            if outcome in ("error", "empty"):
+                self._mark_failed(turn)
             if turn.forks is not None:
                 await turn.forks.cancel_all(abort.reason or "the parent turn ended")
             try:
@@ -290,6 +335,24 @@ class Agent:
                     self._compilers.pop(key, None)
                 self.emit(TurnEnded(key=key, turn_id=turn_id, outcome=outcome))
         return outcome
+
+    def _mark_failed(self, turn: _Turn) -> None:
+        """A turn that ended with no answer after the person's message marks it failed.
+
+        Left in the request, it would be followed by the next message as a run
+        of user messages (strict chat templates refuse that) and answered twice.
+        """
+        messages = turn.memory.messages
+        if not messages or messages[-1].get("role") != "user" or "compaction" in messages[-1]:
+            return
+        if messages[-1].get("failed"):
+            return
+        reason = turn.failure or "the turn failed"
+        try:
+            self._commit(turn.session, [TurnFailedMutation(reason)])
+        except Exception:  # the store refused: the error event already told the person
+            return
+        self.emit(MessageFailed(key=turn.key, reason=reason))
 
     async def _steps(self, turn: _Turn) -> str:
         key, session = turn.key, turn.session
@@ -398,11 +461,24 @@ class Agent:
                     [AssistantTruncatedMutation(state.content, reason)],
                     state.ref_records,
                 )
+            turn.failure = message
             self.emit(ErrorEvent(key=key, message=message, kind=kind,
                                  detail=getattr(error, "detail", "")))
             return "error", []
         ended(state.finish)
+        unfinished = UNFINISHED.get(state.finish or "")
+        if unfinished is not None:
+            # Kept and marked; tool calls of a cut-off answer may be incomplete, so none run.
+            outcome, marker, note = unfinished
+            self._commit(turn.session, [AssistantTruncatedMutation(state.content, marker)],
+                         state.ref_records)
+            self.emit(Notice(key=key, message=note, severity="warning"))
+            return outcome, []
         calls = unique_call_ids(state.tool_calls())  # each result must find its own call
+        if not calls and not state.content:
+            turn.failure = "empty answer"
+            self.emit(Notice(key=key, message=EMPTY_ANSWER, severity="warning"))
+            return "empty", []
         content: str | None = state.content
         if calls and not content:
             content = None

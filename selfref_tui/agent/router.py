@@ -27,7 +27,10 @@ class TurnRunner(Protocol):
         *,
         abort: AbortSignal | None = ...,
         inbox: Inbox | None = ...,
+        retry: bool = ...,
     ) -> str: ...
+
+    def failed_message(self, key: str) -> str | None: ...
 
     def answer_question(self, question_id: str, choice: str) -> bool: ...
 
@@ -90,6 +93,19 @@ class AgentInputRouter:
         self._start(None, [])
         return "started"
 
+    def retry(self) -> str:
+        """Send the failed last message again (``/retry``), without typing it twice.
+
+        ``"started"``; ``"busy"`` while a turn runs; ``"nothing"`` when the last
+        turn did not fail before its answer.
+        """
+        if self.busy:
+            return "busy"
+        if self._agent.failed_message(self._key) is None:
+            return "nothing"
+        self._start(None, [], retry=True)
+        return "started"
+
     def abort(self, reason: str = DEFAULT_REASON) -> bool:
         """Fire the running turn's abort signal; False when nothing runs."""
         if self._abort is None or self._abort.fired:
@@ -110,20 +126,26 @@ class AgentInputRouter:
 
     # ------------------------------------------------------------- internals
 
-    def _start(self, text: str | None, carried: list[str]) -> None:
+    def _start(self, text: str | None, carried: list[str], *, retry: bool = False) -> None:
         self._abort = AbortSignal()
         self._inbox = Inbox()
         for extra in carried:
             self._inbox.put(extra)
         self._idle.clear()
         self._task = asyncio.create_task(
-            self._run(self._key, text, self._abort, self._inbox), name=f"turn:{self._key}"
+            self._run(self._key, text, self._abort, self._inbox, retry),
+            name=f"turn:{self._key}",
         )
 
-    async def _run(self, key: str, text: str | None, abort: AbortSignal, inbox: Inbox) -> str:
+    async def _run(self, key: str, text: str | None, abort: AbortSignal, inbox: Inbox,
+                   retry: bool = False) -> str:
         outcome = "error"
         try:
-            outcome = await self._agent.run_turn(key, text, abort=abort, inbox=inbox)
+            if retry:
+                outcome = await self._agent.run_turn(key, text, abort=abort, inbox=inbox,
+                                                     retry=True)
+            else:
+                outcome = await self._agent.run_turn(key, text, abort=abort, inbox=inbox)
         except asyncio.CancelledError:
             outcome = "aborted"
             raise

@@ -31,6 +31,7 @@ from .mutations import (
     MultimodalToolResultMutation,
     ToolCancelledMutation,
     ToolResultMutation,
+    TurnFailedMutation,
     UserMessageMutation,
 )
 
@@ -149,6 +150,8 @@ class TranscriptBuilder:
             self._replace(mutation.messages)
         elif isinstance(mutation, ContextSummaryMutation):
             self._summarise(mutation)
+        elif isinstance(mutation, TurnFailedMutation):
+            self._mark_failed(mutation.reason)
         else:  # pragma: no cover - the Union is closed
             raise TypeError(f"not a ContextMutation: {mutation!r}")
 
@@ -365,6 +368,26 @@ class TranscriptBuilder:
             for text in texts:
                 updated, _ = with_remembered(updated, text)
             self.messages[0] = updated
+
+    def _mark_failed(self, reason: str) -> None:
+        """Mark (or, for "", unmark) the user messages at the end of the transcript.
+
+        Only the trailing run is touched: the person's message and any runtime
+        note or queued message that went out with it and got no answer. A
+        compaction summary is never marked (it is the model's context, not a
+        message of the failed turn).
+        """
+        index = len(self.messages) - 1
+        while index >= 0:
+            message = self.messages[index]
+            if message.get("role") != "user" or "compaction" in message:
+                break
+            # A new dict, not an edit in place: compile caches compare stored copies.
+            updated = {k: v for k, v in message.items() if k != "failed"}
+            if reason:
+                updated["failed"] = reason
+            self.messages[index] = updated
+            index -= 1
 
 
 def _extra(message: dict[str, Any]) -> dict[str, Any]:

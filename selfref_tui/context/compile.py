@@ -148,6 +148,7 @@ def render_provider_messages(config: InvocationConfig, messages: list[dict]) -> 
             and "tool_calls" not in msg
             and "truncated" not in msg
             and "name" not in msg
+            and "failed" not in msg
         ):
             if role == "user" and out[-1]["role"] == "user":
                 _append_user(out, {"role": "user", "content": content})
@@ -246,6 +247,8 @@ def _render_message(msg: dict[str, Any]) -> dict[str, Any] | None:
     role = msg.get("role")
     if role not in PROVIDER_ROLES:
         return None  # our own markers (e.g. archived compaction records) never go out
+    if role == "user" and msg.get("failed"):
+        return None  # a failed turn's message is kept for the person, not sent again
     content = msg.get("content")
     if role == "system":
         # apply() never leaves a second system message; a hand-built list might.

@@ -101,6 +101,19 @@ class ToolCancelledMutation:
     abort_reason: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class TurnFailedMutation:
+    """The turn failed before any answer: its trailing user messages are marked failed.
+
+    Marked messages stay in the store and the transcript but are left out of
+    requests, so a message sent next does not follow them as a run of user
+    messages. A retry applies this with ``reason`` "" to clear the marks, so
+    the same messages are sent again instead of being typed twice.
+    """
+
+    reason: str = ""
+
+
 ContextMutation = Union[  # noqa: UP007 - the protocol names this a Union
     AssistantMessageMutation,
     ToolResultMutation,
@@ -112,6 +125,7 @@ ContextMutation = Union[  # noqa: UP007 - the protocol names this a Union
     ExperienceForgetMutation,
     AssistantTruncatedMutation,
     ToolCancelledMutation,
+    TurnFailedMutation,
 ]
 
 MUTATION_TYPES: dict[str, type] = {
@@ -127,6 +141,7 @@ MUTATION_TYPES: dict[str, type] = {
         ExperienceForgetMutation,
         AssistantTruncatedMutation,
         ToolCancelledMutation,
+        TurnFailedMutation,
     )
 }
 
@@ -171,7 +186,7 @@ def mutation_from_dict(data: dict[str, Any]) -> ContextMutation:
 
 _STR_FIELDS = {
     "tool_call_id", "text", "experience_id", "partial_content", "abort_reason",
-    "tool_name", "arguments",
+    "tool_name", "arguments", "reason",
 }
 _LIST_FIELDS = {"tool_calls", "reasoning_details", "user_messages", "messages", "remember"}
 _DICT_FIELDS = {"message", "summary_message"}

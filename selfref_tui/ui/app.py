@@ -559,6 +559,8 @@ class SelfRefApp(EventBridge, App[int]):
             from selfref_tui.ui.screens.mcp_servers import McpServersScreen
 
             self.push_screen(McpServersScreen(self.mcp.overview() if self.mcp else []))
+        elif name == "retry":
+            self.action_retry()
         elif name == "compact":
             self.agent.request_compaction(self.key)
             if self.router.busy:
@@ -629,6 +631,16 @@ class SelfRefApp(EventBridge, App[int]):
         self.sidebar.ref_list.highlight_ref(message.ref_id)
 
     # ------------------------------------------------------------- actions
+
+    def action_retry(self) -> None:
+        """Send the failed last message again (``/retry``, F5)."""
+        if not self._agent_ready():
+            return
+        outcome = self.router.retry()
+        if outcome == "busy":
+            self.notify("A turn is running; wait for it or press Esc first.", severity="warning")
+        elif outcome == "nothing":
+            self.notify("Nothing to retry: the last message did not fail.")
 
     def action_abort(self) -> None:
         self.chat_input.focus()

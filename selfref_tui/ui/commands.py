@@ -42,6 +42,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("new", "/new", "Start a fresh memory key"),
     CommandSpec("context", "/context", "Show exactly what the model will see next"),
     CommandSpec("mcp", "/mcp", "MCP servers: their state and tools"),
+    CommandSpec("retry", "/retry", "Send the message whose turn failed again (not typed twice)"),
     CommandSpec("help", "/help", "Keys and commands"),
 )
 

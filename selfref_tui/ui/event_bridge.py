@@ -125,6 +125,9 @@ class EventBridge:
                     "aborted": "stopped",
                     "error": "error",
                     "step_limit": "step limit reached",
+                    "cut_off": "answer cut off (output limit)",
+                    "filtered": "stopped by the provider's filter",
+                    "empty": "empty answer",
                 }.get(event.outcome, "ready")
             )
             self.chat_input.remove_class("-busy")

@@ -104,6 +104,14 @@ BINDINGS: list[Binding] = [
     ),
     Binding("f1", "help", "Help", id="help", tooltip="Keys and slash commands"),
     Binding(
+        "f5",
+        "retry",
+        "Retry",
+        id="retry",
+        show=False,
+        tooltip="Send the message whose turn failed again, without typing it twice",
+    ),
+    Binding(
         "ctrl+end",
         "scroll_bottom",
         "Bottom",

@@ -144,9 +144,10 @@ async def test_429_retry_after_is_visible_then_succeeds(harness):
 
 async def test_server_error_ends_turn_with_valid_transcript(harness):
     async with harness(lambda body, i: HttpError(503, "overloaded"), max_retries=0) as h:
-        await _assert_error_turn(h, "server")
+        error = await _assert_error_turn(h, "server")
     stored = h.reload()
-    assert stored.messages[-1] == {"role": "user", "content": "hi"}
+    # kept for the person, marked failed: left out of later requests until retried
+    assert stored.messages[-1] == {"role": "user", "content": "hi", "failed": error.message}
 
 
 async def test_connection_refused_names_the_url(harness):
@@ -538,7 +539,11 @@ async def test_a_failed_turn_does_not_send_a_run_of_user_messages(harness):
         assert await h.agent.run_turn("main", "second try") == "done"
         sent = h.server.requests[1]["messages"]
         assert _roles(sent) == ["system", "user"]
-        assert "first try" in sent[1]["content"] and "second try" in sent[1]["content"]
+        # the failed turn's message is marked failed and left out (retry re-sends it), so
+        # the new one is not merged with it
+        assert sent[1]["content"] == "second try"
+    assert [m.get("failed", "") != "" for m in h.reload().messages if m["role"] == "user"] == [
+        True, False]
 
 
 async def test_think_in_content_is_stored_as_reasoning_and_not_sent_back(harness):

@@ -19,6 +19,7 @@ from selfref_tui.context.mutations import (
     MultimodalToolResultMutation,
     ToolCancelledMutation,
     ToolResultMutation,
+    TurnFailedMutation,
     UserMessageMutation,
 )
 
@@ -80,4 +81,5 @@ mutations = st.one_of(
     st.builds(ExperienceForgetMutation, experience_id=exp_ids),
     st.builds(AssistantTruncatedMutation, partial_content=texts, abort_reason=texts),
     st.builds(ToolCancelledMutation, tool_call_id=call_ids, tool_name=names, abort_reason=texts),
+    st.builds(TurnFailedMutation, reason=texts),
 )

@@ -15,6 +15,7 @@ from selfref_tui.context.mutations import (
     MutationDecodeError,
     ToolCancelledMutation,
     ToolResultMutation,
+    TurnFailedMutation,
     UserMessageMutation,
     mutation_from_dict,
     mutation_to_dict,
@@ -33,6 +34,7 @@ ALL = [
     ExperienceForgetMutation("exp_001"),
     AssistantTruncatedMutation("par", "esc"),
     ToolCancelledMutation("c", "ls", "esc"),
+    TurnFailedMutation("the server refused"),
 ]
 
 

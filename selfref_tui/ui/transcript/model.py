@@ -55,6 +55,9 @@ class UserItem(Item):
     queued: bool = False
     #: a turn has reported starting with this message (claimed once)
     started: bool = False
+    #: its turn failed before any answer (the reason; "" when it did not): not sent
+    #: again unless retried (``MessageFailed`` / ``MessageRetried``)
+    failed: str = ""
 
     kind = "user"
 

@@ -136,7 +136,9 @@ def estimate(row: Row, width: int) -> int:
         return row.margin + block.gap + max(1, count)
     item = row.item
     if isinstance(item, UserItem):
-        return row.margin + sum(1 + len(x) // inner for x in item.text.split("\n")) + item.queued
+        lines = sum(1 + len(x) // inner for x in item.text.split("\n"))
+        return row.margin + lines + item.queued + (1 + len(item.failed) // inner if item.failed
+                                                   else 0)
     return row.margin + 1
 
 
@@ -248,6 +250,8 @@ class Painter:
         p = self.p
         if item.queued:
             bg, bar = Style(bgcolor=p.mix(p.warning, 0.08)), p.style(p.warning, 0.6)
+        elif item.failed:
+            bg, bar = Style(bgcolor=p.mix(p.error, 0.08)), p.style(p.error, 0.6)
         else:
             bg, bar = Style(bgcolor=p.mix(p.primary, 0.12)), p.style(p.primary)
         if item.highlighted:
@@ -256,6 +260,10 @@ class Painter:
         body = self._text(item.text, inner)
         if item.queued:
             body += self._text("queued — delivered at the next step", inner, "italic $warning")
+        if item.failed:
+            # The reason may quote a server: plain text, inert, never markup.
+            body += self._text(f"failed — not sent again; /retry (F5) sends it: {item.failed}",
+                               inner, "italic $error")
         return self._bar_lines(
             self._with_bg(body, bg), bar, bg, glyph="┃" if item.highlighted else "▌"
         )

@@ -209,6 +209,18 @@ class TranscriptModel:
             self._add(card)
         card.end(status, result, event.duration_s, event.arguments)
 
+    def _on_MessageFailed(self, event: Any) -> None:
+        users = [m for m in self.of_kind("user") if not m.archived]
+        if users:
+            users[-1].failed = event.reason or "failed"
+            users[-1].touch()
+
+    def _on_MessageRetried(self, event: Any) -> None:
+        for message in self.of_kind("user"):
+            if message.failed:
+                message.failed = ""
+                message.touch()
+
     def _on_QueuedMessageDelivered(self, event: Any) -> None:
         if self.deliver(event.text) is None:
             self.add_user(event.text).started = True
@@ -291,7 +303,8 @@ class TranscriptModel:
                 if message.get("compaction") is not None or message.get("runtime_note"):
                     continue  # the summary (shown by its divider) or the runtime's own prompt
                 text = _text_of(message.get("content"))
-                items.append(UserItem(text=text, started=True, archived=archived))
+                items.append(UserItem(text=text, started=True, archived=archived,
+                                      failed=str(message.get("failed") or "")))
             elif role == "assistant":
                 items.append(_stored_answer(message, archived))
                 for call in message.get("tool_calls") or []:

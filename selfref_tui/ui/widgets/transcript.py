@@ -84,6 +84,8 @@ def _shown() -> tuple[type, ...]:
         ev.ToolCallEnded,
         ev.ToolCallError,
         ev.QueuedMessageDelivered,
+        ev.MessageFailed,
+        ev.MessageRetried,
         ev.Aborted,
         ev.ErrorEvent,
         ev.CompactionApplied,

@@ -1,0 +1,40 @@
+"""A failed message is marked in the transcript and /retry (or F5) sends it once more."""
+
+from __future__ import annotations
+
+from selfref_tui.demo.script import HttpError, Reply
+from selfref_tui.demo.server import DemoServer
+from tests.hostile import assert_inert
+from tests.ui.helpers import make_app, started, stored, turn_done, type_and_send, wait_until
+
+SIZE = (100, 30)
+
+
+async def test_failed_message_is_marked_and_retried_without_a_copy(tmp_path):
+    # markup and escapes in a server's words stay text (a click must not quit the app)
+    script = [HttpError(500, "the model crashed [@click=app.quit]ERR[/] \x1b]52;c;eA==\x07"),
+              Reply(text="Back again.")]
+    async with DemoServer(script) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "are you there")
+            await turn_done(pilot, app, status="error")
+            (message,) = app.transcript.model.of_kind("user")
+            await wait_until(pilot, lambda: message.failed, what="marked failed")
+            assert "the model crashed" in message.failed
+            await app.transcript.settle()
+            await pilot.pause()
+            shown = "\n".join(app.transcript.visible_text())
+            assert "failed — not sent again" in shown and "[@click=app.quit]ERR[/]" in shown
+            assert_inert(app.export_screenshot())
+            await pilot.press(*"/retry")
+            await pilot.press("enter")
+            await turn_done(pilot, app)
+            assert [m.text for m in app.transcript.model.of_kind("user")] == ["are you there"]
+            assert not message.failed
+            await pilot.press("f5")  # nothing failed now: a note, no turn
+            await pilot.pause(0.1)
+            assert not app.router.busy
+    users = [m for m in stored(tmp_path) if m["role"] == "user"]
+    assert [(m["content"], m.get("failed")) for m in users] == [("are you there", None)]
