@@ -119,6 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
     _common(ask)
     _provider_flags(ask)
 
+    compact = sub(commands, "compact", "ask the model to compact the key's context now "
+                  "(its summary replaces the conversation; nothing is deleted)")
+    _common(compact)
+    _provider_flags(compact)
+
     refs = sub(commands, "refs", "list, show and export refs").add_subparsers(
         dest="action", metavar="ACTION", required=True)
     p = sub(refs, "list", "refs of a key: id, size, creation time")
@@ -163,7 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub(ctx, "show", "the exact provider messages the next call would send")
     _common(p)
     _provider_flags(p)
-    p.add_argument("--json", action="store_true", help='{"model","messages":[...],"tokens":N}')
+    p.add_argument("--json", action="store_true",
+                   help='{"model","messages":[...],"tools":[...],"tokens":N,"window":N}')
 
     mcp = sub(commands, "mcp", "MCP servers from config.toml").add_subparsers(
         dest="action", metavar="ACTION", required=True)
@@ -223,6 +229,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _run_app(args)
     if args.command == "ask":
         return asyncio.run(_ask(args))
+    if args.command == "compact":
+        return asyncio.run(_compact(args))
     handler = _HANDLERS[(args.command, args.action)]
     return handler(args)
 
@@ -344,6 +352,8 @@ class _AskOutput:
     closed: bool = False
     #: values never printed (the configured API key)
     secrets: tuple[str, ...] = ()
+    #: collects CompactionApplied events (``selfref-tui compact``)
+    compacted: list[Any] | None = None
 
     def __call__(self, event: Any) -> None:
         from selfref_tui.agent import events as ev
@@ -363,6 +373,10 @@ class _AskOutput:
         elif isinstance(event, ev.ErrorEvent):
             self.error = event.message
             self.detail = event.detail
+        elif isinstance(event, ev.CompactionApplied):
+            if self.compacted is not None:
+                self.compacted.append(event)
+            self._note(f"[compacted] {event.messages_before} messages replaced by the summary")
         elif isinstance(event, ev.Notice):
             self._note(f"[{event.severity}] {event.message}")
 
@@ -401,6 +415,22 @@ def _read_prompt(prompt: str) -> str:
 
 
 async def _ask(args: argparse.Namespace) -> int:
+    return await _one_turn(args, _read_prompt(args.prompt))
+
+
+async def _compact(args: argparse.Namespace) -> int:
+    """``selfref-tui compact``: one turn without new text that asks the model to compact."""
+    compacted: list[Any] = []
+    code = await _one_turn(args, None, compacted)
+    if code == EXIT_OK and not compacted:
+        raise CliError("the model answered without compacting; run `selfref-tui compact` "
+                       "again, or ask it in words with `selfref-tui ask`")
+    return code
+
+
+async def _one_turn(args: argparse.Namespace, prompt: str | None,
+                    compacted: list[Any] | None = None) -> int:
+    """Run one turn of the key (``prompt`` None: a compaction turn) and map its outcome."""
     from selfref_tui.agent.abort import AbortSignal
     from selfref_tui.agent.events import Notice
     from selfref_tui.agent.loop import Agent
@@ -408,9 +438,8 @@ async def _ask(args: argparse.Namespace) -> int:
     from selfref_tui.agent.window import resolve_window
     from selfref_tui.selfref.reference import SelfReference
 
-    prompt = _read_prompt(args.prompt)
     config = _config(args)
-    if args.allow_overwrite:
+    if getattr(args, "allow_overwrite", False):  # ask only; compact never writes files
         config = replace(config, agent=replace(config.agent, allow_overwrite=True))
     key = _key(args)
     server = None
@@ -424,7 +453,8 @@ async def _ask(args: argparse.Namespace) -> int:
                        "OPENAI_BASE_URL at a local server, or try --demo")
     selfref = SelfReference(config.data_dir, source=config.data_dir_source)
     abort = AbortSignal()
-    output = _AskOutput(key, abort=abort, secrets=(config.provider.api_key,))
+    output = _AskOutput(key, abort=abort, secrets=(config.provider.api_key,),
+                        compacted=compacted)
     loop = asyncio.get_running_loop()
     agent = None
     mcp = None
@@ -439,8 +469,10 @@ async def _ask(args: argparse.Namespace) -> int:
                       context_window=window.tokens)
         loop.add_signal_handler(signal.SIGINT, abort.fire, "interrupted (Ctrl+C)")
         if config.mcp_servers:
-            mcp = await _start_mcp(config, key, output, args.allow_tools, abort)
+            mcp = await _start_mcp(config, key, output, getattr(args, "allow_tools", None), abort)
             agent.tool_sources.append(mcp)
+        if prompt is None:
+            agent.request_compaction(key)
         outcome = await agent.run_turn(key, prompt, abort=abort)
     finally:
         loop.remove_signal_handler(signal.SIGINT)
@@ -659,14 +691,23 @@ def _context_show(args: argparse.Namespace) -> int:
     agent = Agent(store, Provider(provider_config), config.agent,
                   model=provider_config.model, context_window=window)
     _load_encoder(agent, provider_config.model)
-    messages, tokens = agent.preview(key)
+    plan = agent.preview_request(key)
     asyncio.run(agent.aclose())
     store.close()
+    messages, tokens = plan.messages, plan.tokens
     if args.json:
-        _print_json({"model": provider_config.model, "messages": messages, "tokens": tokens})
+        _print_json({"model": provider_config.model, "messages": messages, "tools": plan.tools,
+                     "tokens": tokens, "window": window})
         return EXIT_OK
-    _say(f"model {provider_config.model} · {len(messages)} messages · {tokens} tokens "
-         f"of {window}")
+    names = ", ".join(str((t.get("function") or {}).get("name", "?")) for t in plan.tools)
+    estimate = "~" if plan.estimated else ""
+    _say(f"model {provider_config.model} · {len(messages)} messages · {len(plan.tools)} tools "
+         f"· {estimate}{tokens} tokens of {window}"
+         + (" (an estimate: messages and tool schemas, counted here)" if plan.estimated else ""))
+    if plan.left_out:
+        _say(f"{plan.left_out} oldest messages are left out of this request (still stored): "
+             "it no longer fits the window")
+    _say(f"tools: {names or 'none'}")
     for index, message in enumerate(messages):
         _say(f"\n── [{index}] {message.get('role')}"
              + (f" (tool_call_id {message['tool_call_id']})" if "tool_call_id" in message

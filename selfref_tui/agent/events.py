@@ -194,7 +194,7 @@ class Retrying(AgentEvent):
 class ErrorEvent(AgentEvent):
     message: str
     #: "auth", "model", "rate_limit", "server", "connection", "timeout", "protocol",
-    #: "bad_request", "context_overflow", "internal"
+    #: "bad_request", "context_overflow" (the request does not fit the window), "internal"
     kind: str = "internal"
     #: the server's own error text in full (``message`` is one line); "" when none
     detail: str = ""
@@ -202,8 +202,12 @@ class ErrorEvent(AgentEvent):
 
 @dataclass(frozen=True, slots=True)
 class ContextUsage(AgentEvent):
+    """How full the window is: everything the next request carries (messages and tools)."""
+
     tokens: int
     window: int
+    #: our own count, not yet calibrated by a server's usage report: show it as "~N"
+    estimated: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from ..context.mutations import (
     TurnFailedMutation,
     UserMessageMutation,
 )
+from ..context.tokens import Calibration
 from ..selfref.session import CommitReport, SelfRefSession
 from .abort import AbortSignal
 from .compaction import (
@@ -36,6 +37,7 @@ from .compaction import (
     REQUESTED_COMPACT_NOTE,
     RUNTIME_NOTE,
     CompactionPolicy,
+    is_runtime_note,
     runtime_note,
 )
 from .compile_cache import IncrementalCompile
@@ -64,6 +66,13 @@ from .events import (
     discard,
 )
 from .inbox import Inbox
+from .overflow import (
+    OVERFLOW_COMPACT_NOTE,
+    fit_request,
+    is_context_overflow,
+    overflow_message,
+    window_named_in,
+)
 from .protocols import MemoryLike, ProviderLike, StoreLike
 from .questions import QuestionBroker
 from .stream import StreamAssembler
@@ -113,6 +122,31 @@ class _Turn:
     step: int = 0
     #: the last failure the person read, stored with a failed message
     failure: str = ""
+    #: overflow handling: the model was asked to compact because the request was too big;
+    #: the server refused for length once (the step is retried once); a smaller budget
+    #: than the window after such a refusal; the refusal itself
+    overflow_asked: bool = False
+    overflow_retried: bool = False
+    budget: int = 0
+    overflow_error: BaseException | None = None
+
+
+@dataclass
+class RequestPlan:
+    """The next request of a key: exactly what is sent, and what it costs."""
+
+    messages: list[dict]
+    tools: list[dict]
+    #: the whole conversation's count (calibrated estimate), even when some is left out
+    tokens: int
+    #: our own count of what is sent (what calibration compares with the server's report)
+    counted: int
+    #: the oldest working messages left out of this request to fit the window (0: none)
+    left_out: int = 0
+    #: False when even the last message does not fit
+    fits: bool = True
+    #: no server report has calibrated the count yet
+    estimated: bool = True
 
 
 class Agent:
@@ -150,6 +184,11 @@ class Agent:
         self._sessions: dict[str, SelfRefSession] = {}
         self._fd_tables: dict[str, Any] = {}
         self._turn_seq = 0
+        self.calibration = Calibration()
+        #: the last request a server reported usage for: (messages, tools, prompt_tokens,
+        #: whether it was counted with the real encoding) — see _calibrate
+        self._sample: tuple[list[dict], list[dict], int, bool | None] | None = None
+        self._left_out: dict[str, int] = {}
         self._last_tokens: dict[str, int] = {}
         self._compilers: dict[str, IncrementalCompile] = {}
 
@@ -187,15 +226,21 @@ class Agent:
         return True
 
     def preview(self, key: str) -> tuple[list[dict], int]:
-        """The exact provider messages the next call would send, and their token count."""
+        """The exact provider messages the next call would send, and its token count."""
+        plan = self.preview_request(key)
+        return plan.messages, plan.tokens
+
+    def preview_request(self, key: str) -> RequestPlan:
+        """Everything the next call of ``key`` would send: messages, tools, tokens, cuts."""
         memory = self.memory(key)
         session = self._sessions.get(key)
         pending: list[ContextMutation] = session.peek_context_mutations() if session else []
         if self.compaction.is_requested(key):
             pending.append(runtime_note(REQUESTED_COMPACT_NOTE))
-        messages, tokens = self._compile(key, memory.messages, pending)
+        plan = self._plan(key, memory.messages, pending, self.tools_for(key))
         # Copies: the rendered messages are shared with the compile cache.
-        return [dict(m) for m in messages], tokens
+        plan.messages = [dict(m) for m in plan.messages]
+        return plan
 
     def remember_experience(self, key: str, text: str) -> str:
         """The person adds an experience; queued into a running turn, else committed now."""
@@ -375,23 +420,45 @@ class Agent:
             if turn.step >= self.settings.step_limit:
                 self._commit(session, pending)
                 return "step_limit"
-            messages, tokens = self._compile(key, turn.memory.messages, pending)
+            budget = turn.budget or self.context_window
+            plan = self._plan(key, turn.memory.messages, pending, tools, budget)
+            if any(is_runtime_note(m) for m in pending):
+                turn.overflow_asked = True  # this request already asks for a compaction
+            if plan.tokens > budget and not turn.overflow_asked:
+                # Over the window: compaction first (what does not fit is left out below).
+                turn.overflow_asked = True
+                pending.append(runtime_note(OVERFLOW_COMPACT_NOTE.format(
+                    tokens=plan.tokens, window=budget)))
+                self.emit(Notice(key=key, severity="warning", message=(
+                    f"{overflow_message(plan.tokens, budget)} — asking the model to compact it")))
+                plan = self._plan(key, turn.memory.messages, pending, tools, budget)
             reminder = self.compaction.auto_note(
-                key, tokens, self.context_window, turn.memory.messages, pending
+                key, plan.tokens, self.context_window, turn.memory.messages, pending
             )
             if reminder is not None:
                 pending.append(reminder)
-                messages, tokens = self._compile(key, turn.memory.messages, pending)
+                plan = self._plan(key, turn.memory.messages, pending, tools, budget)
             self._commit(session, pending)
             for text in delivered:
                 self.emit(QueuedMessageDelivered(key=key, text=text))
-            self._last_tokens[key] = tokens
-            self.emit(ContextUsage(key=key, tokens=tokens, window=self.context_window))
+            self._last_tokens[key] = plan.tokens
+            self.emit(ContextUsage(key=key, tokens=plan.tokens, window=self.context_window,
+                                   estimated=plan.estimated))
+            if not plan.fits:
+                turn.failure = (f"{overflow_message(plan.tokens, budget)}, not even its last "
+                                "message — shorten it, or use a model with a larger window")
+                self.emit(ErrorEvent(key=key, message=turn.failure, kind="context_overflow"))
+                return "error"
+            self._note_left_out(key, plan.left_out)
             # ---- one LLM call
             turn.step += 1
             if turn.on_step is not None:
                 turn.on_step("running", turn.step)
-            stream_outcome, calls = await self._llm_step(turn, messages, tools)
+            stream_outcome, calls = await self._llm_step(turn, plan.messages, tools)
+            if stream_outcome == "overflow":
+                if self._after_refusal(turn, plan, budget):
+                    continue
+                return "error"
             if stream_outcome != "ok":
                 return stream_outcome
             if not calls:
@@ -400,6 +467,72 @@ class Agent:
                 turn.on_step("tool", turn.step)
             if await self._run_tools(turn, calls) == "aborted":
                 return "aborted"
+
+    def _after_refusal(self, turn: _Turn, plan: RequestPlan, budget: int) -> bool:
+        """The server refused the request for length: compact and retry once (True)."""
+        key = turn.key
+        named = window_named_in(turn.overflow_error) if turn.overflow_error else None
+        window = min(named or budget, budget)
+        sent = self.calibration.apply(plan.counted)
+        said = overflow_message(sent, window)
+        if turn.overflow_retried:
+            turn.failure = (f"{said}: the server refused it again after compaction — start a new "
+                            "key, or use a model with a larger window")
+            self.emit(ErrorEvent(key=key, message=turn.failure, kind="context_overflow"))
+            return False
+        turn.overflow_retried = True
+        turn.overflow_asked = False
+        # The server counts more than we do: aim well under what it refused.
+        turn.budget = max(1, int(min(window, sent) * 0.8))
+        self.emit(Notice(key=key, severity="warning",
+                         message=f"{said} — compacting and retrying once"))
+        return True
+
+    def _note_left_out(self, key: str, left_out: int) -> None:
+        if left_out and left_out != self._left_out.get(key, 0):
+            self.emit(Notice(key=key, severity="warning", message=(
+                f"the {left_out} oldest messages are left out of this request (they stay "
+                "stored): the conversation no longer fits the model's window")))
+        self._left_out[key] = left_out
+
+    def _calibrate(self) -> None:
+        """Scale our counts to the server's: its ``prompt_tokens`` for the last request
+        over our count of that same request.
+
+        The request is kept and counted again when our counting changes (estimates
+        until tiktoken has loaded, exact after), so the factor never mixes the two.
+        """
+        sample = self._sample
+        if sample is None or sample[3] is self.tokens.ready:
+            return
+        messages, tools, reported, _ = sample
+        counted = self.tokens.count_messages(messages) + self.tokens.count_tools(tools)
+        self.calibration = Calibration()
+        self.calibration.observe(counted, reported)
+        self._sample = (messages, tools, reported, self.tokens.ready)
+
+    def _plan(self, key: str, base: list[dict], pending: list, tools: list[dict],
+              budget: int | None = None) -> RequestPlan:
+        """Compile, count everything the request carries, and fit it into ``budget``."""
+        from ..context.tokens import REPLY_PRIMING
+
+        self._calibrate()
+        messages, message_tokens = self._compile(key, base, pending)
+        tool_tokens = self.tokens.count_tools(tools)
+        counted = message_tokens + tool_tokens
+        calibration = self.calibration
+        tokens = calibration.apply(counted)
+        estimated = not calibration.calibrated
+        budget = budget or self.context_window
+        if tokens <= budget:
+            return RequestPlan(messages, tools, tokens, counted, estimated=estimated)
+        own_budget = int(budget / calibration.factor) if calibration.calibrated else budget
+        fitted = fit_request(messages, self.tokens.count_message, tool_tokens + REPLY_PRIMING,
+                             own_budget)
+        if fitted is None:
+            return RequestPlan(messages, tools, tokens, counted, fits=False, estimated=estimated)
+        return RequestPlan(fitted.messages, tools, tokens, fitted.tokens, fitted.left_out,
+                           estimated=estimated)
 
     # ------------------------------------------------------------ streaming
 
@@ -449,6 +582,9 @@ class Agent:
         error = consume.exception()
         if error is not None:
             ended("error")
+            if is_context_overflow(error) and not state.content:
+                turn.overflow_error = error  # _steps names it, compacts and retries once
+                return "overflow", []
             if isinstance(error, ProviderError):
                 message, kind = error.message, error.kind
             else:
@@ -466,6 +602,10 @@ class Agent:
                                  detail=getattr(error, "detail", "")))
             return "error", []
         ended(state.finish)
+        reported = int((state.usage or {}).get("prompt_tokens") or 0)
+        if reported > 0:
+            self._sample = (messages, tools, reported, None)
+            self._calibrate()
         unfinished = UNFINISHED.get(state.finish or "")
         if unfinished is not None:
             # Kept and marked; tool calls of a cut-off answer may be incomplete, so none run.

@@ -9,8 +9,10 @@ lookup per old one. The encoder arrives late (loading tiktoken's data takes
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 Encode = Callable[[str], list[int]]
@@ -25,6 +27,12 @@ REPLY_PRIMING = 3
 # An image part is billed by its size, which we do not know here; assume a
 # 1024x1024 high-detail image so the meter errs towards "full".
 TOKENS_PER_IMAGE = 765
+# Tool schemas ride in the prompt too (OpenAI renders them into the system
+# message, llama.cpp and vLLM through the chat template): their JSON text plus
+# a little framing per function and once for the block. The framing figures
+# are estimates; calibration against the server's reported usage corrects them.
+TOKENS_PER_TOOL = 8
+TOOLS_FRAMING = 12
 DEFAULT_CACHE_SIZE = 50_000
 
 
@@ -82,6 +90,30 @@ class TokenCounter:
             return 0
         count = self.count_message
         return sum(count(m) for m in messages) + REPLY_PRIMING
+
+    def count_tools(self, tools: Sequence[dict[str, Any]]) -> int:
+        """Tokens the tool schemas add to a request (0 for none); cached per schema."""
+        if not tools:
+            return 0
+        total = TOOLS_FRAMING
+        for tool in tools:
+            function = tool.get("function", tool) if isinstance(tool, dict) else tool
+            text = json.dumps(function, ensure_ascii=False, separators=(",", ":"),
+                              sort_keys=True, default=str)
+            key = ("tool", text)
+            cached = self._cache.get(key)
+            if cached is None:
+                cached = self.count_text(text) + TOKENS_PER_TOOL
+                self._cache[key] = cached
+                if len(self._cache) > self._max_entries:
+                    self._cache.popitem(last=False)
+            total += cached
+        return total
+
+    def count_request(self, messages: list[dict[str, Any]],
+                      tools: Sequence[dict[str, Any]] = ()) -> int:
+        """Everything a request carries: messages, their framing, and the tool schemas."""
+        return self.count_messages(messages) + self.count_tools(tools)
 
     def __len__(self) -> int:
         return len(self._cache)
@@ -144,3 +176,35 @@ def _cache_key(message: dict[str, Any]) -> Hashable:
 
 def _str_or_none(value: Any) -> str | None:
     return value if value is None or isinstance(value, str) else repr(value)
+
+
+@dataclass
+class Calibration:
+    """Our count scaled to what the server reports it counted.
+
+    Our tokenizer is only a proxy for the server's (another vocabulary, another
+    chat template); after each call whose usage names ``prompt_tokens`` the
+    ratio of that figure to our own count of the same request becomes the
+    factor for the next estimates. Figures stay estimates (front ends show
+    them as such); only a server's own report is exact.
+    """
+
+    factor: float = 1.0
+    #: True once a server report has set the factor
+    calibrated: bool = False
+
+    #: a report this far off is a different request (a cache hit, a truncation): ignored
+    MIN_FACTOR = 0.25
+    MAX_FACTOR = 4.0
+
+    def observe(self, counted: int, reported: int) -> None:
+        """The server said ``reported`` prompt tokens for a request we counted as ``counted``."""
+        if counted <= 0 or reported <= 0:
+            return
+        factor = reported / counted
+        if self.MIN_FACTOR <= factor <= self.MAX_FACTOR:
+            self.factor = factor
+            self.calibrated = True
+
+    def apply(self, counted: int) -> int:
+        return round(counted * self.factor) if self.calibrated else counted

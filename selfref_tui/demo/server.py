@@ -500,7 +500,8 @@ def _error(message: str, type_: str, code: str | None = None) -> dict:
 def _usage(body: dict, step: Reply) -> dict[str, int]:
     if step.usage is not None:
         return dict(step.usage)
-    prompt = _estimate_tokens(json.dumps(body.get("messages") or []))
+    # Tool schemas are part of the prompt, as real servers count it.
+    prompt = _estimate_tokens(json.dumps([body.get("messages") or [], body.get("tools") or []]))
     completion = _estimate_tokens(step.text + step.reasoning) + sum(
         _estimate_tokens(c.arguments_json()) + 3 for c in step.tool_calls)
     return {"prompt_tokens": prompt, "completion_tokens": completion,

@@ -429,11 +429,11 @@ class SelfRefApp(EventBridge, App[int]):
             return
         key = self.key
         try:
-            _messages, tokens = await asyncio.to_thread(self.agent.preview, key)
+            plan = await asyncio.to_thread(self.agent.preview_request, key)
         except Exception:
             return
         if key == self.key:
-            self.sidebar.meter.set_usage(tokens, self.agent.context_window)
+            self.sidebar.meter.set_usage(plan.tokens, self.agent.context_window, plan.estimated)
 
     def _refresh_sidebar(self, memory: Any | None = None) -> None:
         if memory is None:
@@ -875,8 +875,9 @@ class SelfRefApp(EventBridge, App[int]):
             return
         from selfref_tui.ui.screens.context_view import ContextView
 
-        messages, tokens = self.agent.preview(self.key)
-        self.push_screen(ContextView(messages, tokens))
+        plan = self.agent.preview_request(self.key)
+        self.push_screen(ContextView(plan.messages, plan.tokens, plan.tools,
+                                     estimated=plan.estimated, left_out=plan.left_out))
 
     def action_new_key(self) -> None:
         # A locked or damaged key is exactly when a fresh one is wanted: only start-up waits.

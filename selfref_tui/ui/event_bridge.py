@@ -114,7 +114,7 @@ class EventBridge:
         elif isinstance(event, ev.LLMCallEnded) and event.finish_reason == "tool_calls":
             self._set_phase("running tools…")
         elif isinstance(event, ev.ContextUsage):
-            meter.set_usage(event.tokens, event.window)
+            meter.set_usage(event.tokens, event.window, event.estimated)
         elif isinstance(event, ev.TurnEnded):
             meter.stream_ended()
             if event.outcome == "done":

@@ -64,12 +64,17 @@ def test_after_compaction_note_follows_a_summary_only():
 async def test_two_processes_in_a_row_remind_once(harness):
     """Each ``ask`` is a new process: the reminder given is read back from the store."""
     from selfref_tui.demo.script import Reply
+    from selfref_tui.selfref.encodings import load_encoder
 
     big = "lorem ipsum dolor sit amet " * 120
-    async with harness([Reply(text="Not now.")], context_window=600) as h:
+    # Exact counts from the start (no estimate-to-exact switch mid-test): the request,
+    # tool schemas included, is about 2,140 tokens — past 80 % of 2,450, inside the window.
+    async with harness([Reply(text="Not now.")], context_window=2450) as h:
+        h.agent.tokens.set_encoder(load_encoder("gpt-4o-mini"))
         assert await h.agent.run_turn("main", big) == "done"
         assert "call the `compact` tool" in h.server.requests[0]["messages"][-1]["content"].lower()
-    async with harness([Reply(text="Still here.")], context_window=600) as h2:
+    async with harness([Reply(text="Still here.")], context_window=2450) as h2:
+        h2.agent.tokens.set_encoder(load_encoder("gpt-4o-mini"))
         assert await h2.agent.run_turn("main", "and now?") == "done"
         sent = h2.server.requests[0]["messages"]
         reminders = [m for m in sent if "call the `compact` tool" in str(m["content"]).lower()]

@@ -142,7 +142,10 @@ def test_context_show_is_the_next_request():
     assert run("ask", "--demo", "hello").returncode == 0
     shown = run("context", "show", "--json", "--model", "my-model")
     data = json.loads(shown.stdout)
-    assert set(data) == {"model", "messages", "tokens"} and data["model"] == "my-model"
+    assert set(data) == {"model", "messages", "tools", "tokens", "window"}
+    assert data["model"] == "my-model" and data["window"] > 0
+    names = [t["function"]["name"] for t in data["tools"]]
+    assert "remember" in names and "fork_spawn" in names  # the exact list of the next call
     roles = [m["role"] for m in data["messages"]]
     assert roles == ["system", "user", "assistant"]
     assert "likes tea" in data["messages"][0]["content"]

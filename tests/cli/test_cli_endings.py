@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from selfref_tui.demo import DemoServer, Reply
+from selfref_tui.demo import DemoServer, Reply, ToolCall
 from selfref_tui.selfref.reference import SelfReference
 
 from .test_cli import arun
@@ -32,3 +32,30 @@ async def test_cut_off_filtered_and_empty_answers(tmp_path):
         ("user", None, None), ("assistant", "stopped by the provider's filter", None),
         ("user", None, "empty answer"),
     ]
+
+
+async def test_compact_command_asks_the_model_and_context_show_counts_tools(tmp_path):
+    data = tmp_path / "data"
+    summary = {"goal": "g", "instruction": "i", "discoveries": [], "completed": ["chat"],
+               "current_status": "summarised", "likely_next_work": "n",
+               "relevant_files_directories": []}
+    server = DemoServer([Reply(text="First answer."),
+                         Reply(tool_calls=[ToolCall("compact", summary, id="k")]),
+                         Reply(text="Compacted."), Reply(text="Nothing to compact.")],
+                        api_key="sk-test", models=("m1",))
+    async with server as url:
+        env = {"OPENAI_API_KEY": "sk-test", "SELFREF_DATA_DIR": str(data)}
+        base = ("--base-url", url, "--model", "m1")
+        assert (await arun("ask", *base, "hello", env=env))[0] == 0
+        code, out, err = await arun("compact", *base, env=env)
+        assert code == 0, err
+        assert out == "Compacted.\n" and "[compacted] 5 messages replaced" in err
+        asked = server.requests[1]["messages"][-1]["content"]
+        assert "The person asked you to compact" in asked
+        code, _, err = await arun("compact", *base, env=env)
+        assert code == 1 and "without compacting" in err
+        code, out, _ = await arun("context", "show", *base, env=env)
+        assert code == 0 and "tools: remember, forget, compact" in out
+        assert " tokens of " in out
+    with SelfReference(data) as store:
+        assert store.open("main", write=False).summary["current_status"] == "summarised"

@@ -148,6 +148,9 @@ async def test_meter_numbers_and_levels():
         assert meter.level == "near"
         meter.set_usage(110_000, 128_000)
         assert meter.level == "over"
+        meter.set_usage(2_048, 4_096, estimated=True)  # our own count: shown as one
+        assert meter.usage_label == "~2k / 4.1k"
+        meter.set_usage(110_000, 128_000)
 
         meter.stream_started()
         clock.now += 4.0

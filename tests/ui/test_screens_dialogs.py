@@ -329,3 +329,23 @@ async def wait_for(pilot, predicate, tries: int = 100) -> None:
             return
         await pilot.pause(0.02)
     raise AssertionError("condition never became true")
+
+
+async def test_context_view_lists_the_tools_collapsed_and_marks_estimates():
+    from textual.widgets import Collapsible
+
+    tools = [{"type": "function", "function": {
+        "name": "[@click=app.quit]evil[/]", "description": "from a server",
+        "parameters": {"type": "object"}}}]
+    app = HostApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        view = ContextView([{"role": "user", "content": "hi"}], 2048, tools, estimated=True,
+                           left_out=3)
+        await _open(pilot, view)
+        (box,) = app.screen.query(Collapsible)
+        assert box.collapsed and box.title == "tools (1)"
+        bodies = [str(w.render()) for w in app.screen.query(".body").results(Static)]
+        assert bodies[0].startswith("[@click=app.quit]evil[/] — from a server")
+        subtitle = str(app.screen.query_one("#dialog").border_subtitle)
+        assert "1 tools" in subtitle and "~2,048 tokens" in subtitle
+        assert "3 oldest messages are left out" in str(app.screen.query(".empty").first().render())

@@ -1,7 +1,9 @@
 """Exactly what the model will see on its next call, message by message.
 
-The messages are the runtime's rendered provider messages (``Agent.preview``),
-shown verbatim as plain text — no Markdown rendering, so nothing is hidden.
+The messages are the runtime's rendered provider messages (``Agent.preview_request``),
+shown verbatim as plain text — no Markdown rendering, so nothing is hidden. The
+tool schemas the request carries come first, collapsed (they are long and the
+same on every call, but they count against the window like the messages).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import Collapsible, Static
 
 from selfref_tui.safety import content, inert_line
 
@@ -53,6 +55,15 @@ def message_text(message: Mapping[str, Any]) -> str:
     return text
 
 
+def tool_text(tool: Mapping[str, Any]) -> str:
+    """One tool schema as the model gets it: name, description, parameters as JSON."""
+    function = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+    name = str(function.get("name", "?"))
+    description = str(function.get("description", ""))
+    parameters = json.dumps(function.get("parameters", {}), ensure_ascii=False)
+    return f"{name} — {description}\n{parameters}"
+
+
 class ContextView(ModalScreen[None]):
     """Role-coloured, scrollable; Esc (or q) closes."""
 
@@ -77,19 +88,43 @@ class ContextView(ModalScreen[None]):
         Binding("q", "close", "Close", show=False, id="context.quit"),
     ]
 
-    def __init__(self, messages: Sequence[Mapping[str, Any]], tokens: int) -> None:
+    def __init__(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tokens: int,
+        tools: Sequence[Mapping[str, Any]] = (),
+        *,
+        estimated: bool = False,
+        left_out: int = 0,
+    ) -> None:
         super().__init__()
         self.messages = [dict(m) for m in messages]
         self.tokens = tokens
+        self.tools = [dict(t) for t in tools]
+        self.estimated = estimated
+        self.left_out = left_out
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
             count = len(self.messages)
             dialog.border_title = "Next call"
+            about = "~" if self.estimated else ""
             dialog.border_subtitle = (
-                f"{count} message{'s' if count != 1 else ''} · {self.tokens:,} tokens · esc closes"
+                f"{count} message{'s' if count != 1 else ''} · {len(self.tools)} tools · "
+                f"{about}{self.tokens:,} tokens · esc closes"
             )
             with VerticalScroll(id="messages"):
+                if self.left_out:
+                    yield Static(
+                        f"{self.left_out} oldest messages are left out of this request (they "
+                        "stay stored): the conversation no longer fits the window.",
+                        classes="empty",
+                    )
+                if self.tools:
+                    # A fixed title: tool names may come from other servers (untrusted).
+                    with Collapsible(title=f"tools ({len(self.tools)})", collapsed=True):
+                        for tool in self.tools:
+                            yield Static(Content(tool_text(tool)), classes="body")
                 if not self.messages:
                     yield Static("Nothing yet: the next call starts empty.", classes="empty")
                 for index, message in enumerate(self.messages):

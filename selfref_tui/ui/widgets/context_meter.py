@@ -62,6 +62,8 @@ class ContextMeter(Widget):
         self._clock = clock
         self.tokens = 0
         self.window = 0
+        #: the count is our own estimate (no server report calibrated it): shown as "~N"
+        self.estimated = False
         self.streaming = False
         self.stream_tokens = 0
         self._stream_start: float | None = None
@@ -83,9 +85,10 @@ class ContextMeter(Widget):
             self._ticker = self.set_interval(0.5, self.refresh)
 
     # -- feeding -------------------------------------------------------------------
-    def set_usage(self, tokens: int, window: int) -> None:
+    def set_usage(self, tokens: int, window: int, estimated: bool = False) -> None:
         self.tokens = max(0, int(tokens))
         self.window = max(0, int(window))
+        self.estimated = estimated
         self.refresh(layout=True)
 
     def stream_started(self) -> None:
@@ -151,7 +154,8 @@ class ContextMeter(Widget):
     def usage_label(self) -> str:
         if not self.window:
             return "counting…"
-        return f"{format_tokens(self.tokens)} / {format_tokens(self.window)}"
+        about = "~" if self.estimated else ""
+        return f"{about}{format_tokens(self.tokens)} / {format_tokens(self.window)}"
 
     @property
     def speed_label(self) -> str:
