@@ -92,6 +92,24 @@ def unique_call_ids(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _repeats_of(ids: list[Any]) -> dict[str, list[str]]:
+    """Which ids of a stored block are renamed repeats (``x_2`` of ``x``).
+
+    Why: a builder that resumes an open block (the store folding patch by
+    patch) must pair a second result for ``x`` with ``x_2`` exactly as the
+    builder that made the block did; this mirrors :func:`unique_call_ids`.
+    """
+    seen: set[str] = set()
+    repeats: dict[str, list[str]] = {}
+    for cid in ids:
+        if isinstance(cid, str):
+            base, sep, n = cid.rpartition("_")
+            if sep and n.isdigit() and int(n) >= 2 and base in seen:
+                repeats.setdefault(base, []).append(cid)
+            seen.add(cid)
+    return repeats
+
+
 class TranscriptBuilder:
     """Folds patches into a message list it owns, keeping the transcript valid.
 
@@ -231,6 +249,7 @@ class TranscriptBuilder:
                 answered,
                 j,
             )
+            self._repeats = _repeats_of(ids)
 
     def _start_block(self, message: dict[str, Any]) -> None:
         raw_calls = [

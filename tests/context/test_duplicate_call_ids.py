@@ -32,3 +32,25 @@ def test_a_stored_message_with_repeated_ids_pairs_results_in_order():
         ("x", "result a"), ("x_2", "result b")]
     assert not any(c["function"]["name"] == "unknown_tool"
                    for m in msgs for c in m.get("tool_calls", []))
+
+
+def test_results_for_a_repeated_id_pair_the_same_patch_by_patch_and_all_at_once():
+    """The store folds patch by patch: a resumed block must pair ``c1``'s second result
+    with ``c1_2`` exactly as one apply does (found by hypothesis)."""
+    from selfref_tui.context.apply import apply_mutations
+    from selfref_tui.context.mutations import AssistantMessageMutation, ToolResultMutation
+
+    def call() -> dict:
+        return {"id": "c1", "type": "function", "function": {"name": "read_fd", "arguments": "{}"}}
+
+    seq = [
+        AssistantMessageMutation(content=None, tool_calls=[call(), call()]),
+        ToolResultMutation("c1", "first"),
+        ToolResultMutation("c1", "second"),
+    ]
+    stepwise: list[dict] = []
+    for m in seq:
+        stepwise = apply_mutations(stepwise, [m])
+    assert stepwise == apply_mutations([], seq)
+    assert [(m["tool_call_id"], m["content"]) for m in stepwise if m["role"] == "tool"] == [
+        ("c1", "first"), ("c1_2", "second")]
