@@ -307,6 +307,12 @@ def demo_script(body: dict, call_index: int) -> Step:
     if "demo fork task" in prompt:
         task = original[prompt.index("demo fork task"):].split("\n", 1)[0]
         return Reply(text=f"{DEMO_TAG} (child agent) Done with “{_clip(task, 120)}”.")
+    if "summary has replaced the earlier conversation" in prompt:
+        # The runtime's note after a compaction, merged into the summary's user
+        # message (strict servers get no two user messages in a row): the summary
+        # speaks of compaction, but there is nothing left to do.
+        return Reply(text=f"{DEMO_TAG} The context is compacted: the summary now stands in "
+                     "for the earlier conversation, and every experience is kept.")
     if "compact" in prompt and "compact" in tools:
         return Reply(
             text=f"{DEMO_TAG} Compacting the conversation into a structured summary.",

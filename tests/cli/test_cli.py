@@ -255,3 +255,14 @@ async def test_ask_tells_the_person_what_the_runtime_notices():
     assert out == "answer\n"
     assert "stream_options" in err, err
     assert "[warning]" in err or "[information]" in err, err
+
+
+def test_ask_demo_compacts_once_and_stops(tmp_path):
+    """After a compaction the request merges the summary and the runtime's note into one
+    user message; the demo model must read that as done, not compact again to the step limit."""
+    env = {"SELFREF_DATA_DIR": str(tmp_path / "data")}
+    run("ask", "--demo", "remember that I like Python", env=env)
+    result = run("ask", "--demo", "compact the context", env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("[tool] compact") == 1, result.stderr
+    assert "compacted" in result.stdout
