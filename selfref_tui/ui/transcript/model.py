@@ -70,12 +70,19 @@ class UserItem(Item):
 class ErrorItem(Item):
     message: str = ""
     error_kind: str = "internal"
+    #: the server's full text, when the one-line message had to shorten it
+    detail: str = ""
+    expanded: bool = False
 
     kind = "error"
 
     @property
+    def has_detail(self) -> bool:
+        return bool(self.detail) and self.detail.strip() != self.message.strip()
+
+    @property
     def copy_text(self) -> str:
-        return self.message
+        return f"{self.message}\n\n{self.detail}" if self.has_detail else self.message
 
 
 _TOOL_STATUS = {

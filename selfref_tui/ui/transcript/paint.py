@@ -278,8 +278,15 @@ class Painter:
         title = _ERROR_TITLES.get(item.error_kind, "Error")
         # Server and store text: inert, never markup, no bearer token or URL userinfo.
         shown = Content.assemble((f"✖ {title}", "bold $error"), "  ", content(redact(item.message)))
-        body = self._with_bg(self._content(shown, self.width - 3), bg)
-        return self._bar_lines(body, p.style(p.error), bg)
+        body = self._content(shown, self.width - 3)
+        if item.has_detail:
+            # The server's own words in full (a click toggles them): the one-line
+            # message may have shortened the very part that says what is wrong.
+            arrow = "▼ " if item.expanded else "▶ "
+            body += self._text(arrow + "the server's full text", self.width - 3, "italic")
+            if item.expanded:
+                body += self._text(_clip(redact(item.detail)), self.width - 3)
+        return self._bar_lines(self._with_bg(body, bg), p.style(p.error), bg)
 
     def _draw_tool(self, row: Row) -> list[Line]:
         item = row.item

@@ -65,8 +65,9 @@ class TranscriptModel:
     def add_user(self, text: str, *, queued: bool = False) -> UserItem:
         return self._add(UserItem(text=text, queued=queued))  # type: ignore[return-value]
 
-    def add_error(self, message: str, kind: str = "internal") -> ErrorItem:
-        return self._add(ErrorItem(message=message, error_kind=kind))  # type: ignore[return-value]
+    def add_error(self, message: str, kind: str = "internal", detail: str = "") -> ErrorItem:
+        item = ErrorItem(message=message, error_kind=kind, detail=detail)
+        return self._add(item)  # type: ignore[return-value]
 
     def of_kind(self, kind: str) -> list[Any]:
         return [item for item in self.items if item.kind == kind]
@@ -237,7 +238,7 @@ class TranscriptModel:
         self.finish_answer(
             interrupted=current is not None and bool(current.text), reason="stream failed"
         )
-        self.add_error(event.message, event.kind)
+        self.add_error(event.message, event.kind, getattr(event, "detail", "") or "")
 
     def _on_CompactionApplied(self, event: Any) -> None:
         self.finish_answer()

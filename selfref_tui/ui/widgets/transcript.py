@@ -272,7 +272,7 @@ class Transcript(ScrollView, can_focus=False):
     def set_expanded(self, expanded: bool = True) -> None:
         """Open (or close) every tool call, reasoning and compaction summary."""
         for item in self.model.items:
-            if isinstance(item, (ToolItem, DividerItem)):
+            if isinstance(item, (ToolItem, DividerItem, ErrorItem)):
                 item.expanded = expanded
             elif isinstance(item, AnswerItem):
                 item.reasoning_expanded = expanded
@@ -596,6 +596,11 @@ class Transcript(ScrollView, can_focus=False):
             assert isinstance(item, (ToolItem, DividerItem))
             item.expanded = not item.expanded
             item.touch()
+            self._relayout()
+        elif row.part == "error" and isinstance(row.item, ErrorItem) and row.item.has_detail:
+            event.stop()
+            row.item.expanded = not row.item.expanded
+            row.item.touch()
             self._relayout()
         elif row.part == "reasoning" and line == row.margin:
             event.stop()
