@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +26,25 @@ def overwriting_model(body: dict, index: int) -> Reply:
     )
 
 
+@asynccontextmanager
+async def asked_to_overwrite(tmp_path: Path, target: Path) -> AsyncIterator[tuple]:
+    """The app with the model asking to overwrite ``target``, its question on screen."""
+    target.parent.mkdir()
+    target.write_text("old text")
+    async with DemoServer(overwriting_model) as url:
+        app = make_app(tmp_path, url)
+        app.config = replace(
+            app.config, agent=replace(app.config.agent, allowed_roots=(target.parent,))
+        )
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "save the note")
+            await wait_until(
+                pilot, lambda: isinstance(app.screen, QuestionScreen), what="the question"
+            )
+            yield app, pilot
+
+
 @pytest.mark.parametrize(
     ("keys", "expected", "status"),
     [(("left", "enter"), "new text", "done"), (("escape",), "old text", "error"),
@@ -32,55 +54,31 @@ async def test_overwrite_question_is_asked_and_its_answer_decides(
     tmp_path, keys, expected, status
 ):
     target = tmp_path / "work" / "notes.txt"
-    target.parent.mkdir()
-    target.write_text("old text")
-    async with DemoServer(overwriting_model) as url:
-        app = make_app(tmp_path, url)
-        app.config = replace(
-            app.config, agent=replace(app.config.agent, allowed_roots=(target.parent,))
-        )
-        async with app.run_test(size=SIZE) as pilot:
-            await started(pilot, app)
-            await type_and_send(pilot, "save the note")
-            await wait_until(
-                pilot, lambda: isinstance(app.screen, QuestionScreen), what="the question"
-            )
-            question = app.screen
-            assert isinstance(question, QuestionScreen)
-            assert "notes.txt" in question.prompt
-            assert question.choices == ("overwrite", "keep")
-            assert target.read_text() == "old text"  # nothing written while it waits
-            await pilot.pause(GRACE_S)  # the person reads the question first
-            await pilot.press(*keys)
-            await turn_done(pilot, app)
-            assert target.read_text() == expected
-            card = next(c for c in app.transcript.items_of("tool") if c.tool_name == "fd_to_file")
-            assert card.status == status
+    async with asked_to_overwrite(tmp_path, target) as (app, pilot):
+        question = app.screen
+        assert isinstance(question, QuestionScreen)
+        assert "notes.txt" in question.prompt
+        assert question.choices == ("overwrite", "keep")
+        assert target.read_text() == "old text"  # nothing written while it waits
+        await pilot.pause(GRACE_S)  # the person reads the question first
+        await pilot.press(*keys)
+        await turn_done(pilot, app)
+        assert target.read_text() == expected
+        card = next(c for c in app.transcript.items_of("tool") if c.tool_name == "fd_to_file")
+        assert card.status == status
 
 
 async def test_typing_into_the_chat_never_approves_a_question(tmp_path):
     """The dialog opens while the person types: no letter of theirs may say yes."""
     target = tmp_path / "work" / "notes.txt"
-    target.parent.mkdir()
-    target.write_text("old text")
-    async with DemoServer(overwriting_model) as url:
-        app = make_app(tmp_path, url)
-        app.config = replace(
-            app.config, agent=replace(app.config.agent, allowed_roots=(target.parent,))
-        )
-        async with app.run_test(size=SIZE) as pilot:
-            await started(pilot, app)
-            await type_and_send(pilot, "save the note")
-            await wait_until(
-                pilot, lambda: isinstance(app.screen, QuestionScreen), what="the question"
-            )
-            # "overwrite" and "append" start with letters a sentence is full of;
-            # typed at once and after the grace period alike. At most the safe
-            # choice is taken (space and Enter press the focused "keep").
-            await pilot.press(*"oh", "o", "a")
-            await pilot.pause(GRACE_S)
-            await pilot.press(*"oops a typo", "o", "a", "enter")
-            await turn_done(pilot, app)
-            assert target.read_text() == "old text"
-            card = next(c for c in app.transcript.items_of("tool") if c.tool_name == "fd_to_file")
-            assert card.status == "error"
+    async with asked_to_overwrite(tmp_path, target) as (app, pilot):
+        # "overwrite" and "append" start with letters a sentence is full of;
+        # typed at once and after the grace period alike. At most the safe
+        # choice is taken (space and Enter press the focused "keep").
+        await pilot.press(*"oh", "o", "a")
+        await pilot.pause(GRACE_S)
+        await pilot.press(*"oops a typo", "o", "a", "enter")
+        await turn_done(pilot, app)
+        assert target.read_text() == "old text"
+        card = next(c for c in app.transcript.items_of("tool") if c.tool_name == "fd_to_file")
+        assert card.status == "error"
