@@ -48,19 +48,15 @@ class ServerProcess:
 
     def __init__(self, text: str, tokens_per_s: float | None) -> None:
         self._dir = tempfile.TemporaryDirectory(prefix="selfref-bench-")
-        tmp = Path(self._dir.name)
-        (tmp / "reply.txt").write_text(text, encoding="utf-8")
-        self._done = tmp / "sent_done"
+        reply = Path(self._dir.name) / "reply.txt"
+        reply.write_text(text, encoding="utf-8")
+        self._start(_SERVER, str(reply), str(tokens_per_s or 0))
+
+    def _start(self, script: str, *args: str) -> None:
+        """Run ``script`` with ``args``, then the done-file and the repo root; read its URL."""
+        self._done = Path(self._dir.name) / "sent_done"
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                _SERVER,
-                str(tmp / "reply.txt"),
-                str(tokens_per_s or 0),
-                str(self._done),
-                str(ROOT),
-            ],
+            [sys.executable, "-c", script, *args, str(self._done), str(ROOT)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

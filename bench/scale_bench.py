@@ -40,6 +40,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench._common import ServerProcess  # noqa: E402  (needs the repo root on sys.path)
+
 SIZE = (120, 40)
 DEFAULT_CASES = (
     "refs:100,refs:300,refs:1000,refs:10000,line:100000,line:300000,line:1000000,"
@@ -103,7 +105,6 @@ def peak_mb() -> float:
 
 
 async def run_case(kind: str, n: int, timeout: float) -> dict:
-    from bench._common import ServerProcess
     from bench.stream_bench import BenchApp
     from selfref_tui.agent import events as ev
     from selfref_tui.config import AppConfig, ProviderConfig
@@ -197,41 +198,12 @@ async def reopen(config, n: int, timeout: float) -> dict:
     return result
 
 
-class ToolServerProcess:
+class ToolServerProcess(ServerProcess):
     """A demo server whose first answer is one tool call with ``size`` bytes of arguments."""
 
     def __init__(self, size: int) -> None:
         self._dir = tempfile.TemporaryDirectory(prefix="selfref-bench-")
-        self._done = Path(self._dir.name) / "sent_done"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _TOOL_SERVER, str(size), str(self._done), str(ROOT)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        self.url = self.proc.stdout.readline().strip()
-        if not self.url.startswith("http"):
-            raise RuntimeError("the demo server process did not start")
-
-    @property
-    def sent_done(self) -> float:
-        try:
-            return float(self._done.read_text())
-        except (OSError, ValueError):
-            return 0.0
-
-    def __enter__(self) -> ToolServerProcess:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        self._dir.cleanup()
+        self._start(_TOOL_SERVER, str(size))
 
 
 # --------------------------------------------------------------------------- main
