@@ -60,9 +60,9 @@ class CompactionPolicy:
         #: auto-compaction threshold as a share of the window; 0 turns it off
         self.ratio = ratio
         self._requested: set[str] = set()
-        # Per key: (identity of the stored message list, messages scanned, note found),
+        # Per key: (the stored message list itself, messages scanned, note found),
         # so the store is scanned once per message rather than once per step.
-        self._scan: dict[str, tuple[int, int, bool]] = {}
+        self._scan: dict[str, tuple[Sequence[dict] | None, int, bool]] = {}
 
     # ---------------------------------------------------------- person asks
 
@@ -117,12 +117,13 @@ class CompactionPolicy:
 
     def already_reminded(self, key: str, stored: Sequence[dict]) -> bool:
         """Whether the working transcript already holds an automatic reminder."""
-        ident, scanned, found = self._scan.get(key, (0, 0, False))
-        if ident != id(stored) or scanned > len(stored):
+        # The list itself, not its id(): a new list may reuse a freed one's address.
+        seen, scanned, found = self._scan.get(key, (None, 0, False))
+        if seen is not stored or scanned > len(stored):
             scanned, found = 0, False
         if not found:
             found = any(m.get(RUNTIME_NOTE) == AUTO_NOTE_KIND for m in stored[scanned:])
-        self._scan[key] = (id(stored), len(stored), found)
+        self._scan[key] = (stored, len(stored), found)
         return found
 
     def forget(self, key: str) -> None:
