@@ -88,8 +88,16 @@ def idle(app: SelfRefApp) -> bool:
     )
 
 
-async def started(pilot, app: SelfRefApp) -> None:
-    await wait_until(pilot, lambda: app.ready and app.header.status == "ready", what="app ready")
+async def started(pilot, app: SelfRefApp, timeout: float = 20.0) -> None:
+    """Booted: the runtime imported (a thread, slow on a loaded machine) and the key open."""
+    try:
+        await wait_until(
+            pilot, lambda: app.ready and app.header.status == "ready", timeout, what="app ready"
+        )
+    except AssertionError as exc:
+        raise AssertionError(
+            f"{exc}; header {app.header.status!r}, key error {app.key_error!r}"
+        ) from None
 
 
 async def turn_done(pilot, app: SelfRefApp, status: str = "ready", timeout: float = 10.0) -> None:
