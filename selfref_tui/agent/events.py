@@ -105,6 +105,8 @@ class ToolCallEnded(AgentEvent):
     arguments: str
     result: str
     duration_s: float
+    #: the result's images as ``data:`` URLs (they reach the model in a user message)
+    images: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

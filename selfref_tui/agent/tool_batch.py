@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from ..context.images import image_urls
 from ..context.mutations import (
     MultimodalToolResultMutation,
     ToolCancelledMutation,
@@ -186,9 +187,10 @@ class ToolBatch:
         if isinstance(text, MultimodalOutput):
             self.commit([MultimodalToolResultMutation(call.id, call.name, call.arguments,
                                                       text.user_messages)], call.ctx.records)
+            images = tuple(url for m in text.user_messages for url in image_urls(m.get("content")))
             self.emit(ToolCallEnded(key=self.key, call_id=call.id, name=call.name,
                                     arguments=call.arguments, result=text.text,
-                                    duration_s=duration))
+                                    duration_s=duration, images=images))
         elif ok:
             self.commit([ToolResultMutation(call.id, text)], call.ctx.records)
             self.emit(ToolCallEnded(key=self.key, call_id=call.id, name=call.name,

@@ -63,6 +63,7 @@ def test_importing_the_app_leaves_the_runtime_and_markdown_for_later() -> None:
             "markdown_it",
             "openai",
             "tiktoken",
+            "PIL",
         ]
         print(",".join(m for m in heavy if m in sys.modules))
         """

@@ -39,6 +39,8 @@ class Item:
     serial: int = field(default_factory=lambda: next(_serial))
 
     kind = "item"
+    #: the item this one is part of (an image under its message or call), moved with it
+    owner: Item | None = None
 
     def touch(self) -> None:
         self.version += 1

@@ -29,6 +29,9 @@ from textual.color import Color
 from textual.strip import Strip
 
 from selfref_tui.safety import content, inert, inert_line, redact
+from selfref_tui.ui.transcript.image import ImageItem
+from selfref_tui.ui.transcript.image import draw as draw_image
+from selfref_tui.ui.transcript.image import estimate as estimate_image
 from selfref_tui.ui.transcript.model import (
     AnswerItem,
     Block,
@@ -68,7 +71,7 @@ class Row:
     """A piece of the transcript drawn and cached on its own."""
 
     #: "user" | "error" | "block" | "reasoning" | "marker" | "tool" | "divider"
-    #: | "banner" | "hint"
+    #: | "image" | "banner" | "hint"
     part: str
     item: Item | None = None
     block: Block | None = None
@@ -135,6 +138,8 @@ def estimate(row: Row, width: int) -> int:
         count = sum(1 + len(line) // max(1, inner - 2) for line in lines)
         return row.margin + block.gap + max(1, count)
     item = row.item
+    if isinstance(item, ImageItem):
+        return row.margin + estimate_image(item, width)
     if isinstance(item, UserItem):
         lines = sum(1 + len(x) // inner for x in item.text.split("\n"))
         return row.margin + lines + item.queued + (1 + len(item.failed) // inner if item.failed
@@ -310,6 +315,9 @@ class Painter:
             body += self._text("result", inner, f"bold {self.p.muted.hex}")
             body += self._text(_clip(item.result or ""), inner)
         return self._bar_lines(self._with_bg(body, bg), bar, bg, indent=2)
+
+    def _draw_image(self, row: Row) -> list[Line]:
+        return draw_image(self, row)
 
     def _draw_divider(self, row: Row) -> list[Line]:
         item = row.item

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from selfref_tui.ui.transcript.image import content_images, image_items, multimodal_items
 from selfref_tui.ui.transcript.model import (
     AnswerItem,
     DividerItem,
@@ -106,8 +107,8 @@ class TranscriptModel:
                 message.started = True
                 message.touch()
                 if self.items[-1] is not message:
-                    self.items.remove(message)
-                    self.items.append(message)
+                    moved = [i for i in self.items if i is message or i.owner is message]
+                    self.items = [i for i in self.items if i not in moved] + moved
                     self.structure += 1
                 return message
         return None
@@ -209,6 +210,12 @@ class TranscriptModel:
             card = ToolItem(call_id=event.call_id, tool_name=event.name)
             self._add(card)
         card.end(status, result, event.duration_s, event.arguments)
+        images = image_items(getattr(event, "images", ()), source=f"tool {card.tool_name}",
+                             owner=card)
+        if images:  # shown under their call
+            at = self.items.index(card) + 1
+            self.items[at:at] = images
+            self.structure += 1
 
     def _on_MessageFailed(self, event: Any) -> None:
         users = [m for m in self.of_kind("user") if not m.archived]
@@ -293,7 +300,9 @@ class TranscriptModel:
         for message in messages:
             role = message.get("role")
             archived = bool(message.get("archived"))
-            if role == "compaction":
+            if message.get("multimodal_for"):  # a tool's result with images
+                items += multimodal_items(message, cards, archived)
+            elif role == "compaction":
                 items.append(
                     DividerItem(
                         summary=dict(message.get("summary") or {}),
@@ -306,6 +315,8 @@ class TranscriptModel:
                 text = _text_of(message.get("content"))
                 items.append(UserItem(text=text, started=True, archived=archived,
                                       failed=str(message.get("failed") or "")))
+                items += content_images(message.get("content"), source="attached",
+                                        archived=archived, owner=items[-1])
             elif role == "assistant":
                 items.append(_stored_answer(message, archived))
                 for call in message.get("tool_calls") or []:

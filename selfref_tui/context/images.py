@@ -1,0 +1,93 @@
+"""Images as message content: data URLs, ``image_url`` parts and magic bytes.
+
+Vision models take images as OpenAI ``image_url`` content parts whose URL is
+a ``data:`` URL; an MCP tool's images and a person's ``/attach`` both become
+such parts in a user message. The store keeps each image once, by content
+hash (see :mod:`selfref_tui.selfref.images`), and the transcript shows them;
+all of them need the same few rules, kept here. Pure: no files, no decoding.
+
+Types are decided by magic bytes, never by a file name or a declared type,
+because both come from outside (a person's path, a server's ``mimeType``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterable
+from typing import Any
+
+#: what vision models accept (and what the transcript can draw)
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/webp", "image/gif")
+#: a file name extension per type (exports suggest it)
+EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp", "image/gif": "gif"}
+
+
+def sniff_mime(data: bytes) -> str | None:
+    """The image type ``data`` starts with (PNG, JPEG, WebP, GIF), or None."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    if data.startswith((b"GIF87a", b"GIF89a")):
+        return "image/gif"
+    return None
+
+
+def data_url(mime: str, data: bytes) -> str:
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def parse_data_url(url: str) -> tuple[str, bytes] | None:
+    """``(declared type, bytes)`` of a base64 ``data:`` URL; None for anything else."""
+    if not isinstance(url, str) or not url.startswith("data:"):
+        return None
+    head, sep, payload = url.partition(",")
+    if not sep or not head.endswith(";base64"):
+        return None
+    mime = head[5:].removesuffix(";base64").split(";")[0].strip().lower()
+    try:
+        return mime, base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def image_part(url: str) -> dict[str, Any]:
+    """An OpenAI ``image_url`` content part."""
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def part_url(part: Any) -> str | None:
+    """The URL of an ``image_url`` content part, or None for any other part."""
+    if not isinstance(part, dict) or part.get("type") != "image_url":
+        return None
+    inner = part.get("image_url")
+    url = inner.get("url") if isinstance(inner, dict) else inner
+    return url if isinstance(url, str) else None
+
+
+def image_urls(content: Any) -> list[str]:
+    """The image URLs in a message's content (a string has none)."""
+    if not isinstance(content, list):
+        return []
+    return [url for url in map(part_url, content) if url is not None]
+
+
+def text_of(content: Any) -> str:
+    """A message's text: the string, or its text parts joined."""
+    if isinstance(content, list):
+        return "".join(
+            str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p
+        )
+    return str(content or "")
+
+
+def user_content(text: str, urls: Iterable[str] = ()) -> str | list[dict[str, Any]]:
+    """A user message's content: the text alone, or a text part then image parts."""
+    urls = list(urls)
+    if not urls:
+        return text
+    parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    return parts + [image_part(url) for url in urls]

@@ -1,0 +1,308 @@
+"""An image in the transcript: its item, its decoding, and its half-block drawing.
+
+An image arrives as a ``data:`` URL (an MCP tool's result, or a person's
+``/attach``) and is shown as a block: a title line with its type, pixel size
+and byte size, then the picture drawn with ``▀`` cells whose foreground is the
+upper pixel and background the lower one. That works in every terminal, in
+tmux and in snapshots, and fits the transcript's Line API: the picture is a
+list of ``Strip`` s, cached per width like any row. (``textual-image`` was
+considered: its Kitty/Sixel output is a widget of its own, which a Line-API
+transcript cannot hold, and it queries the terminal at import; its half-block
+fallback is what this module does, without the dependency.)
+
+The bytes are hostile input. They are decoded once, on first draw, by Pillow
+(imported only then, so the first frame never pays for it), restricted to the
+four types models accept, refused above :data:`MAX_PIXELS` before any pixel is
+decoded (a decompression bomb), and every failure becomes "image could not be
+shown (reason)" on the block, never an exception.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rich.color import Color as RichColor
+from rich.segment import Segment
+from rich.style import Style
+
+from selfref_tui.safety import inert_line
+from selfref_tui.ui.transcript.model import Item, ToolItem
+
+if TYPE_CHECKING:
+    from textual.strip import Strip
+
+    from selfref_tui.ui.transcript.paint import Line, Painter, Row
+
+#: the largest picture decoded (width × height); a bigger one is named, not drawn
+MAX_PIXELS = 25_000_000
+#: the picture's size in cells, at most (each cell shows two pixels, one above the other)
+MAX_COLUMNS = 64
+MAX_ROWS = 20
+_FORMATS = ("PNG", "JPEG", "WEBP", "GIF")
+_NAMES = {"image/png": "PNG", "image/jpeg": "JPEG", "image/webp": "WebP", "image/gif": "GIF"}
+
+
+def human_size(size: int) -> str:
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{size / (1024 * 1024):.1f} MB"
+
+
+@dataclass(eq=False)
+class ImageItem(Item):
+    """One image; the picture is decoded on first draw and kept small."""
+
+    url: str = ""
+    #: where it came from, shown on its title: "tool NAME" or "attached"
+    source: str = ""
+    #: the file name a person attached (untrusted: shown inert)
+    name: str = ""
+    _data: bytes | None = None
+    _error: str = ""
+    _decoded: bool = False
+    #: (width, height) in pixels, once read
+    pixels: tuple[int, int] | None = None
+    _thumb: Any = None  # a small RGBA Pillow image
+
+    kind = "image"
+
+    def __post_init__(self) -> None:
+        from selfref_tui.context.images import parse_data_url
+
+        parsed = parse_data_url(self.url)
+        if parsed is None:
+            self._error = "not a base64 data URL"
+            self._data = b""
+        else:
+            self._data = parsed[1]
+
+    @property
+    def data(self) -> bytes:
+        return self._data or b""
+
+    @property
+    def mime(self) -> str:
+        """The type its bytes say (not what a sender declared); "" when none of ours."""
+        from selfref_tui.context.images import sniff_mime
+
+        return sniff_mime(self.data) or ""
+
+    @property
+    def extension(self) -> str:
+        from selfref_tui.context.images import EXTENSIONS
+
+        return EXTENSIONS.get(self.mime, "bin")
+
+    @property
+    def error(self) -> str:
+        """Why it cannot be shown ("" when it can); decodes on first use."""
+        self.decode()
+        return self._error
+
+    @property
+    def title(self) -> str:
+        kind = _NAMES.get(self.mime, "image")
+        parts = [f"▣ {kind} image"]
+        if self.pixels is not None:
+            parts.append(f"{self.pixels[0]}×{self.pixels[1]} px")
+        parts.append(human_size(len(self.data)))
+        if self.name:
+            parts.append(self.name)
+        if self.source:
+            parts.append(self.source)
+        return inert_line(" · ".join(parts))
+
+    @property
+    def copy_text(self) -> str:
+        return self.title
+
+    def decode(self) -> None:
+        """Read the picture once (Pillow, imported here); a failure becomes :attr:`error`."""
+        if self._decoded:
+            return
+        self._decoded = True
+        if self._error:
+            return
+        try:
+            self._thumb, self.pixels = _thumbnail(self.data)
+        except _Refused as exc:
+            self._error, self.pixels = exc.reason, exc.pixels
+        except MemoryError:
+            self._error = "out of memory"
+        except Exception as exc:  # hostile bytes: any decoder failure is a reason, not a crash
+            self._error = _reason(exc)
+
+    def cells(self, width: int) -> tuple[int, int]:
+        """The picture's size in cells (columns, rows) at ``width`` columns available."""
+        self.decode()
+        if self._thumb is None:
+            return 0, 0
+        w, h = self._thumb.size
+        scale = min(1.0, max(1, width) / w, (2 * MAX_ROWS) / h)
+        return max(1, round(w * scale)), max(1, round(h * scale / 2))
+
+
+class _Refused(Exception):
+    def __init__(self, reason: str, pixels: tuple[int, int] | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.pixels = pixels
+
+
+def _thumbnail(data: bytes) -> tuple[Any, tuple[int, int]]:
+    """A small RGBA copy of the picture, and its full size; raises on anything wrong."""
+    import io
+    import warnings
+
+    from PIL import Image
+
+    from selfref_tui.context.images import sniff_mime
+
+    if sniff_mime(data) is None:
+        raise _Refused("not a PNG, JPEG, WebP or GIF image")
+    with warnings.catch_warnings():
+        # Pillow warns between its own limit and twice it; ours is lower, checked below.
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        with Image.open(io.BytesIO(data), formats=_FORMATS) as image:
+            size = (int(image.width), int(image.height))
+            if size[0] <= 0 or size[1] <= 0:
+                raise _Refused("it has no pixels", size)
+            if size[0] * size[1] > MAX_PIXELS:
+                raise _Refused(
+                    f"{size[0]}×{size[1]} pixels is over the {MAX_PIXELS:,} pixel limit", size
+                )
+            image.draft("RGB", (MAX_COLUMNS * 2, MAX_ROWS * 4))  # JPEG: decode at a fraction
+            image.thumbnail((MAX_COLUMNS, 2 * MAX_ROWS))
+            return image.convert("RGBA"), size
+
+
+def _reason(exc: BaseException) -> str:
+    name = type(exc).__name__
+    text = str(exc)
+    if "DecompressionBomb" in name:  # Pillow refused it at open, before reading any pixel
+        return f"it is over the {MAX_PIXELS:,} pixel limit"
+    if "truncated" in text or isinstance(exc, EOFError):
+        return "the data is truncated"
+    if name == "UnidentifiedImageError":
+        return "the data is not a readable PNG, JPEG, WebP or GIF image"
+    return inert_line(f"{name}: {text}" if text else name, 120)
+
+
+# ------------------------------------------------------------------ drawing
+
+
+def draw(painter: Painter, row: Row) -> list[Line]:
+    """The block: a title line, then the picture or why it cannot be shown."""
+    from selfref_tui.safety import content
+
+    item = row.item
+    assert isinstance(item, ImageItem)
+    item.decode()  # the title names the pixel size
+    p = painter.p
+    bg = Style(bgcolor=p.mix(p.primary if item.highlighted else p.fg,
+                             0.12 if item.highlighted else 0.04))
+    bar = p.style(p.accent, bold=True) if item.highlighted else p.style(p.fg, 0.2)
+    inner = painter.width - 2 - 3
+    body = painter._content(content(item.title, "bold" if item.highlighted else ""), inner)
+    if item.error:
+        body += painter._text(f"image could not be shown ({item.error})", inner, "italic $warning")
+    else:
+        body += _picture(item, inner, p.bg.rgb)
+    return painter._bar_lines(painter._with_bg(body, bg), bar, bg, indent=2)
+
+
+def _picture(item: ImageItem, width: int, background: tuple[int, int, int]) -> list[Strip]:
+    from PIL import Image
+    from textual.strip import Strip
+
+    cols, rows = item.cells(width)
+    if not cols:
+        return []
+    back = Image.new("RGBA", (cols, rows * 2), (*background, 255))
+    picture = item._thumb.resize((cols, rows * 2), Image.Resampling.BOX)
+    pixels = Image.alpha_composite(back, picture).convert("RGB").load()
+    styles: dict[tuple[Any, Any], Style] = {}
+    strips = []
+    for y in range(rows):
+        segments = []
+        for x in range(cols):
+            pair = (pixels[x, 2 * y], pixels[x, 2 * y + 1])
+            style = styles.get(pair)
+            if style is None:
+                style = styles[pair] = Style(
+                    color=RichColor.from_rgb(*pair[0]), bgcolor=RichColor.from_rgb(*pair[1])
+                )
+            segments.append(Segment("▀", style))
+        strips.append(Strip(Segment.simplify(segments), cols).extend_cell_length(width))
+    return strips
+
+
+def estimate(item: ImageItem, width: int) -> int:
+    """Its height before drawing: exact once decoded, else a guess."""
+    if item._decoded:
+        return 1 + (1 if item._error else item.cells(max(1, width - 5))[1])
+    return 1 + MAX_ROWS // 2
+
+
+def image_items(urls: Iterable[str], *, source: str = "", archived: bool = False,
+                owner: Item | None = None) -> list[ImageItem]:
+    """Items for images given as ``data:`` URLs, under ``owner``."""
+    return [ImageItem(url=url, source=source, archived=archived, owner=owner) for url in urls]
+
+
+def content_images(content: Any, *, source: str = "", archived: bool = False,
+                   owner: Item | None = None) -> list[ImageItem]:
+    """Items for the images in a stored message's content (a string has none)."""
+    if not isinstance(content, list):
+        return []
+    from selfref_tui.context.images import image_urls
+
+    return image_items(image_urls(content), source=source, archived=archived, owner=owner)
+
+
+_CALLED = re.compile(r"I called ([^(\s]+)\(")
+
+
+def multimodal_items(message: dict[str, Any], cards: dict[str, ToolItem],
+                     archived: bool) -> list[Item]:
+    """Stored history of a tool result with images, shown as it was live.
+
+    The store keeps such a result as an assistant note ("I called NAME(…)")
+    and a user message holding the result's text and images (providers take
+    images only there); the person sees the tool call, its result and the
+    images under it.
+    """
+    from selfref_tui.context.images import text_of
+
+    call_id = str(message.get("multimodal_for"))
+    content = message.get("content")
+    card = cards.get(call_id)
+    out: list[Item] = []
+    if card is None:
+        found = _CALLED.match(text_of(content)) if message.get("role") == "assistant" else None
+        card = ToolItem(call_id=call_id, tool_name=found.group(1) if found else "tool",
+                        archived=archived)
+        card.end("done", "", None)
+        cards[call_id] = card
+        out.append(card)
+    if message.get("role") == "user":
+        card.end("done", text_of(content), None)
+        out += content_images(content, source=f"tool {card.tool_name}", archived=archived,
+                              owner=card)
+    return out
+
+
+__all__ = [
+    "MAX_PIXELS",
+    "ImageItem",
+    "content_images",
+    "draw",
+    "estimate",
+    "image_items",
+    "multimodal_items",
+]

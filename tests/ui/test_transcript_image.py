@@ -1,0 +1,145 @@
+"""Image blocks in the transcript: drawn with half-blocks, and hostile bytes shown inert."""
+
+from __future__ import annotations
+
+import io
+import struct
+import zlib
+
+from PIL import Image
+
+from selfref_tui.agent import events as ev
+from selfref_tui.context.apply import apply_mutations
+from selfref_tui.context.images import data_url
+from selfref_tui.context.mutations import (
+    AssistantMessageMutation,
+    MultimodalToolResultMutation,
+)
+from selfref_tui.ui.transcript.image import MAX_PIXELS, ImageItem
+from tests.hostile import CORPUS, assert_inert
+from tests.ui.test_widgets_transcript import TranscriptApp, shown
+
+K = "main"
+
+
+def png(width: int = 40, height: int = 20) -> bytes:
+    """Red above, blue below: the block's cells must show both."""
+    image = Image.new("RGB", (width, height), (255, 0, 0))
+    image.paste((0, 0, 255), (0, height // 2, width, height))
+    out = io.BytesIO()
+    image.save(out, "PNG")
+    return out.getvalue()
+
+
+def bomb_png(width: int = 30_000, height: int = 30_000) -> bytes:
+    """A PNG header claiming 900 M pixels, with a little zero data: decoding it would eat GBs."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        crc = zlib.crc32(kind + body) & 0xFFFFFFFF
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    data = zlib.compress(b"\x00" * 100_000)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", data)
+            + chunk(b"IEND", b""))
+
+
+async def show_tool_image(t, url: str, name: str = "mcp__pics__draw") -> None:
+    await t.handle(ev.TurnStarted(key=K, turn_id=1, user_text="draw"))
+    await t.handle(ev.ToolCallStarted(key=K, call_id="c1", name=name))
+    await t.handle(ev.ToolCallEnded(key=K, call_id="c1", name=name, arguments="{}",
+                                    result="[image 1: image/png]", duration_s=0.1,
+                                    images=(url,)))
+
+
+async def test_a_tool_image_is_a_block_with_type_size_and_its_colours():
+    data = png()
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        t = app.t
+        await show_tool_image(t, data_url("image/png", data))
+        screen = await shown(pilot, t)
+        assert f"PNG image · 40×20 px · {len(data)} B · tool mcp__pics__draw" in screen
+        (image,) = t.items_of("image")
+        assert t.items.index(image) == t.items.index(t.items_of("tool")[0]) + 1
+        # 40 px wide → 40 cells; 20 px tall → 10 rows of ▀ (two pixels per cell).
+        rows = [line for line in screen.splitlines() if "▀" in line]
+        assert len(rows) == 10 and all(line.count("▀") == 40 for line in rows)
+        # The upper rows are red over red, the lower blue over blue.
+        styles = {
+            (seg.style.color.triplet, seg.style.bgcolor.triplet)
+            for y in range(40)
+            for seg in t.render_line(y)
+            if seg.text and set(seg.text) == {"▀"}
+        }
+        assert ((255, 0, 0), (255, 0, 0)) in styles and ((0, 0, 255), (0, 0, 255)) in styles
+
+
+async def test_a_wide_image_fits_the_width_and_keeps_its_shape():
+    app = TranscriptApp()
+    async with app.run_test(size=(50, 40)) as pilot:
+        await show_tool_image(app.t, data_url("image/png", png(400, 100)))
+        screen = await shown(pilot, app.t)
+        rows = [line for line in screen.splitlines() if "▀" in line]
+        width = rows[0].count("▀")
+        assert width <= 50 - 7 and abs(len(rows) * 2 / width - 100 / 400) < 0.1
+
+
+async def test_hostile_images_say_why_they_are_not_shown():
+    good = png()
+    cases = {
+        "truncated": (good[: len(good) // 2], "the data is truncated"),
+        "bomb": (bomb_png(), f"over the {MAX_PIXELS:,} pixel limit"),
+        "a smaller bomb": (bomb_png(6_000, 6_000), f"6000×6000 pixels is over the {MAX_PIXELS:,}"),
+        "not an image": (b"#!/bin/sh\nrm -rf ~\n", "not a PNG, JPEG, WebP or GIF image"),
+        "garbage after the magic": (b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4, ""),
+    }
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 60)) as pilot:
+        t = app.t
+        for index, (data, _reason) in enumerate(cases.values()):
+            await t.handle(ev.ToolCallStarted(key=K, call_id=f"c{index}", name="pics"))
+            await t.handle(ev.ToolCallEnded(key=K, call_id=f"c{index}", name="pics",
+                                            arguments="{}", result="", duration_s=0.1,
+                                            images=(data_url("image/png", data),)))
+        t.set_expanded(False)
+        screen = "\n".join(t.shown_text(item) for item in t.items_of("image"))
+        await pilot.pause()
+        assert screen.count("image could not be shown (") == len(cases)
+        for _data, reason in cases.values():
+            assert reason in screen, (reason, screen)
+        assert "▀" not in screen
+        assert_inert(screen)
+
+
+async def test_a_hostile_name_and_source_are_shown_inert():
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        t = app.t
+        for _name, text in CORPUS:
+            item = ImageItem(url=data_url("image/png", png(8, 4)), name=text, source=text)
+            t.model._add(item)
+        screen = await shown(pilot, t)
+        assert_inert(screen)
+        assert "[@click=app.quit]ERR[/]" in "".join(t.shown_text(i) for i in t.items_of("image"))
+
+
+async def test_stored_tool_images_come_back_under_their_call():
+    url = data_url("image/png", png())
+    messages = apply_mutations([{"role": "system", "content": ""}], [
+        AssistantMessageMutation("", tool_calls=[
+            {"id": "c1", "type": "function",
+             "function": {"name": "mcp__pics__draw", "arguments": "{}"}}]),
+        MultimodalToolResultMutation("c1", "mcp__pics__draw", "{}", [
+            {"role": "user", "content": [{"type": "text", "text": "Result of draw:\nok"},
+                                         {"type": "image_url", "image_url": {"url": url}}]}]),
+    ])
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        t = app.t
+        await t.load_history(messages)
+        await shown(pilot, t)
+        assert [item.kind for item in t.items] == ["tool", "image"]
+        (card,) = t.items_of("tool")
+        assert card.tool_name == "mcp__pics__draw" and "Result of draw" in (card.result or "")
+        assert "40×20 px" in t.shown_text(t.items_of("image")[0])
