@@ -21,6 +21,7 @@ from typing import Any
 
 from ..config import AgentSettings
 from ..context.apply import unique_call_ids
+from ..context.images import text_of
 from ..context.mutations import (
     AssistantMessageMutation,
     AssistantTruncatedMutation,
@@ -288,7 +289,7 @@ class Agent:
     async def run_turn(
         self,
         key: str,
-        user_text: str | None,
+        user_text: str | list[dict[str, Any]] | None,
         *,
         abort: AbortSignal | None = None,
         inbox: Inbox | None = None,
@@ -297,7 +298,8 @@ class Agent:
         """Run one turn; its outcome (see ``TurnEnded.outcome``).
 
         ``retry`` sends the messages of a failed turn again (their failed mark
-        is cleared) instead of new text; see :meth:`failed_message`.
+        is cleared) instead of new text; see :meth:`failed_message`. ``user_text``
+        may be content parts (text and ``image_url`` parts, for vision models).
         """
         return await self.run_key(
             key,
@@ -321,7 +323,7 @@ class Agent:
     async def run_key(
         self,
         key: str,
-        user_text: str | None,
+        user_text: str | list[dict[str, Any]] | None,
         *,
         abort: AbortSignal,
         inbox: Inbox,
@@ -349,7 +351,7 @@ class Agent:
         self._sessions[key] = session
         self._turn_seq += 1
         turn_id = self._turn_seq
-        self.emit(TurnStarted(key=key, turn_id=turn_id, user_text=user_text or ""))
+        self.emit(TurnStarted(key=key, turn_id=turn_id, user_text=text_of(user_text)))
         self._ensure_encoder()
         outcome = "error"
         try:
@@ -440,7 +442,7 @@ class Agent:
                 plan = self._plan(key, turn.memory.messages, pending, tools, budget)
             self._commit(session, pending)
             for text in delivered:
-                self.emit(QueuedMessageDelivered(key=key, text=text))
+                self.emit(QueuedMessageDelivered(key=key, text=text_of(text)))
             self._last_tokens[key] = plan.tokens
             self.emit(ContextUsage(key=key, tokens=plan.tokens, window=self.context_window,
                                    estimated=plan.estimated))

@@ -403,6 +403,11 @@ class Provider:
                 return error("context_overflow", "the conversation no longer fits the "
                              f"model's window{figures} — {url} refused it for length",
                              detail=full, status=status, tokens=tokens, window=window)
+            if status in (400, 415, 422, 500, 501) and _IMAGES_REFUSED.search(full):
+                return error("bad_request", f"model '{model}' does not accept images — remove "
+                             "the attachment (send the message again without it) or pick a "
+                             f"vision model ({url} answered {status})", status=status,
+                             detail=full)
             if status in (401, 403):
                 env = self.config.api_key_env or "OPENAI_API_KEY"
                 return error("auth", f"API key rejected by {url} ({status}) — check "
@@ -620,6 +625,11 @@ def _overflow_figures(text: str) -> tuple[int | None, int | None]:
     window = _WINDOW_FIGURE.search(text)
     tokens = _TOKENS_FIGURE.search(text)
     return (int(tokens.group(1)) if tokens else None, int(window.group(1)) if window else None)
+
+
+#: a refusal that names images: OpenAI's "image_url is only supported by certain models",
+#: vLLM's "… is not a multimodal model", llama.cpp's "image input is not supported" (mmproj)
+_IMAGES_REFUSED = re.compile(r"image|vision|multi-?modal|mmproj", re.IGNORECASE)
 
 
 def _names_stream_options(error: ProviderError) -> bool:

@@ -10,11 +10,13 @@ the command line and the tests share it and test it without a screen.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any, Protocol
 
+from ..context.images import text_of, user_content
 from .abort import DEFAULT_REASON, AbortSignal
 from .events import ErrorEvent
-from .inbox import Inbox
+from .inbox import Inbox, Message
 
 
 class TurnRunner(Protocol):
@@ -23,7 +25,7 @@ class TurnRunner(Protocol):
     async def run_turn(
         self,
         key: str,
-        user_text: str | None,
+        user_text: Message | None,
         *,
         abort: AbortSignal | None = ...,
         inbox: Inbox | None = ...,
@@ -58,7 +60,7 @@ class AgentInputRouter:
     @property
     def queued(self) -> list[str]:
         """Texts typed during the running turn that the model has not seen yet."""
-        return self._inbox.pending if self._inbox is not None else []
+        return [text_of(m) for m in self._inbox.pending] if self._inbox is not None else []
 
     @property
     def key(self) -> str:
@@ -72,11 +74,15 @@ class AgentInputRouter:
 
     # ----------------------------------------------------------------- input
 
-    def submit(self, text: str) -> str:
-        """``"started"`` when idle (a new turn), ``"queued"`` while a turn runs."""
-        if self._inbox is not None and self._inbox.put(text):
+    def submit(self, text: str, images: Sequence[str] = ()) -> str:
+        """``"started"`` when idle (a new turn), ``"queued"`` while a turn runs.
+
+        ``images`` (``data:`` URLs) go with the text as ``image_url`` content parts.
+        """
+        message = user_content(text, images)
+        if self._inbox is not None and self._inbox.put(message):
             return "queued"
-        self._start(text, [])
+        self._start(message, [])
         return "started"
 
     def request_compaction(self) -> str:
@@ -126,7 +132,8 @@ class AgentInputRouter:
 
     # ------------------------------------------------------------- internals
 
-    def _start(self, text: str | None, carried: list[str], *, retry: bool = False) -> None:
+    def _start(self, text: Message | None, carried: list[Message], *,
+               retry: bool = False) -> None:
         self._abort = AbortSignal()
         self._inbox = Inbox()
         for extra in carried:
@@ -137,7 +144,7 @@ class AgentInputRouter:
             name=f"turn:{self._key}",
         )
 
-    async def _run(self, key: str, text: str | None, abort: AbortSignal, inbox: Inbox,
+    async def _run(self, key: str, text: Message | None, abort: AbortSignal, inbox: Inbox,
                    retry: bool = False) -> str:
         outcome = "error"
         try:

@@ -77,7 +77,8 @@ class DemoServer:
     ``enforce_window`` refuses a request whose estimated prompt (characters/4
     of its messages and tools) exceeds ``context_window``, the way
     llama-cpp-python does (:class:`~selfref_tui.demo.script.Overflow`),
-    without using up a script step.
+    without using up a script step. ``refuse_images`` answers a request holding an
+    ``image_url`` part as OpenAI does for a model without vision (400).
     """
 
     def __init__(
@@ -92,6 +93,7 @@ class DemoServer:
         context_window: int | None = None,
         window_sources: Sequence[str] = ("props", "max_model_len"),
         enforce_window: bool = False,
+        refuse_images: bool = False,
     ) -> None:
         self.script: Script = script if script is not None else []
         self.tokens_per_s = tokens_per_s
@@ -103,6 +105,7 @@ class DemoServer:
         self.window_sources = tuple(window_sources)
         self.window_requests: list[str] = []
         self.enforce_window = enforce_window
+        self.refuse_images = refuse_images
         self.requests: list[dict] = []
         self.headers: list[dict[str, str]] = []
         self.disconnects = 0
@@ -262,6 +265,13 @@ class DemoServer:
         if self.reject_stream_options and "stream_options" in body:
             await self._send_json(writer, 400, _error(
                 "Unknown field: stream_options", "invalid_request_error"))
+            return keep_alive
+        if self.refuse_images and (where := _image_part(body)) is not None:
+            # OpenAI's answer when a model without vision is sent an image.
+            await self._send_json(writer, 400, {"error": {
+                "message": "Invalid content type. image_url is only supported by certain "
+                           "models.", "type": "invalid_request_error", "param": where,
+                "code": None}})
             return keep_alive
         refusal = strict_refusal(body) if self.strict else None
         if refusal is not None:
@@ -491,6 +501,16 @@ async def _tool_call_deltas(step: Reply, prefix: str) -> AsyncIterator[dict]:
             yield head
             for piece in pieces[index]:
                 yield {"index": index, "function": {"arguments": piece}}
+
+
+def _image_part(body: dict) -> str | None:
+    """Where the first ``image_url`` part of a request is (OpenAI's ``param``), or None."""
+    for i, message in enumerate(body.get("messages") or []):
+        content = message.get("content") if isinstance(message, dict) else None
+        for j, part in enumerate(content if isinstance(content, list) else []):
+            if isinstance(part, dict) and part.get("type") == "image_url":
+                return f"messages.[{i}].content.[{j}].type"
+    return None
 
 
 def _error(message: str, type_: str, code: str | None = None) -> dict:

@@ -22,6 +22,7 @@ from pathlib import Path
 from .checksum import seal
 from .errors import InvalidKeyError, StoreError
 from .fsutil import atomic_write, ensure_dir, fsync_dir, read_regular
+from .images import copy_images
 
 MAX_KEY_LENGTH = 128
 _MAX_DIRNAME = 180
@@ -175,6 +176,7 @@ def copy_key_dir(src: Path, dst: Path, new_key: str) -> None:
     if isinstance(meta, dict):
         meta["key"] = new_key
         atomic_write(tmp / "meta.json", json.dumps(meta, ensure_ascii=True).encode("ascii"))
+    copy_images(src, tmp)
     os.rename(tmp, dst)
     fsync_dir(dst.parent)
 

@@ -88,6 +88,7 @@ from .fsutil import (
     read_regular,
     write_all,
 )
+from .images import ImageStore
 from .keys import validate_key
 from .lock import WriterLock
 
@@ -196,7 +197,11 @@ class MemoryKey:
         self._size = 0
         self._fd: int | None = None
         self._mutex = threading.Lock()
+        self._images = ImageStore(key_dir)
         self._load()
+        for problem in self._images.problems:
+            self._warn(problem)
+        self._images.problems.clear()
         if self.writable:
             if self._size:
                 self._open_for_append()  # a read-only log fails here, not mid-turn
@@ -257,7 +262,7 @@ class MemoryKey:
         for m in mutations:
             if MUTATION_TYPES.get(type(m).__name__) is not type(m):
                 raise TypeError(f"not a ContextMutation: {m!r}")
-            lines.append({"t": "m", "ts": ts, "m": mutation_to_dict(m)})
+            lines.append({"t": "m", "ts": ts, "m": self._images.externalize(mutation_to_dict(m))})
         for record in records:
             problem = check_record(record)
             if problem is not None:
@@ -519,7 +524,7 @@ class MemoryKey:
         kind = rec.get("t")
         if kind == "m":
             try:
-                mutation = decode_mutation(rec.get("m"))
+                mutation = decode_mutation(self._images.resolve(rec.get("m")))
             except MutationDecodeError as exc:
                 return f"bad patch: {exc}"
             if isinstance(mutation, _ARCHIVING):
@@ -612,6 +617,7 @@ class _Scan:
         builder_apply = memory._builder.apply
         flush = memory._builder.flush_experiences
         decode = decode_mutation
+        resolve = memory._images.resolve  # image references → data URLs
         batch = 0
         open_batch: int | None = None  # index in kept where the open batch starts
         self.whole = 1
@@ -621,7 +627,7 @@ class _Scan:
             if problem is None:
                 if rec.get("t") == "m":
                     try:
-                        mutation = decode(rec.get("m"))
+                        mutation = decode(resolve(rec.get("m")))
                     except MutationDecodeError as exc:
                         problem = f"bad patch: {exc}"
                     else:

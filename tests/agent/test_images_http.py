@@ -1,0 +1,73 @@
+"""A person's image over real HTTP: the request carries it, the store keeps it."""
+
+from __future__ import annotations
+
+import asyncio
+
+from selfref_tui.agent import events as ev
+from selfref_tui.agent.router import AgentInputRouter
+from selfref_tui.context.images import data_url
+from selfref_tui.demo.script import Reply, Stall
+
+from .helpers import wait_until
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+URL = data_url("image/png", PNG)
+
+
+def _last_user(body: dict) -> dict:
+    return [m for m in body["messages"] if m["role"] == "user"][-1]
+
+
+async def test_an_attached_image_travels_as_an_image_url_part_and_is_stored(harness):
+    async with harness([Reply(text="A black square.")]) as h:
+        router = AgentInputRouter(h.agent)
+        assert router.submit("what is this?", [URL]) == "started"
+        await router.wait_idle()
+        assert router.outcomes == ["done"]
+        assert _last_user(h.server.requests[0])["content"] == [
+            {"type": "text", "text": "what is this?"},
+            {"type": "image_url", "image_url": {"url": URL}},
+        ]
+        # Front ends are told the text; the image is in the stored message.
+        assert h.of(ev.TurnStarted)[0].user_text == "what is this?"
+    stored = h.reload()
+    user = [m for m in stored.messages if m["role"] == "user"][-1]
+    assert user["content"][1]["image_url"]["url"] == URL
+
+
+async def test_an_image_typed_during_a_turn_is_queued_with_its_text(harness):
+    release = asyncio.Event()
+    script = [Stall(event=release, text_before="thinking"), Reply(text="Seen it.")]
+    async with harness(script) as h:
+        router = AgentInputRouter(h.agent)
+        router.submit("first")
+        await wait_until(lambda: script[0].reached.is_set())
+        assert router.submit("and this picture", [URL]) == "queued"
+        assert router.queued == ["and this picture"]
+        release.set()
+        await router.wait_idle()
+        # Typed after the turn's last step: it starts the next turn, image and all.
+        assert [e.user_text for e in h.of(ev.TurnStarted)] == ["first", "and this picture"]
+        parts = _last_user(h.server.requests[-1])["content"]
+        assert parts[-1] == {"type": "image_url", "image_url": {"url": URL}}
+
+
+async def test_a_server_refusing_images_gets_a_message_naming_the_model(harness):
+    async with harness([Reply(text="text only from here")]) as h:
+        h.server.refuse_images = True
+        router = AgentInputRouter(h.agent)
+        router.submit("describe it", [URL])
+        await router.wait_idle()
+        (error,) = h.of(ev.ErrorEvent)
+        assert error.message.startswith("model 'selfref-demo' does not accept images — remove "
+                                        "the attachment")
+        assert "pick a vision model" in error.message and "400" in error.message
+        assert len(h.server.requests) == 1  # a refusal is not retried
+        assert h.of(ev.MessageFailed)
+        # The next message goes without the refused image (the failed one is left out).
+        router.submit("just text then")
+        await router.wait_idle()
+        assert router.outcomes == ["error", "done"]
+        sent = h.server.requests[-1]["messages"]
+        assert all(isinstance(m.get("content"), str) for m in sent)
