@@ -190,7 +190,7 @@ class SelfRefApp(EventBridge, App[int]):
         if self.config.unconfigured and not self.config.provider.demo:
             from selfref_tui.ui.screens.welcome import WelcomeScreen
 
-            self.header.set_status("not configured")
+            self.header.status = "not configured"
             self.push_screen(WelcomeScreen(), self._welcome_done)
         else:
             # After the first frame: the runtime's imports run in a thread, and a
@@ -202,7 +202,7 @@ class SelfRefApp(EventBridge, App[int]):
             self.config = replace(
                 self.config, provider=replace(self.config.provider, demo=True), unconfigured=False
             )
-            self.header.set_model(self.config.provider.name, self._model_name(), True)
+            self.header.model, self.header.demo = self._model_name(), True
             self.boot()
         else:
             self.exit(0)
@@ -250,7 +250,7 @@ class SelfRefApp(EventBridge, App[int]):
             self.router = AgentInputRouter(self.agent, self.key)
             self._start_mcp()
         except Exception as exc:  # never crash the first frame; say what failed
-            self.header.set_status("not ready")
+            self.header.status = "not ready"
             await self.transcript.add_error(self.secret_free(f"Could not start: {exc}"))
             self.notify(f"Could not start: {exc}", severity="error", timeout=10)
             return
@@ -328,7 +328,7 @@ class SelfRefApp(EventBridge, App[int]):
             return
         else:
             note = ""
-        self.header.set_provider_note(note)
+        self.header.provider_note = note
 
     @work(exclusive=True, group="encoder", exit_on_error=False)
     async def _load_token_encoder(self) -> None:
@@ -359,9 +359,8 @@ class SelfRefApp(EventBridge, App[int]):
         """Show ``key``: its history (tail first), experiences, refs and forks."""
         from selfref_tui.selfref.errors import CorruptStoreError, StoreError
 
-        self.header.set_key(key)
-        self.header.set_status("loading…")
-        self.sidebar.show_loading()
+        self.header.key, self.header.status = key, "loading…"
+        self.sidebar.experiences = self.sidebar.refs = None  # "Loading…", not "nothing"
         self.sidebar.meter.forget_last_answer()
         await self.transcript.reset()
         self.fork_panel.clear()
@@ -411,15 +410,14 @@ class SelfRefApp(EventBridge, App[int]):
         forks = getattr(memory, "forks", {}) or {}
         if forks:
             self.fork_panel.load_forks(forks.values())
-        self.header.set_status("ready")
+        self.header.status = "ready"
         self._refresh_usage()
         self.collect_when_idle()  # loading a long history leaves garbage behind too
         return True
 
     async def _key_unavailable(self, key: str, why: str) -> None:
-        self.header.set_status("unavailable")
-        self.sidebar.set_experiences([])  # not "loading…" forever
-        self.sidebar.set_refs([])
+        self.header.status = "unavailable"
+        self.sidebar.experiences = self.sidebar.refs = ()  # not "loading…" forever
         await self.transcript.add_error(why, "store")
 
     @work(exclusive=True, group="usage")
@@ -433,7 +431,9 @@ class SelfRefApp(EventBridge, App[int]):
         except Exception:
             return
         if key == self.key:
-            self.sidebar.meter.set_usage(plan.tokens, self.agent.context_window, plan.estimated)
+            meter = self.sidebar.meter
+            meter.tokens, meter.window = plan.tokens, self.agent.context_window
+            meter.estimated = plan.estimated
 
     def _refresh_sidebar(self, memory: Any | None = None) -> None:
         if memory is None:
@@ -443,7 +443,7 @@ class SelfRefApp(EventBridge, App[int]):
                 memory = self.agent.memory(self.key)
             except Exception:
                 return
-        self.sidebar.set_experiences(list(memory.experiences))
+        self.sidebar.experiences = list(memory.experiences)
         rows: list[dict] = []
         for ref_id, occurrences in memory.refs.items():
             for index, occurrence in enumerate(occurrences):
@@ -456,7 +456,7 @@ class SelfRefApp(EventBridge, App[int]):
                     }
                 )
         rows.sort(key=lambda r: r["order"])
-        self.sidebar.set_refs(rows)
+        self.sidebar.refs = rows
 
     def _empty_hint(self, key: str) -> Content:
         """A new conversation says what the agent can do and where to look."""
@@ -651,7 +651,7 @@ class SelfRefApp(EventBridge, App[int]):
             return
         if self.router is not None and self.router.abort():
             self._stopped_at = now
-            self.header.set_status("stopping…")
+            self.header.status = "stopping…"
 
     def action_ref_prev(self) -> None:
         if self.transcript.move_highlight(-1) is None:

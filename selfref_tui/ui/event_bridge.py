@@ -98,7 +98,7 @@ class EventBridge:
         meter = self.sidebar.meter
         if isinstance(event, ev.TextDelta):
             self._stream_chars += len(event.text)
-            meter.stream_progress(max(1, self._stream_chars // 4))
+            meter.stream_tokens = max(1, self._stream_chars // 4)
             self._set_phase("writing…")
         elif isinstance(event, ev.ReasoningDelta):
             self._set_phase("thinking…")
@@ -106,20 +106,21 @@ class EventBridge:
             self._set_phase("writing a tool call…")  # its arguments are still streaming
         elif isinstance(event, ev.TurnStarted):
             self._stream_chars = 0
-            meter.stream_started()
-            self.header.set_status("working…")
+            meter.streaming = True
+            self.header.status = "working…"
             self.chat_input.add_class("-busy")
         elif isinstance(event, ev.LLMCallStarted):
             self._set_phase("waiting for the model…")
         elif isinstance(event, ev.LLMCallEnded) and event.finish_reason == "tool_calls":
             self._set_phase("running tools…")
         elif isinstance(event, ev.ContextUsage):
-            meter.set_usage(event.tokens, event.window, event.estimated)
+            meter.tokens, meter.window = event.tokens, event.window
+            meter.estimated = event.estimated
         elif isinstance(event, ev.TurnEnded):
-            meter.stream_ended()
+            meter.streaming = False
             if event.outcome == "done":
-                self.header.set_provider_note("")  # it answered: whatever the check saw is over
-            self.header.set_status(
+                self.header.provider_note = ""  # it answered: whatever the check saw is over
+            self.header.status = (
                 {
                     "done": "ready",
                     "aborted": "stopped",
@@ -144,9 +145,9 @@ class EventBridge:
         elif isinstance(event, ev.Notice):
             self.notify(event.message, severity=event.severity, timeout=8)  # type: ignore[arg-type]
         elif isinstance(event, ev.Retrying):
-            self.header.set_status(event.text())
+            self.header.status = event.text()
         elif isinstance(event, ev.Aborted):
-            self.header.set_status("stopped")
+            self.header.status = "stopped"
 
     def _secret_free(self, event: ev.AgentEvent) -> ev.AgentEvent:
         """Errors and notices quote servers: the configured key never reaches a widget."""
@@ -185,9 +186,8 @@ class EventBridge:
         self.__dict__["_sidebar_cost"] = time.perf_counter() - started
 
     def _set_phase(self, status: str) -> None:
-        """The header says what the turn is doing now; set once per change, not per token."""
-        if self.header.status != status:
-            self.header.set_status(status)
+        """The header says what the turn is doing now (a reactive: the same value costs nothing)."""
+        self.header.status = status
 
     def _ask(self, event: ev.QuestionAsked) -> None:
         from selfref_tui.agent.mcp.approval import is_approval, parse_approval

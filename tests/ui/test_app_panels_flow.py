@@ -41,7 +41,7 @@ async def test_forget_experience_from_sidebar_is_persisted(tmp_path):
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
             experiences = app.sidebar.experience_list
-            assert [e["text"] for e in experiences.experiences] == [
+            assert [e.text for e in experiences.experiences] == [
                 "Likes Python",
                 "Uses tabs",
                 "Works in Berlin",
@@ -61,7 +61,7 @@ async def test_forget_experience_from_sidebar_is_persisted(tmp_path):
             await wait_until(
                 pilot, lambda: len(experiences.experiences) == 2, what="sidebar refresh"
             )
-            assert [e["id"] for e in experiences.experiences] == ["exp_001", "exp_003"]
+            assert [e.id for e in experiences.experiences] == ["exp_001", "exp_003"]
             assert app.focused is experiences.option_list
     # Persisted: a fresh read-only load folds the ExperienceForgetMutation from the log.
     assert [e["text"] for e in stored_experiences(tmp_path)] == ["Likes Python", "Works in Berlin"]

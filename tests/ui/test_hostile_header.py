@@ -18,7 +18,7 @@ async def test_header_hides_userinfo_and_shows_controls():
     app = HeaderApp()
     async with app.run_test(size=(140, 5)) as pilot:
         header = app.query_one(AppHeader)
-        header.set_status("retry 1 in 1.0 s: " + hostile("clear_screen"))
+        header.status = "retry 1 in 1.0 s: " + hostile("clear_screen")
         await pilot.pause()
         shown = str(header.render())
         assert "hunter2pass" not in shown and "alice" not in shown

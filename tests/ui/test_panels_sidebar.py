@@ -7,7 +7,7 @@ from textual.app import App, ComposeResult
 
 from selfref_tui.ui.widgets.context_meter import ContextMeter, format_seconds, format_tokens
 from selfref_tui.ui.widgets.experience_list import ExperienceList
-from selfref_tui.ui.widgets.ref_list import RefList
+from selfref_tui.ui.widgets.ref_list import RefList, RefRow
 from selfref_tui.ui.widgets.sidebar import Sidebar
 
 EXPERIENCES = [
@@ -30,7 +30,7 @@ class SidebarApp(App):
         super().__init__()
         self.clock = clock or FakeClock()
         self.forgets: list[str] = []
-        self.chosen: list[tuple[str, dict]] = []
+        self.chosen: list[tuple[str, RefRow]] = []
 
     def compose(self) -> ComposeResult:
         yield Sidebar(clock=self.clock)
@@ -46,7 +46,7 @@ class SidebarApp(App):
 
 async def _ready(pilot) -> Sidebar:
     sidebar = pilot.app.query_one(Sidebar)
-    sidebar.set_experiences(EXPERIENCES)
+    sidebar.experiences = EXPERIENCES
     sidebar.experience_list.option_list.focus()
     await pilot.pause()
     return sidebar
@@ -98,12 +98,12 @@ async def test_refresh_keeps_highlight_and_moves_on_after_forget():
         await pilot.press("down", "down")
         assert exp_list.highlighted_id == "exp_004"
         # A new experience arrives at the top: the highlight stays on exp_004.
-        sidebar.set_experiences([{"id": "exp_005", "text": "New."}, *EXPERIENCES])
+        sidebar.experiences = [{"id": "exp_005", "text": "New."}, *EXPERIENCES]
         assert exp_list.highlighted_id == "exp_004"
         # exp_004 is forgotten: the highlight stays at the same place, clamped.
-        sidebar.set_experiences([{"id": "exp_005", "text": "New."}, *EXPERIENCES[:2]])
+        sidebar.experiences = [{"id": "exp_005", "text": "New."}, *EXPERIENCES[:2]]
         assert exp_list.highlighted_id == "exp_002"
-        sidebar.set_experiences([])
+        sidebar.experiences = []
         assert exp_list.highlighted_id is None
         await pilot.press("delete")
         assert exp_list.confirming is None
@@ -118,19 +118,19 @@ async def test_ref_chosen_posts_the_row():
     ]
     async with app.run_test(size=(80, 30)) as pilot:
         sidebar = pilot.app.query_one(Sidebar)
-        sidebar.set_refs(refs)
+        sidebar.refs = refs
         sidebar.ref_list.option_list.focus()
         await pilot.pause()
         await pilot.press("down", "enter")
         await pilot.pause()
-        assert app.chosen == [("fib", refs[1])]
+        assert app.chosen == [("fib", RefRow("fib", chars=25, lines=3))]
         sidebar.ref_list.highlight_ref("readme")
         await pilot.press("enter")
         await pilot.pause()
         assert app.chosen[-1][0] == "readme"
         # highlight_ref prefers the current definition over a superseded one.
         sidebar.ref_list.highlight_ref("fib")
-        assert sidebar.ref_list.highlighted_ref == refs[1]
+        assert sidebar.ref_list.highlighted_ref == RefRow("fib", chars=25, lines=3)
 
 
 async def test_meter_numbers_and_levels():
@@ -139,28 +139,30 @@ async def test_meter_numbers_and_levels():
     async with app.run_test(size=(80, 30)) as pilot:
         meter = pilot.app.query_one(ContextMeter)
         assert meter.usage_label == "counting…"  # no window known yet: no fake "0 / 0"
-        meter.set_usage(12_300, 128_000)
+        meter.tokens, meter.window = 12_300, 128_000
         await pilot.pause()
         assert meter.usage_label == "12.3k / 128k"
         assert meter.level == "ok"
         assert "12.3k / 128k" in str(meter.render())
-        meter.set_usage(96_000, 128_000)  # 75 %: within 10 points of 80 %
+        meter.tokens, meter.window = 96_000, 128_000  # 75 %: within 10 points of 80 %
         assert meter.level == "near"
-        meter.set_usage(110_000, 128_000)
+        meter.tokens, meter.window = 110_000, 128_000
         assert meter.level == "over"
-        meter.set_usage(2_048, 4_096, estimated=True)  # our own count: shown as one
+        meter.tokens, meter.window = 2_048, 4_096
+        meter.estimated = True  # our own count: shown as one
         assert meter.usage_label == "~2k / 4.1k"
-        meter.set_usage(110_000, 128_000)
+        meter.tokens, meter.window = 110_000, 128_000
+        meter.estimated = False
 
-        meter.stream_started()
+        meter.streaming = True
         clock.now += 4.0
-        meter.stream_progress(200)
+        meter.stream_tokens = 200
         await pilot.pause()
         assert meter.tokens_per_second == 50.0
         assert "50 tok/s" in str(meter.render())
         assert "4.0s" in str(meter.render())
         clock.now += 6.0
-        meter.stream_ended()
+        meter.streaming = False
         clock.now += 100.0  # time after the end no longer counts
         assert meter.elapsed == 10.0
         assert "last answer" in str(meter.render())
@@ -181,7 +183,7 @@ async def test_the_meter_explains_its_auto_compact_tick():
     app = SidebarApp()
     async with app.run_test(size=(80, 30)) as pilot:
         meter = pilot.app.query_one(ContextMeter)
-        meter.set_usage(500, 32_000)
+        meter.tokens, meter.window = 500, 32_000
         await pilot.pause()
         lines = str(meter.render()).splitlines()
         assert "┃" in lines[1] and lines[2].startswith("┃ auto-compact at 80%")

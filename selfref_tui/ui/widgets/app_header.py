@@ -1,14 +1,20 @@
-"""One line on top: which memory, which model, what the agent is doing."""
+"""One line on top: which memory, which model, what the agent is doing.
+
+Every part is a reactive the app assigns (``header.status = "ready"``); a change
+repaints the line, and an assignment of the same value costs nothing, so the
+event bridge can set the phase on every event without checking first.
+"""
 
 from __future__ import annotations
 
 from textual.content import Content
-from textual.widgets import Static
+from textual.reactive import reactive
+from textual.widget import Widget
 
 from selfref_tui.safety import content, inert_line, redact
 
 
-class AppHeader(Static):
+class AppHeader(Widget):
     DEFAULT_CSS = """
     AppHeader {
         dock: top;
@@ -18,6 +24,18 @@ class AppHeader(Static):
         color: $text;
     }
     """
+
+    #: the memory key shown
+    key: reactive[str] = reactive("")
+    #: the provider profile's name ("default" and "demo" are not shown: they say nothing)
+    provider: reactive[str] = reactive("")
+    model: reactive[str] = reactive("")
+    demo: reactive[bool] = reactive(False)
+    read_only: reactive[bool] = reactive(False)
+    #: what the agent is doing ("ready", "writing…")
+    status: reactive[str] = reactive("starting…")
+    #: what a quick check found wrong with the provider ("unreachable"), "" when fine
+    provider_note: reactive[str] = reactive("")
 
     def __init__(
         self,
@@ -29,35 +47,13 @@ class AppHeader(Static):
         read_only: bool = False,
     ) -> None:
         super().__init__(id="app-header")
-        self.read_only = read_only
-        self.key = key
-        self.provider = provider
-        self.model = model
-        self.demo = demo
-        self.status = "starting…"
-        #: what a quick check found wrong with the provider ("unreachable"), "" when fine
-        self.provider_note = ""
+        self.set_reactive(AppHeader.key, key)
+        self.set_reactive(AppHeader.provider, provider)
+        self.set_reactive(AppHeader.model, model)
+        self.set_reactive(AppHeader.demo, demo)
+        self.set_reactive(AppHeader.read_only, read_only)
 
-    def on_mount(self) -> None:
-        self._render_line()
-
-    def set_key(self, key: str) -> None:
-        self.key = key
-        self._render_line()
-
-    def set_model(self, provider: str, model: str, demo: bool) -> None:
-        self.provider, self.model, self.demo = provider, model, demo
-        self._render_line()
-
-    def set_provider_note(self, note: str) -> None:
-        self.provider_note = note
-        self._render_line()
-
-    def set_status(self, status: str) -> None:
-        self.status = status
-        self._render_line()
-
-    def _render_line(self) -> None:
+    def render(self) -> Content:
         # The provider's name only when it says something the model name and the
         # demo badge do not ("demo · selfref-demo demo" said one thing three times).
         provider = self.provider if self.provider not in ("", "default", "demo") else ""
@@ -79,4 +75,4 @@ class AppHeader(Static):
             parts += [" ", (" read-only ", "bold $text on $error")]
         if self.status:
             parts += ["  ", (inert_line(self.status), "italic $text-muted")]
-        self.update(Content.assemble(*parts))
+        return Content.assemble(*parts)

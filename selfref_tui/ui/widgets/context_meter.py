@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 
 from textual.content import Content
+from textual.reactive import reactive, var
 from textual.timer import Timer
 from textual.widget import Widget
 
@@ -39,7 +40,13 @@ def format_seconds(seconds: float) -> str:
 
 
 class ContextMeter(Widget):
-    """Tokens used / window as a bar, plus live tokens/s and elapsed time."""
+    """Tokens used / window as a bar, plus live tokens/s and elapsed time.
+
+    The app assigns the figures (``meter.tokens``, ``meter.window``,
+    ``meter.estimated``, ``meter.streaming``, ``meter.stream_tokens``); the level
+    (ok / near / over) is computed from them and shown as a class, so a theme can
+    style it too.
+    """
 
     DEFAULT_CSS = """
     ContextMeter {
@@ -47,6 +54,22 @@ class ContextMeter(Widget):
         padding: 0 1;
     }
     """
+
+    #: tokens the next request sends
+    tokens: reactive[int] = reactive(0)
+    #: the model's context window; 0 while unknown ("counting…")
+    window: reactive[int] = reactive(0)
+    #: the count is our own estimate (no server report calibrated it): shown as "~N"
+    estimated: reactive[bool] = reactive(False)
+    #: an answer is streaming: the speed line shows and the clock ticks (set True at each
+    #: turn's start, even one whose end this meter missed: the clock starts again)
+    streaming: reactive[bool] = reactive(False, layout=True, always_update=True)
+    #: output tokens streamed so far in this answer (cumulative)
+    stream_tokens: reactive[int] = reactive(0)
+    #: tokens / window
+    ratio: var[float] = var(0.0)
+    #: "ok", "near" (within 10 points of auto-compact) or "over"
+    level: var[str] = var("ok")
 
     def __init__(
         self,
@@ -60,12 +83,6 @@ class ContextMeter(Widget):
         super().__init__(name=name, id=id, classes=classes)
         self.compact_ratio = compact_ratio
         self._clock = clock
-        self.tokens = 0
-        self.window = 0
-        #: the count is our own estimate (no server report calibrated it): shown as "~N"
-        self.estimated = False
-        self.streaming = False
-        self.stream_tokens = 0
         self._stream_start: float | None = None
         self._stream_end: float | None = None
         self._ticker: Timer | None = None
@@ -84,38 +101,52 @@ class ContextMeter(Widget):
         if self.streaming and self._ticker is None:
             self._ticker = self.set_interval(0.5, self.refresh)
 
-    # -- feeding -------------------------------------------------------------------
-    def set_usage(self, tokens: int, window: int, estimated: bool = False) -> None:
-        self.tokens = max(0, int(tokens))
-        self.window = max(0, int(window))
-        self.estimated = estimated
-        self.refresh(layout=True)
+    # -- reactives -------------------------------------------------------------------
+    def validate_tokens(self, tokens: int) -> int:
+        return max(0, int(tokens))
 
-    def stream_started(self) -> None:
-        self.streaming = True
-        self.stream_tokens = 0
-        self._stream_start = self._clock()
-        self._stream_end = None
-        if self._ticker is None and self.is_mounted:
-            # Elapsed time must move even while the model is thinking silently.
-            self._ticker = self.set_interval(0.5, self.refresh)
-        self.refresh(layout=True)
+    def validate_window(self, window: int) -> int:
+        return max(0, int(window))
 
-    def stream_progress(self, tokens: int) -> None:
-        """``tokens``: output tokens streamed so far in this answer (cumulative)."""
-        if not self.streaming:
-            self.stream_started()
-        self.stream_tokens = max(0, int(tokens))
-        self.refresh()
+    def validate_stream_tokens(self, tokens: int) -> int:
+        return max(0, int(tokens))
 
-    def stream_ended(self) -> None:
-        if self.streaming:
-            self._stream_end = self._clock()
-        self.streaming = False
-        if self._ticker is not None:
-            self._ticker.stop()
-            self._ticker = None
-        self.refresh(layout=True)
+    def compute_ratio(self) -> float:
+        return self.tokens / self.window if self.window else 0.0
+
+    def compute_level(self) -> str:
+        ratio = self.ratio
+        if ratio >= self.compact_ratio:
+            return "over"
+        if ratio >= self.compact_ratio - 0.1:
+            return "near"
+        return "ok"
+
+    def watch_level(self, old: str, new: str) -> None:
+        self.remove_class(f"-{old}")
+        self.add_class(f"-{new}")
+
+    def watch_streaming(self, streaming: bool) -> None:
+        if streaming:
+            self._stream_start = self._clock()
+            self._stream_end = None
+            self.stream_tokens = 0
+            if self._ticker is None and self.is_mounted:
+                # Elapsed time must move even while the model is thinking silently.
+                self._ticker = self.set_interval(0.5, self.refresh)
+        else:
+            if self._stream_start is not None and self._stream_end is None:
+                self._stream_end = self._clock()
+            if self._ticker is not None:
+                self._ticker.stop()
+                self._ticker = None
+
+    def watch_stream_tokens(self, tokens: int) -> None:
+        if tokens and not self.streaming:
+            # Text of a turn whose start this meter did not see (its key was shown
+            # mid-turn): the stream is timed from here.
+            self.streaming = True  # resets the count
+            self.stream_tokens = tokens
 
     def forget_last_answer(self) -> None:
         """Another key is on screen: its last answer is not the one shown."""
@@ -125,19 +156,6 @@ class ContextMeter(Widget):
             self.refresh(layout=True)
 
     # -- figures ---------------------------------------------------------------------
-    @property
-    def ratio(self) -> float:
-        return self.tokens / self.window if self.window else 0.0
-
-    @property
-    def level(self) -> str:
-        """ "ok", "near" (within 10 points of auto-compact) or "over"."""
-        if self.ratio >= self.compact_ratio:
-            return "over"
-        if self.ratio >= self.compact_ratio - 0.1:
-            return "near"
-        return "ok"
-
     @property
     def elapsed(self) -> float:
         if self._stream_start is None:

@@ -18,10 +18,11 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.content import Content
 from textual.message import Message
+from textual.reactive import var
 from textual.widgets import OptionList, Static
-from textual.widgets.option_list import Option
 
 from selfref_tui.safety import inert_line
+from selfref_tui.ui.widgets.option_rows import sync_options
 
 
 class _ForgetConfirm(Static, can_focus=True):
@@ -37,6 +38,13 @@ class _ForgetConfirm(Static, can_focus=True):
     }
     _ForgetConfirm.-asking { display: block; }
     """
+
+    @dataclass
+    class Answered(Message):
+        """The one key came: ``confirmed`` when it was ``y``."""
+
+        experience_id: str
+        confirmed: bool
 
     def __init__(self) -> None:
         super().__init__("", id="forget-confirm")
@@ -60,9 +68,8 @@ class _ForgetConfirm(Static, can_focus=True):
         experience_id = self.experience_id
         self.experience_id = None
         self.remove_class("-asking")
-        owner = self.parent
-        if isinstance(owner, ExperienceList):
-            owner._answered(experience_id, confirmed)
+        if experience_id is not None:
+            self.post_message(self.Answered(experience_id, confirmed))
 
     async def _on_key(self, event: events.Key) -> None:
         # Swallow the key so it cannot also trigger a binding further up.
@@ -76,9 +83,25 @@ class _ForgetConfirm(Static, can_focus=True):
             self._close(False)
 
 
-class ExperienceList(Vertical):
-    """Experiences (id and text); arrows browse, Delete forgets after a y/n."""
+@dataclass(frozen=True)
+class Experience:
+    """One experience as the list shows it: a value, so rows compare cheaply."""
 
+    id: str
+    text: str
+
+    @property
+    def prompt(self) -> Content:
+        return Content.assemble((inert_line(self.id), "bold $primary"), "  ", inert_line(self.text))
+
+
+class ExperienceList(Vertical):
+    """Experiences (id and text); arrows browse, Delete forgets after a y/n.
+
+    ``rows`` is the state: a tuple of :class:`Experience`, or ``None`` while a
+    key is being opened ("Loading…", not "nothing remembered"). A new value
+    updates only the rows that changed.
+    """
     DEFAULT_CSS = """
     ExperienceList {
         height: auto;
@@ -132,19 +155,22 @@ class ExperienceList(Vertical):
 
     EMPTY = "Nothing remembered yet. The agent keeps durable facts here."
 
+    #: the rows, or None while a key is being opened
+    rows: var[tuple[Experience, ...] | None] = var(())
+
     def __init__(
         self,
-        experiences: Sequence[Mapping[str, Any]] = (),
+        experiences: Sequence[Experience | Mapping[str, Any]] | None = (),
         *,
-        loading: bool = False,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
-        self._experiences: list[dict[str, str]] = _clean(experiences)
-        #: no key's experiences yet (start-up, key switch): say so, not "nothing remembered"
-        self.loading = loading
+        self.set_reactive(ExperienceList.rows, experience_rows(experiences))
+        #: the rows the option list holds now (what the next update is compared with)
+        self._shown: tuple[Experience, ...] = ()
+        self._title = ""
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="section-title")
@@ -153,73 +179,73 @@ class ExperienceList(Vertical):
         yield _ForgetConfirm()
 
     def on_mount(self) -> None:
-        self._render_list(keep=None)
+        self._show(self.rows)
+
+    def validate_rows(
+        self, rows: Sequence[Experience | Mapping[str, Any]] | None
+    ) -> tuple[Experience, ...] | None:
+        return experience_rows(rows)
+
+    def watch_rows(self, rows: tuple[Experience, ...] | None) -> None:
+        if self.is_mounted:
+            self._show(rows)
 
     @property
     def option_list(self) -> OptionList:
         return self.query_one(OptionList)
 
     @property
-    def experiences(self) -> list[dict[str, str]]:
-        return [dict(exp) for exp in self._experiences]
+    def experiences(self) -> tuple[Experience, ...]:
+        """The rows shown (none while loading)."""
+        return self.rows or ()
 
     @property
     def highlighted_id(self) -> str | None:
-        option = self.option_list.highlighted_option
-        return option.id if option is not None else None
+        index = self.option_list.highlighted
+        if index is None or not 0 <= index < len(self._shown):
+            return None
+        return self._shown[index].id
 
     @property
     def confirming(self) -> str | None:
         """The experience id a y/n question is pending for, if any."""
         return self.query_one(_ForgetConfirm).experience_id
 
-    def set_experiences(self, experiences: Sequence[Mapping[str, Any]]) -> None:
-        """Replace the rows, keeping the highlight on the same id (or the same place)."""
-        self._experiences = _clean(experiences)
-        self.loading = False
-        if self.is_mounted:
-            self._render_list(keep=self.option_list.highlighted)
-
-    def show_loading(self) -> None:
-        """A key is being opened: its rows come next."""
-        self._experiences = []
-        self.loading = True
-        if self.is_mounted:
-            self._render_list(keep=None)
-
     def action_forget(self) -> None:
         experience_id = self.highlighted_id
         if experience_id is not None:
             self.query_one(_ForgetConfirm).ask(experience_id)
 
-    def _answered(self, experience_id: str | None, confirmed: bool) -> None:
+    @on(_ForgetConfirm.Answered)
+    def _answered(self, message: _ForgetConfirm.Answered) -> None:
+        message.stop()
         self.option_list.focus()
-        if confirmed and experience_id is not None:
-            self.post_message(self.ForgetRequested(experience_id))
+        if message.confirmed:
+            self.post_message(self.ForgetRequested(message.experience_id))
 
-    def _render_list(self, keep: int | None) -> None:
+    def _show(self, rows: tuple[Experience, ...] | None) -> None:
         option_list = self.option_list
+        loading = rows is None
+        rows = rows or ()
         previous_id = self.highlighted_id
-        option_list.set_options(
-            Option(
-                Content.assemble(
-                    (inert_line(exp["id"]), "bold $primary"), "  ", inert_line(exp["text"])
-                ),
-                id=exp["id"],
-            )
-            for exp in self._experiences
-        )
-        count = len(self._experiences)
-        ids = [exp["id"] for exp in self._experiences]
+        keep = option_list.highlighted
+        sync_options(option_list, self._shown, rows, lambda row: row.prompt)
+        self._shown = rows
+        count = len(rows)
+        ids = [exp.id for exp in rows]
         if previous_id in ids:
             option_list.highlighted = ids.index(previous_id)
         elif count:
             option_list.highlighted = min(keep or 0, count - 1)
-        self.query_one(".section-title", Static).update(
-            Content.assemble("EXPERIENCES ", ("…" if self.loading else str(count), "dim"))
-        )
+        figures = "…" if loading else str(count)
+        if figures != self._title:
+            self._title = figures
+            self.query_one(".section-title", Static).update(
+                Content.assemble("EXPERIENCES ", (figures, "dim"))
+            )
         empty = self.query_one(".empty", Static)
-        empty.update("Loading…" if self.loading else self.EMPTY)
+        if count == 0:
+            empty.update("Loading…" if loading else self.EMPTY)
         empty.display = count == 0
         option_list.display = count > 0
 
@@ -228,14 +254,25 @@ class ExperienceList(Vertical):
         event.stop()
 
 
-def _clean(experiences: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """Accept what the store hands out; skip rows without an id rather than crash."""
-    rows: list[dict[str, str]] = []
+def experience_rows(
+    experiences: Sequence[Experience | Mapping[str, Any]] | None,
+) -> tuple[Experience, ...] | None:
+    """Accept what the store hands out; skip rows without an id rather than crash.
+
+    ``None`` (a key being opened) stays ``None``.
+    """
+    if experiences is None:
+        return None
+    rows: list[Experience] = []
     seen: set[str] = set()
     for exp in experiences:
-        exp_id = str(exp.get("id") or "")
-        if not exp_id or exp_id in seen:
+        row = (
+            exp
+            if isinstance(exp, Experience)
+            else Experience(str(exp.get("id") or ""), str(exp.get("text") or ""))
+        )
+        if not row.id or row.id in seen:
             continue
-        seen.add(exp_id)
-        rows.append({"id": exp_id, "text": str(exp.get("text") or "")})
-    return rows
+        seen.add(row.id)
+        rows.append(row)
+    return tuple(rows)

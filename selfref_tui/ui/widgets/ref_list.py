@@ -1,13 +1,14 @@
 """Every ref of the current key, newest definition bright, superseded ones dim.
 
 Choosing a row only posts :class:`RefList.RefChosen`; the app owns the
-transcript and does the scrolling and highlighting.
+transcript and does the scrolling and highlighting. The rows flow down as a
+reactive (``rows``), bound from the sidebar's ``refs``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from textual import on
@@ -15,10 +16,11 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
 from textual.message import Message
+from textual.reactive import var
 from textual.widgets import OptionList, Static
-from textual.widgets.option_list import Option
 
 from selfref_tui.safety import inert_line
+from selfref_tui.ui.widgets.option_rows import sync_options
 
 
 def ref_size(ref: Mapping[str, Any]) -> tuple[int, int]:
@@ -38,8 +40,57 @@ def _size_label(chars: int, lines: int) -> str:
     return f"{lines} ln · {shown} ch"
 
 
+@dataclass(frozen=True)
+class RefRow:
+    """One definition of a ref as the list shows it: a value, so rows compare cheaply."""
+
+    id: str
+    chars: int = 0
+    lines: int = 0
+    #: a later definition of the same id exists
+    superseded: bool = False
+    #: still streaming
+    open: bool = False
+
+    @classmethod
+    def of(cls, ref: RefRow | Mapping[str, Any]) -> RefRow:
+        """A row from the store's dict: {"id", "content" or "chars"/"lines", "superseded"}."""
+        if isinstance(ref, RefRow):
+            return ref
+        chars, lines = ref_size(ref)
+        return cls(
+            str(ref["id"]), chars, lines, bool(ref.get("superseded")), bool(ref.get("open"))
+        )
+
+    @property
+    def prompt(self) -> Content:
+        label = f"ref:{inert_line(self.id, 64)}"
+        size = _size_label(self.chars, self.lines)
+        if self.superseded:
+            return Content.assemble((label, "dim strike"), "  ", (f"{size} · old", "dim"))
+        if self.open:
+            return Content.assemble(
+                (label, "bold $primary"), "  ", (f"{size} · streaming", "dim italic")
+            )
+        return Content.assemble((label, "bold $primary"), "  ", (size, "dim"))
+
+
+def ref_rows(refs: Sequence[RefRow | Mapping[str, Any]] | None) -> tuple[RefRow, ...] | None:
+    """Rows in display order; ``None`` (a key being opened) stays ``None``."""
+    if refs is None:
+        return None
+    return tuple(
+        RefRow.of(ref) for ref in refs if isinstance(ref, RefRow) or ref.get("id")
+    )
+
+
 class RefList(Vertical):
-    """Refs with their size; Enter or a click posts :class:`RefList.RefChosen`."""
+    """Refs with their size; Enter or a click posts :class:`RefList.RefChosen`.
+
+    ``rows`` is the state: a tuple of :class:`RefRow`, or ``None`` while a key is
+    being opened ("Loading…", not "no refs"). A new value updates only the rows
+    that changed, so a list of 1,000 refs is not rebuilt for each new ref.
+    """
 
     DEFAULT_CSS = """
     RefList {
@@ -78,26 +129,29 @@ class RefList(Vertical):
 
     @dataclass
     class RefChosen(Message):
-        """The person chose a ref; ``ref`` is the row's dict exactly as it was given."""
+        """The person chose a ref (``ref``: its row)."""
 
         ref_id: str
-        ref: dict[str, Any] = field(default_factory=dict)
+        ref: RefRow
 
     EMPTY = "No refs yet. Answers wrapped in <ref> show up here."
 
+    #: the rows, or None while a key is being opened
+    rows: var[tuple[RefRow, ...] | None] = var(())
+
     def __init__(
         self,
-        refs: Sequence[Mapping[str, Any]] = (),
+        refs: Sequence[RefRow | Mapping[str, Any]] | None = (),
         *,
-        loading: bool = False,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
-        self._refs: list[dict[str, Any]] = [dict(ref) for ref in refs if ref.get("id")]
-        #: no key's refs yet (start-up, key switch): say so, not "no refs"
-        self.loading = loading
+        self.set_reactive(RefList.rows, ref_rows(refs))
+        #: the rows the option list holds now (what the next update is compared with)
+        self._shown: tuple[RefRow, ...] = ()
+        self._title = ""
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="section-title")
@@ -105,82 +159,65 @@ class RefList(Vertical):
         yield OptionList()
 
     def on_mount(self) -> None:
-        self._render_list()
+        self._show(self.rows)
+
+    def validate_rows(
+        self, rows: Sequence[RefRow | Mapping[str, Any]] | None
+    ) -> tuple[RefRow, ...] | None:
+        return ref_rows(rows)
+
+    def watch_rows(self, rows: tuple[RefRow, ...] | None) -> None:
+        if self.is_mounted:
+            self._show(rows)
 
     @property
     def option_list(self) -> OptionList:
         return self.query_one(OptionList)
 
     @property
-    def refs(self) -> list[dict[str, Any]]:
-        return [dict(ref) for ref in self._refs]
+    def refs(self) -> tuple[RefRow, ...]:
+        """The rows shown (none while loading)."""
+        return self.rows or ()
 
     @property
-    def highlighted_ref(self) -> dict[str, Any] | None:
+    def highlighted_ref(self) -> RefRow | None:
         index = self.option_list.highlighted
-        if index is None or not 0 <= index < len(self._refs):
+        if index is None or not 0 <= index < len(self._shown):
             return None
-        return dict(self._refs[index])
-
-    def set_refs(self, refs: Sequence[Mapping[str, Any]]) -> None:
-        """Rows in display order: {"id", "content" or "chars"/"lines", "superseded"}."""
-        self._refs = [dict(ref) for ref in refs if ref.get("id")]
-        self.loading = False
-        if self.is_mounted:
-            self._render_list()
-
-    def show_loading(self) -> None:
-        """A key is being opened: its refs come next."""
-        self._refs = []
-        self.loading = True
-        if self.is_mounted:
-            self._render_list()
+        return self._shown[index]
 
     def highlight_ref(self, ref_id: str) -> None:
         """Follow the transcript's highlight: the current (last non-superseded) row wins."""
-        matches = [i for i, ref in enumerate(self._refs) if ref["id"] == ref_id]
+        matches = [i for i, ref in enumerate(self._shown) if ref.id == ref_id]
         if not matches:
             return
-        current = [i for i in matches if not self._refs[i].get("superseded")]
+        current = [i for i in matches if not self._shown[i].superseded]
         self.option_list.highlighted = (current or matches)[-1]
 
-    def _render_list(self) -> None:
+    def _show(self, rows: tuple[RefRow, ...] | None) -> None:
         option_list = self.option_list
+        loading = rows is None
+        rows = rows or ()
         previous = self.highlighted_ref
-        options = []
-        for index, ref in enumerate(self._refs):
-            label = f"ref:{inert_line(ref['id'], 64)}"
-            chars, lines = ref_size(ref)
-            superseded = bool(ref.get("superseded"))
-            size = _size_label(chars, lines)
-            if superseded:
-                prompt = Content.assemble(
-                    (label, "dim strike"), "  ", (f"{size} · old", "dim")
-                )
-            elif ref.get("open"):
-                prompt = Content.assemble(
-                    (label, "bold $primary"),
-                    "  ",
-                    (f"{size} · streaming", "dim italic"),
-                )
-            else:
-                prompt = Content.assemble(
-                    (label, "bold $primary"), "  ", (size, "dim")
-                )
-            options.append(Option(prompt, id=f"ref-row-{index}"))
-        option_list.set_options(options)
+        sync_options(option_list, self._shown, rows, lambda row: row.prompt)
+        self._shown = rows
         if previous is not None:
-            self.highlight_ref(previous["id"])
-        if option_list.highlighted is None and options:
+            self.highlight_ref(previous.id)
+        if option_list.highlighted is None and rows:
             option_list.highlighted = 0
-        count = len(self._refs)
-        current = sum(1 for ref in self._refs if not ref.get("superseded"))
+        count = len(rows)
+        current = sum(1 for ref in rows if not ref.superseded)
         figures = str(current) if current == count else f"{current} · {count - current} old"
-        if self.loading:
+        if loading:
             figures = "…"
-        self.query_one(".section-title", Static).update(Content.assemble("REFS ", (figures, "dim")))
+        if figures != self._title:
+            self._title = figures
+            self.query_one(".section-title", Static).update(
+                Content.assemble("REFS ", (figures, "dim"))
+            )
         empty = self.query_one(".empty", Static)
-        empty.update("Loading…" if self.loading else self.EMPTY)
+        if count == 0:
+            empty.update("Loading…" if loading else self.EMPTY)
         empty.display = count == 0
         option_list.display = count > 0
 
@@ -188,6 +225,6 @@ class RefList(Vertical):
     def _chosen(self, event: OptionList.OptionSelected) -> None:
         event.stop()
         index = event.option_index
-        if 0 <= index < len(self._refs):
-            ref = self._refs[index]
-            self.post_message(self.RefChosen(ref["id"], dict(ref)))
+        if 0 <= index < len(self._shown):
+            ref = self._shown[index]
+            self.post_message(self.RefChosen(ref.id, ref))

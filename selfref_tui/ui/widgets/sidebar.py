@@ -1,7 +1,10 @@
 """The right-hand panel: what the agent remembers, its refs, and context use.
 
-A thin container so the app can feed each part directly through the typed
-properties below; messages from the parts bubble through it unchanged.
+The app assigns ``sidebar.experiences`` and ``sidebar.refs`` (the store's rows,
+or ``None`` while a key is being opened); both are bound to the lists below
+with ``data_bind``, which update only the rows that changed. The meter is fed
+through its own reactives (``sidebar.meter.tokens`` …). Messages from the parts
+bubble through unchanged.
 """
 
 from __future__ import annotations
@@ -12,11 +15,12 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.reactive import var
 from textual.widgets import Rule
 
 from selfref_tui.ui.widgets.context_meter import ContextMeter
-from selfref_tui.ui.widgets.experience_list import ExperienceList
-from selfref_tui.ui.widgets.ref_list import RefList
+from selfref_tui.ui.widgets.experience_list import Experience, ExperienceList, experience_rows
+from selfref_tui.ui.widgets.ref_list import RefList, RefRow, ref_rows
 
 
 class Sidebar(Vertical):
@@ -40,6 +44,11 @@ class Sidebar(Vertical):
     Sidebar > ContextMeter { margin: 1 0; }
     """
 
+    #: the shown key's experiences, or None while a key is being opened
+    experiences: var[tuple[Experience, ...] | None] = var(None)
+    #: its refs, one row per definition in display order, or None while opening
+    refs: var[tuple[RefRow, ...] | None] = var(None)
+
     def __init__(
         self,
         *,
@@ -54,9 +63,9 @@ class Sidebar(Vertical):
         self._clock = clock
 
     def compose(self) -> ComposeResult:
-        yield ExperienceList(loading=True)
+        yield ExperienceList(None).data_bind(rows=Sidebar.experiences)
         yield Rule(classes="-sidebar-rule")
-        yield RefList(loading=True)
+        yield RefList(None).data_bind(rows=Sidebar.refs)
         yield ContextMeter(compact_ratio=self._compact_ratio, clock=self._clock)
 
     @property
@@ -71,13 +80,12 @@ class Sidebar(Vertical):
     def meter(self) -> ContextMeter:
         return self.query_one(ContextMeter)
 
-    def set_experiences(self, experiences: Sequence[Mapping[str, Any]]) -> None:
-        self.experience_list.set_experiences(experiences)
+    def validate_experiences(
+        self, experiences: Sequence[Experience | Mapping[str, Any]] | None
+    ) -> tuple[Experience, ...] | None:
+        return experience_rows(experiences)
 
-    def set_refs(self, refs: Sequence[Mapping[str, Any]]) -> None:
-        self.ref_list.set_refs(refs)
-
-    def show_loading(self) -> None:
-        """Between keys: neither list claims the new key has nothing."""
-        self.experience_list.show_loading()
-        self.ref_list.show_loading()
+    def validate_refs(
+        self, refs: Sequence[RefRow | Mapping[str, Any]] | None
+    ) -> tuple[RefRow, ...] | None:
+        return ref_rows(refs)
