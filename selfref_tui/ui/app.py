@@ -536,51 +536,14 @@ class SelfRefApp(EventBridge, App[int]):
 
     async def run_command(self, text: str) -> bool:
         """Run a slash command; False keeps the text in the input (it needs fixing)."""
+        from selfref_tui.ui import command_handlers
+
         try:
             command = slash.parse_command(text)
         except slash.CommandError as exc:
             self.notify(str(exc), severity="warning")
             return False
-        name = command.name
-        if name == "help":
-            self.action_help()
-            return True
-        if name == "new":
-            return self.action_new_key() is None
-        if name == "key":
-            return await self.switch_key(command.args[0])
-        if not self._agent_ready():
-            return False
-        if name in ("compact", "remember", "forget") and self._refuse_read_only(f"/{name}"):
-            return False
-        if name == "context":
-            self.action_show_context()
-        elif name == "mcp":
-            from selfref_tui.ui.screens.mcp_servers import McpServersScreen
-
-            self.push_screen(McpServersScreen(self.mcp.overview() if self.mcp else []))
-        elif name == "retry":
-            self.action_retry()
-        elif name == "compact":
-            self.agent.request_compaction(self.key)
-            if self.router.busy:
-                self.notify("Compaction requested: it happens at the next step.")
-            else:
-                self.router.submit("Please compact the conversation now.")
-                await self.transcript.add_user("Please compact the conversation now.")
-            # The person asked for it: show it happen, even when reading further up.
-            self.transcript.scroll_bottom()
-        elif name == "remember":
-            exp_id = self.agent.remember_experience(self.key, command.text)
-            self.notify(f"Remembered as {exp_id}.")
-            self._refresh_sidebar()
-        elif name == "forget":
-            self.forget(command.args[0])
-        elif name == "export":
-            self.export_ref_by_id(
-                command.args[0], command.args[1] if len(command.args) > 1 else None
-            )
-        return True
+        return await command_handlers.run(self, command)
 
     def _agent_ready(self) -> bool:
         if not self.ready:
