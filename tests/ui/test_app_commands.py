@@ -73,3 +73,4 @@ def test_every_command_has_a_handler_and_every_handler_a_command():
     from selfref_tui.ui.commands import COMMANDS
 
     assert set(HANDLERS) == {spec.name for spec in COMMANDS}
+
