@@ -2,9 +2,10 @@
 
 ``commands.py`` holds what a command looks like (usage, help, arguments);
 this module holds what it does. :func:`run` looks the name up here, applies
-the two guards a command declares (the agent must be ready; a read-only
-window refuses what writes) and calls the handler, so no handler repeats
-them and ``SelfRefApp.run_command`` stays one lookup.
+the guard a command declares (the agent must be ready) and calls the handler,
+so ``SelfRefApp.run_command`` stays one lookup. What a read-only window or an
+unavailable key refuses is the controller's to say: it raises
+:class:`~selfref_tui.agent.controller.Refused`, which the app shows.
 
 A handler gets the app and the parsed :class:`~selfref_tui.ui.commands.Command`
 and returns False when the typed text should stay in the input (it needs
@@ -30,32 +31,30 @@ class CommandHandler:
     run: Run
     #: False for commands that work before the agent is ready (help, new, key)
     needs_agent: bool = True
-    #: what the command would write, for the read-only refusal ("/compact"); None: nothing
-    writes: str | None = None
 
 
 HANDLERS: dict[str, CommandHandler] = {}
 
 
-def handler(
-    name: str, *, needs_agent: bool = True, writes: str | None = None
-) -> Callable[[Run], Run]:
+def handler(name: str, *, needs_agent: bool = True) -> Callable[[Run], Run]:
     """Register ``fn`` as the handler of ``/name``."""
 
     def register(fn: Run) -> Run:
-        HANDLERS[name] = CommandHandler(fn, needs_agent=needs_agent, writes=writes)
+        HANDLERS[name] = CommandHandler(fn, needs_agent=needs_agent)
         return fn
 
     return register
 
 
 async def run(app: SelfRefApp, command: Command) -> bool:
-    """Run ``command`` through its handler; False keeps the text in the input."""
+    """Run ``command`` through its handler; False keeps the text in the input.
+
+    Raises :class:`~selfref_tui.agent.controller.Refused` when the controller
+    will not do it now.
+    """
     entry = HANDLERS[command.name]
-    if entry.needs_agent and not app._agent_ready():
-        return False
-    if entry.writes and app._refuse_read_only(entry.writes):
-        return False
+    if entry.needs_agent:
+        app.controller.check_ready()
     return await entry.run(app, command)
 
 
@@ -89,7 +88,8 @@ async def _context(app: SelfRefApp, command: Command) -> bool:
 async def _mcp(app: SelfRefApp, command: Command) -> bool:
     from selfref_tui.ui.screens.mcp_servers import McpServersScreen
 
-    app.push_screen(McpServersScreen(app.mcp.overview() if app.mcp else []))
+    mcp = app.controller.mcp
+    app.push_screen(McpServersScreen(mcp.overview() if mcp else []))
     return True
 
 
@@ -99,26 +99,26 @@ async def _retry(app: SelfRefApp, command: Command) -> bool:
     return True
 
 
-@handler("compact", writes="/compact")
+@handler("compact")
 async def _compact(app: SelfRefApp, command: Command) -> bool:
     # No message of the person's is made up: the runtime asks the model (a note
     # the transcript does not show), at once when idle, at the next step when busy.
-    if app.router.request_compaction() == "queued":
+    if app.controller.compact() == "queued":
         app.notify("Compaction requested: it happens at the next step.")
     # The person asked for it: show it happen, even when reading further up.
     app.transcript.scroll_bottom()
     return True
 
 
-@handler("remember", writes="/remember")
+@handler("remember")
 async def _remember(app: SelfRefApp, command: Command) -> bool:
-    exp_id = app.agent.remember_experience(app.key, command.text)
+    exp_id = app.controller.remember(command.text)
     app.notify(f"Remembered as {exp_id}.")
     app._refresh_sidebar()
     return True
 
 
-@handler("forget", writes="/forget")
+@handler("forget")
 async def _forget(app: SelfRefApp, command: Command) -> bool:
     app.forget(command.args[0])
     return True

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from textual.screen import Screen
 
     from selfref_tui.agent import events as ev
-    from selfref_tui.agent.router import AgentInputRouter
+    from selfref_tui.agent.controller import ChatController
     from selfref_tui.selfref import keys
     from selfref_tui.ui.widgets.app_header import AppHeader
     from selfref_tui.ui.widgets.chat_input import ChatInput
@@ -96,7 +96,7 @@ class EventBridge:
 
     if TYPE_CHECKING:  # what the app provides
         key: str
-        router: AgentInputRouter | None
+        controller: ChatController
         transcript: Transcript
         sidebar: Sidebar
         header: AppHeader
@@ -300,8 +300,8 @@ class EventBridge:
 
         def answered(choice: str | None) -> None:
             self._questions.pop(event.question_id, None)
-            if choice is not None and self.router is not None:
-                self.router.answer(event.question_id, choice)
+            if choice is not None:
+                self.controller.answer(event.question_id, choice)
 
         self.push_screen(screen, answered)
 
