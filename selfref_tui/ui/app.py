@@ -21,14 +21,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import events, on, work
+from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widget import Widget
-from textual.widgets import Footer, Input, TextArea
+from textual.widgets import Footer, TextArea
 
 from selfref_tui.agent.controller import (
     STARTING,
@@ -42,9 +41,11 @@ from selfref_tui.safety import inert, inert_line, redact
 from selfref_tui.ui import command_handlers
 from selfref_tui.ui import commands as slash
 from selfref_tui.ui.event_bridge import EventBridge
+from selfref_tui.ui.focus_ring import FocusRing
 from selfref_tui.ui.gc_pauses import QUIET_S, GcPauses
 from selfref_tui.ui.keymap import BINDINGS, check_keymap
 from selfref_tui.ui.lazy_import import LazyModule
+from selfref_tui.ui.ref_actions import RefActions
 from selfref_tui.ui.widgets.app_header import AppHeader
 from selfref_tui.ui.widgets.chat_input import ChatInput
 from selfref_tui.ui.widgets.experience_list import ExperienceList
@@ -74,7 +75,7 @@ ESC_REPEAT_S = 0.5
 PLACEHOLDER = "Message  (Enter send · shift+enter/ctrl+j newline · / commands · F1 help)"
 
 
-class SelfRefApp(EventBridge, App[int]):
+class SelfRefApp(EventBridge, FocusRing, RefActions, App[int]):
     #: absolute, so subclasses (tests, benchmarks) in other directories find it
     CSS_PATH = str(Path(__file__).with_name("app.tcss"))
     TITLE = "selfref-tui"
@@ -105,8 +106,6 @@ class SelfRefApp(EventBridge, App[int]):
         #: the question an unsent draft raises on quit, while it is on screen
         self._quit_prompt: Screen[bool] | None = None
         self._stopped_at = float("-inf")
-        #: where the last export went: the export dialog starts there
-        self._last_export_dir: Path | None = None
         self.gc_pauses = GcPauses()
         self._gc_timer: Timer | None = None
         keymap, self.keymap_warnings = check_keymap(config.keymap)
@@ -512,111 +511,6 @@ class SelfRefApp(EventBridge, App[int]):
     def action_scroll_bottom(self) -> None:
         self.transcript.scroll_bottom()
 
-    def action_copy_ref(self) -> None:
-        target = self.transcript.target()
-        if target is None:
-            self.notify("Nothing to copy yet.", severity="warning")
-            return
-        if not hasattr(target, "ref_id"):  # a message or a code block: its text as shown
-            text = target.copy_text
-            self.copy_to_clipboard(text)
-            self.notify(
-                f"Sent {len(text)} characters to the terminal's clipboard "
-                "(OSC 52; F1 says what the terminal must allow).",
-                markup=False,
-            )
-            return
-        block = target
-        from selfref_tui.refs.export import export_plan
-
-        # The same text an export writes: a ref that is one code fence copies as code.
-        text = export_plan(block.ref_id, block.text_so_far).content
-        self.copy_to_clipboard(text)
-        # The app cannot know whether the terminal honoured the OSC 52 request (tmux
-        # without set-clipboard drops it), so it says what it did, not "Copied".
-        self.notify(
-            inert_line(
-                f"Sent ref:{block.ref_id} ({len(text)} characters) to the terminal's clipboard "
-                "(OSC 52; F1 says what the terminal must allow)."
-            ),
-            markup=False,
-        )
-
-    def action_export_ref(self) -> None:
-        block = self.transcript.target_ref()
-        if block is None:
-            self.notify("No ref to export yet.", severity="warning")
-            return
-        if not block.closed:
-            self.notify(
-                f"ref:{block.ref_id} is not finished; only complete refs can be exported.",
-                severity="warning",
-            )
-            return
-        self.export_ref(block.ref_id, block.content or "", None)
-
-    def export_ref_by_id(self, ref_id: str, path: str | None) -> None:
-        ref_id = ref_id.removeprefix("ref:")
-        content = self.controller.ref_content(ref_id)
-        if content is None:
-            self.notify(f"No ref {ref_id!r} in this memory key.", severity="warning")
-            return
-        self.export_ref(ref_id, content, path)
-
-    @work(exclusive=True, group="export")
-    async def export_ref(self, ref_id: str, content: str, path: str | None) -> None:
-        """Dialog → existing file? overwrite/append/cancel → write → notify the full path.
-
-        A failed write re-opens the dialog with the typed path and the error,
-        so nothing typed is lost; the next export starts in the folder used last.
-        """
-        from selfref_tui.refs.export import export_plan
-        from selfref_tui.selfref.export_path import export_target
-        from selfref_tui.selfref.files import write_file
-        from selfref_tui.ui.screens.export_dialog import ExportDialog
-        from selfref_tui.ui.screens.overwrite_prompt import OverwritePrompt
-
-        plan = export_plan(ref_id, content)
-        typed = path
-        error = ""
-        folder = self._last_export_dir or Path.cwd()
-        while True:
-            if typed is None or error:
-                typed = await self.push_screen_wait(
-                    ExportDialog(
-                        ref_id,
-                        typed or str(folder / plan.suggested_name),
-                        preview=plan.content,
-                        error=error,
-                        suggested_name=plan.suggested_name,
-                    )
-                )
-                if not typed:
-                    return
-            try:
-                target = export_target(typed, plan.suggested_name)
-            except ValueError as exc:
-                error = str(exc)
-                continue
-            mode = "write"
-            if target.is_file():
-                mode = await self.push_screen_wait(OverwritePrompt(str(target)))
-                if mode not in ("overwrite", "append"):
-                    self.notify("Export cancelled.")
-                    return
-                mode = "write" if mode == "overwrite" else "append"
-            try:
-                written = write_file(target, plan.content, mode=mode, roots=None, separate=True)
-            except Exception as exc:  # the writer's message names the file and the cause
-                message = str(exc)
-                error = message[:1].upper() + message[1:]
-                continue
-            break
-        resolved = Path(written).resolve()
-        self._last_export_dir = resolved.parent
-        verb = "Appended" if mode == "append" else "Wrote"
-        self.notify(inert_line(f"{verb} ref:{ref_id} to {resolved}"), timeout=6, markup=False)
-
     def action_toggle_sidebar(self) -> None:
         sidebar = self.sidebar
         sidebar.display = not sidebar.display
@@ -638,75 +532,6 @@ class SelfRefApp(EventBridge, App[int]):
             self.sidebar.display = True
             self._sidebar_hidden_for_forks = False
         self._keep_focus_visible()
-
-    # ------------------------------------------------------------- focus
-
-    def _keep_focus_visible(self) -> None:
-        """Focus never rests on a hidden or removed widget: it goes back to the input.
-
-        Keys typed into a hidden list are lost without a trace (a ``/remember``
-        typed after ctrl+b vanished), so whatever hides a panel calls this.
-        """
-        focused = self.focused
-        if focused is None or not _shown(focused):
-            self.chat_input.focus()
-
-    def _tab_stops(self) -> list[Widget]:
-        """Tab's ring: the input, then the sidebar's lists and the fork table, when shown.
-
-        The transcript and its tool cards are reached by their own keys (ctrl+↑/↓
-        for refs, Page Up/Down), not by walking every card with Tab.
-        """
-        stops: list[Widget] = [self.chat_input]
-        if self.sidebar.display:
-            stops += [
-                self.sidebar.experience_list.option_list,
-                self.sidebar.ref_list.option_list,
-            ]
-        found = self.query("#forks")
-        if found and found.first().display:
-            stops.append(self.fork_panel.table)
-        return [w for w in stops if _shown(w)]
-
-    def _cycle_focus(self, step: int) -> None:
-        if self.screen is not self.screen_stack[0]:
-            # A dialog: its own fields, in Textual's order.
-            if step > 0:
-                self.screen.focus_next()
-            else:
-                self.screen.focus_previous()
-            return
-        stops = self._tab_stops()
-        focused = self.focused
-        at = next((i for i, w in enumerate(stops) if w is focused), None)
-        if at is None:  # focus sat somewhere else (a clicked tool card): start over
-            target = stops[0] if step > 0 else stops[-1]
-        else:
-            target = stops[(at + step) % len(stops)]
-        target.focus()
-
-    def action_focus_next(self) -> None:
-        self._cycle_focus(+1)
-
-    def action_focus_previous(self) -> None:
-        self._cycle_focus(-1)
-
-    def on_key(self, event: events.Key) -> None:
-        """A printable key that reached the app unhandled belongs in the input.
-
-        It got here because the focused widget (a list, the fork table, a tool
-        card, or nothing at all) had no use for it; typing must never vanish.
-        """
-        if self.screen is not self.screen_stack[0] or not event.is_printable:
-            return
-        if not event.character or event.key in self.screen.active_bindings:
-            return  # a binding of the focused widget or the app took it
-        if isinstance(self.focused, (TextArea, Input)):
-            return
-        event.stop()
-        chat_input = self.chat_input
-        chat_input.focus()
-        chat_input.insert(event.character)
 
     def action_help(self) -> None:
         from selfref_tui.ui.screens.help import HelpScreen
@@ -919,18 +744,6 @@ class SelfRefApp(EventBridge, App[int]):
         for usage, help_text in slash.help_rows():
             if " " not in usage:
                 yield SystemCommand(usage, help_text, _command(self, usage))
-
-
-def _shown(widget: Widget) -> bool:
-    """Attached and displayed, with every container above it displayed too."""
-    if not widget.is_attached:
-        return False
-    node: Any = widget
-    while node is not None and not isinstance(node, Screen):
-        if not node.display:
-            return False
-        node = node.parent
-    return True
 
 
 def _action(app: SelfRefApp, action: str):
