@@ -12,6 +12,9 @@ same way ``bench/stream_bench.py`` does. Printed per case:
 - ``received``: seconds from that last chunk to the app receiving it (a busy
   loop reads late), and ``runtime``: to the runtime finishing the turn
   (``TurnEnded``: its store commit and token count come after the stream);
+- ``cpu``: CPU seconds the app process spent from sending the request to the
+  answer on screen: its own work, which a loaded machine inflates far less than
+  the wall-clock figures (compare runs by this when the load differs);
 - ``cpu after``: CPU seconds the app process spends in the 5 s after the answer
   is shown (an idle app should spend next to none);
 - ``peak``: the process's peak resident memory (MB).
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -145,6 +149,7 @@ async def run_case(kind: str, n: int, timeout: float) -> dict:
                 await pilot.press("g", "o")
                 from textual import events
 
+                app.figures.sent_cpu = time.process_time()
                 app.post_message(events.Key("enter", None))
                 try:
                     await asyncio.wait_for(app.done.wait(), timeout)
@@ -155,6 +160,7 @@ async def run_case(kind: str, n: int, timeout: float) -> dict:
                     result["timeout"] = True
                 elif app.figures.painted:
                     result["shown_s"] = app.figures.painted - sent
+                    result["cpu_s"] = app.figures.painted_cpu - app.figures.sent_cpu
                 if app.turn_ended and sent:
                     result["runtime_s"] = app.turn_ended - sent
                 if app.figures.last_recv and sent:
@@ -219,7 +225,7 @@ def line(result: dict) -> str:
         mark = f"  failed: {result['error']}"
     return (
         f"  {result['case']:<16} shown {fig('shown_s')}   received {fig('received_s')}   "
-        f"runtime {fig('runtime_s')}   "
+        f"runtime {fig('runtime_s')}   cpu {fig('cpu_s')}   "
         f"cpu after {fig('cpu_after_s')}   peak {fig('peak_mb', 'MB')}{mark}"
     )
 
@@ -238,7 +244,9 @@ def main() -> None:
             result = {"case": args.one, "error": repr(exc)}
         print(json.dumps(result), flush=True)
         return
-    print(f"terminal {SIZE[0]}x{SIZE[1]}, one process per case, time limit {args.timeout:.0f} s")
+    load = os.getloadavg()
+    print(f"terminal {SIZE[0]}x{SIZE[1]}, one process per case, time limit {args.timeout:.0f} s,"
+          f" load average {load[0]:.1f} / {load[1]:.1f} (1 / 5 min)")
     for case in args.cases.split(","):
         proc = subprocess.run(
             [sys.executable, __file__, "--one", case, "--timeout", str(args.timeout)],

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import tempfile
 import time
@@ -79,14 +80,25 @@ def long_reply(tokens: int) -> str:
 @dataclass
 class Figures:
     name: str
-    tokens: int = 0
+    #: characters of answer text received (a delta holds every token that arrived together)
+    chars: int = 0
+    #: the reply's characters per server token, to count tokens from characters
+    chars_per_token: float = 1.0
     first_recv: float = 0.0
     last_recv: float = 0.0
     painted: float = 0.0
     server_done: float = 0.0
+    #: process CPU seconds when the request was sent / when the answer was on screen:
+    #: the app's own work, which a loaded machine slows far less than wall-clock figures
+    sent_cpu: float = 0.0
+    painted_cpu: float = 0.0
     key_latencies: list[float] = field(default_factory=list)
     echo_latencies: list[float] = field(default_factory=list)
     finished: bool = True
+
+    @property
+    def tokens(self) -> int:
+        return round(self.chars / self.chars_per_token)
 
     @property
     def rendered_tps(self) -> float:
@@ -112,7 +124,8 @@ class Figures:
             f"  {self.name:<28} tokens {self.tokens:>6}  received {self.received_tps:>8.0f} tok/s"
             f"  rendered {self.rendered_tps:>8.0f} tok/s  lag {lag_recv:>8.1f} ms"
             f" (vs sent {lag_sent:>8.1f} ms)  keys p50 {self.pct(50) * 1000:6.1f} ms"
-            f" p99 {self.pct(99) * 1000:6.1f} ms  n={len(self.key_latencies)}{self._echo()}{mark}"
+            f" p99 {self.pct(99) * 1000:6.1f} ms  n={len(self.key_latencies)}{self._echo()}"
+            f"  cpu {self.painted_cpu - self.sent_cpu:5.2f} s{mark}"
         )
 
     def _echo(self) -> str:
@@ -193,7 +206,7 @@ class BenchApp(SelfRefApp):
             if not self.figures.first_recv:
                 self.figures.first_recv = now
             self.figures.last_recv = now
-            self.figures.tokens += 1  # one delta per server chunk (= one token here)
+            self.figures.chars += len(event.text)
         super().emit(event)
 
     async def dispatch_event(self, event: ev.AgentEvent) -> None:
@@ -209,6 +222,7 @@ class BenchApp(SelfRefApp):
 
     def _painted(self) -> None:
         self.figures.painted = time.perf_counter()
+        self.figures.painted_cpu = time.process_time()
         self.done.set()
 
 
@@ -221,6 +235,7 @@ async def run_app(url: str, server: ServerProcess, data_dir: Path) -> Figures:
         while not (app.ready and app.header.status == "ready"):
             await pilot.pause(0.02)
         await pilot.press("g", "o")
+        app.figures.sent_cpu = time.process_time()
         # Posted as the terminal driver would: pilot.press would wait for an idle screen.
         app.post_message(events.Key("enter", None))
         stop = asyncio.Event()
@@ -286,7 +301,7 @@ class NaiveApp(App[None]):
                     figures.finished = False
                     break
                 figures.last_recv = now
-                figures.tokens += 1
+                figures.chars += len(chunk.text)
                 text += chunk.text
                 await markdown.update(text)
         finally:
@@ -327,6 +342,7 @@ async def one_pace(text: str, tokens_per_s: float | None, budget_s: float) -> li
                     figures = await run_app(server.url, server, Path(tmp) / "data")
             else:
                 figures = await run_naive(server.url, server, budget_s)
+        figures.chars_per_token = len(text) / len(split_text(text, None))
         results.append(figures)
     print(f"\nServer pace: {label}")
     for figures in results:
@@ -360,7 +376,9 @@ async def main(tokens: int, budget_s: float) -> None:
     )
     await one_pace(text, None, budget_s)
     paced = await one_pace(text, 2000.0, budget_s)
-    print()
+    load = os.getloadavg()
+    print(f"\nload average {load[0]:.1f} / {load[1]:.1f} (1 / 5 min): wall-clock figures "
+          "grow with it")
     print("selfref-tui " + verdict(paced[0]))
 
 
