@@ -267,6 +267,10 @@ class Agent:
         """Make the next compile of ``key`` ask the model to call ``compact``."""
         self.compaction.request(key)
 
+    def compaction_requested(self, key: str) -> bool:
+        """A requested compaction that no compile of ``key`` has asked for yet."""
+        return self.compaction.is_requested(key)
+
     async def ask(self, key: str, prompt: str, choices: tuple[str, ...], default: str) -> str:
         """Ask the person (``QuestionAsked``); ``default`` when no front end answers."""
         return await self.questions.ask(key, prompt, choices, default)

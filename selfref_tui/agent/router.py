@@ -36,6 +36,10 @@ class TurnRunner(Protocol):
 
     def answer_question(self, question_id: str, choice: str) -> bool: ...
 
+    def request_compaction(self, key: str) -> None: ...
+
+    def compaction_requested(self, key: str) -> bool: ...
+
 
 class AgentInputRouter:
     """Routes person input to one memory key's turns."""
@@ -48,6 +52,8 @@ class AgentInputRouter:
         self._inbox: Inbox | None = None
         self._idle = asyncio.Event()
         self._idle.set()
+        #: /compact came during a turn: see that it is not left waiting for the next message
+        self._compaction_after = False
         #: outcome of every finished turn, in order ("done", "aborted", ...)
         self.outcomes: list[str] = []
 
@@ -88,13 +94,15 @@ class AgentInputRouter:
     def request_compaction(self) -> str:
         """The /compact command: the model is asked to call ``compact`` at its next step.
 
-        Idle: a turn without new text starts at once (``"started"``). During a
-        turn: the request is picked up at the next compile boundary (``"queued"``).
+        Idle: a turn without new text starts at once (``"started"``): the runtime's
+        own note asks the model, so no message of the person's is made up and
+        stored. During a turn: the request is picked up at the next compile
+        boundary (``"queued"``); a turn that ends before it had one (its answer
+        was final) is followed by a turn for the compaction alone.
         """
-        request = getattr(self._agent, "request_compaction", None)
-        if callable(request):
-            request(self._key)
+        self._agent.request_compaction(self._key)
         if self.busy:
+            self._compaction_after = True
             return "queued"
         self._start(None, [])
         return "started"
@@ -164,9 +172,14 @@ class AgentInputRouter:
             self._task = None
             self._abort = None
             self._inbox = None
+            compact = self._compaction_after and outcome != "aborted"
+            self._compaction_after = False
             if leftover:
-                # Typed too late for this turn: it is the person's next message.
+                # Typed too late for this turn: it is the person's next message
+                # (a compaction still requested goes with it, at its first step).
                 self._start(leftover[0], leftover[1:])
+            elif compact and self._agent.compaction_requested(key):
+                self._start(None, [])  # the request came after this turn's last step
             else:
                 self._idle.set()
         return outcome

@@ -1,8 +1,11 @@
-"""Slash commands typed into the chat input.
+"""Slash commands typed into the chat input: their table and their parser.
 
 Parsing is kept apart from running them so it can be tested without a
 screen and so the help screen, the palette and the parser share one table.
-The app decides what each command does (it owns the agent and the screens).
+What each command does is a second table, name → handler, in
+``command_handlers.py`` (it needs the app's screens); a test keeps the two
+tables' names the same. A new command is one :class:`CommandSpec` here and
+one handler there.
 """
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ class CommandSpec:
     usage: str
     help: str
     min_args: int = 0
-    #: True when everything after the name is one argument (free text).
+    #: at most this many arguments (``/export ID [PATH]``: 2)
+    max_args: int = 0
+    #: True when the last argument takes the rest of the line, spaces and all
+    #: (``/remember`` free text, a PATH with spaces)
     rest_is_text: bool = False
 
 
@@ -29,16 +35,27 @@ COMMANDS: tuple[CommandSpec, ...] = (
         "/remember TEXT",
         "Store an experience the agent keeps across turns",
         min_args=1,
+        max_args=1,
         rest_is_text=True,
     ),
-    CommandSpec("forget", "/forget ID", "Forget an experience (for example exp_003)", min_args=1),
+    CommandSpec(
+        "forget",
+        "/forget ID",
+        "Forget an experience (for example exp_003)",
+        min_args=1,
+        max_args=1,
+    ),
     CommandSpec(
         "export",
         "/export ID [PATH]",
         "Write ref ID to a file (dialog when PATH is left out)",
         min_args=1,
+        max_args=2,
+        rest_is_text=True,
     ),
-    CommandSpec("key", "/key NAME", "Switch to memory key NAME (created when new)", min_args=1),
+    CommandSpec(
+        "key", "/key NAME", "Switch to memory key NAME (created when new)", min_args=1, max_args=1
+    ),
     CommandSpec("new", "/new", "Start a fresh memory key"),
     CommandSpec("context", "/context", "Show exactly what the model will see next"),
     CommandSpec("mcp", "/mcp", "MCP servers: their state and tools"),
@@ -87,17 +104,13 @@ def parse_command(text: str) -> Command:
         names = " ".join(f"/{s.name}" for s in COMMANDS)
         raise CommandError(f"Unknown command /{head}. Commands: {names}")
     rest = rest.strip()
-    if spec.rest_is_text:
-        args: tuple[str, ...] = (rest,) if rest else ()
-    elif name == "export":
-        ref_id, _, path = rest.partition(" ")
-        args = tuple(a for a in (ref_id.strip(), path.strip()) if a)
+    if spec.rest_is_text and spec.max_args:
+        args = tuple(rest.split(maxsplit=spec.max_args - 1))
     else:
         args = tuple(rest.split())
     if len(args) < spec.min_args:
         raise CommandError(f"Usage: {spec.usage}")
-    max_args = 2 if name == "export" else (1 if spec.min_args else 0)
-    if not spec.rest_is_text and len(args) > max_args:
+    if len(args) > spec.max_args:
         raise CommandError(f"Too many arguments. Usage: {spec.usage}")
     return Command(name, args)
 

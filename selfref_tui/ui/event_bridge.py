@@ -4,9 +4,12 @@ Runtime events arrive through :meth:`EventBridge.emit` on the app's own loop
 (or from another thread, which hands them over). They are buffered and
 drained by one callback in the app's message queue, so a burst of text
 deltas becomes one write per widget instead of one message per token, and
-their order is kept. Each event is routed by its ``key``: the shown key goes
-to the transcript, sidebar and header; a fork's child key goes to the fork
-panel; a tool's question, whichever key asks, becomes a dialog.
+their order is kept. Each event is routed by its ``key`` (:func:`key_place`,
+the one function that reads a key's structure): the shown key's events go to
+the transcript, then to one handler per event type (sidebar, header); a
+fork's go to the fork panel's handler for their type; a tool's question,
+whichever key asks, becomes a dialog. The handlers are two tables, event type
+→ method, built on the first event (the types are imported with the runtime).
 
 A mixin rather than an object of its own: every branch touches the app's
 widgets and state, and passing the app around would only rename ``self``.
@@ -17,8 +20,9 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
 
 from selfref_tui.ui.lazy_import import LazyModule
 
@@ -26,7 +30,8 @@ if TYPE_CHECKING:
     from textual.screen import Screen
 
     from selfref_tui.agent import events as ev
-    from selfref_tui.agent.router import AgentInputRouter
+    from selfref_tui.agent.controller import ChatController
+    from selfref_tui.selfref import keys
     from selfref_tui.ui.widgets.app_header import AppHeader
     from selfref_tui.ui.widgets.chat_input import ChatInput
     from selfref_tui.ui.widgets.fork_panel import ForkPanel
@@ -34,6 +39,7 @@ if TYPE_CHECKING:
     from selfref_tui.ui.widgets.transcript import Transcript
 else:  # events exist once the runtime does, after the first frame
     ev = LazyModule("selfref_tui.agent.events")
+    keys = LazyModule("selfref_tui.selfref.keys")
 
 
 #: the most often ref and experience events refresh the sidebar's lists (each refresh
@@ -41,13 +47,59 @@ else:  # events exist once the runtime does, after the first frame
 #: loop there; the lists are refreshed at once when the turn ends)
 SIDEBAR_EVERY_S = 0.5
 
+#: what the header says when a turn ends, by ``TurnEnded.outcome``
+TURN_ENDINGS = {
+    "done": "ready",
+    "aborted": "stopped",
+    "error": "error",
+    "step_limit": "step limit reached",
+    "cut_off": "answer cut off (output limit)",
+    "filtered": "stopped by the provider's filter",
+    "empty": "empty answer",
+}
+
+#: the fields of the event types that quote a server, and so might quote its key
+QUOTING_FIELDS = {
+    "ErrorEvent": ("message", "detail"),
+    "Notice": ("message",),
+    "Retrying": ("reason",),
+}
+
+Handler = Callable[[Any], None]
+
+
+@dataclass(frozen=True)
+class _Handlers:
+    """The bridge's dispatch tables, event type → handler."""
+
+    #: events of the key on screen (after the transcript has them)
+    shown: dict[type, Handler]
+    #: events for the fork panel: a fork's own events, and the lifecycle its parent reports
+    panel: dict[type, Handler]
+    #: the lifecycle events, which come with the parent's (shown) key
+    fork_lifecycle: frozenset[type]
+
+
+def key_place(shown: str, key: str) -> Literal["shown", "fork"] | None:
+    """Where an event of ``key`` belongs while ``shown`` is on screen.
+
+    ``"shown"``: that key; ``"fork"``: one of its forks, at any depth
+    (``main::fork::1::fork::2`` under ``main``); None: another key. The one
+    place that reads a key's structure for routing.
+    """
+    if key == shown:
+        return "shown"
+    if key.startswith(shown + keys.FORK_MARK):
+        return "fork"
+    return None
+
 
 class EventBridge:
     """Runtime events → transcript, sidebar, header, fork panel and dialogs."""
 
     if TYPE_CHECKING:  # what the app provides
         key: str
-        router: AgentInputRouter | None
+        controller: ChatController
         transcript: Transcript
         sidebar: Sidebar
         header: AppHeader
@@ -83,88 +135,129 @@ class EventBridge:
                 self.log.error(f"event {event!r} failed: {exc!r}")
 
     async def dispatch_event(self, event: ev.AgentEvent) -> None:
+        """One event to its handler: chosen by where its key stands, then by its type.
+
+        A tool's question is asked whichever key asks (its tool waits), and a
+        turn's end drops the questions it left open; everything else belongs to
+        the key on screen (transcript, sidebar, header), to one of its forks
+        (the fork panel), or to neither (a key switched away from: dropped).
+        """
         event = self._secret_free(event)
-        key = event.key
-        if isinstance(event, ev.QuestionAsked):
-            self._ask(event)  # whichever key asks: its tool waits for the answer
+        handlers = self._handlers()
+        if type(event) is ev.QuestionAsked:
+            self._ask(event)
             return
-        if isinstance(event, ev.TurnEnded):
-            self._drop_questions(key)
-        if key != self.key:
-            if key.startswith(self.key + "::"):
-                self._to_fork_panel(event)
-            return
-        if isinstance(event, (ev.ForkSpawned, ev.ForkProgress, ev.ForkFinished)):
-            self._to_fork_panel(event)
-            return
-        self.transcript.post(event)  # shown in order by the transcript; never awaited here
-        meter = self.sidebar.meter
-        if isinstance(event, ev.TextDelta):
-            self._stream_chars += len(event.text)
-            meter.stream_tokens = max(1, self._stream_chars // 4)
-            self._set_phase("writing…")
-        elif isinstance(event, ev.ReasoningDelta):
-            self._set_phase("thinking…")
-        elif isinstance(event, ev.ToolCallStarted):
-            self._set_phase("writing a tool call…")  # its arguments are still streaming
-        elif isinstance(event, ev.TurnStarted):
-            self._stream_chars = 0
-            meter.streaming = True
-            self.header.status = "working…"
-            self.chat_input.add_class("-busy")
-        elif isinstance(event, ev.LLMCallStarted):
-            self._set_phase("waiting for the model…")
-        elif isinstance(event, ev.LLMCallEnded) and event.finish_reason == "tool_calls":
-            self._set_phase("running tools…")
-        elif isinstance(event, ev.ContextUsage):
-            meter.tokens, meter.window = event.tokens, event.window
-            meter.estimated = event.estimated
-        elif isinstance(event, ev.TurnEnded):
-            meter.streaming = False
-            if event.outcome == "done":
-                self.header.provider_note = ""  # it answered: whatever the check saw is over
-            self.header.status = (
-                {
-                    "done": "ready",
-                    "aborted": "stopped",
-                    "error": "error",
-                    "step_limit": "step limit reached",
-                    "cut_off": "answer cut off (output limit)",
-                    "filtered": "stopped by the provider's filter",
-                    "empty": "empty answer",
-                }.get(event.outcome, "ready")
+        if type(event) is ev.TurnEnded:
+            self._drop_questions(event.key)
+        place = key_place(self.key, event.key)
+        if place == "fork" or (place == "shown" and type(event) in handlers.fork_lifecycle):
+            panel = handlers.panel.get(type(event))
+            if panel is not None:
+                panel(event)
+        elif place == "shown":
+            self.transcript.post(event)  # shown in order by the transcript; never awaited here
+            shown = handlers.shown.get(type(event))
+            if shown is not None:
+                shown(event)
+
+    def _handlers(self) -> _Handlers:
+        """The dispatch tables, built once the runtime's event types exist (after boot)."""
+        handlers = self.__dict__.get("_event_handlers")
+        if handlers is None:
+            handlers = self.__dict__["_event_handlers"] = _Handlers(
+                shown={
+                    ev.TextDelta: self._on_text,
+                    ev.ReasoningDelta: lambda _e: self._set_phase("thinking…"),
+                    # its arguments are still streaming
+                    ev.ToolCallStarted: lambda _e: self._set_phase("writing a tool call…"),
+                    ev.TurnStarted: self._on_turn_started,
+                    ev.LLMCallStarted: lambda _e: self._set_phase("waiting for the model…"),
+                    ev.LLMCallEnded: self._on_call_ended,
+                    ev.ContextUsage: self._on_usage,
+                    ev.TurnEnded: self._on_turn_ended,
+                    ev.ExperienceRemembered: self._on_lists_changed,
+                    ev.ExperienceForgotten: self._on_lists_changed,
+                    ev.RefClosed: self._on_lists_changed,
+                    ev.CompactionApplied: self._on_lists_changed,
+                    ev.ErrorEvent: lambda e: self.notify(e.message, severity="error", timeout=8),
+                    ev.Notice: lambda e: self.notify(e.message, severity=e.severity, timeout=8),
+                    ev.Retrying: self._on_retrying,
+                    ev.Aborted: self._on_aborted,
+                },
+                panel={
+                    ev.ForkSpawned: self._on_fork_spawned,
+                    ev.ForkProgress: lambda e: self.fork_panel.fork_progress(
+                        e.fork_id, e.status, e.step
+                    ),
+                    ev.ForkFinished: lambda e: self.fork_panel.fork_finished(
+                        e.fork_id, e.status, e.response, e.error
+                    ),
+                    ev.TextDelta: lambda e: self.fork_panel.child_text(e.key, e.text),
+                    ev.ToolCallStarted: lambda e: self.fork_panel.child_tool(
+                        e.key, e.name, "running"
+                    ),
+                    ev.ToolCallEnded: lambda e: self.fork_panel.child_tool(e.key, e.name, "done"),
+                    ev.ToolCallError: lambda e: self.fork_panel.child_tool(
+                        e.key, e.name, "error"
+                    ),
+                },
+                fork_lifecycle=frozenset({ev.ForkSpawned, ev.ForkProgress, ev.ForkFinished}),
             )
-            self.chat_input.remove_class("-busy")
-            self._refresh_sidebar()
-            self._refresh_usage()
-            self.collect_when_idle()  # the full GC pass waits for the turn's end
-        elif isinstance(
-            event,
-            (ev.ExperienceRemembered, ev.ExperienceForgotten, ev.RefClosed, ev.CompactionApplied),
-        ):
-            self._refresh_sidebar_soon()
-        elif isinstance(event, ev.ErrorEvent):
-            self.notify(event.message, severity="error", timeout=8)
-        elif isinstance(event, ev.Notice):
-            self.notify(event.message, severity=event.severity, timeout=8)  # type: ignore[arg-type]
-        elif isinstance(event, ev.Retrying):
-            self.header.status = event.text()
-        elif isinstance(event, ev.Aborted):
-            self.header.status = "stopped"
+        return handlers
+
+    # ------------------------------------------------- the key on screen
+
+    def _on_text(self, event: ev.TextDelta) -> None:
+        self._stream_chars += len(event.text)
+        self.sidebar.meter.stream_tokens = max(1, self._stream_chars // 4)
+        self._set_phase("writing…")
+
+    def _on_turn_started(self, event: ev.TurnStarted) -> None:
+        self._stream_chars = 0
+        self.sidebar.meter.streaming = True
+        self.header.status = "working…"
+        self.chat_input.add_class("-busy")
+
+    def _on_call_ended(self, event: ev.LLMCallEnded) -> None:
+        if event.finish_reason == "tool_calls":
+            self._set_phase("running tools…")
+
+    def _on_usage(self, event: ev.ContextUsage) -> None:
+        meter = self.sidebar.meter
+        meter.tokens, meter.window = event.tokens, event.window
+        meter.estimated = event.estimated
+
+    def _on_turn_ended(self, event: ev.TurnEnded) -> None:
+        self.sidebar.meter.streaming = False
+        if event.outcome == "done":
+            self.header.provider_note = ""  # it answered: whatever the check saw is over
+        self.header.status = TURN_ENDINGS.get(event.outcome, "ready")
+        self.chat_input.remove_class("-busy")
+        self._refresh_sidebar()
+        self._refresh_usage()
+        self.collect_when_idle()  # the full GC pass waits for the turn's end
+
+    def _on_retrying(self, event: ev.Retrying) -> None:
+        self.header.status = event.text()
+
+    def _on_aborted(self, event: ev.Aborted) -> None:
+        self.header.status = "stopped"
+
+    def _on_lists_changed(self, event: ev.AgentEvent) -> None:
+        self._refresh_sidebar_soon()
+
+    # ------------------------------------------------------- its forks
+
+    def _on_fork_spawned(self, event: ev.ForkSpawned) -> None:
+        self.fork_panel.fork_spawned(event.fork_id, event.child_key, event.task)
+        self.show_forks(True)
 
     def _secret_free(self, event: ev.AgentEvent) -> ev.AgentEvent:
         """Errors and notices quote servers: the configured key never reaches a widget."""
-        if isinstance(event, ev.ErrorEvent):
-            return replace(
-                event,
-                message=self.secret_free(event.message),
-                detail=self.secret_free(event.detail),
-            )
-        if isinstance(event, ev.Notice):
-            return replace(event, message=self.secret_free(event.message))
-        if isinstance(event, ev.Retrying):
-            return replace(event, reason=self.secret_free(event.reason))
-        return event
+        fields = QUOTING_FIELDS.get(type(event).__name__)
+        if not fields:
+            return event
+        return replace(event, **{f: self.secret_free(getattr(event, f)) for f in fields})
 
     def _refresh_sidebar_soon(self) -> None:
         """Once per burst: an answer closing 1,000 refs re-read the store's lists 1,000 times.
@@ -210,36 +303,18 @@ class EventBridge:
 
         def answered(choice: str | None) -> None:
             self._questions.pop(event.question_id, None)
-            if choice is not None and self.router is not None:
-                self.router.answer(event.question_id, choice)
+            if choice is not None:
+                self.controller.answer(event.question_id, choice)
 
         self.push_screen(screen, answered)
 
     def _drop_questions(self, key: str) -> None:
         """The turn that asked is over (Esc, say): its tool no longer waits."""
         for question_id, (asker, screen) in list(self._questions.items()):
-            if asker == key or asker.startswith(key + "::"):
+            if key_place(key, asker) is not None:
                 self._questions.pop(question_id, None)
                 if screen.is_current:
                     screen.dismiss(None)
-
-    def _to_fork_panel(self, event: ev.AgentEvent) -> None:
-        panel = self.fork_panel
-        if isinstance(event, ev.ForkSpawned):
-            panel.fork_spawned(event.fork_id, event.child_key, event.task)
-            self.show_forks(True)
-        elif isinstance(event, ev.ForkProgress):
-            panel.fork_progress(event.fork_id, event.status, event.step)
-        elif isinstance(event, ev.ForkFinished):
-            panel.fork_finished(event.fork_id, event.status, event.response, event.error)
-        elif isinstance(event, ev.TextDelta):
-            panel.child_text(event.key, event.text)
-        elif isinstance(event, ev.ToolCallStarted):
-            panel.child_tool(event.key, event.name, "running")
-        elif isinstance(event, ev.ToolCallEnded):
-            panel.child_tool(event.key, event.name, "done")
-        elif isinstance(event, ev.ToolCallError):
-            panel.child_tool(event.key, event.name, "error")
 
 
 def _coalesce(events: list[ev.AgentEvent]) -> list[ev.AgentEvent]:

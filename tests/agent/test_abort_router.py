@@ -21,6 +21,16 @@ class FakeAgent:
         self.release = asyncio.Event()
         self.answers: list[tuple[str, str]] = []
         self.events: list = []
+        #: keys with a requested compaction that no turn has taken yet
+        self.compaction: set[str] = set()
+        #: per turn: whether its first step took a requested compaction
+        self.compacted: list[bool] = []
+
+    def request_compaction(self, key: str) -> None:
+        self.compaction.add(key)
+
+    def compaction_requested(self, key: str) -> bool:
+        return key in self.compaction
 
     def emit(self, event) -> None:
         self.events.append(event)
@@ -28,6 +38,10 @@ class FakeAgent:
     async def run_turn(self, key, user_text, *, abort: AbortSignal | None = None, inbox=None):
         self.turns.append((key, user_text))
         assert abort is not None and inbox is not None
+        # The first compile boundary takes a requested compaction; a turn whose
+        # one step is its last never sees a request made after it began.
+        self.compacted.append(key in self.compaction)
+        self.compaction.discard(key)
         release = asyncio.ensure_future(self.release.wait())
         aborted = asyncio.ensure_future(abort.wait())
         await asyncio.wait({release, aborted}, return_when=asyncio.FIRST_COMPLETED)
@@ -158,13 +172,38 @@ async def test_crashing_agent_reports_error_and_router_recovers():
 
 async def test_request_compaction_starts_a_textless_turn_when_idle():
     agent = FakeAgent()
-    requested = []
-    agent.request_compaction = requested.append
     router = AgentInputRouter(agent, key="k")
     assert router.request_compaction() == "started"
     await wait_until(lambda: agent.turns == [("k", None)])
-    assert router.request_compaction() == "queued"  # picked up by the running turn
-    assert requested == ["k", "k"]
+    assert agent.compacted == [True]
     agent.release.set()
     await router.wait_idle()
-    assert len(agent.turns) == 1
+    assert agent.turns == [("k", None)]  # no message made up, and only one turn
+
+
+async def test_compaction_requested_during_a_final_step_gets_a_turn_of_its_own():
+    agent = FakeAgent()
+    router = AgentInputRouter(agent, key="k")
+    router.submit("hello")
+    await wait_until(lambda: agent.turns == [("k", "hello")])
+    assert router.request_compaction() == "queued"
+    agent.release.set()  # the running turn ends without another step
+    await router.wait_idle()
+    assert agent.turns == [("k", "hello"), ("k", None)]
+    assert agent.compacted == [False, True] and not agent.compaction
+
+
+async def test_compaction_requested_then_esc_waits_for_the_next_message():
+    agent = FakeAgent()
+    router = AgentInputRouter(agent, key="k")
+    router.submit("hello")
+    await wait_until(lambda: agent.turns == [("k", "hello")])
+    assert router.request_compaction() == "queued"
+    assert router.abort()
+    await router.wait_idle()
+    assert agent.turns == [("k", "hello")]  # Esc stops: no turn starts by itself
+    router.submit("next")
+    await wait_until(lambda: len(agent.turns) == 2)
+    assert agent.compacted == [False, True]  # the request went with the next message
+    agent.release.set()
+    await router.wait_idle()

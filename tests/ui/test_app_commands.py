@@ -66,3 +66,11 @@ def test_keymap_remaps_and_refuses_editing_keys_and_unknown_ids():
     assert len(warnings) == 2
     assert any("ctrl+k edits text" in w for w in warnings)
     assert any("'nope' is not a binding id" in w for w in warnings)
+
+
+def test_every_command_has_a_handler_and_every_handler_a_command():
+    from selfref_tui.ui.command_handlers import HANDLERS
+    from selfref_tui.ui.commands import COMMANDS
+
+    assert set(HANDLERS) == {spec.name for spec in COMMANDS}
+

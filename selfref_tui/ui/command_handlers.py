@@ -1,0 +1,131 @@
+"""What each slash command does: a table, command name → handler.
+
+``commands.py`` holds what a command looks like (usage, help, arguments);
+this module holds what it does. :func:`run` looks the name up here, applies
+the guard a command declares (the agent must be ready) and calls the handler,
+so ``SelfRefApp.run_command`` stays one lookup. What a read-only window or an
+unavailable key refuses is the controller's to say: it raises
+:class:`~selfref_tui.agent.controller.Refused`, which the app shows.
+
+A handler gets the app and the parsed :class:`~selfref_tui.ui.commands.Command`
+and returns False when the typed text should stay in the input (it needs
+fixing), True when the command was taken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from selfref_tui.ui.commands import Command
+
+if TYPE_CHECKING:
+    from selfref_tui.ui.app import SelfRefApp
+
+Run = Callable[["SelfRefApp", Command], Awaitable[bool]]
+
+
+@dataclass(frozen=True)
+class CommandHandler:
+    run: Run
+    #: False for commands that work before the agent is ready (help, new, key)
+    needs_agent: bool = True
+
+
+HANDLERS: dict[str, CommandHandler] = {}
+
+
+def handler(name: str, *, needs_agent: bool = True) -> Callable[[Run], Run]:
+    """Register ``fn`` as the handler of ``/name``."""
+
+    def register(fn: Run) -> Run:
+        HANDLERS[name] = CommandHandler(fn, needs_agent=needs_agent)
+        return fn
+
+    return register
+
+
+async def run(app: SelfRefApp, command: Command) -> bool:
+    """Run ``command`` through its handler; False keeps the text in the input.
+
+    Raises :class:`~selfref_tui.agent.controller.Refused` when the controller
+    will not do it now.
+    """
+    entry = HANDLERS[command.name]
+    if entry.needs_agent:
+        app.controller.check_ready()
+    return await entry.run(app, command)
+
+
+# ------------------------------------------------------------------ handlers
+
+
+@handler("help", needs_agent=False)
+async def _help(app: SelfRefApp, command: Command) -> bool:
+    app.action_help()
+    return True
+
+
+@handler("new", needs_agent=False)
+async def _new(app: SelfRefApp, command: Command) -> bool:
+    app.action_new_key()
+    return True
+
+
+@handler("key", needs_agent=False)
+async def _key(app: SelfRefApp, command: Command) -> bool:
+    return await app.switch_key(command.args[0])
+
+
+@handler("context")
+async def _context(app: SelfRefApp, command: Command) -> bool:
+    app.action_show_context()
+    return True
+
+
+@handler("mcp")
+async def _mcp(app: SelfRefApp, command: Command) -> bool:
+    from selfref_tui.ui.screens.mcp_servers import McpServersScreen
+
+    mcp = app.controller.mcp
+    app.push_screen(McpServersScreen(mcp.overview() if mcp else []))
+    return True
+
+
+@handler("retry")
+async def _retry(app: SelfRefApp, command: Command) -> bool:
+    app.action_retry()
+    return True
+
+
+@handler("compact")
+async def _compact(app: SelfRefApp, command: Command) -> bool:
+    # No message of the person's is made up: the runtime asks the model (a note
+    # the transcript does not show), at once when idle, at the next step when busy.
+    if app.controller.compact() == "queued":
+        app.notify("Compaction requested: it happens at the next step.")
+    # The person asked for it: show it happen, even when reading further up.
+    app.transcript.scroll_bottom()
+    return True
+
+
+@handler("remember")
+async def _remember(app: SelfRefApp, command: Command) -> bool:
+    exp_id = app.controller.remember(command.text)
+    app.notify(f"Remembered as {exp_id}.")
+    app._refresh_sidebar()
+    return True
+
+
+@handler("forget")
+async def _forget(app: SelfRefApp, command: Command) -> bool:
+    app.forget(command.args[0])
+    return True
+
+
+@handler("export")
+async def _export(app: SelfRefApp, command: Command) -> bool:
+    ref_id, *path = command.args
+    app.export_ref_by_id(ref_id, path[0] if path else None)
+    return True

@@ -1,0 +1,139 @@
+"""Copying and exporting what the transcript highlights, mixed into the app.
+
+ctrl+r copies the highlighted message, code block or ref (a ref as an export
+writes it); ctrl+s and ``/export`` write a ref to a file through the export
+dialog, asking before an existing file is overwritten.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual import work
+
+from selfref_tui.safety import inert_line
+
+if TYPE_CHECKING:
+    from selfref_tui.agent.controller import ChatController
+    from selfref_tui.ui.widgets.transcript import Transcript
+
+
+class RefActions:
+    """ctrl+r, ctrl+s and ``/export``."""
+
+    if TYPE_CHECKING:  # what the app provides
+        controller: ChatController
+        transcript: Transcript
+
+        def notify(self, message: str, **kwargs: Any) -> None: ...
+        def copy_to_clipboard(self, text: str) -> None: ...
+        async def push_screen_wait(self, screen: Any) -> Any: ...
+
+    #: where the last export went: the export dialog starts there
+    _last_export_dir: Path | None = None
+
+    def action_copy_ref(self) -> None:
+        target = self.transcript.target()
+        if target is None:
+            self.notify("Nothing to copy yet.", severity="warning")
+            return
+        if not hasattr(target, "ref_id"):  # a message or a code block: its text as shown
+            text = target.copy_text
+            self.copy_to_clipboard(text)
+            self.notify(
+                f"Sent {len(text)} characters to the terminal's clipboard "
+                "(OSC 52; F1 says what the terminal must allow).",
+                markup=False,
+            )
+            return
+        block = target
+        from selfref_tui.refs.export import export_plan
+
+        # The same text an export writes: a ref that is one code fence copies as code.
+        text = export_plan(block.ref_id, block.text_so_far).content
+        self.copy_to_clipboard(text)
+        # The app cannot know whether the terminal honoured the OSC 52 request (tmux
+        # without set-clipboard drops it), so it says what it did, not "Copied".
+        self.notify(
+            inert_line(
+                f"Sent ref:{block.ref_id} ({len(text)} characters) to the terminal's clipboard "
+                "(OSC 52; F1 says what the terminal must allow)."
+            ),
+            markup=False,
+        )
+
+    def action_export_ref(self) -> None:
+        block = self.transcript.target_ref()
+        if block is None:
+            self.notify("No ref to export yet.", severity="warning")
+            return
+        if not block.closed:
+            self.notify(
+                f"ref:{block.ref_id} is not finished; only complete refs can be exported.",
+                severity="warning",
+            )
+            return
+        self.export_ref(block.ref_id, block.content or "", None)
+
+    def export_ref_by_id(self, ref_id: str, path: str | None) -> None:
+        ref_id = ref_id.removeprefix("ref:")
+        content = self.controller.ref_content(ref_id)
+        if content is None:
+            self.notify(f"No ref {ref_id!r} in this memory key.", severity="warning")
+            return
+        self.export_ref(ref_id, content, path)
+
+    @work(exclusive=True, group="export")
+    async def export_ref(self, ref_id: str, content: str, path: str | None) -> None:
+        """Dialog → existing file? overwrite/append/cancel → write → notify the full path.
+
+        A failed write re-opens the dialog with the typed path and the error,
+        so nothing typed is lost; the next export starts in the folder used last.
+        """
+        from selfref_tui.refs.export import export_plan
+        from selfref_tui.selfref.export_path import export_target
+        from selfref_tui.selfref.files import write_file
+        from selfref_tui.ui.screens.export_dialog import ExportDialog
+        from selfref_tui.ui.screens.overwrite_prompt import OverwritePrompt
+
+        plan = export_plan(ref_id, content)
+        typed = path
+        error = ""
+        folder = self._last_export_dir or Path.cwd()
+        while True:
+            if typed is None or error:
+                typed = await self.push_screen_wait(
+                    ExportDialog(
+                        ref_id,
+                        typed or str(folder / plan.suggested_name),
+                        preview=plan.content,
+                        error=error,
+                        suggested_name=plan.suggested_name,
+                    )
+                )
+                if not typed:
+                    return
+            try:
+                target = export_target(typed, plan.suggested_name)
+            except ValueError as exc:
+                error = str(exc)
+                continue
+            mode = "write"
+            if target.is_file():
+                mode = await self.push_screen_wait(OverwritePrompt(str(target)))
+                if mode not in ("overwrite", "append"):
+                    self.notify("Export cancelled.")
+                    return
+                mode = "write" if mode == "overwrite" else "append"
+            try:
+                written = write_file(target, plan.content, mode=mode, roots=None, separate=True)
+            except Exception as exc:  # the writer's message names the file and the cause
+                message = str(exc)
+                error = message[:1].upper() + message[1:]
+                continue
+            break
+        resolved = Path(written).resolve()
+        self._last_export_dir = resolved.parent
+        verb = "Appended" if mode == "append" else "Wrote"
+        self.notify(inert_line(f"{verb} ref:{ref_id} to {resolved}"), timeout=6, markup=False)

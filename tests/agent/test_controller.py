@@ -1,0 +1,194 @@
+"""The chat controller without a screen: real store files, the in-package server over HTTP.
+
+What the app does with a person's input — early messages, opening and
+letting go of keys, refusals, /compact — is decided here, so it is tested
+here the way a front end drives it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from selfref_tui.agent import events as ev
+from selfref_tui.agent.controller import ChatController, KeyOpenError, Refused, typed_inputs
+from selfref_tui.config import AppConfig, ProviderConfig
+from selfref_tui.demo.script import Reply, Script, demo_script
+from selfref_tui.demo.server import DemoServer
+from selfref_tui.selfref.errors import StoreError
+from selfref_tui.selfref.reference import SelfReference
+from tests.selfref.helpers import turn
+
+
+def _config(tmp_path: Path, url: str) -> AppConfig:
+    provider = ProviderConfig(base_url=url, api_key="test", model="test-model", max_retries=0,
+                              timeout_s=5, context_window=128_000)
+    return AppConfig(provider=provider, data_dir=tmp_path / "data", key="main")
+
+
+@asynccontextmanager
+async def running(
+    tmp_path: Path, script: Script, *, read_only: bool = False, start: bool = True
+) -> AsyncIterator[tuple[ChatController, DemoServer, list[Any]]]:
+    """A controller on a demo server; started (not yet on a key) unless ``start=False``."""
+    server = DemoServer(script)
+    async with server as url:
+        controller = ChatController(_config(tmp_path, url), read_only=read_only)
+        events: list[Any] = []
+        try:
+            if start:
+                await controller.start(events.append)
+            yield controller, server, events
+        finally:
+            await controller.aclose()
+
+
+def _history(tmp_path: Path, key: str = "main") -> list[dict]:
+    store = SelfReference(tmp_path / "data")
+    try:
+        return store.open(key, write=False).history
+    finally:
+        store.close()
+
+
+def _writable(tmp_path: Path, key: str) -> bool:
+    """Whether another process's store could take ``key``'s lock now."""
+    store = SelfReference(tmp_path / "data")
+    try:
+        store.open(key)
+        return True
+    except StoreError:
+        return False
+    finally:
+        store.close()
+
+
+async def test_early_inputs_wait_for_the_key_and_go_out_in_order(tmp_path):
+    async with running(tmp_path, [Reply(text="one"), Reply(text="two")], start=False) as (
+        controller, server, events
+    ):
+        assert controller.submit("first") == "early"
+        assert controller.submit("second") == "early"
+        assert server.requests == []
+        await controller.start(events.append)
+        opened = await controller.open_key("main")
+        assert opened.key == "main" and opened.memory.history == []
+        assert controller.early_inputs == ["first", "second"]
+        sent = [controller.submit(text) for text in controller.take_early_inputs()]
+        assert sent[0] == "started" and sent[1] in ("queued", "started")
+        assert controller.take_early_inputs() == []
+        await controller.router.wait_idle()
+    assert typed_inputs(_history(tmp_path)) == ["first", "second"]
+
+
+async def test_switching_keys_lets_the_previous_one_go(tmp_path):
+    async with running(tmp_path, [Reply(text="hi")]) as (controller, _server, _events):
+        await controller.open_key("main")
+        assert controller.submit("hello") == "started"
+        await controller.router.wait_idle()
+        assert not _writable(tmp_path, "main")  # this window holds it
+        assert controller.check_switch("other")
+        assert not controller.check_switch("main")  # on screen already: nothing to open
+        await controller.open_key("other")
+        assert controller.key == controller.router.key == "other"
+        assert _writable(tmp_path, "main")  # let go: another window may write it
+        assert not controller.check_switch("other")  # already on screen
+        with pytest.raises(Refused, match="path separator"):
+            controller.check_switch("../etc")
+        assert sorted(k["key"] for k in await controller.person_keys()) == ["main", "other"]
+
+
+async def test_a_locked_key_refuses_input_until_another_key_opens(tmp_path):
+    holder = SelfReference(tmp_path / "data")
+    holder.open("main").commit(turn(1, "what is up"))
+    try:
+        async with running(tmp_path, [Reply(text="in other")]) as (controller, _s, _e):
+            with pytest.raises(KeyOpenError, match="--read-only") as caught:
+                await controller.open_key("main")
+            assert caught.value.expected and controller.key_error
+            with pytest.raises(Refused, match="--read-only"):
+                controller.submit("hello")
+            with pytest.raises(Refused):
+                controller.compact()
+            assert controller.check_switch("main")  # trying again is allowed
+            await controller.open_key("other")
+            assert controller.key_error is None
+            assert controller.submit("hello") == "started"
+            await controller.router.wait_idle()
+    finally:
+        holder.close()
+    assert typed_inputs(_history(tmp_path, "other")) == ["hello"]
+
+
+async def test_a_read_only_window_reads_but_refuses_what_writes(tmp_path):
+    holder = SelfReference(tmp_path / "data")
+    holder.open("main").commit(turn(1, "what is up"))
+    try:
+        async with running(tmp_path, [Reply(text="never")], read_only=True) as (
+            controller, server, _e
+        ):
+            opened = await controller.open_key("main")
+            assert typed_inputs(opened.memory.history) == ["what is up"]
+            for refused in (
+                lambda: controller.submit("hello"),
+                lambda: controller.remember("a fact"),
+                lambda: controller.forget("exp_001"),
+                controller.compact,
+            ):
+                with pytest.raises(Refused, match="--read-only"):
+                    refused()
+            with pytest.raises(Refused, match="--read-only"):
+                await controller.new_key_names()
+            assert not controller.busy and server.requests == []
+        assert holder.open("main").experiences == []
+    finally:
+        holder.close()
+
+
+async def test_remember_forget_and_the_sidebar_lists(tmp_path):
+    async with running(tmp_path, []) as (controller, _s, _e):
+        await controller.open_key("main")
+        exp_id = controller.remember("likes tabs")
+        lists = controller.sidebar_lists()
+        assert lists is not None and [e["id"] for e in lists.experiences] == [exp_id]
+        assert controller.forget(exp_id) and not controller.forget(exp_id)
+        assert controller.sidebar_lists().experiences == []
+        assert controller.ref_content("nope") is None
+
+
+async def test_rename_and_delete_keys(tmp_path):
+    async with running(tmp_path, [Reply(text="hi")]) as (controller, _s, _e):
+        await controller.open_key("main")
+        controller.submit("hello")
+        await controller.router.wait_idle()
+        await controller.open_key("spare")
+        with pytest.raises(StoreError, match="on screen"):
+            await controller.delete_key("spare")
+        await controller.rename_key("main", "renamed")
+        await controller.delete_key("renamed")
+        assert [k["key"] for k in await controller.person_keys()] == ["spare"]
+        suggested, taken = await controller.new_key_names()
+        assert suggested == "chat-1" and "spare" in taken
+
+
+async def test_compact_when_idle_compacts_once_without_a_made_up_message(tmp_path):
+    async with running(tmp_path, demo_script) as (controller, server, events):
+        await controller.open_key("main")
+        controller.submit("hello")
+        await controller.router.wait_idle()
+        before = len(server.requests)
+        assert controller.compact() == "started"
+        await controller.router.wait_idle()
+        assert controller.router.outcomes == ["done", "done"]
+        assert len([e for e in events if isinstance(e, ev.CompactionApplied)]) == 1
+        # one request asked for the summary, one continued from it: no loop
+        assert len(server.requests) - before == 2
+        started = [e for e in events if isinstance(e, ev.TurnStarted)]
+        assert [e.user_text for e in started] == ["hello", ""]
+    history = _history(tmp_path)
+    assert typed_inputs(history) == ["hello"]
+    assert sum(1 for m in history if m.get("compaction") is not None) == 1
