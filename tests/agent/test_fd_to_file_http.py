@@ -8,9 +8,6 @@ through the router) and as in ``ask`` (nobody to ask, with and without
 
 from __future__ import annotations
 
-import asyncio
-import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +19,6 @@ from selfref_tui.demo.script import Reply, ToolCall
 
 from .helpers import wait_until
 
-ROOT = Path(__file__).resolve().parents[2]
 FENCED = "```python\ndef add(a, b):\n    return a + b\n```"
 
 
@@ -161,19 +157,21 @@ async def test_a_lone_fenced_ref_is_written_without_its_fence_raw_keeps_it(harne
 
 
 @pytest.mark.parametrize("flag,expected", [((), "old\n"), (("--allow-overwrite",), "new text")])
-async def test_ask_on_the_command_line_keeps_files_unless_allowed(tmp_path, work, flag, expected):
+def test_ask_on_the_command_line_keeps_files_unless_allowed(tmp_path, work, flag, expected,
+                                                           monkeypatch):
+    from tests.cli.helpers import cli
+
     server = DemoServer(writing({"fd": "ref:note", "file_path": "exists.txt", "exist_ok": True}),
                         api_key="sk-test", models=("m1",))
-    async with server as url:
-        env = {**os.environ, "OPENAI_API_KEY": "sk-test",
-               "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "selfref_tui", "ask", *flag, "--base-url", url, "--model", "m1",
-            "save it", env=env, cwd=work, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE)
-        _out, err = await asyncio.wait_for(proc.communicate(), 60)
-        assert proc.returncode == 0, err.decode()
+    url = server.start_in_thread()
+    monkeypatch.chdir(work)
+    try:
+        result = cli("ask", *flag, "--base-url", url, "--model", "m1", "save it",
+                     env={"OPENAI_API_KEY": "sk-test"})
+        assert result.returncode == 0, result.stderr
         told = next(m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool")
+    finally:
+        server.stop_thread()
     assert (work / "exists.txt").read_text() == expected
     if not flag:
         assert "--allow-overwrite" in told

@@ -1,62 +1,32 @@
-"""The command line in a subprocess (``python -m selfref_tui``), against real stores in tmp dirs.
+"""The command line against real stores in tmp dirs, in this process or as a real one.
 
 ``ask`` talks to the demo model over real HTTP: ``--demo`` starts the in-package
-server inside the subprocess; the provider-failure tests run a DemoServer in
-this process and point ``--base-url`` at it.
+server inside the command; the provider-failure tests run a DemoServer beside
+it and point ``--base-url`` at it. tests/cli/helpers.py says which tests need a
+real process (``python -m selfref_tui``) and why.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from selfref_tui.demo import DemoServer, HttpError, Reply
 from selfref_tui.selfref.reference import SelfReference
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env.update(extra or {})
-    return env
-
-
-def run(*args: str, stdin: str | None = None, env: dict[str, str] | None = None,
-        timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "selfref_tui", *args], input=stdin,
-                          capture_output=True, text=True, env=_env(env), timeout=timeout,
-                          cwd=ROOT)
-
-
-async def arun(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "selfref_tui", *args, env=_env(env), cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
-    return proc.returncode or 0, out.decode(), err.decode()
-
-
-def one_line(text: str) -> str:
-    lines = text.strip().splitlines()
-    assert len(lines) == 1, text
-    return lines[0]
+from tests.cli.helpers import ROOT, _env, arun, cli, one_line, run
 
 
 @pytest.mark.parametrize("args", [(), ("ask",), ("refs",), ("refs", "export"),
                                   ("experiences", "add"), ("keys", "list"),
                                   ("context", "show")])
 def test_help_everywhere_documents_exit_codes(args):
-    result = run(*args, "--help")
+    result = cli(*args, "--help")
     assert result.returncode == 0 and "usage: selfref-tui" in result.stdout
     assert "130" in result.stdout and "store locked" in result.stdout
 
@@ -72,64 +42,64 @@ def test_usage_errors_are_one_line_exit_2(tmp_path):
 
 
 def test_unconfigured_ask_explains_what_to_do():
-    result = run("ask", "hello")
+    result = cli("ask", "hello")
     assert result.returncode == 1
     assert "OPENAI_API_KEY" in one_line(result.stderr) and "--demo" in result.stderr
 
 
 def test_ask_demo_then_refs_list_show_export(tmp_path):
-    result = run("ask", "--demo", "show me some code")
+    result = cli("ask", "--demo", "show me some code")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("[demo model]") and '<ref id="fib_iterative">' in result.stdout
 
-    listed = run("refs", "list", "--json")
+    listed = cli("refs", "list", "--json")
     rows = json.loads(listed.stdout)
     assert [r["id"] for r in rows] == ["fib_recursive", "fib_iterative", "fib_note"]
     assert set(rows[0]) == {"id", "chars", "lines", "created"}
     assert rows[1]["lines"] > 3 and rows[1]["chars"] > 50
 
-    shown = run("refs", "show", "fib_iterative")
+    shown = cli("refs", "show", "fib_iterative")
     assert shown.stdout.startswith("```python\ndef fib_iterative")
 
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    exported = run("refs", "export", "fib_iterative", str(out_dir))
+    exported = cli("refs", "export", "fib_iterative", str(out_dir))
     target = out_dir / "fib_iterative.py"
     assert exported.returncode == 0 and target.read_text().startswith("def fib_iterative")
     target.write_text("# mine\n")
-    refused = run("refs", "export", "fib_iterative", str(target))
+    refused = cli("refs", "export", "fib_iterative", str(target))
     assert refused.returncode == 1 and "--force" in one_line(refused.stderr)
     assert target.read_text() == "# mine\n"
-    appended = run("refs", "export", "fib_iterative", str(target), "--mode", "append")
+    appended = cli("refs", "export", "fib_iterative", str(target), "--mode", "append")
     assert appended.returncode == 0
     assert target.read_text().startswith("# mine\ndef fib_iterative")
-    forced = run("refs", "export", "fib_iterative", str(target), "--force")
+    forced = cli("refs", "export", "fib_iterative", str(target), "--force")
     assert forced.returncode == 0 and target.read_text().startswith("def fib_iterative")
 
-    missing = run("refs", "show", "nope")
+    missing = cli("refs", "show", "nope")
     assert missing.returncode == 1 and "fib_note" in one_line(missing.stderr)
 
 
 def test_ask_reads_stdin_and_keys_list(tmp_path):
-    result = run("ask", "--demo", "--key", "work", "-", stdin="remember that I use vim\n")
+    result = cli("ask", "--demo", "--key", "work", "-", stdin="remember that I use vim\n")
     assert result.returncode == 0, result.stderr
     assert "[tool] remember" in result.stderr and "Stored it as exp_001" in result.stdout
-    keys = json.loads(run("keys", "list", "--json").stdout)
+    keys = json.loads(cli("keys", "list", "--json").stdout)
     assert [k["key"] for k in keys] == ["work"]
     assert set(keys[0]) == {"key", "messages", "updated"} and keys[0]["messages"] >= 4
-    exps = json.loads(run("experiences", "list", "--key", "work", "--json").stdout)
+    exps = json.loads(cli("experiences", "list", "--key", "work", "--json").stdout)
     assert exps == [{"id": "exp_001", "text": "The person said: I use vim"}]
 
 
 def test_experiences_add_forget_persisted(tmp_path):
-    added = run("experiences", "add", "prefers short answers")
+    added = cli("experiences", "add", "prefers short answers")
     assert added.returncode == 0 and added.stdout.strip() == "exp_001"
-    assert run("experiences", "add", "uses Linux").stdout.strip() == "exp_002"
-    forgot = run("experiences", "forget", "exp_001")
+    assert cli("experiences", "add", "uses Linux").stdout.strip() == "exp_002"
+    forgot = cli("experiences", "forget", "exp_001")
     assert forgot.returncode == 0
-    assert json.loads(run("experiences", "list", "--json").stdout) == [
+    assert json.loads(cli("experiences", "list", "--json").stdout) == [
         {"id": "exp_002", "text": "uses Linux"}]
-    again = run("experiences", "forget", "exp_001")
+    again = cli("experiences", "forget", "exp_001")
     assert again.returncode == 1 and "exp_001" in one_line(again.stderr)
     # persisted as patches in the store, visible to a fresh reader
     with SelfReference(os.environ["SELFREF_DATA_DIR"]) as store:
@@ -138,9 +108,9 @@ def test_experiences_add_forget_persisted(tmp_path):
 
 
 def test_context_show_is_the_next_request():
-    run("experiences", "add", "likes tea")
-    assert run("ask", "--demo", "hello").returncode == 0
-    shown = run("context", "show", "--json", "--model", "my-model")
+    cli("experiences", "add", "likes tea")
+    assert cli("ask", "--demo", "hello").returncode == 0
+    shown = cli("context", "show", "--json", "--model", "my-model")
     data = json.loads(shown.stdout)
     assert set(data) == {"model", "messages", "tools", "tokens", "window"}
     assert data["model"] == "my-model" and data["window"] > 0
@@ -151,7 +121,7 @@ def test_context_show_is_the_next_request():
     assert "likes tea" in data["messages"][0]["content"]
     assert data["messages"][2]["content"].startswith("[demo model]")
     assert data["tokens"] > 50
-    text = run("context", "show")
+    text = cli("context", "show")
     assert text.returncode == 0 and "── [2] assistant" in text.stdout
 
 
@@ -186,7 +156,7 @@ def test_sigint_aborts_keeps_partial_and_exits_130():
     assert last["role"] == "assistant" and last.get("truncated")
     assert last["content"].startswith(streamed.strip()[:200])
     assert len(last["content"]) < 8_000  # cut well before the end
-    again = run("ask", "--demo", "hi")  # the next turn is a normal one
+    again = cli("ask", "--demo", "hi")  # the next turn is a normal one
     assert again.returncode == 0 and "Try one of these" in again.stdout
 
 
@@ -207,7 +177,7 @@ def test_ask_into_a_reader_that_leaves_stops_quietly_and_keeps_the_part(tmp_path
     assert last["abort_reason"] == "output closed by its reader"
 
 
-async def test_ask_against_a_server_and_its_failures(tmp_path):
+def test_ask_against_a_server_and_its_failures(tmp_path):
     # a profile with one retry keeps the backoff short (and tests the profile path)
     (tmp_path / "config.toml").write_text(
         'default_provider = "t"\n[providers.t]\nmax_retries = 1\n')
@@ -216,33 +186,39 @@ async def test_ask_against_a_server_and_its_failures(tmp_path):
                          HttpError(500, "kaput"), HttpError(500, "kaput"),
                          HttpError(400, long, type="invalid_request_error")],
                         api_key="sk-test", models=("m1",), context_window=4096)
-    async with server as url:
+    url = server.start_in_thread()  # `ask` runs its own event loop in this thread
+    try:
         env = {"OPENAI_API_KEY": "sk-test"}
-        code, out, err = await arun("ask", "--base-url", url, "--model", "m1", "hi", env=env)
-        assert code == 0, err
-        assert out == "Hello from a real endpoint.\n"
+        result = cli("ask", "--base-url", url, "--model", "m1", "hi", env=env)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == "Hello from a real endpoint.\n"
         assert server.requests[0]["model"] == "m1" and server.requests[0]["stream"] is True
 
-        code, out, err = await arun("ask", "--base-url", url, "--model", "m1", "again", env=env)
-        assert code == 1 and "500" in err.strip().splitlines()[-1]
+        result = cli("ask", "--base-url", url, "--model", "m1", "again", env=env)
+        err = result.stderr
+        assert result.returncode == 1 and "500" in err.strip().splitlines()[-1]
         assert err.count("[retry") == 1  # the profile's max_retries, visible
         assert "[retry 1 of 1 in " in err and " s: server error (500)]" in err
         assert "window unknown" not in err  # read off the server's /props
 
-        code, _, err = await arun("ask", "--base-url", url, "--model", "m1", "-v", "x", env=env)
-        assert code == 1 and long in err  # --verbose: the server's text in full
+        result = cli("ask", "--base-url", url, "--model", "m1", "-v", "x", env=env)
+        err = result.stderr
+        assert result.returncode == 1 and long in err  # --verbose: the server's text in full
         assert "tool_call_id missing" not in err.strip().splitlines()[-1]
 
-        code, _, err = await arun("ask", "--base-url", url, "--model", "m1", "x",
-                                  env={"OPENAI_API_KEY": "wrong"})
-        assert code == 1 and f"API key rejected by {url}" in one_line(err)
-        assert "wrong" not in err
+        result = cli("ask", "--base-url", url, "--model", "m1", "x",
+                     env={"OPENAI_API_KEY": "wrong"})
+        assert result.returncode == 1 and f"API key rejected by {url}" in one_line(result.stderr)
+        assert "wrong" not in result.stderr
 
-        code, _, err = await arun("ask", "--base-url", url, "--model", "zz", "x", env=env)
-        assert code == 1 and "'zz'" in one_line(err)
+        result = cli("ask", "--base-url", url, "--model", "zz", "x", env=env)
+        assert result.returncode == 1 and "'zz'" in one_line(result.stderr)
+    finally:
+        server.stop_thread()
 
-    code, _, err = await arun("ask", "--base-url", url, "--model", "m1", "x", env=env)
-    assert code == 1 and f"cannot reach {url}" in err.strip().splitlines()[-1]
+    result = cli("ask", "--base-url", url, "--model", "m1", "x", env=env)
+    assert result.returncode == 1
+    assert f"cannot reach {url}" in result.stderr.strip().splitlines()[-1]
 
 
 async def test_ask_tells_the_person_what_the_runtime_notices():
@@ -261,8 +237,8 @@ def test_ask_demo_compacts_once_and_stops(tmp_path):
     """After a compaction the request merges the summary and the runtime's note into one
     user message; the demo model must read that as done, not compact again to the step limit."""
     env = {"SELFREF_DATA_DIR": str(tmp_path / "data")}
-    run("ask", "--demo", "remember that I like Python", env=env)
-    result = run("ask", "--demo", "compact the context", env=env)
+    cli("ask", "--demo", "remember that I like Python", env=env)
+    result = cli("ask", "--demo", "compact the context", env=env)
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("[tool] compact") == 1, result.stderr
     assert "compacted" in result.stdout

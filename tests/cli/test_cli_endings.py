@@ -1,29 +1,33 @@
-"""`ask` names every ending on stderr and in its exit code (real subprocess, real server)."""
+"""`ask` names every ending on stderr and in its exit code (real server, real store)."""
 
 from __future__ import annotations
 
 from selfref_tui.demo import DemoServer, Reply, ToolCall
 from selfref_tui.selfref.reference import SelfReference
 
-from .test_cli import arun
+from .helpers import cli
 
 
-async def test_cut_off_filtered_and_empty_answers(tmp_path):
+def test_cut_off_filtered_and_empty_answers(tmp_path):
     data = tmp_path / "data"
     server = DemoServer([Reply(text="Half an ans", finish_reason="length"),
                          Reply(text="Blocked", finish_reason="content_filter"),
                          Reply(text="")], api_key="sk-test", models=("m1",))
-    async with server as url:
+    url = server.start_in_thread()
+    try:
         env = {"OPENAI_API_KEY": "sk-test", "SELFREF_DATA_DIR": str(data)}
-        code, out, err = await arun("ask", "--base-url", url, "--model", "m1", "long", env=env)
-        assert (code, out) == (4, "Half an ans\n")
-        assert "[warning] the answer was cut off at the output limit" in err
+        result = cli("ask", "--base-url", url, "--model", "m1", "long", env=env)
+        assert (result.returncode, result.stdout) == (4, "Half an ans\n")
+        assert "[warning] the answer was cut off at the output limit" in result.stderr
 
-        code, out, err = await arun("ask", "--base-url", url, "--model", "m1", "rude", env=env)
-        assert (code, out) == (4, "Blocked\n") and "provider's filter" in err
+        result = cli("ask", "--base-url", url, "--model", "m1", "rude", env=env)
+        assert (result.returncode, result.stdout) == (4, "Blocked\n")
+        assert "provider's filter" in result.stderr
 
-        code, out, err = await arun("ask", "--base-url", url, "--model", "m1", "quiet", env=env)
-        assert (code, out) == (1, "") and "empty answer" in err
+        result = cli("ask", "--base-url", url, "--model", "m1", "quiet", env=env)
+        assert (result.returncode, result.stdout) == (1, "") and "empty answer" in result.stderr
+    finally:
+        server.stop_thread()
     with SelfReference(data) as store:
         stored = store.open("main", write=False).messages
     marks = [(m["role"], m.get("abort_reason"), m.get("failed")) for m in stored]
@@ -34,7 +38,7 @@ async def test_cut_off_filtered_and_empty_answers(tmp_path):
     ]
 
 
-async def test_compact_command_asks_the_model_and_context_show_counts_tools(tmp_path):
+def test_compact_command_asks_the_model_and_context_show_counts_tools(tmp_path):
     data = tmp_path / "data"
     summary = {"goal": "g", "instruction": "i", "discoveries": [], "completed": ["chat"],
                "current_status": "summarised", "likely_next_work": "n",
@@ -43,19 +47,23 @@ async def test_compact_command_asks_the_model_and_context_show_counts_tools(tmp_
                          Reply(tool_calls=[ToolCall("compact", summary, id="k")]),
                          Reply(text="Compacted."), Reply(text="Nothing to compact.")],
                         api_key="sk-test", models=("m1",))
-    async with server as url:
+    url = server.start_in_thread()
+    try:
         env = {"OPENAI_API_KEY": "sk-test", "SELFREF_DATA_DIR": str(data)}
         base = ("--base-url", url, "--model", "m1")
-        assert (await arun("ask", *base, "hello", env=env))[0] == 0
-        code, out, err = await arun("compact", *base, env=env)
-        assert code == 0, err
-        assert out == "Compacted.\n" and "[compacted] 5 messages replaced" in err
+        assert cli("ask", *base, "hello", env=env).returncode == 0
+        result = cli("compact", *base, env=env)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == "Compacted.\n"
+        assert "[compacted] 5 messages replaced" in result.stderr
         asked = server.requests[1]["messages"][-1]["content"]
         assert "The person asked you to compact" in asked
-        code, _, err = await arun("compact", *base, env=env)
-        assert code == 1 and "without compacting" in err
-        code, out, _ = await arun("context", "show", *base, env=env)
-        assert code == 0 and "tools: remember, forget, compact" in out
-        assert " tokens of " in out
+        result = cli("compact", *base, env=env)
+        assert result.returncode == 1 and "without compacting" in result.stderr
+        result = cli("context", "show", *base, env=env)
+        assert result.returncode == 0 and "tools: remember, forget, compact" in result.stdout
+        assert " tokens of " in result.stdout
+    finally:
+        server.stop_thread()
     with SelfReference(data) as store:
         assert store.open("main", write=False).summary["current_status"] == "summarised"

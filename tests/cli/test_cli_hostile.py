@@ -23,7 +23,7 @@ import pytest
 from selfref_tui.demo import DemoServer, HttpError, Reply
 from selfref_tui.demo.script import ToolCall
 from selfref_tui.selfref.reference import SelfReference
-from tests.cli.test_cli import ROOT, _env, arun, run
+from tests.cli.helpers import ROOT, _env, cli
 from tests.hostile import CORPUS, ESC, assert_inert
 
 #: every hostile string, one per line, then a ref holding all of them again
@@ -65,24 +65,22 @@ def run_tty(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, st
 @pytest.fixture
 def hostile_key(tmp_path):
     """A store whose key ``main`` holds a hostile answer, ref, experience and tool call."""
-    async def fill() -> None:
-        server = DemoServer([
-            Reply(tool_calls=[ToolCall("remember", {"text": f"exp {HOSTILE}"}),
-                              ToolCall(TOOL_NAME, {"x": ESC})]),
-            Reply(text=ANSWER),
-        ])
-        async with server as url:
-            code, out, err = await arun("ask", "--base-url", url, "--model", "m", "hi",
-                                        env={"OPENAI_API_KEY": "sk-unused-here"})
-        assert code == 0, err
-        # into a pipe, the answer is the model's text as it was sent
-        assert HOSTILE in out
-        assert_inert(err)  # the tool note names a hostile tool: shown, not sent
-        assert "[tool] [@click=app.screenshot" in err and "␛]0;title" in err
-
-    import asyncio
-
-    asyncio.run(fill())
+    server = DemoServer([
+        Reply(tool_calls=[ToolCall("remember", {"text": f"exp {HOSTILE}"}),
+                          ToolCall(TOOL_NAME, {"x": ESC})]),
+        Reply(text=ANSWER),
+    ])
+    url = server.start_in_thread()
+    try:
+        result = cli("ask", "--base-url", url, "--model", "m", "hi",
+                     env={"OPENAI_API_KEY": "sk-unused-here"})
+    finally:
+        server.stop_thread()
+    assert result.returncode == 0, result.stderr
+    # into a pipe, the answer is the model's text as it was sent
+    assert HOSTILE in result.stdout
+    assert_inert(result.stderr)  # the tool note names a hostile tool: shown, not sent
+    assert "[tool] [@click=app.screenshot" in result.stderr and "␛]0;title" in result.stderr
     return tmp_path
 
 
@@ -107,7 +105,7 @@ def test_ask_on_a_terminal_shows_controls_and_notes_are_always_inert():
 
 
 def test_a_hostile_store_read_back(hostile_key, tmp_path):
-    """One store, every way of reading it (each command is a process: kept to one test)."""
+    """One store, every way of reading it (the pipe and the terminal through real processes)."""
     from selfref_tui.refs.export import export_plan
 
     with SelfReference(os.environ["SELFREF_DATA_DIR"]) as store:
@@ -132,7 +130,7 @@ def test_a_hostile_store_read_back(hostile_key, tmp_path):
     # --json: control characters as \u escapes, the values themselves unchanged
     for args in (("refs", "list", "--json"), ("experiences", "list", "--json"),
                  ("context", "show", "--json")):
-        result = run(*args)
+        result = cli(*args)
         assert result.returncode == 0, result.stderr
         assert_inert(result.stdout)
         assert "\u202e" not in result.stdout
@@ -144,7 +142,7 @@ def test_a_hostile_store_read_back(hostile_key, tmp_path):
 
     # an exported file is the ref's content, as the person's export always writes it
     target = tmp_path / "evil.txt"
-    result = run("refs", "export", "evil", str(target))
+    result = cli("refs", "export", "evil", str(target))
     assert result.returncode == 0, result.stderr
     assert target.read_bytes().decode() == export_plan("evil", stored).content
     assert_inert(result.stdout + result.stderr)
@@ -161,25 +159,20 @@ def test_server_errors_are_inert_and_hold_no_secret(tmp_path):
         return HttpError(400, f"bad credential {auth.split()[-1]} for {body['messages'][-1]}")
 
     server = DemoServer(script)
-
-    async def go() -> list[tuple[int, str, str]]:
-        async with server as url:
-            results = [await arun("ask", "--base-url", url, "--model", "m", "one",
-                                  env={"OPENAI_API_KEY": key})]
-            results.append(await arun("ask", "--base-url", url, "--model", "m", "two",
-                                      env={"OPENAI_API_KEY": key}))
-            userinfo = url.replace("http://", "http://alice:hunter2pass@")
-            results.append(await arun("ask", "--base-url", userinfo, "--model", "m", "three",
-                                      env={"OPENAI_API_KEY": key}))
-        return results
-
-    import asyncio
-
-    first, second, third = asyncio.run(go())
-    for code, _out, err in (first, second, third):
-        assert code == 1
+    url = server.start_in_thread()
+    try:
+        env = {"OPENAI_API_KEY": key}
+        first = cli("ask", "--base-url", url, "--model", "m", "one", env=env)
+        second = cli("ask", "--base-url", url, "--model", "m", "two", env=env)
+        userinfo = url.replace("http://", "http://alice:hunter2pass@")
+        third = cli("ask", "--base-url", userinfo, "--model", "m", "three", env=env)
+    finally:
+        server.stop_thread()
+    for result in (first, second, third):
+        assert result.returncode == 1
+        err = result.stderr
         assert_inert(err)
         assert key not in err and "hunter2pass" not in err and "alice" not in err
-    assert "[@click=app.quit]ERR[/]" in first[2] and "␛]52;c;" in first[2]
-    assert "***" in first[2] and "***" in second[2]
-    assert "http://***@127.0.0.1" in third[2]
+    assert "[@click=app.quit]ERR[/]" in first.stderr and "␛]52;c;" in first.stderr
+    assert "***" in first.stderr and "***" in second.stderr
+    assert "http://***@127.0.0.1" in third.stderr

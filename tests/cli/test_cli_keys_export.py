@@ -1,8 +1,8 @@
 """The command line as a new user meets it: keys, bad data dirs, exports, read-only.
 
-Each test runs ``python -m selfref_tui`` in a subprocess against a real store
-made in this process (the data dir comes from the autouse fixture's
-``SELFREF_DATA_DIR``).
+Each test runs the command line against a real store made in this process (the
+data dir comes from the autouse fixture's ``SELFREF_DATA_DIR``); the read-only
+test runs it as a real second process, as a person would beside the app.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from selfref_tui.selfref.reference import SelfReference
-from tests.cli.test_cli import one_line, run
+from tests.cli.helpers import cli, one_line, run
 from tests.selfref.helpers import turn
 
 
@@ -26,29 +26,29 @@ def test_keys_list_shows_empty_keys_and_hides_forks_unless_all():
         store.open("main::fork::1").commit(turn(1))
         assert store.create("drafts") is True  # made in the app, no message yet
         assert store.create("drafts") is False
-    listed = json.loads(run("keys", "list", "--json").stdout)
+    listed = json.loads(cli("keys", "list", "--json").stdout)
     assert {row["key"]: row["messages"] for row in listed} == {"main": 2, "drafts": 0}
-    every = json.loads(run("keys", "list", "--all", "--json").stdout)
+    every = json.loads(cli("keys", "list", "--all", "--json").stdout)
     assert {row["key"] for row in every} == {"main", "drafts", "main::fork::1"}
-    text = run("keys", "list").stdout
+    text = cli("keys", "list").stdout
     assert "drafts" in text and "fork" not in text
 
 
 def test_a_data_dir_that_is_a_file_is_a_usage_error_naming_its_setting(tmp_path):
     not_a_dir = tmp_path / "file"
     not_a_dir.write_text("x")
-    listed = run("keys", "list", "--data-dir", str(not_a_dir))
+    listed = cli("keys", "list", "--data-dir", str(not_a_dir))
     assert listed.returncode == 2
     assert "--data-dir" in one_line(listed.stderr) and "not a folder" in listed.stderr
-    asked = run("ask", "--demo", "hi", env={"SELFREF_DATA_DIR": str(not_a_dir)})
+    asked = cli("ask", "--demo", "hi", env={"SELFREF_DATA_DIR": str(not_a_dir)})
     assert asked.returncode == 2
     assert "SELFREF_DATA_DIR" in one_line(asked.stderr) and "--data-dir" not in asked.stderr
-    below = run("refs", "list", "--data-dir", str(not_a_dir / "sub"))
+    below = cli("refs", "list", "--data-dir", str(not_a_dir / "sub"))
     assert below.returncode == 2 and "not a folder" in one_line(below.stderr)
 
 
 def test_a_missing_config_file_is_a_usage_error(tmp_path):
-    result = run("--config", str(tmp_path / "nonexistent.toml"), "ask", "--demo", "hi")
+    result = cli("--config", str(tmp_path / "nonexistent.toml"), "ask", "--demo", "hi")
     assert result.returncode == 2
     assert "nonexistent.toml" in one_line(result.stderr) and "--config" in result.stderr
 
@@ -68,17 +68,17 @@ def test_export_to_a_folder_or_a_trailing_slash_writes_the_refs_name_inside(tmp_
     _store_refs()
     existing = tmp_path / "exports"
     existing.mkdir()
-    done = run("refs", "export", "fib", str(existing))
+    done = cli("refs", "export", "fib", str(existing))
     assert done.returncode == 0, done.stderr
     assert (existing / "fib.py").read_text() == "print(1)\n"
     fresh = tmp_path / "newdir"
-    done = run("refs", "export", "fib", f"{fresh}/")
+    done = cli("refs", "export", "fib", f"{fresh}/")
     assert done.returncode == 0, done.stderr
     assert fresh.is_dir() and (fresh / "fib.py").read_text() == "print(1)\n"
-    dashed = run("refs", "export", "--", "-dash", str(tmp_path / "dash.txt"))
+    dashed = cli("refs", "export", "--", "-dash", str(tmp_path / "dash.txt"))
     assert dashed.returncode == 0, dashed.stderr
     assert (tmp_path / "dash.txt").read_text() == "starts with a dash\n"
-    assert "refs export -- -" in run("refs", "export", "--help").stdout
+    assert "refs export -- -" in cli("refs", "export", "--help").stdout
 
 
 def test_read_only_reads_a_key_another_process_writes():

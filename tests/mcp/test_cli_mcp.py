@@ -42,10 +42,10 @@ def test_mcp_list_without_servers_says_how_to_add_one(tmp_path, capsys):
     assert "no such file" in capsys.readouterr().err
 
 
-async def test_ask_runs_trusted_and_allowed_tools_and_declines_the_rest(tmp_path):
+def test_ask_runs_trusted_and_allowed_tools_and_declines_the_rest(tmp_path):
     from selfref_tui.demo import DemoServer, Reply
     from selfref_tui.demo.script import ToolCall
-    from tests.cli.test_cli import arun
+    from tests.cli.helpers import cli
 
     config = tmp_path / "config.toml"
     config.write_text(f'''
@@ -57,11 +57,15 @@ args = [{json.dumps(str(SERVER))}]
                                 ToolCall("mcp__test__fail", {}, id="c2")]),
               Reply(text="Done.")]
     server = DemoServer(script)
-    async with server as url:
-        code, out, err = await arun(
+    url = server.start_in_thread()
+    try:
+        result = cli(
             "ask", "go", "--base-url", url, "--config", str(config), "--allow-tools",
             "mcp__test__ec*, mcp__test__long_text", "--data-dir", str(tmp_path / "data"),
             env={"OPENAI_API_KEY": "sk-test"})
+    finally:
+        server.stop_thread()
+    code, out, err = result.returncode, result.stdout, result.stderr
     assert code == 0, err
     assert out == "Done.\n"
     results = {m["tool_call_id"]: m["content"] for m in server.requests[1]["messages"]

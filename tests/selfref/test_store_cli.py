@@ -10,48 +10,18 @@ import contextlib
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from selfref_tui.cli import main
 from selfref_tui.selfref import SelfReference
 from selfref_tui.selfref.store import LOG_NAME
+from tests.cli.helpers import cli, one_line, run
 
-from .helpers import ROOT, turn
+from .helpers import turn
 
 ROOT_USER = os.geteuid() == 0
-
-
-@dataclass
-class Result:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-@pytest.fixture
-def cli(capsys):
-    """The real command line, in this process (a child per call would cost seconds)."""
-
-    def run(*args: str) -> Result:
-        capsys.readouterr()
-        code = main(list(args))
-        out, err = capsys.readouterr()
-        return Result(code, out, err)
-
-    return run
-
-
-def cli_process(*args: str) -> subprocess.CompletedProcess:
-    """In a child process with a timeout: for what could hang."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-m", "selfref_tui", *args], capture_output=True,
-                          text=True, env=env, timeout=60, cwd=ROOT)
 
 
 def make_key(tmp_path: Path, key: str = "main") -> Path:
@@ -84,13 +54,7 @@ def denied(path: Path, mode: int) -> Iterator[None]:
             path.chmod(before)
 
 
-def one_line(text: str) -> str:
-    lines = text.strip().splitlines()
-    assert len(lines) == 1, text
-    return lines[0]
-
-
-def test_a_read_only_log_is_exit_3_naming_the_file(tmp_path, cli):
+def test_a_read_only_log_is_exit_3_naming_the_file(tmp_path):
     log = make_key(tmp_path)
     with denied(log, 0o400):
         result = cli("ask", "--demo", "hello")
@@ -100,7 +64,7 @@ def test_a_read_only_log_is_exit_3_naming_the_file(tmp_path, cli):
     assert "answer 2" in log.read_text()
 
 
-def test_a_folder_without_access_is_exit_3_naming_it(tmp_path, cli):
+def test_a_folder_without_access_is_exit_3_naming_it(tmp_path):
     log = make_key(tmp_path)
     folder = log.parent if not ROOT_USER else log.parent.parent  # root: no new key folder
     key = "main" if not ROOT_USER else "fresh"
@@ -114,7 +78,7 @@ def test_a_folder_without_access_is_exit_3_naming_it(tmp_path, cli):
         assert str(folder) in line and "SELFREF_DATA_DIR" in line
 
 
-def test_damage_is_salvaged_and_reported_on_stderr(tmp_path, cli):
+def test_damage_is_salvaged_and_reported_on_stderr(tmp_path):
     log = make_key(tmp_path)
     lines = log.read_bytes().split(b"\n")
     lines[2] = lines[2].replace(b"answer 1", b"answer !")  # a flipped byte, line 3
@@ -135,9 +99,10 @@ def test_damage_is_salvaged_and_reported_on_stderr(tmp_path, cli):
 
 
 def test_a_fifo_log_is_exit_3_and_never_hangs(tmp_path):
+    """In a real child with a timeout: an open that blocked would hang this process."""
     log = make_key(tmp_path)
     log.unlink()
     os.mkfifo(log)
-    result = cli_process("refs", "list")
+    result = run("refs", "list")
     assert result.returncode == 3, result.stderr
     assert "FIFO" in one_line(result.stderr) and str(log) in result.stderr

@@ -11,7 +11,7 @@ from textual import events
 
 from selfref_tui.demo.script import Reply
 from selfref_tui.demo.server import DemoServer
-from tests.cli.test_cli import arun
+from tests.cli.helpers import arun
 from tests.hostile import assert_inert, hostile
 from tests.ui.helpers import make_app, started, wait_until
 
