@@ -24,17 +24,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
-from textual.content import Content
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, TextArea
 
 from selfref_tui.agent.controller import (
-    STARTING,
     ChatController,
-    KeyOpenError,
     Refused,
-    typed_inputs,
 )
 from selfref_tui.config import AppConfig
 from selfref_tui.safety import inert, inert_line, redact
@@ -43,6 +39,7 @@ from selfref_tui.ui import commands as slash
 from selfref_tui.ui.event_bridge import EventBridge
 from selfref_tui.ui.focus_ring import FocusRing
 from selfref_tui.ui.gc_pauses import QUIET_S, GcPauses
+from selfref_tui.ui.key_actions import KeyActions
 from selfref_tui.ui.keymap import BINDINGS, check_keymap
 from selfref_tui.ui.lazy_import import LazyModule
 from selfref_tui.ui.ref_actions import RefActions
@@ -75,7 +72,7 @@ ESC_REPEAT_S = 0.5
 PLACEHOLDER = "Message  (Enter send · shift+enter/ctrl+j newline · / commands · F1 help)"
 
 
-class SelfRefApp(EventBridge, FocusRing, RefActions, App[int]):
+class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
     #: absolute, so subclasses (tests, benchmarks) in other directories find it
     CSS_PATH = str(Path(__file__).with_name("app.tcss"))
     TITLE = "selfref-tui"
@@ -289,42 +286,6 @@ class SelfRefApp(EventBridge, FocusRing, RefActions, App[int]):
         await self.controller.load_token_encoder()
         self._refresh_usage()
 
-    async def open_key(self, key: str) -> bool:
-        """Show ``key``: its history (tail first), experiences, refs and forks."""
-        self.header.key, self.header.status = key, "loading…"
-        self.sidebar.experiences = self.sidebar.refs = None  # "Loading…", not "nothing"
-        self.sidebar.meter.forget_last_answer()
-        await self.transcript.reset()
-        self.fork_panel.clear()
-        try:
-            opened = await self.controller.open_key(key)
-        except KeyOpenError as exc:
-            self.header.status = "unavailable"
-            self.sidebar.experiences = self.sidebar.refs = ()  # not "loading…" forever
-            await self.transcript.add_error(str(exc), "store")
-            if exc.expected:
-                self.notify(str(exc), title=f"Memory key {key!r}", severity="error", timeout=10)
-            return False
-        if opened.salvaged:
-            await self.transcript.add_error(opened.salvaged, "store")
-            self.notify(opened.salvaged, title=f"Memory key {key!r}", severity="error", timeout=10)
-        for warning in opened.warnings:  # skipped damaged records, a torn write
-            self.notify(warning, title="Memory key", severity="warning", timeout=15)
-        memory = opened.memory
-        # Early inputs are about to be sent: no hint to flash up before them.
-        early = self.controller.early_inputs
-        self.transcript.set_empty_hint("" if early else self._empty_hint(key))
-        await self.transcript.load_history(memory.history, tail=self.tail_items)
-        self.chat_input.recall_from(typed_inputs(memory.history))
-        self._refresh_sidebar(memory)
-        forks = getattr(memory, "forks", {}) or {}
-        if forks:
-            self.fork_panel.load_forks(forks.values())
-        self.header.status = "ready"
-        self._refresh_usage()
-        self.collect_when_idle()  # loading a long history leaves garbage behind too
-        return True
-
     @work(exclusive=True, group="usage")
     async def _refresh_usage(self) -> None:
         """Token count of the next call, computed off the loop (it may encode a lot)."""
@@ -338,41 +299,6 @@ class SelfRefApp(EventBridge, FocusRing, RefActions, App[int]):
         if lists is not None:
             self.sidebar.experiences = lists.experiences
             self.sidebar.refs = lists.refs
-
-    def _empty_hint(self, key: str) -> Content:
-        """A new conversation says what the agent can do and where to look."""
-        sidebar, forks = self._key_label("toggle_sidebar", "ctrl+b"), self._key_label(
-            "toggle_forks", "ctrl+f"
-        )
-        export, helps = self._key_label("export_ref", "ctrl+s"), self._key_label("help", "f1")
-        parts: list[str | tuple[str, str]] = [
-            "A new conversation on key ",
-            (inert_line(key), "bold"),
-            ".\n\nThe agent remembers facts across sessions (the sidebar, ",
-            (sidebar, "bold $accent"),
-            "), wraps output worth keeping in refs you can export (",
-            (export, "bold $accent"),
-            "), compacts a long history by itself, and can fork helper agents (",
-            (forks, "bold $accent"),
-            ").\n\n",
-            (helps.upper() if len(helps) <= 3 else helps, "bold $accent"),
-            " keys and slash commands · ",
-            ("/context", "bold $accent"),
-            " what the model will see next",
-        ]
-        if self.config.provider.demo:
-            parts += [
-                "\n\nThe offline demo model answers: ",
-                ("show me some code", "italic"),
-                " · ",
-                ("remember that I like Python", "italic"),
-                " · ",
-                ("fork two helpers", "italic"),
-                " · ",
-                ("write something long", "italic"),
-                " (then Esc)",
-            ]
-        return Content.assemble(*parts)
 
     # -------------------------------------------------------------- input
 
@@ -553,82 +479,6 @@ class SelfRefApp(EventBridge, FocusRing, RefActions, App[int]):
             return
         self.push_screen(ContextView(plan.messages, plan.tokens, plan.tools,
                                      estimated=plan.estimated, left_out=plan.left_out))
-
-    def action_new_key(self) -> None:
-        # A locked or damaged key is exactly when a fresh one is wanted: only start-up waits.
-        self._new_key()
-
-    @work(exclusive=True, group="switch")
-    async def _new_key(self) -> None:
-        """Ask for the new key's name (a free ``chat-N`` suggested), then open it."""
-        from selfref_tui.selfref.keys import validate_key
-        from selfref_tui.ui.screens.new_key_prompt import NewKeyPrompt
-
-        if not self.ready:
-            self.refused(Refused(STARTING))
-            return
-        try:
-            suggested, existing = await self.controller.new_key_names()
-        except Refused as exc:
-            self.refused(exc)
-            return
-        name = await self.push_screen_wait(
-            NewKeyPrompt(suggested, existing=existing, validate=validate_key)
-        )
-        if name:
-            await self.switch_key(name)
-
-    @work(exclusive=True, group="switch")
-    async def action_switch_key(self) -> None:
-        if not self.ready:  # a key that failed to open is when another is wanted
-            self.refused(Refused(STARTING))
-            return
-        from selfref_tui.selfref.keys import validate_key
-        from selfref_tui.ui.screens.key_switcher import KeySwitcher
-
-        manage = not self.read_only
-        chosen = await self.push_screen_wait(
-            KeySwitcher(
-                await self.controller.person_keys(),
-                self.key,
-                validate=validate_key,
-                rename=self._rename_key if manage else None,
-                delete=self._delete_key if manage else None,
-            )
-        )
-        if chosen:
-            await self.switch_key(chosen)
-
-    async def _rename_key(self, old: str, new: str) -> list[dict[str, Any]]:
-        """The switcher's F2: the key on screen is let go, renamed, and opened again."""
-        shown = old == self.key
-        if shown and self.controller.busy:
-            from selfref_tui.selfref.errors import StoreError
-
-            raise StoreError("A turn is running; press Esc first, then rename.")
-        try:
-            await self.controller.rename_key(old, new)
-        except Exception:
-            if shown:
-                await self.open_key(old)
-            raise
-        if shown:
-            await self.open_key(new)
-        return await self.controller.person_keys()
-
-    async def _delete_key(self, key: str) -> list[dict[str, Any]]:
-        """The switcher's delete: the key's folder goes to ``<data dir>/trash``."""
-        await self.controller.delete_key(key)
-        return await self.controller.person_keys()
-
-    async def switch_key(self, key: str) -> bool:
-        """``key`` on screen (``/key``, the switcher, a new key); False when refused."""
-        try:
-            needed = self.controller.check_switch(key)
-        except Refused as exc:
-            self.refused(exc)
-            return False
-        return await self.open_key(key) if needed else True
 
     async def action_quit(self) -> None:
         prompt = self._quit_prompt

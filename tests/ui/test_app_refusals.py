@@ -1,0 +1,50 @@
+"""What the app shows when the controller refuses: nothing typed is lost."""
+
+from __future__ import annotations
+
+import asyncio
+
+from selfref_tui.demo.script import Reply
+from selfref_tui.demo.server import DemoServer
+from selfref_tui.selfref.reference import SelfReference
+from selfref_tui.ui.app import SelfRefApp
+from tests.selfref.helpers import turn
+from tests.ui.helpers import SIZE, make_app, type_and_send, wait_until
+
+
+class _GatedReadOnly(SelfRefApp):
+    """A read-only window whose start-up waits for ``gate``: typing meanwhile is early input."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, read_only=True, **kwargs)
+        self.gate = asyncio.Event()
+
+    async def load_runtime(self) -> None:
+        await self.gate.wait()
+        await super().load_runtime()
+
+
+async def test_early_input_a_read_only_window_refuses_goes_back_into_the_input(tmp_path):
+    holder = SelfReference(tmp_path / "data")
+    holder.open("main").commit(turn(1, "what is up"))
+    try:
+        server = DemoServer([Reply(text="never asked")])
+        async with server as url:
+            app = _GatedReadOnly(make_app(tmp_path, url).config)
+            async with app.run_test(size=SIZE) as pilot:
+                await type_and_send(pilot, "typed early")
+                assert [m.text for m in app.transcript.items_of("user")] == ["typed early"]
+                assert app.chat_input.text == ""
+                app.gate.set()
+                await wait_until(
+                    pilot,
+                    lambda: any("--read-only" in n.message for n in app._notifications),
+                    timeout=30,
+                    what="the refusal",
+                )
+                assert app.chat_input.text == "typed early"  # back, not lost
+                assert [m.text for m in app.transcript.items_of("user")] == ["what is up"]
+                assert not app.router.busy
+            assert server.requests == []
+    finally:
+        holder.close()
