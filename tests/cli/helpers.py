@@ -8,8 +8,9 @@ CLI tests most of the suite's time. ``python -m selfref_tui`` only adds
 
 What only a real process shows stays on :func:`run` / :func:`arun`: Ctrl+C
 (SIGINT) and a reader that leaves (EPIPE), a terminal (a pty), the module
-entry point itself, and a command against a server on the test's own event
-loop.
+entry point itself, a key locked by another process, an open that could hang
+(a FIFO), and a command beside a server on the test's own event loop (``cli``
+runs ``asyncio.run``, which cannot nest in a running loop).
 """
 
 from __future__ import annotations

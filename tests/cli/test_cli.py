@@ -19,7 +19,7 @@ import pytest
 
 from selfref_tui.demo import DemoServer, HttpError, Reply
 from selfref_tui.selfref.reference import SelfReference
-from tests.cli.helpers import ROOT, _env, arun, cli, one_line, run
+from tests.cli.helpers import ROOT, _env, cli, one_line, run
 
 
 @pytest.mark.parametrize("args", [(), ("ask",), ("refs",), ("refs", "export"),
@@ -32,12 +32,12 @@ def test_help_everywhere_documents_exit_codes(args):
 
 
 def test_usage_errors_are_one_line_exit_2(tmp_path):
-    result = run("refs")
+    result = run("refs")  # the real entry point: `python -m selfref_tui` exits with main's code
     assert result.returncode == 2 and "ACTION" in one_line(result.stderr)
-    result = run("experiences", "list", "--key", "../evil")
+    result = cli("experiences", "list", "--key", "../evil")
     assert result.returncode == 2 and one_line(result.stderr)
     (tmp_path / "config.toml").write_text("[agent\n")
-    result = run("ask", "hi")
+    result = cli("ask", "hi")
     assert result.returncode == 2 and "config.toml" in one_line(result.stderr)
 
 
@@ -221,14 +221,18 @@ def test_ask_against_a_server_and_its_failures(tmp_path):
     assert f"cannot reach {url}" in result.stderr.strip().splitlines()[-1]
 
 
-async def test_ask_tells_the_person_what_the_runtime_notices():
+def test_ask_tells_the_person_what_the_runtime_notices():
     """A Notice (here: a server that refuses stream_options) is a note on stderr."""
     server = DemoServer([Reply(text="answer")], reject_stream_options=True, models=("m1",))
-    async with server as url:
-        code, out, err = await arun("ask", "--base-url", url, "--model", "m1", "hi",
-                                    env={"OPENAI_API_KEY": "sk-test"})
-    assert code == 0, err
-    assert out == "answer\n"
+    url = server.start_in_thread()
+    try:
+        result = cli("ask", "--base-url", url, "--model", "m1", "hi",
+                     env={"OPENAI_API_KEY": "sk-test"})
+    finally:
+        server.stop_thread()
+    err = result.stderr
+    assert result.returncode == 0, err
+    assert result.stdout == "answer\n"
     assert "stream_options" in err, err
     assert "[warning]" in err or "[information]" in err, err
 

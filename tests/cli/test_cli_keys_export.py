@@ -1,8 +1,8 @@
 """The command line as a new user meets it: keys, bad data dirs, exports, read-only.
 
 Each test runs the command line against a real store made in this process (the
-data dir comes from the autouse fixture's ``SELFREF_DATA_DIR``); the read-only
-test runs it as a real second process, as a person would beside the app.
+data dir comes from the autouse fixture's ``SELFREF_DATA_DIR``); the locked key
+is tried from a real second process, as a person would beside the app.
 """
 
 from __future__ import annotations
@@ -90,12 +90,13 @@ def test_read_only_reads_a_key_another_process_writes():
         assert locked.returncode == 3
         assert "--read-only" in one_line(locked.stderr)
         assert "open the key read-only" not in locked.stderr
-        refused = run("--read-only", "experiences", "add", "a fact")
+        # reading takes no lock: these need no second process
+        refused = cli("--read-only", "experiences", "add", "a fact")
         assert refused.returncode == 2 and "--read-only" in one_line(refused.stderr)
-        listed = run("refs", "list", "--read-only", "--json")
+        listed = cli("refs", "list", "--read-only", "--json")
         assert listed.returncode == 0 and {r["id"] for r in json.loads(listed.stdout)} == {
             "fib", "-dash"}
-        shown = run("context", "show", "--read-only", "--demo", "--json")
+        shown = cli("context", "show", "--read-only", "--demo", "--json")
         assert shown.returncode == 0, shown.stderr
         assert json.loads(shown.stdout)["messages"][-1]["content"] == "answer 1"
     finally:
