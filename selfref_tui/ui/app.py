@@ -28,10 +28,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, TextArea
 
-from selfref_tui.agent.controller import (
-    ChatController,
-    Refused,
-)
+from selfref_tui.agent.controller import ChatController, Refused
 from selfref_tui.config import AppConfig
 from selfref_tui.safety import inert, inert_line, redact
 from selfref_tui.ui import command_handlers

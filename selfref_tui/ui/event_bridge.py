@@ -115,6 +115,14 @@ class EventBridge:
         # the app's show_forks, collect_when_idle, _refresh_sidebar, _refresh_usage and
         # secret_free
 
+    # The bridge's own state: class defaults, so the mixin needs no __init__ of its own.
+    #: the dispatch tables, built on the first event
+    _event_handlers: _Handlers | None = None
+    #: a sidebar refresh is scheduled
+    _sidebar_due = False
+    #: what the last sidebar refresh cost, in seconds (the next one waits five times that)
+    _sidebar_cost = 0.0
+
     def emit(self, event: ev.AgentEvent) -> None:
         """The runtime's event sink: buffer, and schedule one drain per burst."""
         if threading.get_ident() != self._thread_id:
@@ -162,9 +170,9 @@ class EventBridge:
 
     def _handlers(self) -> _Handlers:
         """The dispatch tables, built once the runtime's event types exist (after boot)."""
-        handlers = self.__dict__.get("_event_handlers")
+        handlers = self._event_handlers
         if handlers is None:
-            handlers = self.__dict__["_event_handlers"] = _Handlers(
+            handlers = self._event_handlers = _Handlers(
                 shown={
                     ev.TextDelta: self._on_text,
                     ev.ReasoningDelta: lambda _e: self._set_phase("thinking…"),
@@ -265,21 +273,20 @@ class EventBridge:
         A refresh that took long (a list of 10,000 refs) waits five times its cost
         before the next one, so the lists never take more than a sixth of the loop.
         """
-        if not self.__dict__.get("_sidebar_due"):
-            self.__dict__["_sidebar_due"] = True
-            cost = self.__dict__.get("_sidebar_cost", 0.0)
-            self.set_timer(max(SIDEBAR_EVERY_S, 5 * cost), self._refresh_sidebar_due)
+        if not self._sidebar_due:
+            self._sidebar_due = True
+            self.set_timer(max(SIDEBAR_EVERY_S, 5 * self._sidebar_cost), self._refresh_sidebar_due)
 
     def _refresh_sidebar_due(self) -> None:
         from textual.css.query import NoMatches
 
-        self.__dict__["_sidebar_due"] = False
+        self._sidebar_due = False
         started = time.perf_counter()
         try:
             self._refresh_sidebar()
         except NoMatches:  # the app is closing: its sidebar is gone
             return
-        self.__dict__["_sidebar_cost"] = time.perf_counter() - started
+        self._sidebar_cost = time.perf_counter() - started
 
     def _set_phase(self, status: str) -> None:
         """The header says what the turn is doing now (a reactive: the same value costs nothing)."""
