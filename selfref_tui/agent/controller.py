@@ -25,8 +25,10 @@ if TYPE_CHECKING:  # the runtime's imports are heavy: they wait for start_runtim
     from selfref_tui.agent.events import AgentEvent, Notice
     from selfref_tui.agent.loop import Agent
     from selfref_tui.agent.mcp.manager import McpManager
+    from selfref_tui.agent.protocols import MemoryLike
     from selfref_tui.agent.router import AgentInputRouter
     from selfref_tui.demo.server import DemoServer
+    from selfref_tui.selfref.reference import ReadOnlyReference, SelfReference
 
 #: how long the start-up check waits for the provider before calling it not answering
 PROVIDER_CHECK_S = 5.0
@@ -58,7 +60,7 @@ class OpenedKey:
     """A key the controller has just opened: what the app shows of it."""
 
     key: str
-    memory: Any
+    memory: MemoryLike
     #: the store moved a damaged log aside (kept for recovery): what it said, or ""
     salvaged: str = ""
     #: damaged records skipped, a torn write repaired…
@@ -85,7 +87,7 @@ class ChatController:
         self.key = config.key
         self.agent: Agent | None = None
         self.router: AgentInputRouter | None = None
-        self.selfref: Any = None
+        self.selfref: SelfReference | ReadOnlyReference | None = None
         self.demo_server: DemoServer | None = None
         #: the MCP servers' manager, started with the runtime
         self.mcp: McpManager | None = None
@@ -133,7 +135,9 @@ class ChatController:
         from selfref_tui.agent.window import ASSUMED_WINDOW
         from selfref_tui.selfref.reference import ReadOnlyReference, SelfReference
 
-        selfref: Any = SelfReference(self.config.data_dir, source=self.config.data_dir_source)
+        selfref: SelfReference | ReadOnlyReference = SelfReference(
+            self.config.data_dir, source=self.config.data_dir_source
+        )
         if self.read_only:
             selfref = ReadOnlyReference(selfref)
         self.selfref = selfref
@@ -267,7 +271,7 @@ class ChatController:
         warnings = list(memory.take_warnings())
         if not self.read_only:
             # A key opened here is listed (switcher, `keys list`) before its first message.
-            await asyncio.to_thread(self.selfref.create, key)
+            await asyncio.to_thread(self._store().create, key)
         previous, self.key = self.key, key
         if previous != key:
             agent.release(previous)  # another window may write it now
@@ -298,7 +302,7 @@ class ChatController:
         """A person's keys, as the switcher and `keys list` show them (forks left out)."""
         keys = [
             {"key": i.key, "messages": i.messages, "updated": i.updated}
-            for i in await asyncio.to_thread(self.selfref.keys, forks=False)
+            for i in await asyncio.to_thread(self._store().keys, forks=False)
         ]
         if self.key not in {k["key"] for k in keys}:
             keys.insert(0, {"key": self.key, "messages": 0, "updated": None})
@@ -307,7 +311,7 @@ class ChatController:
     async def new_key_names(self) -> tuple[str, set[str]]:
         """A free ``chat-N`` to suggest for a new key, and the names already taken."""
         self.check_writable("create keys")
-        existing = {info.key for info in await asyncio.to_thread(self.selfref.keys)}
+        existing = {info.key for info in await asyncio.to_thread(self._store().keys)}
         existing.add(self.key)
         n = 1
         while f"chat-{n}" in existing:
@@ -326,7 +330,7 @@ class ChatController:
             if self.busy:
                 raise StoreError("A turn is running; press Esc first, then rename.")
             self._agent().release(old)
-        await asyncio.to_thread(self.selfref.rename, old, new)
+        await asyncio.to_thread(self._store().rename, old, new)
 
     async def delete_key(self, key: str) -> None:
         """Move ``key``'s folder (and its forks') to ``<data dir>/trash``."""
@@ -334,7 +338,7 @@ class ChatController:
 
         if key == self.key:
             raise StoreError("This key is on screen; switch to another key, then delete it.")
-        await asyncio.to_thread(self.selfref.trash, key)
+        await asyncio.to_thread(self._store().trash, key)
 
     # ------------------------------------------------------------- input
 
@@ -430,7 +434,7 @@ class ChatController:
             return None
         return key, plan.tokens, agent.context_window, plan.estimated
 
-    def sidebar_lists(self, memory: Any | None = None) -> SidebarLists | None:
+    def sidebar_lists(self, memory: MemoryLike | None = None) -> SidebarLists | None:
         """The key's experiences and refs; None while no key is open."""
         if memory is None:
             if self.agent is None or self.key_error:
@@ -485,6 +489,11 @@ class ChatController:
         if self.agent is None:
             raise Refused(STARTING)
         return self.agent
+
+    def _store(self) -> SelfReference | ReadOnlyReference:
+        if self.selfref is None:
+            raise Refused(STARTING)
+        return self.selfref
 
     def _router(self) -> AgentInputRouter:
         if self.router is None:
