@@ -286,10 +286,16 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
     @work(exclusive=True, group="usage")
     async def _refresh_usage(self) -> None:
         """Token count of the next call, computed off the loop (it may encode a lot)."""
+        from textual.css.query import NoMatches
+
         usage = await self.controller.usage()
-        if usage is not None and usage[0] == self.key:
+        if usage is None or usage[0] != self.key:
+            return  # another key is on screen by now
+        try:
             meter = self.sidebar.meter
-            _key, meter.tokens, meter.window, meter.estimated = usage
+        except NoMatches:  # the app closed while it counted
+            return
+        _key, meter.tokens, meter.window, meter.estimated = usage
 
     def _refresh_sidebar(self, memory: Any | None = None) -> None:
         lists = self.controller.sidebar_lists(memory)
