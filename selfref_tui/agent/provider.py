@@ -620,18 +620,23 @@ def _choice_chunks(choice: Any) -> list[Chunk]:
 def _batch_chunks(batch: list[Any]) -> tuple[list[Chunk], _MalformedChunk | None]:
     """The typed chunks of a batch of events, neighbours of one kind joined.
 
-    A backlog of 400 one-token events becomes one ``TextChunk``: everything
-    after the provider (the loop, the ref parser, the events, the transcript)
-    then pays per batch, not per token. What a malformed event is preceded by
-    is returned with its error, so the part that arrived is kept.
+    A backlog of 400 one-token events becomes one ``TextChunk`` (and a call's
+    argument pieces one ``ToolCallChunk``): everything after the provider (the
+    loop, the ref parser, the events, the transcript) then pays per batch, not
+    per token. What a malformed event is preceded by is returned with its
+    error, so the part that arrived is kept.
     """
     out: list[Chunk] = []
-    parts: list[str] = []  # text of the run of TextChunks (or ReasoningChunks) at the end
-    run: type | None = None
+    parts: list[str] = []  # the texts of the run out[-1] heads, joined once at its end
+    run: Any = None  # what a chunk must be to join the run: a type, or ("call", index)
 
     def close_run() -> None:
-        if run is not None and len(parts) > 1:
-            out[-1] = run("".join(parts))
+        if len(parts) > 1:
+            head = out[-1]
+            if type(head) is ToolCallChunk:
+                out[-1] = ToolCallChunk(head.index, head.id, head.name, "".join(parts))
+            else:
+                out[-1] = type(head)("".join(parts))  # type: ignore[call-arg]
         parts.clear()
 
     try:
@@ -641,22 +646,23 @@ def _batch_chunks(batch: list[Any]) -> tuple[list[Chunk], _MalformedChunk | None
             for choice in _field(event, "choices", list) or ():
                 for chunk in _choice_chunks(choice):
                     kind = type(chunk)
-                    if kind is run:
-                        parts.append(chunk.text)  # type: ignore[union-attr]
+                    if kind is ToolCallChunk:
+                        joins = (run == ("call", chunk.index)  # type: ignore[union-attr]
+                                 and chunk.id is None and chunk.name is None)  # type: ignore[union-attr]
+                        key: Any = ("call", chunk.index)  # type: ignore[union-attr]
+                        text = chunk.arguments  # type: ignore[union-attr]
+                    else:
+                        joins = kind is run
+                        key = kind if kind is TextChunk or kind is ReasoningChunk else None
+                        text = getattr(chunk, "text", "")
+                    if joins:
+                        parts.append(text)
                         continue
                     close_run()
-                    run = None
-                    last = out[-1] if out else None
-                    if (kind is ToolCallChunk and type(last) is ToolCallChunk
-                            and last.index == chunk.index  # type: ignore[union-attr]
-                            and chunk.id is None and chunk.name is None):  # type: ignore[union-attr]
-                        out[-1] = ToolCallChunk(last.index, last.id, last.name,
-                                                last.arguments + chunk.arguments)  # type: ignore[union-attr]
-                        continue
                     out.append(chunk)
-                    if kind is TextChunk or kind is ReasoningChunk:
-                        run = kind
-                        parts.append(chunk.text)  # type: ignore[union-attr]
+                    run = key
+                    if key is not None:
+                        parts.append(text)
             usage = event.get("usage")
             if type(usage) is dict:
                 close_run()
