@@ -5,7 +5,8 @@
 Every case runs in a fresh process (its peak memory is its own): a headless
 app (``App.run_test``, 120x40) streams one answer from the in-package demo
 server, run in a child process as fast as it can send, over real HTTP, the
-same way ``bench/stream_bench.py`` does. Printed per case:
+same way ``bench/stream_bench.py`` does, once the app is done starting (its
+token encoding loaded, see ``stream_bench.started``). Printed per case:
 
 - ``shown``: seconds from the server writing the answer's last chunk to the
   frame that shows the whole answer (the transcript has drawn every event);
@@ -109,7 +110,7 @@ def peak_mb() -> float:
 
 
 async def run_case(kind: str, n: int, timeout: float) -> dict:
-    from bench.stream_bench import BenchApp
+    from bench.stream_bench import BenchApp, started
     from selfref_tui.agent import events as ev
     from selfref_tui.config import AppConfig, ProviderConfig
 
@@ -144,8 +145,7 @@ async def run_case(kind: str, n: int, timeout: float) -> dict:
             config = AppConfig(provider=provider, data_dir=data)
             app = ScaleApp(config)
             async with app.run_test(size=SIZE) as pilot:
-                while not (app.ready and app.header.status == "ready"):
-                    await pilot.pause(0.02)
+                await started(app, pilot)
                 await pilot.press("g", "o")
                 from textual import events
 
