@@ -361,18 +361,24 @@ class ChatController:
                 "selfref-tui without --read-only once no other window writes this key."
             )
 
-    def submit(self, text: str) -> Literal["early", "started", "queued"]:
+    def submit(self, text: str, images: Sequence[str] = ()) -> Literal["early", "started",
+                                                                          "queued"]:
         """Send a message: a new turn, or queued into the running one.
 
         Before the runtime is ready it is kept (``"early"``) and goes out, in
         order, when :meth:`take_early_inputs` is called once the key is open.
+        ``images`` (``data:`` URLs) go with it; a message with images is not
+        kept early (refused: it stays in the input until the key is open).
         """
         if not self.ready:
+            if images:
+                raise Refused("Still starting up; your message and its images stay in the "
+                              "input — send them in a moment.")
             self._early.append(text)
             return "early"
         self.check_ready()
         self.check_writable("send messages")
-        return self._router().submit(text)  # type: ignore[return-value]
+        return self._router().submit(text, images)  # type: ignore[return-value]
 
     @property
     def early_inputs(self) -> list[str]:

@@ -328,7 +328,7 @@ def _checked(path: str | os.PathLike[str]) -> str:
 
 def write_file(
     path: str | os.PathLike[str],
-    content: str,
+    content: str | bytes,
     *,
     mode: str = "write",
     insert_at_line: int | None = None,
@@ -345,12 +345,14 @@ def write_file(
     if mode not in MODES:
         raise FileWriteError(f"mode must be write, append or insert, not {mode!r}",
                              "invalid_parameter")
-    if not isinstance(content, str):
+    if isinstance(content, bytes) and mode != "write":  # a person's image export
+        raise FileWriteError("bytes can only be written whole (mode write)", "invalid_parameter")
+    if not isinstance(content, (str, bytes)):
         raise FileWriteError("content must be text", "invalid_parameter")
     if insert_at_line is not None and mode != "insert":
         raise FileWriteError("insert_at_line only applies to mode insert", "invalid_parameter")
     try:
-        data = content.encode("utf-8")
+        data = content if isinstance(content, bytes) else content.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise FileWriteError(f"the content is not valid text ({exc.reason}); nothing was "
                              "written", "invalid_parameter") from None

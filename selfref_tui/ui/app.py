@@ -17,7 +17,7 @@ before that is kept by the controller and sent when the key is open.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -310,24 +310,27 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
         text = message.text
         if slash.is_command(text):
             if await self.run_command(text):
-                message.chat_input.accept(text)
+                message.chat_input.accept(text, keep_images=True)
             return
         text = slash.unescape(text)
+        images = message.images
         try:
-            outcome = self.controller.submit(text)
+            outcome = self.controller.submit(text, [image.url for image in images])
         except Refused as exc:
             self.refused(exc, " Your text is still in the input.")
             return
         message.chat_input.accept(message.text)
-        await self._show_sent(text, outcome)
+        await self._show_sent(text, outcome, [(image.url, image.name) for image in images])
 
     async def _send(self, text: str) -> None:
         """Through the controller, then on screen (raises :class:`Refused`)."""
         await self._show_sent(text, self.controller.submit(text))
 
-    async def _show_sent(self, text: str, outcome: str) -> None:
-        """A sent message on screen: queued while a turn (or start-up) runs."""
-        await self.transcript.add_user(text, queued=outcome != "started")
+    async def _show_sent(self, text: str, outcome: str,
+                         images: Sequence[tuple[str, str]] = ()) -> None:
+        """A sent message on screen: queued while a turn (or start-up) runs; its images
+        ((data URL, file name) pairs) under it."""
+        await self.transcript.add_user(text, queued=outcome != "started", images=images)
         if outcome != "early":
             self.transcript.scroll_bottom()  # what one sends is followed, wherever one reads
 

@@ -129,3 +129,23 @@ async def _export(app: SelfRefApp, command: Command) -> bool:
     ref_id, *path = command.args
     app.export_ref_by_id(ref_id, path[0] if path else None)
     return True
+
+
+@handler("attach", needs_agent=False)
+async def _attach(app: SelfRefApp, command: Command) -> bool:
+    """The image becomes a chip in the input, sent with the next message.
+
+    Read in a thread (up to 20 MB); a refusal (no such file, a folder, not an
+    image, too big) is one line and keeps the command in the input to fix.
+    """
+    import asyncio
+
+    from selfref_tui.selfref.attach import AttachError, read_image
+
+    try:
+        image = await asyncio.to_thread(read_image, command.text)
+    except AttachError as exc:
+        app.notify(str(exc), severity="warning", timeout=8)
+        return False
+    app.chat_input.add_image(image)
+    return True

@@ -54,6 +54,14 @@ COMMANDS: tuple[CommandSpec, ...] = (
         rest_is_text=True,
     ),
     CommandSpec(
+        "attach",
+        "/attach PATH",
+        "Add an image (PNG, JPEG, WebP or GIF, up to 20 MB) to your next message",
+        min_args=1,
+        max_args=1,
+        rest_is_text=True,
+    ),
+    CommandSpec(
         "key", "/key NAME", "Switch to memory key NAME (created when new)", min_args=1, max_args=1
     ),
     CommandSpec("new", "/new", "Start a fresh memory key"),

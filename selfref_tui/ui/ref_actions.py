@@ -2,7 +2,8 @@
 
 ctrl+r copies the highlighted message, code block or ref (a ref as an export
 writes it); ctrl+s and ``/export`` write a ref to a file through the export
-dialog, asking before an existing file is overwritten.
+dialog, asking before an existing file is overwritten; ctrl+s on a highlighted
+image writes its bytes the same way.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from textual import work
 
 from selfref_tui.safety import inert_line
+from selfref_tui.ui.transcript.image import ImageItem
 
 if TYPE_CHECKING:
     from selfref_tui.agent.controller import ChatController
@@ -64,6 +66,10 @@ class RefActions:
         )
 
     def action_export_ref(self) -> None:
+        highlighted = self.transcript.highlighted
+        if isinstance(highlighted, ImageItem):
+            self.export_image(highlighted)
+            return
         block = self.transcript.target_ref()
         if block is None:
             self.notify("No ref to export yet.", severity="warning")
@@ -92,42 +98,57 @@ class RefActions:
         so nothing typed is lost; the next export starts in the folder used last.
         """
         from selfref_tui.refs.export import export_plan
+
+        plan = export_plan(ref_id, content)
+        await self._export_file(ref_id, f"ref:{ref_id}", plan.suggested_name, plan.content,
+                                plan.content, path)
+
+    @work(exclusive=True, group="export")
+    async def export_image(self, image: ImageItem, path: str | None = None) -> None:
+        """The image's bytes, as they came, to a file (the same dialog and path rules; an
+        existing file may be overwritten, never appended to)."""
+        await self._export_file("", "image", image.suggested_name, image.title, image.data,
+                                path)
+
+    async def _export_file(self, ref_id: str, what: str, suggested_name: str, preview: str,
+                           data: str | bytes, path: str | None) -> None:
         from selfref_tui.selfref.export_path import export_target
         from selfref_tui.selfref.files import write_file
         from selfref_tui.ui.screens.export_dialog import ExportDialog
         from selfref_tui.ui.screens.overwrite_prompt import OverwritePrompt
 
-        plan = export_plan(ref_id, content)
         typed = path
         error = ""
         folder = self._last_export_dir or Path.cwd()
+        text = isinstance(data, str)
         while True:
             if typed is None or error:
                 typed = await self.push_screen_wait(
                     ExportDialog(
                         ref_id,
-                        typed or str(folder / plan.suggested_name),
-                        preview=plan.content,
+                        typed or str(folder / suggested_name),
+                        preview=preview,
                         error=error,
-                        suggested_name=plan.suggested_name,
+                        suggested_name=suggested_name,
+                        title=f"Export {what}",
                     )
                 )
                 if not typed:
                     return
             try:
-                target = export_target(typed, plan.suggested_name)
+                target = export_target(typed, suggested_name)
             except ValueError as exc:
                 error = str(exc)
                 continue
             mode = "write"
             if target.is_file():
-                mode = await self.push_screen_wait(OverwritePrompt(str(target)))
+                mode = await self.push_screen_wait(OverwritePrompt(str(target), append=text))
                 if mode not in ("overwrite", "append"):
                     self.notify("Export cancelled.")
                     return
                 mode = "write" if mode == "overwrite" else "append"
             try:
-                written = write_file(target, plan.content, mode=mode, roots=None, separate=True)
+                written = write_file(target, data, mode=mode, roots=None, separate=True)
             except Exception as exc:  # the writer's message names the file and the cause
                 message = str(exc)
                 error = message[:1].upper() + message[1:]
@@ -136,4 +157,4 @@ class RefActions:
         resolved = Path(written).resolve()
         self._last_export_dir = resolved.parent
         verb = "Appended" if mode == "append" else "Wrote"
-        self.notify(inert_line(f"{verb} ref:{ref_id} to {resolved}"), timeout=6, markup=False)
+        self.notify(inert_line(f"{verb} {what} to {resolved}"), timeout=6, markup=False)

@@ -17,7 +17,7 @@ from selfref_tui.context.mutations import (
 )
 from selfref_tui.ui.transcript.image import MAX_PIXELS, ImageItem
 from tests.hostile import CORPUS, assert_inert
-from tests.ui.test_widgets_transcript import TranscriptApp, shown
+from tests.ui.test_widgets_transcript import TranscriptApp, shown, wait_until
 
 K = "main"
 
@@ -143,3 +143,20 @@ async def test_stored_tool_images_come_back_under_their_call():
         (card,) = t.items_of("tool")
         assert card.tool_name == "mcp__pics__draw" and "Result of draw" in (card.result or "")
         assert "40×20 px" in t.shown_text(t.items_of("image")[0])
+
+
+async def test_a_big_image_is_decoded_off_the_event_loop_then_drawn():
+    import os
+
+    noise = Image.frombytes("RGB", (600, 400), os.urandom(600 * 400 * 3))
+    out = io.BytesIO()
+    noise.save(out, "PNG")
+    assert len(out.getvalue()) > 512 * 1024  # over SYNC_BYTES
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        t = app.t
+        await show_tool_image(t, data_url("image/png", out.getvalue()))
+        (image,) = t.items_of("image")
+        assert "decoding…" in t.shown_text(image)  # drawn at once, without the picture
+        await wait_until(pilot, lambda: "▀" in t.shown_text(image))
+        assert "600×400 px" in t.shown_text(image)

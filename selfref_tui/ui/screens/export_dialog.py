@@ -57,11 +57,14 @@ class ExportDialog(ModalScreen[str | None]):
         preview: str = "",
         error: str = "",
         suggested_name: str = "",
+        title: str = "",
     ) -> None:
         """``error`` is shown under the path: the app re-opens the dialog with the
-        person's path and what went wrong, so a failed write loses nothing typed."""
+        person's path and what went wrong, so a failed write loses nothing typed.
+        ``title`` names what is exported when it is not a ref (an image)."""
         super().__init__()
         self.ref_id = ref_id
+        self.title_text = title or f"Export ref:{ref_id}"
         self.suggested_path = suggested_path
         self.preview = preview
         self.error = error
@@ -69,7 +72,7 @@ class ExportDialog(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
-            dialog.border_title = content(f"Export ref:{self.ref_id}", line=True)
+            dialog.border_title = content(self.title_text, line=True)
             if self.preview:
                 lines = self.preview.splitlines()
                 shown = "\n".join(lines[:5]) + ("\n…" if len(lines) > 5 else "")

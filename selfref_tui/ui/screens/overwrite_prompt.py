@@ -42,27 +42,33 @@ class OverwritePrompt(ModalScreen[str]):
         Binding("escape", "choose('cancel')", "Cancel", show=False, id="overwrite.escape"),
     ]
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, append: bool = True) -> None:
+        """``append=False`` (an image: bytes cannot be added to a file's end) offers
+        overwrite and cancel only."""
         super().__init__()
         self.path = path
+        self.append = append
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
             dialog.border_title = "File exists"
             yield Static(content(self.path), id="path")
-            yield Static("This file already exists. Replace it, or add the ref at its end?")
+            yield Static("This file already exists. Replace it, or add the ref at its end?"
+                         if self.append else "This file already exists. Replace it?")
             with Horizontal(id="buttons"):
                 yield Button(
                     Content.from_markup("[u]O[/u]verwrite"), id="overwrite", variant="warning"
                 )
-                yield Button(Content.from_markup("[u]A[/u]ppend"), id="append", variant="primary")
+                if self.append:
+                    yield Button(Content.from_markup("[u]A[/u]ppend"), id="append",
+                                 variant="primary")
                 yield Button(Content.from_markup("[u]C[/u]ancel"), id="cancel")
 
     def on_mount(self) -> None:
         self.query_one("#cancel", Button).focus()
 
     def action_choose(self, choice: str) -> None:
-        if choice in CHOICES:
+        if choice in CHOICES and (self.append or choice != "append"):
             self.dismiss(choice)
 
     @on(Button.Pressed)

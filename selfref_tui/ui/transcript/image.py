@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 #: the largest picture decoded (width × height); a bigger one is named, not drawn
 MAX_PIXELS = 25_000_000
 #: the picture's size in cells, at most (each cell shows two pixels, one above the other)
+#: a bigger image is decoded in a thread (a 20 MB PNG takes ~0.5 s), smaller ones at once
+SYNC_BYTES = 512 * 1024
 MAX_COLUMNS = 64
 MAX_ROWS = 20
 _FORMATS = ("PNG", "JPEG", "WEBP", "GIF")
@@ -65,6 +67,7 @@ class ImageItem(Item):
     _data: bytes | None = None
     _error: str = ""
     _decoded: bool = False
+    _pending: bool = False
     #: (width, height) in pixels, once read
     pixels: tuple[int, int] | None = None
     _thumb: Any = None  # a small RGBA Pillow image
@@ -99,6 +102,14 @@ class ImageItem(Item):
         return EXTENSIONS.get(self.mime, "bin")
 
     @property
+    def suggested_name(self) -> str:
+        """A file name for an export: the attached file's stem, or ``image-N``, and the
+        extension its bytes say (only letters, digits, ``-``, ``_`` and ``.`` kept)."""
+        stem = self.name.rsplit("/", 1)[-1].rsplit(".", 1)[0] if self.name else ""
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("._") or f"image-{self.serial}"
+        return f"{stem[:80]}.{self.extension}"
+
+    @property
     def error(self) -> str:
         """Why it cannot be shown ("" when it can); decodes on first use."""
         self.decode()
@@ -122,20 +133,29 @@ class ImageItem(Item):
         return self.title
 
     def decode(self) -> None:
-        """Read the picture once (Pillow, imported here); a failure becomes :attr:`error`."""
+        """Read the picture once (Pillow, imported here); a failure becomes :attr:`error`.
+
+        Safe to run in a thread: the item changes only at the end, in one step.
+        """
         if self._decoded:
             return
+        thumb, pixels, error = None, None, self._error
+        if not error:
+            try:
+                thumb, pixels = _thumbnail(self.data)
+            except _Refused as exc:
+                error, pixels = exc.reason, exc.pixels
+            except MemoryError:
+                error = "out of memory"
+            except Exception as exc:  # hostile bytes: any decoder failure is a reason
+                error = _reason(exc)
+        self._thumb, self.pixels, self._error = thumb, pixels, error
         self._decoded = True
-        if self._error:
-            return
-        try:
-            self._thumb, self.pixels = _thumbnail(self.data)
-        except _Refused as exc:
-            self._error, self.pixels = exc.reason, exc.pixels
-        except MemoryError:
-            self._error = "out of memory"
-        except Exception as exc:  # hostile bytes: any decoder failure is a reason, not a crash
-            self._error = _reason(exc)
+
+    @property
+    def decode_waits(self) -> bool:
+        """Too big to decode on the event loop (:data:`SYNC_BYTES`) and not decoded yet."""
+        return not self._decoded and len(self.data) > SYNC_BYTES
 
     def cells(self, width: int) -> tuple[int, int]:
         """The picture's size in cells (columns, rows) at ``width`` columns available."""
@@ -202,18 +222,40 @@ def draw(painter: Painter, row: Row) -> list[Line]:
 
     item = row.item
     assert isinstance(item, ImageItem)
-    item.decode()  # the title names the pixel size
+    waiting = item.decode_waits
+    if waiting:
+        _decode_in_thread(item, painter.widget)
+    else:
+        item.decode()  # the title names the pixel size
     p = painter.p
     bg = Style(bgcolor=p.mix(p.primary if item.highlighted else p.fg,
                              0.12 if item.highlighted else 0.04))
     bar = p.style(p.accent, bold=True) if item.highlighted else p.style(p.fg, 0.2)
     inner = painter.width - 2 - 3
     body = painter._content(content(item.title, "bold" if item.highlighted else ""), inner)
-    if item.error:
+    if waiting:
+        body += painter._text("decoding…", inner, "italic")
+    elif item.error:
         body += painter._text(f"image could not be shown ({item.error})", inner, "italic $warning")
     else:
         body += _picture(item, inner, p.bg.rgb)
     return painter._bar_lines(painter._with_bg(body, bg), bar, bg, indent=2)
+
+
+def _decode_in_thread(item: ImageItem, widget: Any) -> None:
+    """Decode a big image off the event loop (once); the block is drawn again when done."""
+    if item._pending:
+        return
+    item._pending = True
+
+    async def decode() -> None:
+        import asyncio
+
+        await asyncio.to_thread(item.decode)
+        item.touch()
+        widget.redraw()
+
+    widget.run_worker(decode(), group="image-decode", exit_on_error=False)
 
 
 def _picture(item: ImageItem, width: int, background: tuple[int, int, int]) -> list[Strip]:

@@ -14,7 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from selfref_tui.ui.transcript.image import content_images, image_items, multimodal_items
+from selfref_tui.ui.transcript.image import (
+    ImageItem,
+    content_images,
+    image_items,
+    multimodal_items,
+)
 from selfref_tui.ui.transcript.model import (
     AnswerItem,
     DividerItem,
@@ -63,8 +68,14 @@ class TranscriptModel:
         self.structure += 1
         return item
 
-    def add_user(self, text: str, *, queued: bool = False) -> UserItem:
-        return self._add(UserItem(text=text, queued=queued))  # type: ignore[return-value]
+    def add_user(self, text: str, *, queued: bool = False,
+                 images: Sequence[tuple[str, str]] = ()) -> UserItem:
+        """A person's message; ``images`` ((data URL, file name) pairs) are shown under it."""
+        item = UserItem(text=text, queued=queued)
+        self._add(item)
+        for url, name in images:
+            self._add(ImageItem(url=url, name=name, source="attached", owner=item))
+        return item
 
     def add_error(self, message: str, kind: str = "internal", detail: str = "") -> ErrorItem:
         item = ErrorItem(message=message, error_kind=kind, detail=detail)

@@ -8,13 +8,17 @@ A long paste (more than :data:`PASTE_LINES` lines or :data:`PASTE_CHARS`
 characters) is shown as a one-line chip, ``[pasted 140 lines #1]``, so the
 input stays readable; ctrl+g expands the chips in place, and what is sent is
 always the full text.
+
+An image added with ``/attach`` is a chip too, ``[image cat.png 120.5 KB #1]``:
+it goes with the next message while its chip is in the input; deleting the
+chip (backspace right after it takes the whole chip) removes the image.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import events
 from textual.binding import Binding, BindingType
@@ -23,12 +27,26 @@ from textual.widgets import TextArea
 
 from selfref_tui.safety import inert
 
+if TYPE_CHECKING:
+    from selfref_tui.selfref.attach import Attachment
+
 NEWLINE_KEYS = ("shift+enter", "ctrl+j")
 
 #: a paste longer than this (lines or characters) is shown as a chip
 PASTE_LINES = 20
 PASTE_CHARS = 2000
 _CHIP = re.compile(r"\[pasted (?:\d+ lines|[\d,]+ characters) #(\d+)\]")
+
+
+_IMAGE_CHIP = re.compile(r"\[image [^\]\n]* #(\d+)\]")
+
+
+def image_chip(name: str, size: int, number: int) -> str:
+    """``[image cat.png 120.5 KB #1]``; brackets and ``#`` in the name are left out."""
+    from selfref_tui.ui.transcript.image import human_size
+
+    shown = re.sub(r"[\[\]#\n]", "_", name) or "image"
+    return f"[image {shown} {human_size(size)} #{number}]"
 
 
 def chip_label(text: str, number: int) -> str:
@@ -68,6 +86,8 @@ class ChatInput(TextArea):
 
         chat_input: ChatInput
         text: str
+        #: images attached with ``/attach`` whose chips are in the input
+        images: tuple[Attachment, ...] = ()
 
         @property
         def control(self) -> ChatInput:
@@ -95,14 +115,21 @@ class ChatInput(TextArea):
         self._recall_index: int | None = None
         #: chip number -> the pasted text it stands for
         self.pastes: dict[int, str] = {}
+        #: chip number -> an attached image
+        self.images: dict[int, Attachment] = {}
 
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "enter":
             event.stop()
             event.prevent_default()
             text = self.full_text.strip()
-            if text:
-                self.post_message(self.Submitted(self, text))
+            images = self.attached
+            if text or images:
+                self.post_message(self.Submitted(self, text, images))
+            return
+        if event.key == "backspace" and self._delete_image_chip():
+            event.stop()
+            event.prevent_default()
             return
         if event.key in NEWLINE_KEYS:
             event.stop()
@@ -112,20 +139,80 @@ class ChatInput(TextArea):
             return
         await super()._on_key(event)
 
-    def accept(self, text: str) -> None:
-        """The app took ``text``: remember it for Up and empty the input."""
+    def accept(self, text: str, *, keep_images: bool = False) -> None:
+        """The app took ``text``: remember it for Up and empty the input.
+
+        ``keep_images`` (a command was run, not a message sent): attached images
+        stay, their chips put back, for the message still to come.
+        """
         if not self.sent_history or self.sent_history[-1] != text:
             self.sent_history.append(text)
         self._recall_index = None
+        kept = [number for number, _ in self._image_chips()] if keep_images else []
+        self.images = {n: self.images[n] for n in kept}
         self.pastes.clear()
         self.clear()
+        for number in kept:
+            self._insert(self._chip_of(number) + " ")
+
+    # -- attached images as chips --------------------------------------------------------
+
+    def add_image(self, image: Attachment) -> None:
+        """Show ``image`` as a chip at the cursor; it goes with the next message."""
+        number = max(self.images, default=0) + 1
+        self.images[number] = image
+        before = self.document.get_line(self.cursor_location[0])[: self.cursor_location[1]]
+        self._insert((" " if before and not before.endswith(" ") else "")
+                     + self._chip_of(number) + " ")
+        self.focus()
+
+    @property
+    def attached(self) -> tuple[Attachment, ...]:
+        """The images whose chips are in the input, in the order they appear."""
+        return tuple(self.images[number] for number, _ in self._image_chips())
+
+    def _chip_of(self, number: int) -> str:
+        image = self.images[number]
+        return image_chip(image.name, len(image.data), number)
+
+    def _image_chips(self) -> list[tuple[int, str]]:
+        """(number, chip text) of each image chip still in the input, untouched."""
+        found = []
+        for match in _IMAGE_CHIP.finditer(self.text):
+            number = int(match.group(1))
+            if number in self.images and match.group(0) == self._chip_of(number):
+                found.append((number, match.group(0)))
+        return found
+
+    def _insert(self, text: str) -> None:
+        if result := self._replace_via_keyboard(text, *self.selection):
+            self.move_cursor(result.end_location)
+
+    def _delete_image_chip(self) -> bool:
+        """Backspace right after an image chip (or its trailing space) takes the whole chip."""
+        start, end = self.selection
+        if start != end:
+            return False
+        row, col = end
+        before = self.document.get_line(row)[:col]
+        for number, chip in self._image_chips():
+            for tail in (chip, chip + " "):
+                if before.endswith(tail):
+                    self._replace_via_keyboard("", (row, col - len(tail)), end)
+                    del self.images[number]
+                    return True
+        return False
 
     # -- long pastes as chips ------------------------------------------------------------
 
     @property
     def full_text(self) -> str:
-        """The input's text with every paste chip replaced by what was pasted."""
-        return _CHIP.sub(lambda m: self.pastes.get(int(m.group(1)), m.group(0)), self.text)
+        """The input's text with every paste chip replaced by what was pasted (image
+        chips left out: their images go as images)."""
+        text = self.text
+        for _number, chip in self._image_chips():
+            text = text.replace(chip, "")
+        return _CHIP.sub(lambda m: self.pastes.get(int(m.group(1)), m.group(0)), text)
 
     async def _on_paste(self, event: events.Paste) -> None:
         """A long paste becomes a chip; any paste (a terminal log, a model's output) is

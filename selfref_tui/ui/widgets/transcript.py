@@ -236,8 +236,9 @@ class Transcript(ScrollView, can_focus=False):
             self._relayout(keep=first)
         return shown
 
-    async def add_user(self, text: str, *, queued: bool = False) -> UserItem:
-        message = self.model.add_user(text, queued=queued)
+    async def add_user(self, text: str, *, queued: bool = False,
+                       images: Sequence[tuple[str, str]] = ()) -> UserItem:
+        message = self.model.add_user(text, queued=queued, images=images)
         self._changed()
         return message
 
