@@ -160,3 +160,16 @@ async def test_a_big_image_is_decoded_off_the_event_loop_then_drawn():
         assert "decoding…" in t.shown_text(image)  # drawn at once, without the picture
         await wait_until(pilot, lambda: "▀" in t.shown_text(image))
         assert "600×400 px" in t.shown_text(image)
+
+
+def test_a_queued_messages_images_move_with_it_when_delivered():
+    from selfref_tui.ui.transcript.reducer import TranscriptModel
+
+    model = TranscriptModel()
+    url = data_url("image/png", png(4, 2))
+    queued = model.add_user("look at this", queued=True, images=[(url, "a.png")])
+    model.apply(ev.ToolCallStarted(key=K, call_id="c1", name="slow"))
+    assert [i.kind for i in model.items] == ["user", "image", "tool"]
+    model.apply(ev.QueuedMessageDelivered(key=K, text="look at this"))
+    assert [i.kind for i in model.items] == ["tool", "user", "image"]
+    assert model.items[2].owner is queued and not queued.queued
