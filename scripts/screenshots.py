@@ -136,6 +136,38 @@ async def tour(out: Path, data_dir: Path) -> None:
         save(app, out, "interrupted")
 
 
+def sunset(path: Path) -> None:
+    """A small picture to attach: a sky gradient, a sun and the sea."""
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", (96, 48))
+    draw = ImageDraw.Draw(image)
+    for y in range(30):
+        draw.line([(0, y), (95, y)], fill=(40 + 6 * y, 60 + 2 * y, 160 - 3 * y))
+    draw.ellipse([36, 14, 60, 38], fill=(255, 200, 60))
+    draw.rectangle([0, 30, 95, 47], fill=(20, 60, 120))
+    image.save(path, "PNG")
+
+
+async def images(out: Path, data_dir: Path) -> None:
+    """/attach: the chip in the input, then the image block in the transcript."""
+    sunset(Path.cwd() / "sunset.png")
+    app = SelfRefApp(AppConfig(provider=ProviderConfig(demo=True), data_dir=data_dir))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.ready and app.header.status == "ready", "start-up")
+        await send(pilot, "/attach sunset.png")
+        await wait_until(pilot, lambda: app.chat_input.attached, "the chip")
+        await pilot.press(*"what is in this picture?")
+        await settle(pilot)
+        save(app, out, "attach_chip")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: idle(app) and app.transcript.items_of("answer"),
+                         "the answer")
+        await pilot.press("ctrl+up", "ctrl+up")  # highlight the image: ctrl+s would export it
+        await settle(pilot)
+        save(app, out, "image_block")
+
+
 async def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     # A neutral config path on the welcome screen and a fixed directory in the export dialog.
@@ -146,6 +178,7 @@ async def main(out: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="selfref-screenshots-") as tmp:
         await welcome(out, Path(tmp) / "welcome")
         await tour(out, Path(tmp) / "data")
+        await images(out, Path(tmp) / "images")
 
 
 if __name__ == "__main__":
