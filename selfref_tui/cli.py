@@ -713,8 +713,9 @@ def _context_show(args: argparse.Namespace) -> int:
              + (f" (tool_call_id {message['tool_call_id']})" if "tool_call_id" in message
                 else ""))
         if message.get("content"):
-            _say(message["content"] if isinstance(message["content"], str)
-                 else json.dumps(message["content"], ensure_ascii=False))
+            from selfref_tui.context.images import readable
+
+            _say(readable(message["content"]))
         for call in message.get("tool_calls") or ():
             fn = call.get("function", {})
             _say(f"→ {fn.get('name')}({fn.get('arguments')})  [{call.get('id')}]")

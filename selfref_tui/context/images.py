@@ -91,3 +91,25 @@ def user_content(text: str, urls: Iterable[str] = ()) -> str | list[dict[str, An
         return text
     parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
     return parts + [image_part(url) for url in urls]
+
+
+def readable(content: Any) -> str:
+    """A message's content for people: text parts as text, each image as one short line.
+
+    A ``data:`` URL is megabytes of base64 nobody reads (and would flood a terminal).
+    """
+    if not isinstance(content, list):
+        return str(content or "")
+    lines = []
+    for part in content:
+        url = part_url(part)
+        if url is None:
+            lines.append(str(part.get("text", "")) if isinstance(part, dict) else str(part))
+            continue
+        parsed = parse_data_url(url)
+        if parsed is None:
+            lines.append(f"[image {url[:200]}]")
+        else:
+            mime = sniff_mime(parsed[1]) or parsed[0] or "unknown type"
+            lines.append(f"[image {mime}, {len(parsed[1]):,} bytes]")
+    return "\n".join(lines)
