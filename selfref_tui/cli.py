@@ -116,6 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "mcp__server__tool names, comma-separated, * wildcards ('*' = all)")
     ask.add_argument("--verbose", "-v", action="store_true", default=False,
                      help="on failure, print the server's error text in full")
+    ask.add_argument("--image", metavar="PATH", action="append", default=[],
+                     help="send an image with the message (PNG, JPEG, WebP or GIF, up to "
+                          "20 MB; repeat for more) — for vision models")
     _common(ask)
     _provider_flags(ask)
 
@@ -415,7 +418,17 @@ def _read_prompt(prompt: str) -> str:
 
 
 async def _ask(args: argparse.Namespace) -> int:
-    return await _one_turn(args, _read_prompt(args.prompt))
+    text = _read_prompt(args.prompt)
+    if not args.image:
+        return await _one_turn(args, text)
+    from selfref_tui.context.images import user_content
+    from selfref_tui.selfref.attach import AttachError, read_image
+
+    try:
+        urls = [read_image(path).url for path in args.image]
+    except AttachError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    return await _one_turn(args, user_content(text, urls))
 
 
 async def _compact(args: argparse.Namespace) -> int:
@@ -428,7 +441,7 @@ async def _compact(args: argparse.Namespace) -> int:
     return code
 
 
-async def _one_turn(args: argparse.Namespace, prompt: str | None,
+async def _one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
                     compacted: list[Any] | None = None) -> int:
     """Run one turn of the key (``prompt`` None: a compaction turn) and map its outcome."""
     from selfref_tui.agent.abort import AbortSignal

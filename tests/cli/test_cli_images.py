@@ -1,11 +1,12 @@
-"""Images on the command line: `context show` names them instead of printing base64."""
+"""Images on the command line: `ask --image`, and `context show` naming them (not base64)."""
 
 from __future__ import annotations
 
 from selfref_tui.context.images import data_url, user_content
 from selfref_tui.context.mutations import UserMessageMutation
+from selfref_tui.demo import DemoServer, Reply
 from selfref_tui.selfref.reference import SelfReference
-from tests.cli.test_cli import run
+from tests.cli.test_cli import arun, one_line, run
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 3000
 
@@ -20,3 +21,30 @@ def test_context_show_names_an_image_in_one_line(tmp_path):
     assert shown.returncode == 0, shown.stderr
     assert "what is this?\n[image image/png, 3,008 bytes]" in shown.stdout
     assert "base64" not in shown.stdout
+
+
+async def test_ask_sends_images_and_names_a_server_that_refuses_them(tmp_path):
+    (tmp_path / "a.png").write_bytes(PNG)
+    (tmp_path / "notes.png").write_text("not an image")
+    server = DemoServer([Reply(text="A black picture."), Reply(text="never")],
+                        models=("m1",), context_window=4096)
+    async with server as url:
+        env = {"OPENAI_API_KEY": "sk-test"}
+        code, out, err = await arun("ask", "--base-url", url, "--model", "m1", "--image",
+                                    str(tmp_path / "a.png"), "what is it?", env=env)
+        assert code == 0, err
+        assert out == "A black picture.\n"
+        parts = server.requests[0]["messages"][-1]["content"]
+        assert parts == [{"type": "text", "text": "what is it?"},
+                         {"type": "image_url", "image_url": {"url": data_url("image/png", PNG)}}]
+
+        code, _, err = await arun("ask", "--base-url", url, "--model", "m1", "--image",
+                                  str(tmp_path / "notes.png"), "x", env=env)
+        assert code == 2 and "is not a PNG, JPEG, WebP or GIF image" in one_line(err)
+        assert len(server.requests) == 1  # nothing sent
+
+        server.refuse_images = True
+        code, _, err = await arun("ask", "--base-url", url, "--model", "m1", "--image",
+                                  str(tmp_path / "a.png"), "again", env=env)
+        assert code == 1
+        assert "model 'm1' does not accept images — remove the attachment" in err
