@@ -173,3 +173,22 @@ def test_a_queued_messages_images_move_with_it_when_delivered():
     model.apply(ev.QueuedMessageDelivered(key=K, text="look at this"))
     assert [i.kind for i in model.items] == ["tool", "user", "image"]
     assert model.items[2].owner is queued and not queued.queued
+
+
+def test_older_history_is_never_cut_between_a_call_and_its_images():
+    from selfref_tui.ui.transcript.reducer import TranscriptModel
+
+    url = data_url("image/png", png(4, 2))
+    messages = apply_mutations([{"role": "system", "content": ""}], [
+        AssistantMessageMutation("", tool_calls=[
+            {"id": "c1", "type": "function",
+             "function": {"name": "mcp__pics__draw", "arguments": "{}"}}]),
+        MultimodalToolResultMutation("c1", "mcp__pics__draw", "{}", [
+            {"role": "user", "content": [{"type": "text", "text": "Result:"},
+                                         {"type": "image_url", "image_url": {"url": url}}]}]),
+        AssistantMessageMutation("done"),
+    ])
+    model = TranscriptModel()
+    model.load_history(messages, tail=2)  # would start at the images' message
+    assert [i.kind for i in model.items] == ["tool", "image", "answer"]
+    assert model.items[0].tool_name == "mcp__pics__draw"

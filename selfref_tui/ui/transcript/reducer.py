@@ -378,8 +378,11 @@ def _stored_answer(message: dict, archived: bool) -> AnswerItem:
 
 
 def _cut(messages: Sequence[dict], cut: int) -> int:
-    """Never split an assistant message from its tool results."""
+    """Never split an assistant message from its tool results (images included)."""
     cut = max(0, cut)
-    while 0 < cut < len(messages) and messages[cut].get("role") == "tool":
+    while 0 < cut < len(messages) and (
+        messages[cut].get("role") == "tool"
+        or (messages[cut].get("role") == "user" and messages[cut].get("multimodal_for"))
+    ):
         cut -= 1
     return cut
