@@ -71,3 +71,29 @@ async def test_a_server_refusing_images_gets_a_message_naming_the_model(harness)
         assert router.outcomes == ["error", "done"]
         sent = h.server.requests[-1]["messages"]
         assert all(isinstance(m.get("content"), str) for m in sent)
+
+
+async def test_the_controller_refuses_images_before_start_up_and_sends_them_after(tmp_path):
+    import pytest
+
+    from selfref_tui.agent.controller import ChatController, Refused
+    from selfref_tui.config import AppConfig, ProviderConfig
+    from selfref_tui.demo.server import DemoServer
+
+    server = DemoServer([Reply(text="Seen.")])
+    async with server as url:
+        provider = ProviderConfig(base_url=url, api_key="test", model="test-model",
+                                  max_retries=0, timeout_s=5, context_window=128_000)
+        controller = ChatController(AppConfig(provider=provider, data_dir=tmp_path / "data",
+                                              key="main"))
+        try:
+            with pytest.raises(Refused, match="images stay in the input"):
+                controller.submit("look", [URL])
+            assert controller.early_inputs == []  # not kept without its image
+            await controller.start(lambda event: None)
+            await controller.open_key("main")
+            assert controller.submit("look", [URL]) == "started"
+            await wait_until(lambda: len(server.requests) == 1)
+        finally:
+            await controller.aclose()
+    assert _last_user(server.requests[0])["content"][1]["image_url"]["url"] == URL
