@@ -720,6 +720,9 @@ def _context_show(args: argparse.Namespace) -> int:
     if plan.left_out:
         _say(f"{plan.left_out} oldest messages are left out of this request (still stored): "
              "it no longer fits the window")
+    if plan.tools_total > len(plan.tools):
+        _say(f"window too small for the full tool set: this request offers "
+             f"{len(plan.tools)} of {plan.tools_total} tools")
     _say(f"tools: {names or 'none'}")
     for index, message in enumerate(messages):
         _say(f"\n── [{index}] {message.get('role')}"

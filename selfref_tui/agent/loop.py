@@ -78,6 +78,7 @@ from .protocols import MemoryLike, ProviderLike, StoreLike
 from .questions import QuestionBroker
 from .stream import StreamAssembler
 from .tool_batch import NO_FD_TOOLS, BuiltinTools, ToolBatch, ToolSource, schemas_of
+from .tool_offer import ToolOffer, offer_tools
 from .tools import ToolContext, now_iso
 
 #: the longest the stream consumer runs without letting the event loop in (see _consume)
@@ -148,6 +149,9 @@ class RequestPlan:
     fits: bool = True
     #: no server report has calibrated the count yet
     estimated: bool = True
+    #: how many tools there are in all; more than ``len(tools)`` when a small window
+    #: gets a reduced set (see ``tool_offer``); 0 when not known
+    tools_total: int = 0
 
 
 class Agent:
@@ -190,6 +194,8 @@ class Agent:
         #: whether it was counted with the real encoding) — see _calibrate
         self._sample: tuple[list[dict], list[dict], int, bool | None] | None = None
         self._left_out: dict[str, int] = {}
+        #: per key, the (offered, total) tool counts the person was last told about
+        self._offered: dict[str, tuple[int, int]] = {}
         self._last_tokens: dict[str, int] = {}
         self._compilers: dict[str, IncrementalCompile] = {}
 
@@ -236,9 +242,11 @@ class Agent:
         memory = self.memory(key)
         session = self._sessions.get(key)
         pending: list[ContextMutation] = session.peek_context_mutations() if session else []
-        if self.compaction.is_requested(key):
+        offer = self.tool_offer(key)
+        if self.compaction.is_requested(key) and offer.compact_offered:
             pending.append(runtime_note(REQUESTED_COMPACT_NOTE))
-        plan = self._plan(key, memory.messages, pending, self.tools_for(key))
+        plan = self._plan(key, memory.messages, pending, offer.tools)
+        plan.tools_total = offer.total
         # Copies: the rendered messages are shared with the compile cache.
         plan.messages = [dict(m) for m in plan.messages]
         return plan
@@ -279,9 +287,22 @@ class Agent:
         return self.questions.answer(question_id, choice)
 
     def tools_for(self, key: str) -> list[dict]:
-        """The exact tool list of the next call of ``key`` (forks only below the depth limit)."""
+        """The exact tool list of the next call of ``key`` (forks only below the depth limit;
+        a reduced set on a small window, see ``tool_offer``)."""
+        return self.tool_offer(key).tools
+
+    def tool_offer(self, key: str) -> ToolOffer:
+        """The tools of the next call of ``key`` and how many there are in all."""
         depth = key.count("::fork::")
-        return schemas_of(self._sources(forks=depth < self.settings.fork_max_depth))
+        tools = schemas_of(self._sources(forks=depth < self.settings.fork_max_depth))
+        return offer_tools(tools, self._count_tools, self.context_window)
+
+    def _count_tools(self, tools: list[dict]) -> int:
+        return self.calibration.apply(self.tokens.count_tools(tools))
+
+    @staticmethod
+    def _offers_compact(tools: list[dict]) -> bool:
+        return any((t.get("function") or {}).get("name") == "compact" for t in tools)
 
     async def aclose(self) -> None:
         if self._encoder_task is not None and not self._encoder_task.done():
@@ -407,8 +428,11 @@ class Agent:
 
     async def _steps(self, turn: _Turn) -> str:
         key, session = turn.key, turn.session
-        tools = schemas_of(self._sources(forks=turn.forks is not None))
         while True:
+            # The offer follows the window and the calibration, so it is decided per step.
+            offer = self.tool_offer(key)
+            tools = offer.tools
+            self._note_offer(key, offer)
             # ---- compile boundary: session patches, then queued person input
             pending = session.collect_context_mutations()
             after = self.compaction.after_compaction(pending)
@@ -417,8 +441,12 @@ class Agent:
             delivered = turn.inbox.drain()
             pending += [UserMessageMutation({"role": "user", "content": t}) for t in delivered]
             requested = self.compaction.take_request(key, session.has_pending_compaction)
-            if requested is not None:
+            if requested is not None and offer.compact_offered:
                 pending.append(requested)
+            elif requested is not None:
+                self.emit(Notice(key=key, severity="warning", message=(
+                    "cannot compact: the window is too small to offer the compact tool; the "
+                    "oldest messages are left out of requests instead (they stay stored)")))
             if turn.abort.fired:
                 self._commit(session, pending)
                 self.emit(Aborted(key=key, reason=turn.abort.reason, stage="idle"))
@@ -430,7 +458,7 @@ class Agent:
             plan = self._plan(key, turn.memory.messages, pending, tools, budget)
             if any(is_runtime_note(m) for m in pending):
                 turn.overflow_asked = True  # this request already asks for a compaction
-            if plan.tokens > budget and not turn.overflow_asked:
+            if plan.tokens > budget and not turn.overflow_asked and offer.compact_offered:
                 # Over the window: compaction first (what does not fit is left out below).
                 turn.overflow_asked = True
                 pending.append(runtime_note(OVERFLOW_COMPACT_NOTE.format(
@@ -440,7 +468,7 @@ class Agent:
                 plan = self._plan(key, turn.memory.messages, pending, tools, budget)
             reminder = self.compaction.auto_note(
                 key, plan.tokens, self.context_window, turn.memory.messages, pending
-            )
+            ) if offer.compact_offered else None
             if reminder is not None:
                 pending.append(reminder)
                 plan = self._plan(key, turn.memory.messages, pending, tools, budget)
@@ -471,7 +499,7 @@ class Agent:
                 return "done"
             if turn.on_step is not None:
                 turn.on_step("tool", turn.step)
-            if await self._run_tools(turn, calls) == "aborted":
+            if await self._run_tools(turn, calls, offer.names) == "aborted":
                 return "aborted"
 
     def _after_refusal(self, turn: _Turn, plan: RequestPlan, budget: int) -> bool:
@@ -493,6 +521,19 @@ class Agent:
         self.emit(Notice(key=key, severity="warning",
                          message=f"{said} — compacting and retrying once"))
         return True
+
+    def _note_offer(self, key: str, offer: ToolOffer) -> None:
+        """Tell the person when the tool set is reduced (or whole again), once per change."""
+        counts = (len(offer.tools), offer.total)
+        if counts == self._offered.get(key, (offer.total, offer.total)):
+            self._offered[key] = counts
+            return
+        self._offered[key] = counts
+        said = offer.notice()
+        if said is None:
+            said = f"the full tool set is offered again ({offer.total} tools)"
+        self.emit(Notice(key=key, severity="warning" if offer.reduced else "information",
+                         message=said))
 
     def _note_left_out(self, key: str, left_out: int) -> None:
         if left_out and left_out != self._left_out.get(key, 0):
@@ -534,7 +575,7 @@ class Agent:
             return RequestPlan(messages, tools, tokens, counted, estimated=estimated)
         own_budget = int(budget / calibration.factor) if calibration.calibrated else budget
         fitted = fit_request(messages, self.tokens.count_message, tool_tokens + REPLY_PRIMING,
-                             own_budget)
+                             own_budget, compact=self._offers_compact(tools))
         if fitted is None:
             return RequestPlan(messages, tools, tokens, counted, fits=False, estimated=estimated)
         return RequestPlan(fitted.messages, tools, tokens, fitted.tokens, fitted.left_out,
@@ -707,7 +748,7 @@ class Agent:
 
     # ---------------------------------------------------------------- tools
 
-    async def _run_tools(self, turn: _Turn, calls: list[dict]) -> str:
+    async def _run_tools(self, turn: _Turn, calls: list[dict], offered: frozenset[str]) -> str:
         key = turn.key
 
         def make_context(call_id: str) -> ToolContext:
@@ -733,6 +774,7 @@ class Agent:
             make_context=make_context,
             fd_threshold_chars=self.settings.fd_threshold_chars,
             stage_probe=stage,
+            offered=offered,
         )
         if await batch.run(calls, turn.abort) == "ok":
             return "ok"

@@ -36,9 +36,10 @@ OVERFLOW_COMPACT_NOTE = (
 )
 LEFT_OUT_MARKER = (
     "[selfref-tui runtime] The {count} oldest messages of this conversation are left out of "
-    "this request because it no longer fits your context window; they are still stored. "
-    "Call the `compact` tool to replace them with a summary."
+    "this request because it no longer fits your context window; they are still stored."
 )
+#: added to the marker when the request offers the compact tool (a small window may not)
+LEFT_OUT_COMPACT = " Call the `compact` tool to replace them with a summary."
 
 
 def is_context_overflow(error: BaseException) -> bool:
@@ -88,13 +89,16 @@ def fit_request(
     count_message: Callable[[dict[str, Any]], int],
     fixed_tokens: int,
     budget: int,
+    *,
+    compact: bool = True,
 ) -> Fitted | None:
     """Leave out the oldest working messages until the request fits ``budget``.
 
     Cuts fall only where a user message starts, so the request still opens
     with system → user and no tool result loses its call. The system message
     gets the marker. ``fixed_tokens`` is what does not shrink (tool schemas,
-    reply priming). None when even the last user-led part does not fit.
+    reply priming). None when even the last user-led part does not fit. ``compact``:
+    the request offers the compact tool, so the marker may point to it.
     """
     if not messages or messages[0].get("role") != "system":
         return None
@@ -108,7 +112,7 @@ def fit_request(
         marked = dict(system)
         marked["content"] = f"{system.get('content') or ''}\n\n" + LEFT_OUT_MARKER.format(
             count=start
-        )
+        ) + (LEFT_OUT_COMPACT if compact else "")
         total = count_message(marked) + suffix[start] + fixed_tokens
         if total <= budget:
             return Fitted([marked, *body[start:]], start, total)

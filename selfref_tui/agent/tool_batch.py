@@ -117,6 +117,8 @@ class _Call:
     arguments: str
     ctx: ToolContext | None = None
     finished: bool = False
+    #: its result (or marker) is stored
+    committed: bool = False
 
 
 @dataclass
@@ -133,6 +135,9 @@ class ToolBatch:
     fd_threshold_chars: int
     #: what was running when the abort fired ("tools" or "forks"), read at that moment
     stage_probe: Callable[[], str] = lambda: "tools"
+    #: the names the request offered (None: any a source handles); a call to another
+    #: tool is refused, so a small window's reduced set is what the model can use
+    offered: frozenset[str] | None = None
     calls: list[_Call] = field(default_factory=list)
     abort_stage: str = "tools"
 
@@ -170,9 +175,12 @@ class ToolBatch:
             self._cancelled("cancelled")
             raise
         except BaseExceptionGroup as group:
-            # Only a failed commit gets here (tools' own errors become results):
-            # the loop reports it as one internal error, not as a group.
-            raise group.exceptions[0] from None
+            # Only a failed commit gets here (tools' own errors become results): the
+            # group cancelled the other calls. Each call still gets a stored result,
+            # so the transcript stays valid; the loop reports one internal error.
+            failure = group.exceptions[0]
+            self._close_after_failure(failure)
+            raise failure from None
         finally:
             unhook()
         if abort.fired and any(not c.finished for c in self.calls):
@@ -187,12 +195,14 @@ class ToolBatch:
         if isinstance(text, MultimodalOutput):
             self.commit([MultimodalToolResultMutation(call.id, call.name, call.arguments,
                                                       text.user_messages)], call.ctx.records)
+            call.committed = True
             images = tuple(url for m in text.user_messages for url in image_urls(m.get("content")))
             self.emit(ToolCallEnded(key=self.key, call_id=call.id, name=call.name,
                                     arguments=call.arguments, result=text.text,
                                     duration_s=duration, images=images))
         elif ok:
             self.commit([ToolResultMutation(call.id, text)], call.ctx.records)
+            call.committed = True
             self.emit(ToolCallEnded(key=self.key, call_id=call.id, name=call.name,
                                     arguments=call.arguments, result=text, duration_s=duration))
         else:
@@ -206,6 +216,11 @@ class ToolBatch:
             if source is None:
                 raise ToolError(
                     f"unknown tool '{name}'; use one of the tools listed in this request"
+                )
+            if self.offered is not None and name not in self.offered:
+                raise ToolError(
+                    f"tool '{name}' is not offered in this request (the context window is "
+                    "too small for every tool); use one of the tools listed in this request"
                 )
             text = await source.call(name, args, ctx)
         except ToolError as exc:
@@ -223,6 +238,7 @@ class ToolBatch:
     def _failed(self, call: _Call, error: str, duration: float, records: list[dict]) -> None:
         call.finished = True
         self.commit([ToolResultMutation(call.id, f"Error: {error}")], records)
+        call.committed = True
         self.emit(ToolCallError(key=self.key, call_id=call.id, name=call.name,
                                 arguments=call.arguments, error=error, duration_s=duration))
 
@@ -232,6 +248,34 @@ class ToolBatch:
             call.finished = True
         if open_calls:
             self.commit([ToolCancelledMutation(c.id, c.name, reason) for c in open_calls], [])
+            for call in open_calls:
+                call.committed = True
+
+    def _close_after_failure(self, failure: BaseException) -> None:
+        """After a commit failed: a result for every call still without one.
+
+        The call whose result could not be saved ran, so it gets an error result
+        saying so; the calls the group cancelled get ``ToolCancelledMutation``.
+        If the store refuses these too, there is nothing more to save here (the
+        request is still valid: compiling answers a call left without a result).
+        """
+        said = " ".join(str(failure).split())[:200] or type(failure).__name__
+        markers: list = []
+        for call in self.calls:
+            if call.committed:
+                continue
+            if call.finished:
+                markers.append(ToolResultMutation(
+                    call.id, f"Error: the tool ran, but its result could not be saved ({said})"))
+            else:
+                markers.append(ToolCancelledMutation(
+                    call.id, call.name, f"stopped: saving another tool's result failed ({said})"))
+            call.finished = call.committed = True
+        if markers:
+            try:
+                self.commit(markers, [])
+            except Exception:  # the store is failing: the loop reports the first error
+                pass
 
 
 def default_roots() -> tuple[Path, ...]:

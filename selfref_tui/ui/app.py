@@ -484,7 +484,8 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
             self.refused(exc)
             return
         self.push_screen(ContextView(plan.messages, plan.tokens, plan.tools,
-                                     estimated=plan.estimated, left_out=plan.left_out))
+                                     estimated=plan.estimated, left_out=plan.left_out,
+                                     tools_total=plan.tools_total))
 
     async def action_quit(self) -> None:
         prompt = self._quit_prompt

@@ -66,14 +66,15 @@ async def test_two_processes_in_a_row_remind_once(harness):
     from selfref_tui.demo.script import Reply
     from selfref_tui.selfref.encodings import load_encoder
 
-    big = "lorem ipsum dolor sit amet " * 120
+    big = "lorem ipsum dolor sit amet " * 680
     # Exact counts from the start (no estimate-to-exact switch mid-test): the request,
-    # tool schemas included, is about 2,140 tokens — past 80 % of 2,450, inside the window.
-    async with harness([Reply(text="Not now.")], context_window=2450) as h:
+    # the full tool set included, is about 4,940 tokens — past 80 % of 6,000, inside the
+    # window (a window under ~5,300 would offer a reduced tool set: see tool_offer).
+    async with harness([Reply(text="Not now.")], context_window=6000) as h:
         h.agent.tokens.set_encoder(load_encoder("gpt-4o-mini"))
         assert await h.agent.run_turn("main", big) == "done"
         assert "call the `compact` tool" in h.server.requests[0]["messages"][-1]["content"].lower()
-    async with harness([Reply(text="Still here.")], context_window=2450) as h2:
+    async with harness([Reply(text="Still here.")], context_window=6000) as h2:
         h2.agent.tokens.set_encoder(load_encoder("gpt-4o-mini"))
         assert await h2.agent.run_turn("main", "and now?") == "done"
         sent = h2.server.requests[0]["messages"]

@@ -139,3 +139,65 @@ async def test_an_abort_fired_before_the_batch_cancels_every_call(tmp_path):
     assert await asyncio.wait_for(batch.run(calls, signal), 2) == "aborted"
     assert committed == [ToolCancelledMutation("w", "wait_gate", "stop")]
     assert json.dumps(source.calls) == "[]"
+
+
+async def test_a_failed_commit_still_leaves_a_result_for_every_call(tmp_path):
+    committed: list = []
+    source = EchoSource()
+
+    def commit(mutations, records):
+        if any(getattr(m, "content", "") == "echo: x (1)" for m in mutations):
+            raise OSError(28, "No space left on device")
+        committed.extend(mutations)
+
+    batch = ToolBatch(
+        key="k", sources=[source], emit=lambda e: None, commit=commit,
+        make_context=lambda call_id: ToolContext("k", None, None, None, None, (tmp_path,),
+                                                 call_id),
+        fd_threshold_chars=10_000,
+    )
+    calls = [{"id": "0", "function": {"name": "refuse", "arguments": "{}"}},
+             {"id": "1", "function": {"name": "echo", "arguments": '{"text": "x"}'}},
+             {"id": "2", "function": {"name": "wait_gate", "arguments": "{}"}}]
+    try:
+        await asyncio.wait_for(batch.run(calls, AbortSignal()), 5)
+    except OSError as exc:
+        assert exc.errno == 28  # the loop reports it as one error, not as a group
+    else:
+        raise AssertionError("the failed commit was swallowed")
+    by_id = {m.tool_call_id: m for m in committed}
+    assert sorted(by_id) == ["0", "1", "2"]  # every call has a result
+    assert by_id["0"].content == "Error: not today"
+    assert by_id["1"].content == ("Error: the tool ran, but its result could not be saved "
+                                  "([Errno 28] No space left on device)")
+    assert isinstance(by_id["2"], ToolCancelledMutation)
+    assert "saving another tool's result failed" in by_id["2"].abort_reason
+
+
+async def test_a_failed_commit_over_http_leaves_a_valid_stored_transcript(harness):
+    script = [Reply(tool_calls=[ToolCall("echo", {"text": "a"}, id="fast"),
+                                ToolCall("wait_gate", {}, id="slow")]),
+              Reply(text="Carrying on.")]
+    async with harness(script) as h:
+        h.agent.tool_sources.append(EchoSource())
+        real_commit = h.agent._commit
+        failed: list = []
+
+        def commit(session, mutations, records=None):
+            if not failed and any(getattr(m, "tool_call_id", "") == "fast" for m in mutations):
+                failed.append(mutations)
+                raise OSError(28, "No space left on device")
+            real_commit(session, mutations, records)
+
+        h.agent._commit = commit
+        assert await asyncio.wait_for(h.agent.run_turn("main", "go"), 5) == "error"
+        (error,) = h.of(ev.ErrorEvent)
+        assert error.kind == "internal" and "No space left" in error.message
+        h.agent._commit = real_commit
+        assert await h.agent.run_turn("main", "and now?") == "done"  # the strict server took it
+    stored = h.reload().messages
+    calls = [c["id"] for m in stored for c in m.get("tool_calls") or ()]
+    results = {m["tool_call_id"]: m for m in stored if m["role"] == "tool"}
+    assert calls == ["fast", "slow"] and sorted(results) == ["fast", "slow"]
+    assert "could not be saved" in results["fast"]["content"]
+    assert results["slow"]["cancelled"] is True

@@ -349,3 +349,14 @@ async def test_context_view_lists_the_tools_collapsed_and_marks_estimates():
         subtitle = str(app.screen.query_one("#dialog").border_subtitle)
         assert "1 tools" in subtitle and "~2,048 tokens" in subtitle
         assert "3 oldest messages are left out" in str(app.screen.query(".empty").first().render())
+
+
+async def test_context_view_says_when_a_small_window_gets_a_reduced_tool_set():
+    tools = [{"type": "function", "function": {"name": "compact", "parameters": {}}}]
+    app = HostApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await _open(pilot, ContextView([{"role": "user", "content": "hi"}], 900, tools,
+                                       tools_total=10))
+        said = [str(w.render()) for w in app.screen.query(".empty").results(Static)]
+        assert said == ["window too small for the full tool set: this request offers 1 of 10 "
+                        "tools."]

@@ -96,6 +96,7 @@ class ContextView(ModalScreen[None]):
         *,
         estimated: bool = False,
         left_out: int = 0,
+        tools_total: int = 0,
     ) -> None:
         super().__init__()
         self.messages = [dict(m) for m in messages]
@@ -103,6 +104,8 @@ class ContextView(ModalScreen[None]):
         self.tools = [dict(t) for t in tools]
         self.estimated = estimated
         self.left_out = left_out
+        #: every tool there is; more than ``len(tools)``: a small window's reduced set
+        self.tools_total = tools_total
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
@@ -118,6 +121,12 @@ class ContextView(ModalScreen[None]):
                     yield Static(
                         f"{self.left_out} oldest messages are left out of this request (they "
                         "stay stored): the conversation no longer fits the window.",
+                        classes="empty",
+                    )
+                if self.tools_total > len(self.tools):
+                    yield Static(
+                        f"window too small for the full tool set: this request offers "
+                        f"{len(self.tools)} of {self.tools_total} tools.",
                         classes="empty",
                     )
                 if self.tools:
