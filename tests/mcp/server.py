@@ -5,8 +5,9 @@ enough to become an fd, an image, a tool error, mixed resources and audio, and a
 slow call that only ends when it is cancelled. ``SELFREF_MCP_MARK`` names a file
 the slow tool writes "cancelled" to when the client's cancellation reaches it,
 so a test can tell a protocol cancel from a killed process. ``--crash`` fails at
-start; ``--http PORT`` serves streamable HTTP instead of stdio; ``--linger`` keeps
-running after its stdin closes, as a careless server would.
+start; ``--delay S`` waits S seconds before serving; ``--http PORT`` serves
+streamable HTTP instead of stdio; ``--linger`` keeps running after its stdin
+closes, as a careless server would.
 """
 
 from __future__ import annotations
@@ -111,6 +112,8 @@ def odd() -> str:
 
 
 if __name__ == "__main__":
+    if "--delay" in sys.argv:  # a server slow to start (seconds)
+        time.sleep(float(sys.argv[sys.argv.index("--delay") + 1]))
     if "--crash" in sys.argv:
         sys.stderr.write("test server refuses to start\n")
         sys.exit(3)

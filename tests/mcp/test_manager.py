@@ -193,6 +193,23 @@ async def test_failing_and_dying_servers_are_notices_and_the_others_work():
     assert not ((set(children_of(os.getpid())) - before) & _server_pids())
 
 
+async def test_colliding_server_names_follow_the_config_not_who_starts_first():
+    # "my.tools" comes first in the config but starts last; both clean to "my_tools"
+    slow = server_config("my.tools", args=(*server_config().args, "--delay", "1.5"),
+                         trust=("*",))
+    fast = server_config("my tools", trust=("*",))
+    manager, _ = await started(slow, fast)
+    try:
+        assert [s.state for s in manager.statuses()] == ["ready", "ready"]
+        assert manager.statuses()[1].start_s < manager.statuses()[0].start_s
+        by_server = {(t.server, t.name): t.exposed for t in manager.tools()}
+        assert by_server[("my.tools", "echo")] == "mcp__my_tools__echo"
+        assert by_server[("my tools", "echo")] == "mcp__my_tools_2__echo"
+        assert await manager.call("mcp__my_tools__echo", {"text": "1st"}, Ctx()) == "echo: 1st"
+    finally:
+        await manager.aclose()
+
+
 def _server_pids() -> set[int]:
     pids = set()
     for entry in os.listdir("/proc"):

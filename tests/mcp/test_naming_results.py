@@ -7,7 +7,7 @@ import re
 from types import SimpleNamespace as NS
 
 from selfref_tui.agent.mcp.manager import McpManager
-from selfref_tui.agent.mcp.naming import MAX_LEN, exposed_name
+from selfref_tui.agent.mcp.naming import MAX_LEN, exposed_name, server_tags
 from selfref_tui.agent.mcp.results import MAX_IMAGE_BYTES, map_result
 
 from .conftest import server_config
@@ -33,6 +33,30 @@ def test_names_are_cleaned_bounded_and_unique():
     assert again != long_a and len(again) <= MAX_LEN
     for name in (*names, long_a, long_b, again, exposed_name("ü→", "😀")):
         assert VALID.match(name), name
+
+
+def test_server_tags_are_unique_in_config_order_and_never_hold_a_double_underscore():
+    tags = server_tags(["my.tools", "my tools", "my_tools_2", "a__b", "a_", "", "x" * 40])
+    assert list(tags.values())[:6] == ["my_tools", "my_tools_2", "my_tools_2_2", "a_b", "a",
+                                       "server"]
+    assert len(tags["x" * 40]) <= 24 and len(set(tags.values())) == 7
+    assert all("__" not in t and not t.endswith("_") for t in tags.values())
+    # "a_" and "a" would both be "mcp__a___x" for ("a_", "x") and ("a", "_x") without tags
+    tags = server_tags(["a_", "a"])
+    assert exposed_name("a_", "x", tag=tags["a_"]) != exposed_name("a", "_x", tag=tags["a"])
+
+
+def test_names_follow_config_order_not_start_order():
+    listing = [NS(name="echo", description="", input_schema={})]
+    names = []
+    for first in ("my.tools", "my tools"):  # whichever server lists its tools first
+        manager = McpManager([server_config("my.tools"), server_config("my tools")])
+        second = "my tools" if first == "my.tools" else "my.tools"
+        manager._register(first, listing)
+        manager._register(second, listing)
+        names.append({t.server: t.exposed for t in manager.tools()})
+    assert names[0] == names[1] == {"my.tools": "mcp__my_tools__echo",
+                                    "my tools": "mcp__my_tools_2__echo"}
 
 
 def _image(data: bytes, mime: str = "image/png") -> NS:

@@ -30,7 +30,7 @@ from ..events import EventSink, Notice, discard
 from ..tool_batch import MultimodalOutput
 from ..tools import ToolError, now_iso
 from .approval import APPROVAL_CHOICES, APPROVE_ALWAYS, APPROVE_ONCE, DENY, approval_prompt
-from .naming import exposed_name
+from .naming import exposed_name, server_tags
 from .results import MappedResult, map_result
 
 #: Sets the parent-death signal, checks the parent is still there, then becomes the server.
@@ -105,6 +105,8 @@ class McpManager:
         env: dict[str, str] | None = None,
     ) -> None:
         self.configs = {s.name: s for s in servers}
+        #: each server's part of its tools' names, from the config's order alone
+        self._tags = server_tags(s.name for s in servers)
         self.emit = emit
         self.notice_key = notice_key
         #: called with (server, tool) when the person answers "always allow"
@@ -319,10 +321,12 @@ class McpManager:
             raise
 
     def _register(self, server: str, listing: Iterable[Any]) -> None:
-        taken = {n for n, t in self._tools.items() if t.server != server}
+        # Unique tags keep servers apart, so only this server's own names are taken:
+        # what another server registered (or whether it started at all) changes nothing.
+        taken: set[str] = set()
         tools: list[McpTool] = []
         for item in listing:
-            exposed = exposed_name(server, item.name, taken)
+            exposed = exposed_name(server, item.name, taken, tag=self._tags[server])
             taken.add(exposed)
             schema = getattr(item, "input_schema", None) or {}
             tools.append(McpTool(server, item.name, exposed, item.description or "", schema))
