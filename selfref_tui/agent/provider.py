@@ -396,15 +396,21 @@ class Provider:
             if produced:
                 raise self._error("connection", f"connection lost: {self.base_url} ended the "
                                   "stream before the answer was finished", partial=True)
-            if events == 0:
+            if events == 0 and is_local(self.base_url):
                 # llama.cpp's Python server fails after the 200 (the prompt is read
                 # lazily): a length error leaves an empty stream. Asking once without
                 # streaming gets the error itself, so an overflow is named as one.
+                # Only a server on this machine is asked: elsewhere it may be a paid
+                # API, and a second request is a second bill.
                 reason = await self._diagnose(messages, tools)
                 if reason is not None:
                     raise reason
-            raise self._error("protocol", f"{self.base_url} ended the stream without an "
-                              "answer — check that it supports streaming chat completions")
+                raise self._error("protocol", f"{self.base_url} ended the stream without an "
+                                  "answer — check that it supports streaming chat completions")
+            raise self._error("protocol", f"{self.base_url} ended the stream without an answer "
+                              "or an error — check its log: a conversation too long for the "
+                              "model's window does this on some servers (try /compact), or it "
+                              "may not support streaming chat completions")
 
     def _first_byte_timeout(self) -> ProviderError:
         seconds = self.config.first_byte_timeout
@@ -772,6 +778,29 @@ def _names_stream_options(error: ProviderError) -> bool:
 def _split_think(pieces: list[tuple[str, str]]) -> list[Chunk]:
     return [ReasoningChunk(text) if kind == "reasoning" else TextChunk(text)
             for kind, text in pieces]
+
+
+def is_local(base_url: str) -> bool:
+    """True when ``base_url`` names this machine (``localhost``, a loopback address).
+
+    Only such a server is asked a second time to learn why its stream was empty:
+    a request to it costs nothing, while a remote one may be billed.
+    """
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    try:
+        host = (urlsplit(base_url).hostname or "").rstrip(".").lower()
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
 def _is_connect_timeout(exc: BaseException) -> bool:

@@ -94,6 +94,7 @@ class DemoServer:
         window_sources: Sequence[str] = ("props", "max_model_len"),
         enforce_window: bool = False,
         refuse_images: bool = False,
+        host: str = "127.0.0.1",
     ) -> None:
         self.script: Script = script if script is not None else []
         self.tokens_per_s = tokens_per_s
@@ -106,6 +107,8 @@ class DemoServer:
         self.window_requests: list[str] = []
         self.enforce_window = enforce_window
         self.refuse_images = refuse_images
+        #: the address it listens on (tests of "a server on another machine" use another)
+        self.host = host
         self.requests: list[dict] = []
         self.headers: list[dict[str, str]] = []
         self.disconnects = 0
@@ -119,9 +122,9 @@ class DemoServer:
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> str:
-        self._server = await asyncio.start_server(self._on_connect, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._on_connect, self.host, 0)
         port = self._server.sockets[0].getsockname()[1]
-        self.base_url = f"http://127.0.0.1:{port}/v1"
+        self.base_url = f"http://{self.host}:{port}/v1"
         return self.base_url
 
     async def stop(self) -> None:

@@ -17,6 +17,7 @@ from selfref_tui.agent.provider import (
     TextChunk,
     ToolCallChunk,
     UsageChunk,
+    is_local,
 )
 from selfref_tui.config import ProviderConfig
 from selfref_tui.demo import (
@@ -310,6 +311,43 @@ async def test_empty_stream_after_a_length_error_is_named_an_overflow():
     assert (error.tokens, error.window) == (1500, 1024)
     assert [r["stream"] for r in server.requests] == [True, False]
     assert server.requests[1]["max_tokens"] == 1
+
+
+def test_only_a_server_on_this_machine_counts_as_local():
+    for url in ("http://localhost:8080/v1", "http://127.0.0.1:9/v1", "http://127.8.9.1/v1",
+                "http://[::1]:8000/v1", "http://[::ffff:127.0.0.1]:1/v1", "http://LOCALHOST./v1",
+                "http://api.localhost/v1"):
+        assert is_local(url), url
+    for url in ("https://api.openai.com/v1", "http://192.168.1.20:8000/v1", "http://[fd00::2]/v1",
+                "http://localhost.example.com/v1", "http://10.0.0.1/v1", "not a url", ""):
+        assert not is_local(url), url
+
+
+def _address_off_loopback() -> str:
+    """This machine's address on a real interface (no packet is sent), or skip."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))
+            address = probe.getsockname()[0]
+        except OSError:
+            address = ""
+    if not address or address.startswith("127."):
+        pytest.skip("no network interface besides loopback")
+    return address
+
+
+async def test_an_empty_stream_from_another_machine_is_not_asked_again():
+    # a second, non-streamed request could be billed on a paid API: one request only
+    server = DemoServer(lambda body, i: Overflow(window=1024, tokens=1500),
+                        host=_address_off_loopback())
+    async with server as url:
+        error, seen = await failure(make(url))
+    assert seen == [] and [r["stream"] for r in server.requests] == [True]
+    assert error.kind == "protocol"
+    assert "ended the stream without an answer or an error — check its log" in error.message
+    assert "too long for the model's window" in error.message
 
 
 async def test_empty_stream_for_another_reason_stays_a_protocol_error():
