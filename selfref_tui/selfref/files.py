@@ -5,9 +5,13 @@ process) must not leave half a file where a good one was. Every write goes to
 a temporary file in the target's directory, is fsynced, and replaces the
 target with a rename; the directory is fsynced after. An existing file keeps
 its permission bits; a new one gets the usual umask-based mode. Temporary
-files are named ``.selfref-<pid>-<hex>.tmp``; a process killed mid-write
-leaves one behind, and the next write into that folder removes those whose
-process is gone (or that are older than ``STALE_TMP_S``).
+files are named ``.selfref-h<machine>-<pid>-<hex>.tmp``; a process killed
+mid-write leaves one behind, and the next write into that folder removes
+those that are provably dead: written on this machine (same host, same boot,
+same pid namespace — :func:`machine_tag`) by a process that is gone, or older
+than ``STALE_TMP_S`` whoever wrote them. On a shared folder (NFS, a synced
+drive, a container's volume) another machine's pid says nothing here, so its
+temp files are left alone until they are old.
 
 Why directory descriptors: the model chooses ``file_path``, and a path checked
 by name and then written by name can be raced — a local process swapping a
@@ -27,7 +31,10 @@ path is where the file is).
 
 ``roots=None`` is the person's own export: their path is resolved with
 ``realpath`` (``~`` expanded, their links followed) and then written the same
-atomic, descriptor-relative way, from ``/``.
+atomic, descriptor-relative way, from ``/``. A model's path that starts with
+``~`` means a home folder too (it would otherwise make a folder named ``~``):
+it is expanded, and refused unless the result lies inside the roots
+(``./~`` names a folder called ``~``).
 
 Modes: ``write`` replaces the file; ``append`` adds bytes at the end;
 ``insert`` puts the content before 1-based ``insert_at_line`` (``lines + 1``
@@ -40,9 +47,12 @@ so a file that is not UTF-8 is not damaged by an append or insert.
 from __future__ import annotations
 
 import errno
+import functools
+import hashlib
 import os
 import re
 import secrets
+import socket
 import stat
 import time
 from collections.abc import Sequence
@@ -57,13 +67,15 @@ if TYPE_CHECKING:
     from ..refs.fds import FdTable
 
 MODES = ("write", "append", "insert")
-#: a temp file older than this is removed by the next write even if its pid is alive
-#: (pids are reused; ten minutes is far longer than any one write takes)
-STALE_TMP_S = 600
+#: a temp file older than this is removed by the next write whoever wrote it: pids
+#: are reused, and another machine's pids cannot be checked; an hour is far longer
+#: than any one write takes, on any machine sharing the folder
+STALE_TMP_S = 3600
 #: longer paths cannot be opened by name by other programs; refuse them early
 MAX_PATH_BYTES = 4095
 _MAX_LINKS = 40
-_TMP_NAME = re.compile(r"\.selfref-(?:(\d+)-)?[0-9a-f]+\.tmp\Z")
+#: ``.selfref-h<machine>-<pid>-<hex>.tmp``; older writers left out the machine or the pid
+_TMP_NAME = re.compile(r"\.selfref-(?:h([0-9a-f]{8})-)?(?:(\d+)-)?[0-9a-f]+\.tmp\Z")
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
@@ -185,20 +197,40 @@ def _resolve(raw: str, roots: Sequence[str | os.PathLike[str]] | None, make_dirs
 
 def _place(raw: str, real: list[tuple[str, ...]], given: list[tuple[str, ...]]
            ) -> tuple[list[str], int]:
-    if not os.path.isabs(raw):
-        return raw.split("/"), 0
+    path = _home(raw)
+    if not os.path.isabs(path):
+        return path.split("/"), 0
     for forms in (real, given):
         for i, root in enumerate(forms):
-            rest = _beneath(raw, root)
+            rest = _beneath(path, root)
             if rest is not None:
                 return rest, i
-    raise _outside(raw, real)
+    raise _outside(raw, real, path if path != raw else None)
 
 
-def _outside(raw: str, real: list[tuple[str, ...]]) -> PathNotAllowed:
+def _home(raw: str) -> str:
+    """A model's ``~/x`` or ``~user/x`` as the home folder it means (the roots still decide).
+
+    Taken literally it would create a folder named ``~`` inside the root, which
+    is never what was meant.
+    """
+    if not raw.startswith("~"):
+        return raw
+    expanded = os.path.expanduser(raw)
+    if not os.path.isabs(expanded):
+        raise PathNotAllowed(
+            f"{raw!r} names a home folder this system does not have; write to a relative "
+            "path inside the allowed directories, e.g. out/result.txt (./~ names a folder "
+            "called ~)")
+    return expanded
+
+
+def _outside(raw: str, real: list[tuple[str, ...]], expanded: str | None = None
+             ) -> PathNotAllowed:
     where = ", ".join(os.path.join("/", *r) for r in real)
+    what = f"{raw!r} is {expanded}, which is" if expanded else f"{raw!r} resolves"
     return PathNotAllowed(
-        f"{raw!r} resolves outside the allowed directories ({where}); "
+        f"{what} outside the allowed directories ({where}); "
         "write to a relative path inside them, e.g. out/result.txt")
 
 
@@ -437,6 +469,27 @@ def _split_lf(data: bytes) -> list[bytes]:
     return out
 
 
+@functools.cache
+def machine_tag() -> str:
+    """Eight hex digits naming where this process's pids mean something.
+
+    The host name alone is not enough: containers on one host may share a name
+    and a folder while each has its own pids. So the tag also covers the
+    kernel's boot id and this process's pid namespace, where the system has them.
+    """
+    parts = [socket.gethostname()]
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            parts.append(f.read().strip())
+    except OSError:
+        pass
+    try:
+        parts.append(str(os.stat("/proc/self/ns/pid").st_ino))
+    except OSError:
+        pass
+    return hashlib.sha1("\0".join(parts).encode()).hexdigest()[:8]
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -450,8 +503,10 @@ def _alive(pid: int) -> bool:
 def remove_leftovers(dir_fd: int, now: float | None = None) -> int:
     """Remove temp files a killed write left in this directory; how many were removed.
 
-    Only regular files named like ours are touched: those whose writer
-    process is gone, and any older than ``STALE_TMP_S``.
+    Only regular files named like ours are touched: those this machine wrote
+    (see :func:`machine_tag`) whose writer process is gone, and any older than
+    ``STALE_TMP_S``. A name without our machine's tag (another machine on a
+    shared folder, or a version that did not record it) waits until it is old.
     """
     now = time.time() if now is None else now
     removed = 0
@@ -469,9 +524,10 @@ def remove_leftovers(dir_fd: int, now: float | None = None) -> int:
             continue
         if not stat.S_ISREG(st.st_mode):
             continue
-        pid = match.group(1)
+        machine, pid = match.group(1), match.group(2)
         stale = now - st.st_mtime > STALE_TMP_S
-        if not stale and pid is not None and int(pid) != os.getpid():
+        if not stale and machine == machine_tag() and pid is not None \
+                and int(pid) != os.getpid():
             stale = not _alive(int(pid))
         if stale:
             try:
@@ -486,7 +542,7 @@ def _atomic_write(walk: _Walk, name: str, data: bytes, mode_bits: int | None,
                   shown: str) -> None:
     parent = walk.fds[-1]
     remove_leftovers(parent)
-    tmp = f".selfref-{os.getpid()}-{secrets.token_hex(8)}.tmp"
+    tmp = f".selfref-h{machine_tag()}-{os.getpid()}-{secrets.token_hex(8)}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
     try:
         fd = os.open(tmp, flags, 0o666, dir_fd=parent)

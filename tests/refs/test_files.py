@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from selfref_tui.refs.fds import FdTable
-from selfref_tui.selfref.files import FileWriteError, PathNotAllowed, fd_to_file, write_file
+from selfref_tui.selfref.files import (
+    FileWriteError,
+    PathNotAllowed,
+    fd_to_file,
+    machine_tag,
+    write_file,
+)
 
 
 @pytest.fixture
@@ -382,25 +388,73 @@ def _dead_pid() -> int:
 def test_the_next_write_removes_temp_files_of_dead_writers_only(root):
     folder = root / "out"
     folder.mkdir()
-    dead = folder / f".selfref-{_dead_pid()}-00ff.tmp"
-    live = folder / f".selfref-{os.getppid()}-abcd.tmp"  # our parent is alive
-    old_live = folder / f".selfref-{os.getppid()}-beef.tmp"
-    old_unnamed = folder / ".selfref-0123456789abcdef.tmp"  # the earlier naming, no pid
+    ours = f"h{machine_tag()}"
+    dead = folder / f".selfref-{ours}-{_dead_pid()}-00ff.tmp"
+    live = folder / f".selfref-{ours}-{os.getppid()}-abcd.tmp"  # our parent is alive
+    old_live = folder / f".selfref-{ours}-{os.getppid()}-beef.tmp"
+    # another machine on a shared folder: its pid means nothing here, only its age counts
+    other = "h00000000" if ours != "h00000000" else "h11111111"
+    elsewhere = folder / f".selfref-{other}-{_dead_pid()}-0123.tmp"
+    old_elsewhere = folder / f".selfref-{other}-{_dead_pid()}-4567.tmp"
+    # earlier namings: no machine (cannot be proved ours), or no pid either
+    no_machine = folder / f".selfref-{_dead_pid()}-89ab.tmp"
+    old_unnamed = folder / ".selfref-0123456789abcdef.tmp"
     young_unnamed = folder / ".selfref-fedcba9876543210.tmp"
-    for p in (dead, live, old_live, old_unnamed, young_unnamed):
+    for p in (dead, live, old_live, elsewhere, old_elsewhere, no_machine, old_unnamed,
+              young_unnamed):
         p.write_text("half")
-    an_hour_ago = __import__("time").time() - 3600
-    for p in (old_live, old_unnamed):
-        os.utime(p, (an_hour_ago, an_hour_ago))
+    two_hours_ago = __import__("time").time() - 7200
+    for p in (old_live, old_elsewhere, old_unnamed):
+        os.utime(p, (two_hours_ago, two_hours_ago))
     lookalike = folder / ".selfref-notes.tmp"  # not our name: the person's file
     lookalike.write_text("mine")
-    link = folder / f".selfref-{_dead_pid()}-0bad.tmp"
+    link = folder / f".selfref-{ours}-{_dead_pid()}-0bad.tmp"
     link.symlink_to(root / "victim")
     (root / "victim").write_text("keep")
     write_file("out/new.txt", "x", roots=[root])
     left = sorted(p.name for p in folder.iterdir())
-    assert left == sorted([live.name, young_unnamed.name, lookalike.name, link.name, "new.txt"])
+    assert left == sorted([live.name, elsewhere.name, no_machine.name, young_unnamed.name,
+                           lookalike.name, link.name, "new.txt"])
     assert (root / "victim").read_text() == "keep"
+
+
+def test_a_temp_file_is_named_after_this_machine_and_process(root, monkeypatch):
+    seen: list[str] = []
+    real_open = os.open
+
+    def spy(path, flags, mode=0o777, *, dir_fd=None):
+        seen.append(os.fspath(path))
+        return real_open(path, flags, mode, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "open", spy)
+    write_file("f.txt", "x", roots=[root])
+    (tmp,) = [p for p in seen if p.startswith(".selfref-")]
+    assert tmp.startswith(f".selfref-h{machine_tag()}-{os.getpid()}-")
+    # another process on this machine has the same tag (so it may clean up after a dead one)
+    script = ("from selfref_tui.selfref.files import machine_tag; print(machine_tag())")
+    same = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert same.stdout.strip() == machine_tag()
+
+
+def test_a_tilde_path_means_the_home_folder_and_only_inside_the_roots(root, monkeypatch):
+    monkeypatch.setenv("HOME", str(root))
+    assert write_file("~/notes.txt", "x", roots=[root]) == root / "notes.txt"
+    t = FdTable()
+    t.add_ref("n", "text")
+    el = result(fd_to_file(t, "ref:n", "~/deep/n.txt", roots=(root,)))
+    assert el.get("path") == str(root / "deep" / "n.txt")
+    sub = root / "sub"
+    sub.mkdir()
+    with pytest.raises(PathNotAllowed, match=r"'~/notes.txt' is .*/notes.txt, which is "
+                                             r"outside the allowed directories"):
+        write_file("~/notes.txt", "x", roots=[sub])
+    with pytest.raises(PathNotAllowed, match="names a home folder this system does not have"):
+        write_file("~no-such-user-here/notes.txt", "x", roots=[sub])
+    el = result(fd_to_file(t, "ref:n", "~/n.txt", roots=(sub,)))
+    assert el.get("type") == "path_not_allowed"
+    assert not (sub / "~").exists() and not (root / "~").exists()  # no literal ~ folder
+    assert write_file("./~/n.txt", "x", roots=[sub]) == sub / "~" / "n.txt"  # asked for
 
 
 def test_a_write_killed_mid_way_leaves_a_temp_file_the_next_write_removes(root):
