@@ -12,7 +12,12 @@ through ``McpManager`` — the path the model's calls take — and calls its
   (what selfref-tui adds on top of the SDK);
 - client CPU per call (``process_time``): the part a busy machine cannot inflate;
 - schema conversion (``McpManager.schemas()`` per request) and result mapping
-  (``map_result``) timed alone.
+  (``map_result``) timed alone;
+- where a bare SDK call's wall time goes: the client's CPU, the server's CPU
+  (``/proc/<pid>/stat``, in 10 ms ticks, so over many calls) and the rest
+  (pipes, both event loops waking, waiting for a core), and the client's CPU
+  with and without the SDK's re-validation of results against the tool's
+  output schema.
 
 Start-up: from ``start()`` to ready for the test server and ``mcp-server-time``,
 and the longest the event loop was held up meanwhile (a 1 ms ticker): servers
@@ -95,6 +100,63 @@ async def startup(configs: list[McpServerConfig]) -> None:
               " ms)")
 
 
+def cpu_of(pid: int) -> float:
+    """A process's user + system CPU seconds so far (Linux)."""
+    import os
+
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_pid() -> int | None:
+    """The bench server: our child running tests/mcp/server.py."""
+    import os
+
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read()
+            with open(f"/proc/{entry}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            continue
+        if parent == os.getpid() and str(SERVER).encode() in cmd:
+            return int(entry)
+    return None
+
+
+async def breakdown(client, n: int) -> None:
+    """Client CPU, server CPU and the rest of a bare ``call_tool``'s wall time."""
+    pid = server_pid()
+    session = client.session
+    validate = session.validate_tool_result
+
+    async def skip(name, result) -> None:
+        return None
+
+    rows = []
+    for label, check in (("with output-schema validation", validate),
+                         ("without it", skip)):
+        session.validate_tool_result = check
+        server0 = cpu_of(pid) if pid else 0.0
+        c0, t0 = time.process_time(), time.perf_counter()
+        for _ in range(n):
+            await client.call_tool("stamp", {"payload": "x" * 200})
+        wall = (time.perf_counter() - t0) / n
+        client_cpu = (time.process_time() - c0) / n
+        server_cpu = (cpu_of(pid) - server0) / n if pid else float("nan")
+        rows.append((label, wall, client_cpu, server_cpu))
+    session.validate_tool_result = validate
+    print(f"where a bare SDK call_tool's time goes (means over {n} calls each):")
+    for label, wall, client_cpu, server_cpu in rows:
+        rest = wall - client_cpu - server_cpu
+        print(f"  {label:<30} wall {wall * 1000:6.2f} ms = client CPU {client_cpu * 1000:5.2f}"
+              f" + server CPU {server_cpu * 1000:5.2f} + waiting/pipes {rest * 1000:6.2f} ms")
+
+
 async def calls(n: int) -> None:
     manager = McpManager([McpServerConfig(name="bench", command=sys.executable,
                                           args=(str(SERVER),), trust=("*",))])
@@ -142,6 +204,7 @@ async def calls(n: int) -> None:
         print(row("client CPU per McpManager.call", cpu))
         print(row(f"schemas() for {len(manager.tools())} tools", schemas))
         print(row("map_result (2,000 chars of text)", mapping))
+        await breakdown(client, max(n, 300))
     finally:
         await manager.aclose()
 
@@ -156,8 +219,13 @@ async def main() -> None:
     if found:
         configs.append(McpServerConfig(name="time", command=found,
                                        args=("--local-timezone", "UTC")))
+    import os
+
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+          f"on {os.cpu_count()} cores")
     await startup(configs)  # first: the SDK's import is part of the first start
     await calls(args.calls)
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":
