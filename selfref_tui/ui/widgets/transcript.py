@@ -379,14 +379,18 @@ class Transcript(ScrollView, can_focus=False):
     def _draw(self, row: Row, width: int) -> bool:
         """Draw ``row`` if its lines are stale; True when its height changed."""
         key = (row_key(row, width), self._palette_key)
-        if row.key == key:
-            return False
         if row.part == "banner":
             key = (key, self.older_count)
-            if row.key == key:
-                return False
-        if row.part == "hint":
+        elif row.part == "hint":
             key = (key, id(self._hint))
+        if row.key == key:
+            # Drawn for this width already (the width changed and came back): the
+            # lines are right, the height was estimated again meanwhile.
+            row.exact = True
+            if len(row.lines) != row.height:
+                row.height = len(row.lines)
+                return True
+            return False
         row.lines = self._painter_for(width).draw(row)
         row.key = key
         row.exact = True
