@@ -91,8 +91,18 @@ class ImageStore:
         """``record`` with its image references made ``data:`` URLs again (in place).
 
         Anything that is not a serialised patch comes back untouched (the decoder
-        names what is wrong with it).
+        names what is wrong with it). Called for every patch a load folds, so the
+        common cases (no carrier, a user message of plain text) return at once.
         """
+        if type(record) is not dict:
+            return record
+        name = record.get("type")
+        if name == "UserMessageMutation":
+            message = record.get("message")
+            if type(message) is not dict or type(message.get("content")) is not list:
+                return record
+        elif name not in _CARRIERS:
+            return record
         for content, index in _parts(record):
             image_url = content[index]["image_url"]
             url = image_url.get("url")
