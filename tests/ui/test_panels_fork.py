@@ -187,16 +187,16 @@ async def test_the_body_never_says_no_forks_while_forks_are_listed():
         await pilot.pause()
         assert _placeholder_texts(panel) == ["Forks the agent spawns appear here."]
 
-        async def spawn_during_the_first_sync() -> None:
-            await asyncio.sleep(0)
-            panel.fork_spawned("fork_1", "main::fork::1", "A")
-            panel.fork_spawned("fork_2", "main::fork::2", "B")
-            await panel._sync_view()
-
-        # A sync of the empty panel is under way when two forks arrive.
-        await asyncio.gather(panel._sync_view(), spawn_during_the_first_sync())
+        # A pass over the empty panel is under way (clearing asks for one) when two
+        # forks arrive: the panel's view worker takes them in its next pass.
+        panel.clear()
+        await asyncio.sleep(0)
+        panel.fork_spawned("fork_1", "main::fork::1", "A")
+        panel.fork_spawned("fork_2", "main::fork::2", "B")
         for _ in range(3):
             await pilot.pause()
         title = str(panel.query_one(".section-title", Static).render())
         assert "2 running" in title
         assert "Forks the agent spawns appear here." not in _placeholder_texts(panel)
+        # Caught up, the view's worker has ended: waiting for the app's workers returns.
+        await asyncio.wait_for(app.workers.wait_for_complete(), 10)

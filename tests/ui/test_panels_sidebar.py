@@ -189,3 +189,50 @@ async def test_the_meter_explains_its_auto_compact_tick():
         assert "┃" in lines[1] and lines[2].startswith("┃ auto-compact at 80%")
         assert meter.size.height == 3  # the legend has a line of its own
         assert "80%" in str(meter.tooltip) and "compact" in str(meter.tooltip)
+
+
+def _ref_rows(count: int, superseded: frozenset[int] = frozenset()) -> list[dict]:
+    """Fresh dicts every call, as the app builds them from the store after each event."""
+    return [
+        {"id": f"r{i}", "content": f"line {i}\n" * 3, "superseded": i in superseded}
+        for i in range(count)
+    ]
+
+
+async def test_a_refresh_touches_only_the_rows_that_changed():
+    app = SidebarApp()
+    async with app.run_test(size=(80, 30)) as pilot:
+        sidebar = pilot.app.query_one(Sidebar)
+        option_list = sidebar.ref_list.option_list
+        sidebar.refs = _ref_rows(100)
+        await pilot.pause()
+        before = list(option_list.options)
+        prompts = [option.prompt for option in before]
+        # One more ref, and r5 defined again (its first row turns "old"): the rest stay.
+        sidebar.refs = _ref_rows(101, frozenset({5}))
+        after = list(option_list.options)
+        assert len(after) == 101
+        assert all(after[i] is before[i] for i in range(100))  # the options are kept...
+        kept = [i for i in range(100) if after[i].prompt is prompts[i]]
+        assert kept == [i for i in range(100) if i != 5]  # ...and all but one prompt
+        assert "old" in str(after[5].prompt) and "old" not in str(prompts[5])
+        # The same rows again: nothing at all is replaced.
+        sidebar.refs = _ref_rows(101, frozenset({5}))
+        assert all(a is b for a, b in zip(option_list.options, after, strict=True))
+        # Loading (a key being opened), then a shorter list: shown as such.
+        sidebar.refs = None
+        assert sidebar.ref_list.refs == () and option_list.option_count == 0
+        sidebar.refs = _ref_rows(3)
+        assert [row.id for row in sidebar.ref_list.refs] == ["r0", "r1", "r2"]
+        assert option_list.option_count == 3
+
+
+async def test_the_meter_level_is_a_class_as_well():
+    app = SidebarApp()
+    async with app.run_test(size=(80, 30)) as pilot:
+        meter = pilot.app.query_one(ContextMeter)
+        meter.tokens, meter.window = 1_000, 10_000
+        await pilot.pause()
+        assert meter.has_class("-ok")
+        meter.tokens = 9_000
+        assert meter.level == "over" and meter.has_class("-over") and not meter.has_class("-ok")

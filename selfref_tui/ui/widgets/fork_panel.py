@@ -2,25 +2,29 @@
 
 Fork events can arrive faster than the screen can mount widgets, and the
 person may switch forks mid-stream. So every feed method only updates plain
-data, and one coalesced ``_sync_view`` reconciles the transcript with it: no
-fragment is written twice or lost, whatever the interleaving. Text streams
-through ``MarkdownStream`` and gets one full render when its block ends.
+data: each fork's row is a frozen :class:`ForkRow` in the ``rows`` reactive
+(its watcher updates the table cells that changed), the chosen fork is the
+``chosen`` reactive, and the chosen fork's text and tool lines are plain
+blocks. One worker at a time reconciles the transcript with them, until it has
+caught up: no fragment is written twice or lost, whatever the interleaving,
+and no two reconciliations ever run at once. Text streams through
+``MarkdownStream`` and gets one full render when its block ends.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
+from textual.reactive import var
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import DataTable, Static
@@ -69,8 +73,10 @@ class _Block:
     status: str = ""
 
 
-@dataclass
-class _Fork:
+@dataclass(frozen=True)
+class ForkRow:
+    """One fork as the table shows it: a value, so a change is seen by comparing rows."""
+
     fork_id: str
     child_key: str
     task: str
@@ -78,10 +84,10 @@ class _Fork:
     step: int = 0
     started: float | None = None
     ended: float | None = None
+    #: a fork read back from the store: its time span as recorded
     fixed_elapsed: float | None = None
     response: str = ""
     error: str | None = None
-    blocks: list[_Block] = field(default_factory=list)
 
     @property
     def finished(self) -> bool:
@@ -93,6 +99,15 @@ class _Fork:
         if self.started is None:
             return None
         return (self.ended if self.ended is not None else now) - self.started
+
+    def cells(self, now: float) -> dict[str, Content | str]:
+        return {
+            # Content, never str: a DataTable parses a str cell as markup.
+            "fork": Content.styled(inert_line(self.fork_id), "bold"),
+            "task": Content(inert_line(self.task, TASK_WIDTH)),
+            "status": status_content(self.status, self.step),
+            "elapsed": format_elapsed(self.elapsed(now)),
+        }
 
 
 @dataclass
@@ -143,6 +158,13 @@ class ForkPanel(Vertical):
         fork_id: str
         child_key: str
 
+    #: every fork of the shown key, in spawn order
+    rows: var[dict[str, ForkRow]] = var(dict)
+    #: the fork whose transcript is shown
+    chosen: var[str | None] = var(None)
+    #: "2 · 1 running"
+    figures: var[str] = var("0")
+
     def __init__(
         self,
         *,
@@ -153,18 +175,18 @@ class ForkPanel(Vertical):
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self._clock = clock
-        self._forks: dict[str, _Fork] = {}
+        #: each fork's text and tool lines, in order (appended to as they stream)
+        self._blocks: dict[str, list[_Block]] = {}
         self._by_child: dict[str, str] = {}
-        self._chosen: str | None = None
         self._view_fork: str | None = None
         self._view: list[_ViewEntry] = []
         self._view_end: Widget | None = None
         self._placeholder: Widget | None = None
         self._stream: MarkdownStream | None = None
-        self._sync_scheduled = False
-        #: one reconciliation at a time: two interleaved ones left the "no forks yet"
-        #: placeholder under a running fork's transcript
-        self._sync_lock = asyncio.Lock()
+        #: the transcript is behind the data; the view worker clears it
+        self._view_due = False
+        #: the view worker is under way (it takes whatever comes due meanwhile)
+        self._view_running = False
         self._ticker: Timer | None = None
         # is_mounted only turns true after on_mount returns; this is set inside it.
         self._ready = False
@@ -184,9 +206,8 @@ class ForkPanel(Vertical):
     def on_mount(self) -> None:
         self._ready = True
         self._ticker = self.set_interval(1.0, self._tick)
-        for fork in self._forks.values():
-            self._upsert_row(fork)
-        self._refresh_title()
+        self._show_rows({}, self.rows)
+        self._show_figures(self.figures)
         self._schedule_sync()
 
     # -- typed queries ---------------------------------------------------------------
@@ -200,7 +221,7 @@ class ForkPanel(Vertical):
 
     @property
     def chosen_fork_id(self) -> str | None:
-        return self._chosen
+        return self.chosen
 
     @property
     def forks(self) -> list[dict[str, Any]]:
@@ -216,123 +237,33 @@ class ForkPanel(Vertical):
                 "elapsed": f.elapsed(now),
                 "response": f.response,
                 "error": f.error,
-                "text": "".join(b.text for b in f.blocks if b.kind == "text"),
-                "tools": [(b.name, b.status) for b in f.blocks if b.kind == "tool"],
+                "text": "".join(b.text for b in blocks if b.kind == "text"),
+                "tools": [(b.name, b.status) for b in blocks if b.kind == "tool"],
             }
-            for f in self._forks.values()
+            for f in self.rows.values()
+            for blocks in [self._blocks.get(f.fork_id, [])]
         ]
 
-    # -- feeding ------------------------------------------------------------------------
-    def fork_spawned(self, fork_id: str, child_key: str, task: str) -> None:
-        fork = self._forks.get(fork_id)
-        if fork is None:
-            fork = _Fork(fork_id, child_key, task, status="running", started=self._clock())
-            self._forks[fork_id] = fork
-        self._by_child[child_key] = fork_id
-        self._upsert_row(fork)
-        chosen = self._forks.get(self._chosen or "")
-        if chosen is None or chosen.finished:
-            # Follow the work: a fork spawned in a later turn replaces a finished one
-            # on screen (the person's pick among running forks is kept).
-            self.choose(fork_id)
-        self._refresh_title()
+    # -- reactives -------------------------------------------------------------------
+    def compute_figures(self) -> str:
+        running = sum(1 for f in self.rows.values() if not f.finished)
+        return f"{len(self.rows)}" + (f" · {running} running" if running else "")
 
-    def fork_progress(self, fork_id: str, status: str, step: int = 0) -> None:
-        fork = self._forks.get(fork_id)
-        if fork is None or fork.finished:
-            return
-        fork.status = status or fork.status
-        fork.step = step or fork.step
-        if fork.started is None and status != "queued":
-            fork.started = self._clock()
-        self._upsert_row(fork)
-        self._refresh_title()
-
-    def fork_finished(
-        self, fork_id: str, status: str, response: str = "", error: str | None = None
-    ) -> None:
-        fork = self._forks.get(fork_id)
-        if fork is None:
-            return
-        fork.status = status
-        fork.response = response or ""
-        fork.error = error
-        fork.ended = self._clock()
-        self._upsert_row(fork)
-        self._refresh_title()
-        if fork_id == self._chosen:
-            self._schedule_sync()
-
-    def child_text(self, child_key: str, text: str) -> None:
-        fork = self._fork_of(child_key)
-        if fork is None or not text:
-            return
-        if fork.blocks and fork.blocks[-1].kind == "text":
-            fork.blocks[-1].text += text
-        else:
-            fork.blocks.append(_Block("text", text=text))
-        if fork.fork_id == self._chosen:
-            self._schedule_sync()
-
-    def child_tool(self, child_key: str, name: str, status: str) -> None:
-        """A child's tool call started ("running") or ended ("done", "error", ...)."""
-        fork = self._fork_of(child_key)
-        if fork is None:
-            return
-        open_block = next(
-            (
-                b
-                for b in reversed(fork.blocks)
-                if b.kind == "tool" and b.name == name and b.status in ("running", "started")
-            ),
-            None,
-        )
-        if open_block is not None and status not in ("running", "started"):
-            open_block.status = status
-        else:
-            fork.blocks.append(_Block("tool", name=name, status=status))
-        if fork.fork_id == self._chosen:
-            self._schedule_sync()
-
-    def load_forks(self, forks: Iterable[Mapping[str, Any]]) -> None:
-        """Show forks recorded in the store (``MemoryKey.forks`` values)."""
-        for record in forks:
-            fork_id = str(record.get("fork_id") or "")
-            if not fork_id or fork_id in self._forks:
-                continue
-            fork = _Fork(
-                fork_id,
-                str(record.get("child_key") or ""),
-                str(record.get("task") or ""),
-                status=str(record.get("status") or "completed"),
-                response=str(record.get("response") or ""),
-                error=record.get("error"),
-            )
-            fork.fixed_elapsed = _iso_span(record.get("created"), record.get("updated"))
-            if fork.response:
-                fork.blocks.append(_Block("text", text=fork.response))
-            self._forks[fork_id] = fork
-            self._by_child[fork.child_key] = fork_id
-            self._upsert_row(fork)
-        if self._chosen is None and self._forks:
-            self.choose(next(iter(self._forks)))
-        self._refresh_title()
-
-    def clear(self) -> None:
-        """Forget every fork (the app switched to another memory key)."""
-        self._forks.clear()
-        self._by_child.clear()
-        self._chosen = None
+    def watch_figures(self, figures: str) -> None:
         if self._ready:
-            self.table.clear()
-            self._refresh_title()
-            self._schedule_sync()
+            self._show_figures(figures)
 
-    def choose(self, fork_id: str) -> None:
-        if fork_id not in self._forks:
+    def watch_rows(self, old: dict[str, ForkRow], new: dict[str, ForkRow]) -> None:
+        if self._ready:
+            self._show_rows(old, new)
+
+    def validate_chosen(self, fork_id: str | None) -> str | None:
+        """Only a listed fork can be chosen (None: the panel was cleared)."""
+        return fork_id if fork_id is None or fork_id in self.rows else self.chosen
+
+    def watch_chosen(self, fork_id: str | None) -> None:
+        if fork_id is None:
             return
-        changed = fork_id != self._chosen
-        self._chosen = fork_id
         if self._ready:
             table = self.table
             try:
@@ -341,57 +272,157 @@ class ForkPanel(Vertical):
                 row = None
             if row is not None and table.cursor_row != row:
                 table.move_cursor(row=row)
-        if changed:
-            fork = self._forks[fork_id]
-            self.post_message(self.ForkChosen(fork_id, fork.child_key))
+        self.post_message(self.ForkChosen(fork_id, self.rows[fork_id].child_key))
         self._schedule_sync()
 
-    # -- table ----------------------------------------------------------------------------
-    def _fork_of(self, child_key: str) -> _Fork | None:
-        fork_id = self._by_child.get(child_key)
-        return self._forks.get(fork_id) if fork_id else None
+    # -- feeding ------------------------------------------------------------------------
+    def _put(self, fork: ForkRow) -> None:
+        """One fork's row changed: a new dict, so the watcher sees old and new."""
+        self.rows = {**self.rows, fork.fork_id: fork}
 
-    def _upsert_row(self, fork: _Fork) -> None:
-        if not self._ready:
-            return  # on_mount adds every row
-        table = self.table
-        cells = {
-            # Content, never str: a DataTable parses a str cell as markup.
-            "fork": Content.styled(inert_line(fork.fork_id), "bold"),
-            "task": Content(inert_line(fork.task, TASK_WIDTH)),
-            "status": status_content(fork.status, fork.step),
-            "elapsed": format_elapsed(fork.elapsed(self._clock())),
-        }
-        if fork.fork_id in table.rows:
-            for column, value in cells.items():
-                table.update_cell(fork.fork_id, column, value)
+    def fork_spawned(self, fork_id: str, child_key: str, task: str) -> None:
+        if fork_id not in self.rows:
+            self._blocks[fork_id] = []
+            self._put(ForkRow(fork_id, child_key, task, status="running", started=self._clock()))
+        self._by_child[child_key] = fork_id
+        chosen = self.rows.get(self.chosen or "")
+        if chosen is None or chosen.finished:
+            # Follow the work: a fork spawned in a later turn replaces a finished one
+            # on screen (the person's pick among running forks is kept).
+            self.chosen = fork_id
+
+    def fork_progress(self, fork_id: str, status: str, step: int = 0) -> None:
+        fork = self.rows.get(fork_id)
+        if fork is None or fork.finished:
+            return
+        started = fork.started
+        if started is None and status != "queued":
+            started = self._clock()
+        self._put(replace(fork, status=status or fork.status, step=step or fork.step,
+                          started=started))
+
+    def fork_finished(
+        self, fork_id: str, status: str, response: str = "", error: str | None = None
+    ) -> None:
+        fork = self.rows.get(fork_id)
+        if fork is None:
+            return
+        self._put(
+            replace(fork, status=status, response=response or "", error=error,
+                    ended=self._clock())
+        )
+        if fork_id == self.chosen:
+            self._schedule_sync()
+
+    def child_text(self, child_key: str, text: str) -> None:
+        fork_id = self._by_child.get(child_key)
+        blocks = self._blocks.get(fork_id or "")
+        if blocks is None or not text:
+            return
+        if blocks and blocks[-1].kind == "text":
+            blocks[-1].text += text
         else:
-            table.add_row(*cells.values(), key=fork.fork_id)
-            if fork.fork_id == self._chosen:
-                table.move_cursor(row=table.get_row_index(fork.fork_id))
+            blocks.append(_Block("text", text=text))
+        if fork_id == self.chosen:
+            self._schedule_sync()
+
+    def child_tool(self, child_key: str, name: str, status: str) -> None:
+        """A child's tool call started ("running") or ended ("done", "error", ...)."""
+        fork_id = self._by_child.get(child_key)
+        blocks = self._blocks.get(fork_id or "")
+        if blocks is None:
+            return
+        open_block = next(
+            (
+                b
+                for b in reversed(blocks)
+                if b.kind == "tool" and b.name == name and b.status in ("running", "started")
+            ),
+            None,
+        )
+        if open_block is not None and status not in ("running", "started"):
+            open_block.status = status
+        else:
+            blocks.append(_Block("tool", name=name, status=status))
+        if fork_id == self.chosen:
+            self._schedule_sync()
+
+    def load_forks(self, forks: Iterable[Mapping[str, Any]]) -> None:
+        """Show forks recorded in the store (``MemoryKey.forks`` values)."""
+        rows = dict(self.rows)
+        for record in forks:
+            fork_id = str(record.get("fork_id") or "")
+            if not fork_id or fork_id in rows:
+                continue
+            fork = ForkRow(
+                fork_id,
+                str(record.get("child_key") or ""),
+                str(record.get("task") or ""),
+                status=str(record.get("status") or "completed"),
+                response=str(record.get("response") or ""),
+                error=record.get("error"),
+                fixed_elapsed=_iso_span(record.get("created"), record.get("updated")),
+            )
+            self._blocks[fork_id] = [_Block("text", text=fork.response)] if fork.response else []
+            rows[fork_id] = fork
+            self._by_child[fork.child_key] = fork_id
+        self.rows = rows
+        if self.chosen is None and rows:
+            self.chosen = next(iter(rows))
+
+    def clear(self) -> None:
+        """Forget every fork (the app switched to another memory key)."""
+        self._blocks.clear()
+        self._by_child.clear()
+        self.chosen = None
+        self.rows = {}
+        self._schedule_sync()
+
+    def choose(self, fork_id: str) -> None:
+        """Show ``fork_id``'s transcript (a fork that is not listed is ignored)."""
+        self.chosen = fork_id
+
+    # -- table ----------------------------------------------------------------------------
+    def _show_rows(self, old: Mapping[str, ForkRow], new: Mapping[str, ForkRow]) -> None:
+        """Only the rows that changed, and in them only the cells that changed."""
+        table = self.table
+        if not new:
+            table.clear()
+            return
+        now = self._clock()
+        for fork_id, fork in new.items():
+            if old.get(fork_id) == fork and fork_id in table.rows:
+                continue
+            cells = fork.cells(now)
+            if fork_id in table.rows:
+                before = old.get(fork_id)
+                shown = before.cells(now) if before is not None else {}
+                for column, value in cells.items():
+                    if column == "elapsed" or shown.get(column) != value:
+                        table.update_cell(fork_id, column, value)
+            else:
+                table.add_row(*cells.values(), key=fork_id)
+                if fork_id == self.chosen:
+                    table.move_cursor(row=table.get_row_index(fork_id))
+
+    def _show_figures(self, figures: str) -> None:
+        self.query_one(".section-title", Static).update(
+            Content.assemble("FORKS ", (figures, "dim"))
+        )
 
     def _tick(self) -> None:
         now = self._clock()
         table = self.table
-        for fork in self._forks.values():
+        for fork in self.rows.values():
             if not fork.finished and fork.fork_id in table.rows:
                 table.update_cell(fork.fork_id, "elapsed", format_elapsed(fork.elapsed(now)))
-
-    def _refresh_title(self) -> None:
-        if not self._ready:
-            return
-        running = sum(1 for f in self._forks.values() if not f.finished)
-        figures = f"{len(self._forks)}" + (f" · {running} running" if running else "")
-        self.query_one(".section-title", Static).update(
-            Content.assemble("FORKS ", (figures, "dim"))
-        )
 
     @on(DataTable.RowHighlighted)
     def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
         key = event.row_key.value if event.row_key is not None else None
-        if key and key != self._chosen:
-            self.choose(key)
+        if key:
+            self.chosen = key
 
     @on(DataTable.RowSelected)
     def _row_selected(self, event: DataTable.RowSelected) -> None:
@@ -399,10 +430,26 @@ class ForkPanel(Vertical):
 
     # -- transcript reconciliation ---------------------------------------------------------
     def _schedule_sync(self) -> None:
-        if self._sync_scheduled or not self._ready:
-            return
-        self._sync_scheduled = True
-        self.call_later(self._sync_view)
+        self._view_due = True
+        if self._ready and not self._view_running:
+            self._view_running = True
+            self._sync_view()
+
+    @work(group="fork-view")
+    async def _sync_view(self) -> None:
+        """The panel's one reconciler: passes until the transcript has caught up, then ends.
+
+        A worker per burst rather than a scheduled call per change: a burst of
+        events becomes one pass, and two passes never interleave (two did, and left
+        the "no forks yet" placeholder under a running fork's transcript). It ends
+        when nothing is due, so waiting for the app's workers never waits on it.
+        """
+        try:
+            while self._view_due:
+                self._view_due = False
+                await self._reconcile()
+        finally:
+            self._view_running = False
 
     async def _end_stream(self) -> None:
         """Stop the live text block and give it one full, exact render."""
@@ -413,23 +460,18 @@ class ForkPanel(Vertical):
         from textual.widgets import Markdown  # imported: a stream was running
 
         entry = next((e for e in reversed(self._view) if isinstance(e.widget, Markdown)), None)
-        fork = self._forks.get(self._view_fork or "")
-        if entry is not None and fork is not None:
+        blocks = self._blocks.get(self._view_fork or "", [])
+        if entry is not None:
             index = self._view.index(entry)
-            if index < len(fork.blocks):
-                await entry.widget.update(inert(fork.blocks[index].text))  # type: ignore[attr-defined]
-
-    async def _sync_view(self) -> None:
-        self._sync_scheduled = False
-        async with self._sync_lock:
-            await self._reconcile()
+            if index < len(blocks):
+                await entry.widget.update(inert(blocks[index].text))  # type: ignore[attr-defined]
 
     async def _reconcile(self) -> None:
         transcript = self.transcript
-        fork = self._forks.get(self._chosen or "")
-        if fork is None and self._forks:
-            self.choose(next(reversed(self._forks)))  # never "no forks" beside a listed one
-            fork = self._forks.get(self._chosen or "")
+        fork = self.rows.get(self.chosen or "")
+        if fork is None and self.rows:
+            self.chosen = next(reversed(self.rows))  # never "no forks" beside a listed one
+            fork = self.rows.get(self.chosen or "")
         if fork is None or fork.fork_id != self._view_fork:
             await self._end_stream()
             await transcript.remove_children()
@@ -453,7 +495,8 @@ class ForkPanel(Vertical):
                     (inert_line(fork.fork_id), "bold $primary"), "  ", (inert(fork.task), "italic")
                 )
             )
-        for index, block in enumerate(fork.blocks):
+        blocks = self._blocks.get(fork.fork_id, [])
+        for index, block in enumerate(blocks):
             if index < len(self._view):
                 await self._update_entry(self._view[index], block)
                 continue
@@ -462,7 +505,7 @@ class ForkPanel(Vertical):
             if block.kind == "text":
                 from textual.widgets import Markdown  # not at import: most runs have no forks
 
-                if index == len(fork.blocks) - 1 and not fork.finished:
+                if index == len(blocks) - 1 and not fork.finished:
                     widget: Widget = Markdown("")
                     await transcript.mount(widget, before=self._view_end)
                     self._stream = Markdown.get_stream(widget)  # type: ignore[arg-type]
@@ -520,7 +563,7 @@ def _tool_line(block: _Block) -> Content:
     )
 
 
-def _end_line(fork: _Fork) -> Widget:
+def _end_line(fork: ForkRow) -> Widget:
     if fork.error:
         return Static(Content(f"✗ {inert(fork.error)}"), classes="fork-end fork-error")
     label = {"completed": "finished", "done": "finished"}.get(fork.status, fork.status)
