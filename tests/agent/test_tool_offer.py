@@ -8,15 +8,11 @@ the full tool set (~1,300 tokens of schemas) no request fits 1,024 tokens.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 from selfref_tui.agent import events as ev
 from selfref_tui.agent.tool_offer import TOOL_SHARE, ToolOffer, offer_tools
 from selfref_tui.demo.script import Reply, ToolCall
 
-ROOT = Path(__file__).resolve().parents[2]
 LONG_PROMPT = "Tell me about lighthouses. " * 40
 LONG_ANSWER = "Lighthouses guide ships along dangerous coasts at night. " * 30
 
@@ -145,16 +141,14 @@ async def test_without_compact_the_runtime_does_not_ask_for_it(harness):
         assert "are left out of this request" in sent and "`compact`" not in sent
 
 
-def test_context_show_json_carries_the_reduced_set(tmp_path):
+def test_context_show_json_carries_the_reduced_set():
+    from tests.cli.helpers import cli
+
     # a server that is never asked: the window comes from the flag
-    env = {"PYTHONPATH": str(ROOT), "SELFREF_DATA_DIR": str(tmp_path / "data"),
-           "SELFREF_CONFIG": str(tmp_path / "config.toml"), "PATH": "/usr/bin:/bin",
-           "TIKTOKEN_CACHE_DIR": str(tmp_path / "tiktoken"),
-           "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "SELFREF_MODEL": "m"}
-    base = [sys.executable, "-m", "selfref_tui", "context", "show", "--context-window", "1024"]
-    shown = subprocess.run([*base, "--json"], capture_output=True, text=True, env=env,
-                           cwd=ROOT, timeout=60)
+    env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "SELFREF_MODEL": "m"}
+    base = ("context", "show", "--context-window", "1024")
+    shown = cli(*base, "--json", env=env)
     assert shown.returncode == 0, shown.stderr
     assert _names(json.loads(shown.stdout)["tools"]) == ["compact"]
-    text = subprocess.run(base, capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    text = cli(*base, env=env)
     assert "this request offers 1 of 10 tools" in text.stdout and "tools: compact" in text.stdout
