@@ -28,6 +28,7 @@ from selfref_tui.agent import sse
 from selfref_tui.agent.sse import SseError
 from selfref_tui.agent.think import ThinkSplitter
 from selfref_tui.config import ProviderConfig
+from selfref_tui.context.images import image_urls
 from selfref_tui.safety import redact
 
 
@@ -86,7 +87,7 @@ class ProviderError(Exception):
 
     def __init__(self, kind: str, message: str, *, partial: bool = False,
                  status: int | None = None, detail: str = "", tokens: int | None = None,
-                 window: int | None = None) -> None:
+                 window: int | None = None, images_refused: bool = False) -> None:
         # trust boundary: no bearer token or URL userinfo, ever
         message, detail = redact(message), redact(detail)
         super().__init__(message)
@@ -97,6 +98,8 @@ class ProviderError(Exception):
         self.detail = detail
         self.tokens = tokens
         self.window = window
+        #: the server refused the request's images (it carried ``image_url`` parts)
+        self.images_refused = images_refused
 
     def __repr__(self) -> str:
         return f"ProviderError({self.kind!r}, {self.message!r}, partial={self.partial})"
@@ -197,6 +200,8 @@ class Provider:
         self.backoff_base_s = backoff_base_s
         #: servers (base URLs) that refused ``stream_options``: asked without it from then on
         self._no_stream_options: set[str] = set()
+        #: servers (base URLs) that refused images: the agent then leaves tools' images out
+        self._no_images: set[str] = set()
         self._encoded = _EncodedMessages()
         # Connect is bounded by the HTTP library; the first event and the gaps
         # between events by our own timers (_read), since a server that sends
@@ -242,6 +247,11 @@ class Provider:
     def stream_options_ok(self) -> bool:
         """False once this server refused ``stream_options`` (usage is then not reported)."""
         return self.base_url not in self._no_stream_options
+
+    @property
+    def images_ok(self) -> bool:
+        """False once this server refused a request's images (its model has no vision)."""
+        return self.base_url not in self._no_images
 
     async def stream(self, messages: list[dict], tools: list[dict] | None = None, *,
                      on_retry: RetryFn | None = None,
@@ -329,7 +339,9 @@ class Provider:
             # would queue a second generation behind the first; say so instead.
             raise self._first_byte_timeout() from None
         except openai.APIStatusError as exc:
-            error = self._map(exc)
+            error = self._map(exc, images=carries_images(messages))
+            if error.images_refused:
+                self._no_images.add(self.base_url)
             if error.kind in ("rate_limit", "server"):
                 raise _Retryable(error, _retry_after(exc), _reason(exc)) from None
             raise error from None
@@ -433,7 +445,7 @@ class Provider:
         except TimeoutError:
             return None
         except openai.APIStatusError as exc:
-            error = self._map(exc)
+            error = self._map(exc, images=carries_images(messages))
             return error if error.kind == "context_overflow" else None
         except openai.APIError:
             return None
@@ -450,8 +462,14 @@ class Provider:
                              **extra)
 
     def _map(self, exc: BaseException, *, partial: bool = False,
-             midway: bool = False) -> ProviderError:
-        """The error for ``exc`` (made by ``_error``: the key masked wherever it was echoed)."""
+             midway: bool = False, images: bool = False) -> ProviderError:
+        """The error for ``exc`` (made by ``_error``: the key masked wherever it was echoed).
+
+        ``images``: the request carried ``image_url`` parts. Only then is a refusal
+        that names images read as "this model has no vision": without them, a
+        validation report echoing a message about "an image" is a validation
+        report, and a 5xx about a "vision encoder" is a server failure.
+        """
         url = self.base_url or "the provider"
         model = self.config.model
         error = self._error
@@ -483,11 +501,11 @@ class Provider:
                 return error("context_overflow", "the conversation no longer fits the "
                              f"model's window{figures} — {url} refused it for length",
                              detail=full, status=status, tokens=tokens, window=window)
-            if status in (400, 415, 422, 500, 501) and _IMAGES_REFUSED.search(full):
+            if images and _refuses_images(status, full):
                 return error("bad_request", f"model '{model}' does not accept images — remove "
                              "the attachment (send the message again without it) or pick a "
                              f"vision model ({url} answered {status})", status=status,
-                             detail=full)
+                             detail=full, images_refused=True)
             if status in (401, 403):
                 env = self.config.api_key_env or "OPENAI_API_KEY"
                 return error("auth", f"API key rejected by {url} ({status}) — check "
@@ -768,6 +786,27 @@ def _overflow_figures(text: str) -> tuple[int | None, int | None]:
 #: a refusal that names images: OpenAI's "image_url is only supported by certain models",
 #: vLLM's "… is not a multimodal model", llama.cpp's "image input is not supported" (mmproj)
 _IMAGES_REFUSED = re.compile(r"image|vision|multi-?modal|mmproj", re.IGNORECASE)
+#: what a 5xx must say to be read as images refused rather than a failure worth a retry:
+#: llama.cpp's "image input is not supported … mmproj", "… is not a multimodal model"
+_IMAGE_INPUT_REFUSED = re.compile(
+    r"image_url|image input|mmproj|not a multi-?modal model|"
+    r"(?:images?|vision) (?:input )?(?:is |are )?not supported|"
+    r"(?:does not|doesn't|cannot|can't) (?:support|accept|take) (?:images?|vision)",
+    re.IGNORECASE)
+
+
+def _refuses_images(status: int, text: str) -> bool:
+    """Whether a refusal of a request carrying images is about the images."""
+    if status in (400, 415, 422):
+        return bool(_IMAGES_REFUSED.search(text))
+    # a 5xx validation report echoes the request, image_url parts and all: not about them
+    return (status in (500, 501) and bool(_IMAGE_INPUT_REFUSED.search(text))
+            and not _VALIDATION.search(text))
+
+
+def carries_images(messages: list[dict]) -> bool:
+    """Whether a request's messages hold an ``image_url`` part (read on errors only)."""
+    return any(isinstance(m, dict) and image_urls(m.get("content")) for m in messages)
 
 
 def _names_stream_options(error: ProviderError) -> bool:

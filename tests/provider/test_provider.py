@@ -597,3 +597,62 @@ async def test_think_tags_in_content_arrive_as_reasoning_over_http():
     reasoning = "".join(c.text for c in chunks if isinstance(c, ReasoningChunk))
     assert reasoning == "first the plan" and text_of(chunks) == "The answer."
     assert isinstance(chunks[-1], (FinishChunk, UsageChunk))
+
+
+IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+WITH_IMAGE = [{"role": "user", "content": [{"type": "text", "text": "look"}, IMAGE]}]
+
+
+async def test_a_validation_report_echoing_an_image_is_not_read_as_images_refused():
+    # llama-cpp-python's 500 report echoes the refused message: a tool argument that
+    # speaks of "an image" must not turn it into "the model does not accept images"
+    call = {"id": "c1", "type": "function",
+            "function": {"name": "draw", "arguments": '{"what": "an image of a cat"}'}}
+    messages = [{"role": "user", "content": "draw"},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": "ok"}]
+    server = DemoServer([Reply(text="never")], refuse_images=True)
+    async with server as url:
+        provider = make(url)
+        with pytest.raises(ProviderError) as info:
+            async for _ in provider.stream(messages):
+                pass
+    error = info.value
+    assert error.kind == "bad_request" and error.status == 500
+    assert "validation errors:" in error.message and "an image of a cat" in error.detail
+    assert "does not accept images" not in error.message and not error.images_refused
+    assert provider.images_ok
+
+
+@pytest.mark.parametrize("messages", [MESSAGES, WITH_IMAGE], ids=["text", "image"])
+async def test_a_5xx_that_speaks_of_vision_is_a_server_failure_and_retried(messages):
+    server = DemoServer([HttpError(500, "vision encoder crashed"), Reply(text="fine")])
+    async with server as url:
+        provider = make(url, max_retries=1)
+        async with aclosing(provider.stream(messages)) as chunks:
+            assert text_of([c async for c in chunks]) == "fine"
+    assert len(server.requests) == 2 and provider.images_ok
+
+
+async def test_a_400_naming_multimodal_without_images_sent_is_a_plain_refusal():
+    refusal = HttpError(400, "unknown tool 'multimodal_search'", type="invalid_request_error")
+    async with DemoServer([refusal]) as url:
+        error, _ = await failure(make(url))
+    assert error.kind == "bad_request" and "does not accept images" not in error.message
+    assert "multimodal_search" in error.message and not error.images_refused
+
+
+async def test_a_5xx_naming_image_input_of_a_request_with_images_is_images_refused():
+    # llama.cpp without --mmproj answers an image this way
+    refusal = HttpError(500, "image input is not supported - hint: if this is unexpected, "
+                        "you may need to provide the mmproj")
+    server = DemoServer([refusal] * 2)
+    async with server as url:
+        provider = make(url, max_retries=1)
+        with pytest.raises(ProviderError) as info:
+            async for _ in provider.stream(WITH_IMAGE):
+                pass
+    error = info.value
+    assert error.images_refused and error.kind == "bad_request"
+    assert error.message.startswith("model 'test-model' does not accept images")
+    assert len(server.requests) == 1 and not provider.images_ok
