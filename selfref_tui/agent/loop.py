@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import AgentSettings
-from ..context.apply import unique_call_ids
-from ..context.images import text_of
+from ..context.apply import MULTIMODAL_MARK, unique_call_ids
+from ..context.images import omitted_text, person_images, text_of, without_tool_images
 from ..context.mutations import (
     AssistantMessageMutation,
     AssistantTruncatedMutation,
@@ -131,6 +131,8 @@ class _Turn:
     overflow_retried: bool = False
     budget: int = 0
     overflow_error: BaseException | None = None
+    #: the server refused tools' images: the step was retried once without them
+    images_omitted: bool = False
 
 
 @dataclass
@@ -414,10 +416,16 @@ class Agent:
         Left in the request, it would be followed by the next message as a run
         of user messages (strict chat templates refuse that) and answered twice.
         """
-        messages = turn.memory.messages
-        if not messages or messages[-1].get("role") != "user" or "compaction" in messages[-1]:
-            return
-        if messages[-1].get("failed"):
+        # Only a message the person wrote: a tool's image result and a runtime note
+        # also ride in user messages, but marking them would leave the model a call
+        # without its result and the person a failure they did not cause.
+        for message in reversed(turn.memory.messages):
+            if (message.get("role") != "user" or "compaction" in message
+                    or MULTIMODAL_MARK in message or message.get("failed")):
+                return
+            if not message.get(RUNTIME_NOTE):
+                break
+        else:
             return
         reason = turn.failure or "the turn failed"
         try:
@@ -493,6 +501,8 @@ class Agent:
                 if self._after_refusal(turn, plan, budget):
                     continue
                 return "error"
+            if stream_outcome == "images":
+                continue  # the same step again, tools' images left out (_plan)
             if stream_outcome != "ok":
                 return stream_outcome
             if not calls:
@@ -564,6 +574,8 @@ class Agent:
         from ..context.tokens import REPLY_PRIMING
 
         self._calibrate()
+        if not getattr(self.provider, "images_ok", True):
+            base = without_tool_images(base, omitted_text(self.model))
         messages, message_tokens = self._compile(key, base, pending)
         tool_tokens = self.tokens.count_tools(tools)
         counted = message_tokens + tool_tokens
@@ -632,6 +644,16 @@ class Agent:
             if is_context_overflow(error) and not state.content:
                 turn.overflow_error = error  # _steps names it, compacts and retries once
                 return "overflow", []
+            if (getattr(error, "images_refused", False) and not state.content
+                    and not turn.images_omitted and not person_images(turn.memory.messages)):
+                # Only tools' images: the provider now remembers this server refuses
+                # them, so _plan leaves them out; the step is tried once more.
+                turn.images_omitted = True
+                self.emit(Notice(key=key, severity="warning", message=(
+                    f"model '{self.model}' does not accept images: a tool's image is left "
+                    "out of its requests (kept in the conversation) — pick a vision model "
+                    "to show it")))
+                return "images", []
             if isinstance(error, ProviderError):
                 message, kind = error.message, error.kind
             else:

@@ -401,6 +401,8 @@ class TranscriptBuilder:
             message = self.messages[index]
             if message.get("role") != "user" or "compaction" in message:
                 break
+            if MULTIMODAL_MARK in message:  # a tool's result, not the person's message
+                break
             # A new dict, not an edit in place: compile caches compare stored copies.
             updated = {k: v for k, v in message.items() if k != "failed"}
             if reason:

@@ -113,3 +113,41 @@ def readable(content: Any) -> str:
             mime = sniff_mime(parsed[1]) or parsed[0] or "unknown type"
             lines.append(f"[image {mime}, {len(parsed[1]):,} bytes]")
     return "\n".join(lines)
+
+
+def omitted_text(model: str) -> str:
+    """What stands in a request for a tool's image that ``model`` cannot take."""
+    return f"[image omitted: model {model} does not accept images]"
+
+
+def without_tool_images(messages: list[dict[str, Any]], placeholder: str) -> list[dict[str, Any]]:
+    """``messages`` with each image of a tool's result replaced by ``placeholder`` text.
+
+    Why: a model without vision refuses the whole request for one image a tool
+    returned (a screenshot, a plot), and the conversation could not go on. Only
+    the request changes; the store keeps the images. Messages without such an
+    image are the same objects (compile caches compare them with the last call's).
+    """
+    from .apply import MULTIMODAL_MARK
+
+    out = messages
+    for index, message in enumerate(messages):
+        content = message.get("content")
+        if message.get("role") != "user" or MULTIMODAL_MARK not in message or not image_urls(
+                content):
+            continue
+        if out is messages:
+            out = list(messages)
+        texts = [placeholder if part_url(part) is not None else text_of([part])
+                 for part in content]
+        out[index] = {**message, "content": "\n".join(t for t in texts if t)}
+    return out
+
+
+def person_images(messages: list[dict[str, Any]]) -> bool:
+    """Whether a message the person wrote (not a tool's result, not failed) holds an image."""
+    from .apply import MULTIMODAL_MARK
+
+    return any(message.get("role") == "user" and MULTIMODAL_MARK not in message
+               and not message.get("failed") and image_urls(message.get("content"))
+               for message in messages)

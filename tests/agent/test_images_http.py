@@ -97,3 +97,81 @@ async def test_the_controller_refuses_images_before_start_up_and_sends_them_afte
         finally:
             await controller.aclose()
     assert _last_user(server.requests[0])["content"][1]["image_url"]["url"] == URL
+
+
+class ShotSource:
+    """A tool whose result is an image (a screenshot tool, say)."""
+
+    def schemas(self) -> list[dict]:
+        return [{"type": "function", "function": {
+            "name": "shot", "description": "Take a screenshot.",
+            "parameters": {"type": "object", "properties": {}}}}]
+
+    def handles(self, name: str) -> bool:
+        return name == "shot"
+
+    async def call(self, name, args, ctx):
+        from selfref_tui.agent.tool_batch import MultimodalOutput
+        from selfref_tui.context.images import image_part
+
+        return MultimodalOutput(text="a screenshot", user_messages=[{
+            "role": "user", "content": [{"type": "text", "text": "The screenshot:"},
+                                        image_part(URL)]}])
+
+
+async def test_a_tools_image_on_a_text_only_model_is_left_out_and_the_turn_goes_on(harness):
+    from selfref_tui.demo.script import ToolCall
+
+    script = [Reply(tool_calls=[ToolCall("shot", {})]), Reply(text="I cannot see it."),
+              Reply(text="Sure.")]
+    async with harness(script) as h:
+        h.server.refuse_images = True
+        h.agent.tool_sources.append(ShotSource())
+        router = AgentInputRouter(h.agent)
+        router.submit("take a screenshot")
+        await router.wait_idle()
+        assert router.outcomes == ["done"] and not h.of(ev.ErrorEvent)
+        assert not h.of(ev.MessageFailed)
+        (notice,) = [n for n in h.of(ev.Notice) if "images" in n.message]
+        assert "model 'selfref-demo' does not accept images" in notice.message
+        # refused once with the image, then asked again with the placeholder in its place
+        assert len(h.server.requests) == 3
+        assert _last_user(h.server.requests[1])["content"][1]["type"] == "image_url"
+        carrier = _last_user(h.server.requests[2])
+        assert carrier["content"] == ("The screenshot:\n"
+                                      "[image omitted: model selfref-demo does not accept images]")
+        # the person's next message follows the result: a request the strict server takes
+        router.submit("thanks")
+        await router.wait_idle()
+        assert router.outcomes == ["done", "done"]
+        sent = h.server.requests[-1]["messages"]
+        assert [m["role"] for m in sent[-4:]] == ["assistant", "user", "assistant", "user"]
+        assert "[image omitted" in sent[-3]["content"] and sent[-1]["content"] == "thanks"
+    stored = h.reload()
+    assert not any(m.get("failed") for m in stored.messages)
+    kept = [m for m in stored.messages if m.get("multimodal_for")]
+    assert kept[-1]["content"][1]["image_url"]["url"] == URL  # the store keeps the image
+
+
+async def test_a_turn_failing_after_a_tools_image_marks_no_message_failed(harness):
+    from selfref_tui.demo.script import HttpError, ToolCall
+
+    script = [Reply(tool_calls=[ToolCall("shot", {})]),
+              HttpError(400, "tool results may not follow", type="invalid_request_error"),
+              Reply(text="Sure.")]
+    async with harness(script) as h:
+        h.agent.tool_sources.append(ShotSource())
+        router = AgentInputRouter(h.agent)
+        router.submit("take a screenshot")
+        await router.wait_idle()
+        assert router.outcomes == ["error"]
+        # the tool's result is not the person's message: nothing to mark or take out
+        assert not h.of(ev.MessageFailed)
+        router.submit("try again")
+        await router.wait_idle()
+        assert router.outcomes == ["error", "done"]
+        sent = h.server.requests[-1]["messages"]
+        assert sent[-2]["content"].startswith("I called shot(")
+        assert sent[-1]["content"][1]["image_url"]["url"] == URL  # the result is still sent
+        assert sent[-1]["content"][-1] == {"type": "text", "text": "try again"}
+    assert not any(m.get("failed") for m in h.reload().messages)
