@@ -338,15 +338,19 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
         """What was typed during start-up goes out now, in order, shown as any message is.
 
         Opening the key cleared it off the transcript. A key that cannot take
-        it (locked, read-only) gets it back into the input, not lost.
+        it (locked, read-only) gets it back into the input, not lost: always,
+        ahead of whatever was typed since (the controller no longer holds it,
+        so this is its only copy), and the cursor stays in that draft.
         """
         early = self.controller.take_early_inputs()
         for at, text in enumerate(early):
             try:
                 await self._send(text)
             except Refused as exc:
-                if not self.chat_input.text:
-                    self.chat_input.insert("\n\n".join(early[at:]))
+                back = "\n\n".join(early[at:])
+                if self.chat_input.text:
+                    back += "\n\n"
+                self.chat_input.insert(back, location=(0, 0))
                 self.refused(exc, " What you typed is back in the input.")
                 return
 

@@ -48,3 +48,35 @@ async def test_early_input_a_read_only_window_refuses_goes_back_into_the_input(t
             assert server.requests == []
     finally:
         holder.close()
+
+
+async def test_refused_early_input_goes_back_ahead_of_a_draft_typed_since(tmp_path):
+    # Sent during start-up, then a draft typed (not sent) before the key refuses:
+    # both must be in the input, the early message first, as the notification says.
+    holder = SelfReference(tmp_path / "data")
+    holder.open("main").commit(turn(1, "what is up"))
+    try:
+        server = DemoServer([Reply(text="never asked")])
+        async with server as url:
+            app = _GatedReadOnly(make_app(tmp_path, url).config)
+            async with app.run_test(size=SIZE) as pilot:
+                await type_and_send(pilot, "typed early")
+                await pilot.press(*"draft")
+                assert app.chat_input.text == "draft"
+                app.gate.set()
+                await wait_until(
+                    pilot,
+                    lambda: any("--read-only" in n.message for n in app._notifications),
+                    timeout=30,
+                    what="the refusal",
+                )
+                assert app.chat_input.text == "typed early\n\ndraft"
+                notice = next(n for n in app._notifications if "--read-only" in n.message)
+                assert "What you typed is back in the input." in notice.message
+                # the cursor stays where the person was typing: at the end of the draft
+                await pilot.press(*"!")
+                assert app.chat_input.text == "typed early\n\ndraft!"
+                assert not app.router.busy
+            assert server.requests == []
+    finally:
+        holder.close()
