@@ -21,7 +21,7 @@ from selfref_tui.demo.script import Reply, Script, demo_script
 from selfref_tui.demo.server import DemoServer
 from selfref_tui.selfref.errors import StoreError
 from selfref_tui.selfref.reference import SelfReference
-from tests.selfref.helpers import turn
+from tests.selfref.helpers import stored_history, turn
 
 
 def _config(tmp_path: Path, url: str) -> AppConfig:
@@ -45,14 +45,6 @@ async def running(
             yield controller, server, events
         finally:
             await controller.aclose()
-
-
-def _history(tmp_path: Path, key: str = "main") -> list[dict]:
-    store = SelfReference(tmp_path / "data")
-    try:
-        return store.open(key, write=False).history
-    finally:
-        store.close()
 
 
 def _writable(tmp_path: Path, key: str) -> bool:
@@ -82,7 +74,7 @@ async def test_early_inputs_wait_for_the_key_and_go_out_in_order(tmp_path):
         assert sent[0] == "started" and sent[1] in ("queued", "started")
         assert controller.take_early_inputs() == []
         await controller.router.wait_idle()
-    assert typed_inputs(_history(tmp_path)) == ["first", "second"]
+    assert typed_inputs(stored_history(tmp_path / "data")) == ["first", "second"]
 
 
 async def test_switching_keys_lets_the_previous_one_go(tmp_path):
@@ -121,7 +113,7 @@ async def test_a_locked_key_refuses_input_until_another_key_opens(tmp_path):
             await controller.router.wait_idle()
     finally:
         holder.close()
-    assert typed_inputs(_history(tmp_path, "other")) == ["hello"]
+    assert typed_inputs(stored_history(tmp_path / "data", "other")) == ["hello"]
 
 
 async def test_a_read_only_window_reads_but_refuses_what_writes(tmp_path):
@@ -189,6 +181,6 @@ async def test_compact_when_idle_compacts_once_without_a_made_up_message(tmp_pat
         assert len(server.requests) - before == 2
         started = [e for e in events if isinstance(e, ev.TurnStarted)]
         assert [e.user_text for e in started] == ["hello", ""]
-    history = _history(tmp_path)
+    history = stored_history(tmp_path / "data")
     assert typed_inputs(history) == ["hello"]
     assert sum(1 for m in history if m.get("compaction") is not None) == 1

@@ -5,9 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from selfref_tui.context.mutations import AssistantMessageMutation, UserMessageMutation
+from selfref_tui.selfref.reference import SelfReference
+from selfref_tui.selfref.store import MemoryKey
 
 ROOT = Path(__file__).resolve().parents[2]
 WRITER = Path(__file__).with_name("writer_proc.py")
@@ -18,6 +22,26 @@ def turn(i: int, text: str = "") -> list:
         UserMessageMutation({"role": "user", "content": text or f"question {i}"}),
         AssistantMessageMutation(content=f"answer {i}"),
     ]
+
+
+@contextmanager
+def reading(data_dir: Path, key: str = "main") -> Iterator[MemoryKey]:
+    """``key`` read back without its lock, in a store of its own closed after.
+
+    What another process would read: the writer must have committed (and, if it
+    is still open, it keeps its lock).
+    """
+    store = SelfReference(data_dir)
+    try:
+        yield store.open(key, write=False)
+    finally:
+        store.close()
+
+
+def stored_history(data_dir: Path, key: str = "main") -> list[dict]:
+    """Every message ``key`` ever stored (compacted ones too), read back."""
+    with reading(data_dir, key) as memory:
+        return memory.history
 
 
 def start_writer(data_dir: Path, key: str, mode: str) -> subprocess.Popen:

@@ -16,8 +16,8 @@ from pathlib import Path
 from selfref_tui.config import AppConfig, ProviderConfig
 from selfref_tui.demo.script import Script
 from selfref_tui.demo.server import DemoServer
-from selfref_tui.selfref.reference import SelfReference
 from selfref_tui.ui.app import SelfRefApp
+from tests.selfref.helpers import reading
 
 SIZE = (120, 40)
 
@@ -119,19 +119,13 @@ async def turn_done(pilot, app: SelfRefApp, status: str = "ready", timeout: floa
 
 def stored(tmp_path: Path, key: str = "main") -> list[dict]:
     """The key's working messages, read back read-only (the app must have released it)."""
-    store = SelfReference(tmp_path / "data")
-    try:
-        return store.open(key, write=False).messages
-    finally:
-        store.close()
+    with reading(tmp_path / "data", key) as memory:
+        return memory.messages
 
 
 def stored_experiences(tmp_path: Path, key: str = "main") -> list[dict]:
-    store = SelfReference(tmp_path / "data")
-    try:
-        return store.open(key, write=False).experiences
-    finally:
-        store.close()
+    with reading(tmp_path / "data", key) as memory:
+        return memory.experiences
 
 
 @contextmanager

@@ -12,7 +12,7 @@ import asyncio
 
 from selfref_tui.demo.script import Reply, Stall, ToolCall, demo_script
 from selfref_tui.demo.server import DemoServer
-from selfref_tui.selfref.reference import SelfReference
+from tests.selfref.helpers import stored_history
 from tests.ui.helpers import SIZE, idle, make_app, started, turn_done, type_and_send, wait_until
 
 _COMPACT = {
@@ -25,14 +25,6 @@ _COMPACT = {
     "relevant_files_directories": [],
     "remember": [],
 }
-
-
-def _history(tmp_path) -> list[dict]:
-    store = SelfReference(tmp_path / "data")
-    try:
-        return store.open("main", write=False).history
-    finally:
-        store.close()
 
 
 async def test_compact_with_the_demo_model_compacts_once_and_shows_a_divider(tmp_path):
@@ -59,7 +51,7 @@ async def test_compact_with_the_demo_model_compacts_once_and_shows_a_divider(tmp
             users = [m.text for m in app.transcript.items_of("user")]
             assert users == ["hello"]  # nothing shown that the person did not type
             assert app.chat_input.text == ""
-    history = _history(tmp_path)
+    history = stored_history(tmp_path / "data")
     assert sum(1 for m in history if m.get("compaction") is not None) == 1
     typed = [
         m["content"]
