@@ -391,10 +391,17 @@ class ChatController:
         return early
 
     def compact(self) -> str:
-        """``/compact``: ``"started"`` (a compaction turn) or ``"queued"`` (at the next step)."""
+        """``/compact``: ``"started"`` (a compaction turn) or ``"queued"`` (at the next step);
+        :class:`Refused` when the window is too small to offer the ``compact`` tool."""
         self.check_ready()
         self.check_writable("/compact")
-        return self._router().request_compaction()
+        outcome = self._router().request_compaction()
+        if outcome == "refused":
+            from selfref_tui.agent.tool_offer import COMPACT_REFUSED
+
+            raise Refused(f"{COMPACT_REFUSED[0].upper()}{COMPACT_REFUSED[1:]}; set "
+                          "context_window if the model has a larger window.")
+        return outcome
 
     def retry(self) -> str:
         """Send the failed last message again: ``"started"``, ``"busy"`` or ``"nothing"``."""

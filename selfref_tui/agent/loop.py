@@ -78,7 +78,7 @@ from .protocols import MemoryLike, ProviderLike, StoreLike
 from .questions import QuestionBroker
 from .stream import StreamAssembler
 from .tool_batch import NO_FD_TOOLS, BuiltinTools, ToolBatch, ToolSource, schemas_of
-from .tool_offer import ToolOffer, offer_tools
+from .tool_offer import COMPACT_REFUSED, ToolOffer, offer_tools
 from .tools import ToolContext, now_iso
 
 #: the longest the stream consumer runs without letting the event loop in (see _consume)
@@ -277,6 +277,12 @@ class Agent:
         """Make the next compile of ``key`` ask the model to call ``compact``."""
         self.compaction.request(key)
 
+    def compact_offered(self, key: str) -> bool:
+        """Whether the next request of ``key`` offers ``compact`` (a small window may not):
+        /compact is refused up front when it does not, rather than calling the model for
+        nothing."""
+        return self.tool_offer(key).compact_offered
+
     def compaction_requested(self, key: str) -> bool:
         """A requested compaction that no compile of ``key`` has asked for yet."""
         return self.compaction.is_requested(key)
@@ -452,9 +458,7 @@ class Agent:
             if requested is not None and offer.compact_offered:
                 pending.append(requested)
             elif requested is not None:
-                self.emit(Notice(key=key, severity="warning", message=(
-                    "cannot compact: the window is too small to offer the compact tool; the "
-                    "oldest messages are left out of requests instead (they stay stored)")))
+                self.emit(Notice(key=key, severity="warning", message=COMPACT_REFUSED))
             if turn.abort.fired:
                 self._commit(session, pending)
                 self.emit(Aborted(key=key, reason=turn.abort.reason, stage="idle"))

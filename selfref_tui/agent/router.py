@@ -40,6 +40,8 @@ class TurnRunner(Protocol):
 
     def compaction_requested(self, key: str) -> bool: ...
 
+    def compact_offered(self, key: str) -> bool: ...
+
 
 class AgentInputRouter:
     """Routes person input to one memory key's turns."""
@@ -99,7 +101,13 @@ class AgentInputRouter:
         stored. During a turn: the request is picked up at the next compile
         boundary (``"queued"``); a turn that ends before it had one (its answer
         was final) is followed by a turn for the compaction alone.
+
+        ``"refused"`` when the window is too small to offer the ``compact`` tool:
+        nothing is requested and no turn starts (it would only call the model
+        to answer the last message again).
         """
+        if not self._agent.compact_offered(self._key):
+            return "refused"
         self._agent.request_compaction(self._key)
         if self.busy:
             self._compaction_after = True

@@ -50,6 +50,9 @@ ESSENTIAL_GROUPS: tuple[tuple[str, ...], ...] = (
     ("fork_spawn", "fork_gather_all"),
 )
 COMPACT_TOOL = "compact"
+#: why a compaction cannot be asked for on this window (/compact refused, a queued request dropped)
+COMPACT_REFUSED = ("cannot compact: the window is too small to offer the compact tool; the "
+                   "oldest messages are left out of requests instead (they stay stored)")
 
 
 def tool_name(schema: dict) -> str:

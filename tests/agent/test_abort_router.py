@@ -25,12 +25,17 @@ class FakeAgent:
         self.compaction: set[str] = set()
         #: per turn: whether its first step took a requested compaction
         self.compacted: list[bool] = []
+        #: whether the window is large enough to offer the ``compact`` tool
+        self.offers_compact = True
 
     def request_compaction(self, key: str) -> None:
         self.compaction.add(key)
 
     def compaction_requested(self, key: str) -> bool:
         return key in self.compaction
+
+    def compact_offered(self, key: str) -> bool:
+        return self.offers_compact
 
     def emit(self, event) -> None:
         self.events.append(event)
@@ -207,3 +212,17 @@ async def test_compaction_requested_then_esc_waits_for_the_next_message():
     assert agent.compacted == [False, True]  # the request went with the next message
     agent.release.set()
     await router.wait_idle()
+
+
+async def test_compact_is_refused_up_front_when_the_window_cannot_offer_the_tool():
+    agent = FakeAgent()
+    agent.offers_compact = False
+    router = AgentInputRouter(agent, key="k")
+    assert router.request_compaction() == "refused"
+    assert not router.busy and agent.turns == [] and not agent.compaction
+    router.submit("hello")
+    await wait_until(lambda: agent.turns == [("k", "hello")])
+    assert router.request_compaction() == "refused"  # during a turn: no turn after it
+    agent.release.set()
+    await router.wait_idle()
+    assert agent.turns == [("k", "hello")] and not agent.compaction

@@ -167,6 +167,30 @@ async def test_rename_and_delete_keys(tmp_path):
         assert suggested == "chat-1" and "spare" in taken
 
 
+async def test_compact_on_a_window_too_small_for_the_tool_is_refused_without_a_request(
+    tmp_path,
+):
+    # 600 tokens: 40 % is 240, less than compact's schema; the server refuses what is over
+    async with running(tmp_path, [Reply(text="hi there"), Reply(text="answered again")]) as (
+        controller, server, _events
+    ):
+        server.context_window, server.enforce_window = 600, True
+        await controller.open_key("main")
+        controller.agent.context_window = 600
+        controller.submit("hello")
+        await controller.router.wait_idle()
+        before = len(server.requests)
+        with pytest.raises(Refused) as refused:
+            controller.compact()
+        assert str(refused.value).startswith("Cannot compact: the window is too small")
+        assert "\n" not in str(refused.value)
+        assert not controller.busy
+        await controller.router.wait_idle()
+        assert len(server.requests) == before and controller.router.outcomes == ["done"]
+    history = _history(tmp_path)
+    assert [m["content"] for m in history] == ["hello", "hi there"]
+
+
 async def test_compact_when_idle_compacts_once_without_a_made_up_message(tmp_path):
     async with running(tmp_path, demo_script) as (controller, server, events):
         await controller.open_key("main")
