@@ -162,6 +162,52 @@ async def test_a_big_image_is_decoded_off_the_event_loop_then_drawn():
         assert "600×400 px" in t.shown_text(image)
 
 
+async def test_many_pixels_in_few_bytes_decode_off_the_loop_a_few_at_a_time(monkeypatch):
+    import threading
+
+    from selfref_tui.ui.transcript import image as image_module
+
+    flat = io.BytesIO()
+    Image.new("RGB", (1500, 1500), (0, 128, 0)).save(flat, "PNG")
+    assert len(flat.getvalue()) < 64 * 1024  # far under SYNC_BYTES: 2.25 M pixels decide
+    assert not ImageItem(url=data_url("image/png", png())).decode_waits  # small: at once
+    lock, running, peak, threads = threading.Lock(), [0], [0], []
+    decode = ImageItem.decode
+
+    def counted(self) -> None:
+        if self._decoded:  # drawing asks again once decoded: nothing is decoded then
+            return
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+            threads.append(threading.current_thread().name)
+        try:
+            decode(self)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(ImageItem, "decode", counted)
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        t = app.t
+        await show_tool_image(t, data_url("image/png", flat.getvalue()))
+        (first,) = t.items_of("image")
+        assert "decoding…" in t.shown_text(first)  # drawn at once, without the picture
+        for n in range(2, 6):
+            await t.handle(ev.ToolCallStarted(key=K, call_id=f"c{n}", name="mcp__pics__draw"))
+            await t.handle(ev.ToolCallEnded(
+                key=K, call_id=f"c{n}", name="mcp__pics__draw", arguments="{}",
+                result="[image 1: image/png]", duration_s=0.1,
+                images=(data_url("image/png", flat.getvalue()),)))
+        images = t.items_of("image")
+        await wait_until(pilot, lambda: all(i._decoded for i in images)
+                         and "▀" in t.shown_text(first))
+        assert "1500×1500 px" in t.shown_text(first)
+    assert len(threads) == 5 and all(name.startswith("image-decode") for name in threads)
+    assert peak[0] <= image_module.DECODE_THREADS
+
+
 def test_a_queued_messages_images_move_with_it_when_delivered():
     from selfref_tui.ui.transcript.reducer import TranscriptModel
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,9 +39,15 @@ if TYPE_CHECKING:
 
 #: the largest picture decoded (width × height); a bigger one is named, not drawn
 MAX_PIXELS = 25_000_000
-#: the picture's size in cells, at most (each cell shows two pixels, one above the other)
 #: a bigger image is decoded in a thread (a 20 MB PNG takes ~0.5 s), smaller ones at once
 SYNC_BYTES = 512 * 1024
+#: more pixels than this are decoded in a thread too, whatever the byte size: decoding
+#: time follows the pixels (an 83 KB 4999×4999 PNG takes ~0.7 s), and a sender chooses both
+SYNC_PIXELS = 1_000_000
+#: decodes at once, at most: each can hold ~100 MB (:data:`MAX_PIXELS` × RGBA), and ten
+#: hostile images must not all decode together
+DECODE_THREADS = 2
+#: the picture's size in cells, at most (each cell shows two pixels, one above the other)
 MAX_COLUMNS = 64
 MAX_ROWS = 20
 _FORMATS = ("PNG", "JPEG", "WEBP", "GIF")
@@ -70,6 +77,9 @@ class ImageItem(Item):
     _pending: bool = False
     #: (width, height) in pixels, once read
     pixels: tuple[int, int] | None = None
+    #: (width, height) from the header alone, once read (None: unreadable); see decode_waits
+    _header: tuple[int, int] | None = None
+    _header_read: bool = False
     _thumb: Any = None  # a small RGBA Pillow image
 
     kind = "image"
@@ -154,8 +164,19 @@ class ImageItem(Item):
 
     @property
     def decode_waits(self) -> bool:
-        """Too big to decode on the event loop (:data:`SYNC_BYTES`) and not decoded yet."""
-        return not self._decoded and len(self.data) > SYNC_BYTES
+        """Too big to decode on the event loop and not decoded yet: over :data:`SYNC_BYTES`,
+        or over :data:`SYNC_PIXELS` by its header (a picture over :data:`MAX_PIXELS` is
+        refused before any pixel is decoded, so that refusal is quick)."""
+        if self._decoded:
+            return False
+        if len(self.data) > SYNC_BYTES:
+            return True
+        if not self._header_read:
+            self._header = None if self._error else _header_size(self.data)
+            self._header_read = True
+        if self._header is None:
+            return False  # unreadable: decoding fails at the header, at once
+        return SYNC_PIXELS < self._header[0] * self._header[1] <= MAX_PIXELS
 
     def cells(self, width: int) -> tuple[int, int]:
         """The picture's size in cells (columns, rows) at ``width`` columns available."""
@@ -199,6 +220,26 @@ def _thumbnail(data: bytes) -> tuple[Any, tuple[int, int]]:
             image.draft("RGB", (MAX_COLUMNS * 2, MAX_ROWS * 4))  # JPEG: decode at a fraction
             image.thumbnail((MAX_COLUMNS, 2 * MAX_ROWS))
             return image.convert("RGBA"), size
+
+
+def _header_size(data: bytes) -> tuple[int, int] | None:
+    """The picture's size from its header (Pillow reads no pixel here); None when unreadable."""
+    import io
+    import warnings
+
+    from PIL import Image
+
+    from selfref_tui.context.images import sniff_mime
+
+    if sniff_mime(data) is None:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data), formats=_FORMATS) as image:
+                return int(image.width), int(image.height)
+    except Exception:  # hostile bytes (or a bomb Pillow refuses at open): decode says why
+        return None
 
 
 def _reason(exc: BaseException) -> str:
@@ -251,11 +292,23 @@ def _decode_in_thread(item: ImageItem, widget: Any) -> None:
     async def decode() -> None:
         import asyncio
 
-        await asyncio.to_thread(item.decode)
+        await asyncio.get_running_loop().run_in_executor(_decoder(), item.decode)
         item.touch()
         widget.redraw()
 
     widget.run_worker(decode(), group="image-decode", exit_on_error=False)
+
+
+_DECODER: ThreadPoolExecutor | None = None
+
+
+def _decoder() -> ThreadPoolExecutor:
+    """The decoding threads (:data:`DECODE_THREADS`), shared by every transcript; not the
+    default executor, which would run many decodes at once and starve other work."""
+    global _DECODER
+    if _DECODER is None:
+        _DECODER = ThreadPoolExecutor(DECODE_THREADS, thread_name_prefix="image-decode")
+    return _DECODER
 
 
 def _picture(item: ImageItem, width: int, background: tuple[int, int, int]) -> list[Strip]:
