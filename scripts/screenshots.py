@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from selfref_tui.config import AppConfig, ProviderConfig  # noqa: E402
+from selfref_tui.demo.picture import sunset_png  # noqa: E402
 from selfref_tui.ui.app import SelfRefApp  # noqa: E402
 
 SIZE = (120, 40)
@@ -136,22 +137,9 @@ async def tour(out: Path, data_dir: Path) -> None:
         save(app, out, "interrupted")
 
 
-def sunset(path: Path) -> None:
-    """A small picture to attach: a sky gradient, a sun and the sea."""
-    from PIL import Image, ImageDraw
-
-    image = Image.new("RGB", (96, 48))
-    draw = ImageDraw.Draw(image)
-    for y in range(30):
-        draw.line([(0, y), (95, y)], fill=(40 + 6 * y, 60 + 2 * y, 160 - 3 * y))
-    draw.ellipse([36, 14, 60, 38], fill=(255, 200, 60))
-    draw.rectangle([0, 30, 95, 47], fill=(20, 60, 120))
-    image.save(path, "PNG")
-
-
 async def images(out: Path, data_dir: Path) -> None:
     """/attach: the chip in the input, then the image block in the transcript."""
-    sunset(Path.cwd() / "sunset.png")
+    (Path.cwd() / "sunset.png").write_bytes(sunset_png())
     app = SelfRefApp(AppConfig(provider=ProviderConfig(demo=True), data_dir=data_dir))
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: app.ready and app.header.status == "ready", "start-up")

@@ -16,6 +16,7 @@ from typing import Any
 
 from .apply import NO_RESULT_TEXT, apply_mutations
 from .experiences import experiences_of, render_system_prompt_with_experiences
+from .images import text_of
 from .mutations import ContextMutation
 from .summary import COMPACTION_KEY
 
@@ -289,13 +290,7 @@ def _render_call(call: Any, position: int) -> dict[str, Any]:
 
 
 def _text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
+    if content is None or isinstance(content, str | list):
         # content parts on a role that only takes text: keep the text parts
-        return "".join(
-            str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p
-        )
+        return text_of(content)
     return json.dumps(content, ensure_ascii=False, default=str)

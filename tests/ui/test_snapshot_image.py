@@ -6,31 +6,15 @@ look at the SVG (``rsvg-convert`` makes a PNG of it).
 
 from __future__ import annotations
 
-import io
-
-from PIL import Image, ImageDraw
-
 from selfref_tui.context.images import data_url
 from selfref_tui.context.mutations import (
     AssistantMessageMutation,
     MultimodalToolResultMutation,
     UserMessageMutation,
 )
+from selfref_tui.demo.picture import sunset_png
 from selfref_tui.selfref.reference import SelfReference
 from tests.ui.helpers import SIZE, fixed_clock, make_app, started, thread_server, wait_until
-
-
-def picture() -> bytes:
-    """A sunset: a sky gradient, a sun and the sea (steady bytes, so a steady snapshot)."""
-    image = Image.new("RGB", (96, 48))
-    draw = ImageDraw.Draw(image)
-    for y in range(30):
-        draw.line([(0, y), (95, y)], fill=(40 + 6 * y, 60 + 2 * y, 160 - 3 * y))
-    draw.ellipse([36, 14, 60, 38], fill=(255, 200, 60))
-    draw.rectangle([0, 30, 95, 47], fill=(20, 60, 120))
-    out = io.BytesIO()
-    image.save(out, "PNG")
-    return out.getvalue()
 
 
 def test_an_image_block_from_a_tool(snap_compare, tmp_path):
@@ -44,7 +28,7 @@ def test_an_image_block_from_a_tool(snap_compare, tmp_path):
         MultimodalToolResultMutation("c1", "mcp__camera__snapshot", "{}", [
             {"role": "user", "content": [
                 {"type": "text", "text": "Result of mcp__camera__snapshot:\n[image 1: image/png]"},
-                {"type": "image_url", "image_url": {"url": data_url("image/png", picture())}},
+                {"type": "image_url", "image_url": {"url": data_url("image/png", sunset_png())}},
             ]}]),
         AssistantMessageMutation("A sunset over the sea."),
     ])

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from selfref_tui.context.images import text_of
 from selfref_tui.ui.transcript.image import (
     ImageItem,
     content_images,
@@ -41,12 +42,6 @@ FINISH_MARKERS = {
 
 #: something a person can highlight and copy: a whole item, a ref or a code block
 Target = Item | RefInfo | Fence
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return str(content or "")
 
 
 class TranscriptModel:
@@ -323,7 +318,7 @@ class TranscriptModel:
             elif role == "user":
                 if message.get("compaction") is not None or message.get("runtime_note"):
                     continue  # the summary (shown by its divider) or the runtime's own prompt
-                text = _text_of(message.get("content"))
+                text = text_of(message.get("content"))
                 items.append(UserItem(text=text, started=True, archived=archived,
                                       failed=str(message.get("failed") or "")))
                 items += content_images(message.get("content"), source="attached",
@@ -369,7 +364,7 @@ def _stored_answer(message: dict, archived: bool) -> AnswerItem:
         )
     if reasoning:
         answer.feed_reasoning(str(reasoning))
-    answer.feed(_text_of(message.get("content")))
+    answer.feed(text_of(message.get("content")))
     answer.finish(
         interrupted=bool(message.get("truncated")),
         reason=str(message.get("abort_reason") or ""),
