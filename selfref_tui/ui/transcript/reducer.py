@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from selfref_tui.context.images import text_of
 from selfref_tui.ui.transcript.image import (
     ImageItem,
     content_images,
@@ -301,6 +300,8 @@ class TranscriptModel:
         return len(batch)
 
     def _build(self, messages: Sequence[dict]) -> list[Item]:
+        from selfref_tui.context.images import text_of  # here: the app's import stays light
+
         items: list[Item] = []
         cards: dict[str, ToolItem] = {}
         for message in messages:
@@ -356,6 +357,8 @@ class TranscriptModel:
 
 
 def _stored_answer(message: dict, archived: bool) -> AnswerItem:
+    from selfref_tui.context.images import text_of  # here: the app's import stays light
+
     answer = AnswerItem(live=False, archived=archived)
     reasoning = message.get("reasoning_details") or message.get("reasoning_content")
     if isinstance(reasoning, list):
