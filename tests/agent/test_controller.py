@@ -187,7 +187,7 @@ async def test_compact_on_a_window_too_small_for_the_tool_is_refused_without_a_r
         assert not controller.busy
         await controller.router.wait_idle()
         assert len(server.requests) == before and controller.router.outcomes == ["done"]
-    history = _history(tmp_path)
+    history = stored_history(tmp_path / "data")
     assert [m["content"] for m in history] == ["hello", "hi there"]
 
 
