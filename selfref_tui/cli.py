@@ -485,6 +485,11 @@ async def _one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
             mcp = await _start_mcp(config, key, output, getattr(args, "allow_tools", None), abort)
             agent.tool_sources.append(mcp)
         if prompt is None:
+            if not agent.compact_offered(key):  # the model could only answer again
+                from selfref_tui.agent.tool_offer import COMPACT_REFUSED
+
+                raise CliError(f"{COMPACT_REFUSED}; set --context-window if the model's "
+                               "window is larger")
             agent.request_compaction(key)
         outcome = await agent.run_turn(key, prompt, abort=abort)
     finally:

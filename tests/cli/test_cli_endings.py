@@ -67,3 +67,24 @@ def test_compact_command_asks_the_model_and_context_show_counts_tools(tmp_path):
         server.stop_thread()
     with SelfReference(data) as store:
         assert store.open("main", write=False).summary["current_status"] == "summarised"
+
+
+def test_compact_command_on_a_window_too_small_for_the_compact_tool_calls_no_model(tmp_path):
+    """No compact tool on offer: the command says so and sends nothing (no answer again)."""
+    data = tmp_path / "data"
+    server = DemoServer([Reply(text="hi there"), Reply(text="answered again")],
+                        api_key="sk-test", models=("m1",))
+    url = server.start_in_thread()
+    try:
+        env = {"OPENAI_API_KEY": "sk-test", "SELFREF_DATA_DIR": str(data)}
+        base = ("--base-url", url, "--model", "m1", "--context-window", "600")
+        assert cli("ask", *base, "hello", env=env).returncode == 0
+        result = cli("compact", *base, env=env)
+        assert result.returncode == 1
+        assert "cannot compact: the window is too small" in result.stderr
+        assert len(server.requests) == 1
+    finally:
+        server.stop_thread()
+    with SelfReference(data) as store:
+        stored = store.open("main", write=False).messages
+    assert [m["content"] for m in stored] == ["hello", "hi there"]
