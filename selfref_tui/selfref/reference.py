@@ -49,6 +49,9 @@ class SelfReference:
         self.source = source or "SELFREF_DATA_DIR or --data-dir"
         self._open: dict[str, MemoryKey] = {}
         self._stamp: dict[str, tuple[int, int]] = {}
+        #: set by close(): a thread still counting tokens when the app shuts down must
+        #: not open the key again and keep its lock for the rest of the process
+        self._closed = False
 
     @property
     def keys_dir(self) -> Path:
@@ -64,6 +67,8 @@ class SelfReference:
         read-only open reloads when the log changed on disk since it was read,
         so a viewer of a key another process writes sees the new turns.
         """
+        if write and self._closed:
+            raise StoreError(f"Memory key {key!r}: this store was closed; it takes no locks.")
         key_dir = self.key_dir(key)
         cached = self._open.get(key)
         if cached is not None:
@@ -191,7 +196,8 @@ class SelfReference:
             memory.close()
 
     def close(self) -> None:
-        """Release every lock this instance took."""
+        """Release every lock this instance took, for good (no writable open after it)."""
+        self._closed = True
         for memory in self._open.values():
             memory.close()
         self._open.clear()

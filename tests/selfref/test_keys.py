@@ -131,3 +131,19 @@ def test_rename_keeps_the_history_and_trash_keeps_the_files(tmp_path):
     trashed = sorted(p.name for p in (tmp_path / "trash").iterdir())
     assert len(trashed) == 2  # the renamed key's old folder, then the deleted key
     assert {i.key for i in store.keys()} == {"other"}  # noqa: SIM118
+
+
+def test_a_closed_store_takes_no_lock_so_a_late_thread_cannot_keep_one(tmp_path):
+    """The app's token count runs in a thread; finishing after shutdown closed the store,
+    it opened the key again and held its lock: the next window on that key was refused."""
+    from selfref_tui.selfref.errors import StoreError
+    from selfref_tui.selfref.reference import SelfReference
+
+    first = SelfReference(tmp_path)
+    assert first.open("main").writable
+    first.close()
+    with pytest.raises(StoreError, match="closed"):
+        first.open("main")
+    assert first.open("main", write=False) is not None  # reading takes no lock
+    with SelfReference(tmp_path) as second:
+        assert second.open("main").writable  # the lock is free
