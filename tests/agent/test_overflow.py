@@ -138,11 +138,11 @@ async def test_refused_again_after_compaction_fails_cleanly(harness):
         assert "no longer fits the model's window" in error.message
         assert "refused it again" in error.message
         assert [e.reason for e in h.of(ev.MessageFailed)] == [error.message]
+        assert h.agent.failed_message("main") == "and now?"  # while its store is open
     stored = h.reload().messages
     # the person's message and the runtime's compaction note after it: both marked failed
     assert stored[-2]["content"] == "and now?" and stored[-2]["failed"] == error.message
     assert stored[-1]["runtime_note"] and stored[-1]["failed"] == error.message
-    assert h.agent.failed_message("main") == "and now?"
 
 
 async def test_a_last_message_too_long_for_any_request_is_named(harness):
