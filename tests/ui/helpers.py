@@ -33,6 +33,18 @@ TWO_REFS = (
 #: nothing listens on the discard port: a provider that is down, with a URL that never changes
 DOWN_URL = "http://127.0.0.1:9/v1"
 
+#: the arguments of a demo model's `compact` call
+COMPACT_SUMMARY = {
+    "goal": "Test compaction",
+    "instruction": "Be brief",
+    "discoveries": ["d1"],
+    "completed": ["c1"],
+    "current_status": "summarised",
+    "likely_next_work": "continue",
+    "relevant_files_directories": [],
+    "remember": [],
+}
+
 
 def fixed_clock() -> float:
     """A clock that never moves: elapsed times and tokens/s render the same every run."""

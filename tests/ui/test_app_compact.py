@@ -13,18 +13,16 @@ import asyncio
 from selfref_tui.demo.script import Reply, Stall, ToolCall, demo_script
 from selfref_tui.demo.server import DemoServer
 from tests.selfref.helpers import stored_history
-from tests.ui.helpers import SIZE, idle, make_app, started, turn_done, type_and_send, wait_until
-
-_COMPACT = {
-    "goal": "Test compaction",
-    "instruction": "Be brief",
-    "discoveries": ["d1"],
-    "completed": ["c1"],
-    "current_status": "summarised",
-    "likely_next_work": "continue",
-    "relevant_files_directories": [],
-    "remember": [],
-}
+from tests.ui.helpers import (
+    COMPACT_SUMMARY,
+    SIZE,
+    idle,
+    make_app,
+    started,
+    turn_done,
+    type_and_send,
+    wait_until,
+)
 
 
 async def test_compact_with_the_demo_model_compacts_once_and_shows_a_divider(tmp_path):
@@ -65,7 +63,7 @@ async def test_compact_during_a_final_answer_compacts_right_after_it(tmp_path):
     gate = asyncio.Event()
     script = [
         Stall(gate, text_before="A long", text_after=" answer."),
-        Reply(tool_calls=[ToolCall("compact", _COMPACT, id="k")]),
+        Reply(tool_calls=[ToolCall("compact", COMPACT_SUMMARY, id="k")]),
         Reply(text="Compacted."),
     ]
     server = DemoServer(script)

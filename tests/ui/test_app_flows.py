@@ -19,6 +19,7 @@ from selfref_tui.selfref.errors import StoreLockedError
 from selfref_tui.selfref.reference import SelfReference
 from selfref_tui.ui.app import SelfRefApp
 from tests.ui.helpers import (
+    COMPACT_SUMMARY,
     SIZE,
     TWO_REFS,
     fixed_clock,
@@ -426,24 +427,12 @@ async def test_messages_typed_before_start_up_finishes_are_sent_in_order(tmp_pat
     assert users == ["one", "two"]
 
 
-_COMPACT = {
-    "goal": "Test compaction",
-    "instruction": "Be brief",
-    "discoveries": ["d1"],
-    "completed": ["c1"],
-    "current_status": "summarised",
-    "likely_next_work": "continue",
-    "relevant_files_directories": [],
-    "remember": [],
-}
-
-
 async def test_a_compaction_reads_the_same_after_a_reload(tmp_path):
     from selfref_tui.demo.script import ToolCall
 
     script = [
         Reply(text="first answer"),
-        Reply(tool_calls=[ToolCall("compact", _COMPACT, id="k")]),
+        Reply(tool_calls=[ToolCall("compact", COMPACT_SUMMARY, id="k")]),
         Reply(text="Compacted."),
         Reply(text="in other"),
     ]

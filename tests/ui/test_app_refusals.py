@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from textual.pilot import Pilot
 
 from selfref_tui.demo.script import Reply
 from selfref_tui.demo.server import DemoServer
@@ -24,7 +29,11 @@ class _GatedReadOnly(SelfRefApp):
         await super().load_runtime()
 
 
-async def test_early_input_a_read_only_window_refuses_goes_back_into_the_input(tmp_path):
+@asynccontextmanager
+async def gated_read_only(
+    tmp_path: Path,
+) -> AsyncIterator[tuple[_GatedReadOnly, Pilot, DemoServer]]:
+    """A read-only window on a key with one turn, its start-up held until ``app.gate`` is set."""
     holder = SelfReference(tmp_path / "data")
     holder.open("main").commit(turn(1, "what is up"))
     try:
@@ -32,51 +41,47 @@ async def test_early_input_a_read_only_window_refuses_goes_back_into_the_input(t
         async with server as url:
             app = _GatedReadOnly(make_app(tmp_path, url).config)
             async with app.run_test(size=SIZE) as pilot:
-                await type_and_send(pilot, "typed early")
-                assert [m.text for m in app.transcript.items_of("user")] == ["typed early"]
-                assert app.chat_input.text == ""
-                app.gate.set()
-                await wait_until(
-                    pilot,
-                    lambda: any("--read-only" in n.message for n in app._notifications),
-                    timeout=30,
-                    what="the refusal",
-                )
-                assert app.chat_input.text == "typed early"  # back, not lost
-                assert [m.text for m in app.transcript.items_of("user")] == ["what is up"]
-                assert not app.router.busy
-            assert server.requests == []
+                yield app, pilot, server
     finally:
         holder.close()
+
+
+async def refused(pilot: Pilot, app: _GatedReadOnly) -> None:
+    """Let start-up go on, and wait for the read-only window's refusal."""
+    app.gate.set()
+    await wait_until(
+        pilot,
+        lambda: any("--read-only" in n.message for n in app._notifications),
+        timeout=30,
+        what="the refusal",
+    )
+
+
+async def test_early_input_a_read_only_window_refuses_goes_back_into_the_input(tmp_path):
+    async with gated_read_only(tmp_path) as (app, pilot, server):
+        await type_and_send(pilot, "typed early")
+        assert [m.text for m in app.transcript.items_of("user")] == ["typed early"]
+        assert app.chat_input.text == ""
+        await refused(pilot, app)
+        assert app.chat_input.text == "typed early"  # back, not lost
+        assert [m.text for m in app.transcript.items_of("user")] == ["what is up"]
+        assert not app.router.busy
+    assert server.requests == []
 
 
 async def test_refused_early_input_goes_back_ahead_of_a_draft_typed_since(tmp_path):
     # Sent during start-up, then a draft typed (not sent) before the key refuses:
     # both must be in the input, the early message first, as the notification says.
-    holder = SelfReference(tmp_path / "data")
-    holder.open("main").commit(turn(1, "what is up"))
-    try:
-        server = DemoServer([Reply(text="never asked")])
-        async with server as url:
-            app = _GatedReadOnly(make_app(tmp_path, url).config)
-            async with app.run_test(size=SIZE) as pilot:
-                await type_and_send(pilot, "typed early")
-                await pilot.press(*"draft")
-                assert app.chat_input.text == "draft"
-                app.gate.set()
-                await wait_until(
-                    pilot,
-                    lambda: any("--read-only" in n.message for n in app._notifications),
-                    timeout=30,
-                    what="the refusal",
-                )
-                assert app.chat_input.text == "typed early\n\ndraft"
-                notice = next(n for n in app._notifications if "--read-only" in n.message)
-                assert "What you typed is back in the input." in notice.message
-                # the cursor stays where the person was typing: at the end of the draft
-                await pilot.press(*"!")
-                assert app.chat_input.text == "typed early\n\ndraft!"
-                assert not app.router.busy
-            assert server.requests == []
-    finally:
-        holder.close()
+    async with gated_read_only(tmp_path) as (app, pilot, server):
+        await type_and_send(pilot, "typed early")
+        await pilot.press(*"draft")
+        assert app.chat_input.text == "draft"
+        await refused(pilot, app)
+        assert app.chat_input.text == "typed early\n\ndraft"
+        notice = next(n for n in app._notifications if "--read-only" in n.message)
+        assert "What you typed is back in the input." in notice.message
+        # the cursor stays where the person was typing: at the end of the draft
+        await pilot.press(*"!")
+        assert app.chat_input.text == "typed early\n\ndraft!"
+        assert not app.router.busy
+    assert server.requests == []
