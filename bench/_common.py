@@ -14,6 +14,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+def pct(values: list[float], q: float) -> float:
+    """The value at rank ``q`` (0–1) of ``values``: the benches' p90/p95/p99, one rule."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
 _SERVER = r"""
 import asyncio, sys, time
 sys.path.insert(0, sys.argv[4])

@@ -20,6 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._common import pct
 from selfref_tui.agent import events as ev
 from selfref_tui.agent.abort import AbortSignal
 from selfref_tui.agent.loop import Agent
@@ -28,11 +31,6 @@ from selfref_tui.config import AgentSettings, ProviderConfig
 from selfref_tui.demo.script import Stall
 from selfref_tui.demo.server import DemoServer
 from selfref_tui.selfref import SelfReference
-
-
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def main(rounds: int) -> None:
@@ -96,7 +94,7 @@ async def main(rounds: int) -> None:
     print(f"abort latency over {rounds} aborts (ms, from AbortSignal.fire):")
     for name, values in figures.items():
         ms = [v * 1000 for v in values]
-        print(f"  {name:15s} median {statistics.median(ms):7.2f}   p95 {_pct(ms, 0.95):7.2f}"
+        print(f"  {name:15s} median {statistics.median(ms):7.2f}   p95 {pct(ms, 0.95):7.2f}"
               f"   max {max(ms):7.2f}")
     median = statistics.median(figures["persisted"]) * 1000
     print(f"goal: median ≤ 50 ms (persisted) — {'met' if median <= 50 else 'NOT met'}")

@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench._common import ServerProcess  # noqa: E402
+from bench._common import ServerProcess, pct  # noqa: E402
 from bench.stream_bench import long_reply  # noqa: E402
 
 SIZE = (120, 40)
@@ -98,7 +98,7 @@ def figures(name: str, values: list[float]) -> str:
     if not values:
         return f"  {name:<34} no keys"
     ms = sorted(v * 1000 for v in values)
-    p90 = ms[min(len(ms) - 1, round(0.9 * (len(ms) - 1)))]
+    p90 = pct(ms, 0.9)
     return (
         f"  {name:<34} echo p50 {statistics.median(ms):7.1f} ms  p90 {p90:7.1f} ms"
         f"  max {ms[-1]:7.1f} ms  n={len(ms)}"

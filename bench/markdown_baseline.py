@@ -28,6 +28,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Header, Markdown
 
+from bench._common import pct
 from bench.stream_bench import PING_EVERY_S, PING_KEY, SIZE, long_reply
 from selfref_tui.demo.server import split_text
 
@@ -89,7 +90,7 @@ async def run(tokens: list[str], rate: float, batch_s: float) -> None:
         await asyncio.sleep(0.5)
         latencies = sorted(h - s for s, h in zip(sent, app.pings, strict=False))
         p50 = latencies[len(latencies) // 2] * 1000
-        p99 = latencies[min(len(latencies) - 1, round(0.99 * (len(latencies) - 1)))] * 1000
+        p99 = pct(latencies, 0.99) * 1000
         n = len(tokens)
         print(
             f"  batch {batch_s * 1000:4.0f} ms  fed {n / (fed - start):6.0f} tok/s"

@@ -42,17 +42,13 @@ from types import SimpleNamespace
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench._common import pct  # noqa: E402
 from selfref_tui.agent.mcp.manager import McpManager  # noqa: E402
 from selfref_tui.agent.mcp.results import map_result  # noqa: E402
 from selfref_tui.config import McpServerConfig  # noqa: E402
 from selfref_tui.refs.fds import FdTable  # noqa: E402
 
 SERVER = ROOT / "tests" / "mcp" / "server.py"
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def row(name: str, values_s: list[float]) -> str:
