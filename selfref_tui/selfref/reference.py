@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -52,6 +53,9 @@ class SelfReference:
         #: set by close(): a thread still counting tokens when the app shuts down must
         #: not open the key again and keep its lock for the rest of the process
         self._closed = False
+        #: open, release and close from several threads (the token count runs in one):
+        #: a close must not slip between an open's check and its taking the lock
+        self._guard = threading.RLock()
 
     @property
     def keys_dir(self) -> Path:
@@ -67,6 +71,10 @@ class SelfReference:
         read-only open reloads when the log changed on disk since it was read,
         so a viewer of a key another process writes sees the new turns.
         """
+        with self._guard:
+            return self._open_guarded(key, write)
+
+    def _open_guarded(self, key: str, write: bool) -> MemoryKey:
         if write and self._closed:
             raise StoreError(f"Memory key {key!r}: this store was closed; it takes no locks.")
         key_dir = self.key_dir(key)
@@ -190,18 +198,20 @@ class SelfReference:
 
     def release(self, key: str) -> None:
         """Let go of one key: its lock returns to the store, its state is dropped."""
-        memory = self._open.pop(key, None)
-        self._stamp.pop(key, None)
+        with self._guard:
+            memory = self._open.pop(key, None)
+            self._stamp.pop(key, None)
         if memory is not None:
             memory.close()
 
     def close(self) -> None:
         """Release every lock this instance took, for good (no writable open after it)."""
-        self._closed = True
-        for memory in self._open.values():
-            memory.close()
-        self._open.clear()
-        self._stamp.clear()
+        with self._guard:
+            self._closed = True
+            for memory in self._open.values():
+                memory.close()
+            self._open.clear()
+            self._stamp.clear()
 
     def __enter__(self) -> SelfReference:
         return self
