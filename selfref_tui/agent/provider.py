@@ -24,7 +24,7 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion
 
-from selfref_tui.agent import sse
+from selfref_tui.agent import delta_scan, sse
 from selfref_tui.agent.sse import SseError
 from selfref_tui.agent.think import ThinkSplitter
 from selfref_tui.config import ProviderConfig
@@ -130,9 +130,14 @@ class _EventBatches(openai.AsyncStream[object]):
     ``{"error": …}`` event as ``APIError``, bad JSON after the events before it.
     """
 
+    #: read the usual deltas by template (``delta_scan``); False: every event parsed
+    scan_deltas = True
+
     async def __stream__(self) -> AsyncIterator[Any]:  # type: ignore[override]
         response = self.response
         parser = sse.SseParser()
+        decode = (delta_scan.DeltaScanner(sse.decode, _classify).decode if self.scan_deltas
+                  else sse.decode)
         # Without a content encoding the raw body is the body: two generator hops
         # per HTTP chunk fewer than aiter_bytes.
         encoding = response.headers.get("content-encoding", "").strip().lower()
@@ -141,7 +146,7 @@ class _EventBatches(openai.AsyncStream[object]):
         try:
             try:
                 async for data in source:
-                    events, error = sse.decode(parser.feed(data))
+                    events, error = decode(parser.feed(data))
                     for index, event in enumerate(events):
                         if type(event) is dict and event.get("error"):
                             if index:
@@ -189,14 +194,20 @@ def _transport_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[Bas
     return tuple(timeouts), tuple(failures)
 
 
-_STREAM_CLS = _EventBatches
+class _ParsedEventBatches(_EventBatches):
+    """Every event through the JSON parse: what ``delta_scan`` must equal (tests)."""
+
+    scan_deltas = False
 
 
 class Provider:
     """One endpoint + model. Create once per app; ``stream`` once per LLM call."""
 
-    def __init__(self, config: ProviderConfig, *, backoff_base_s: float = 0.5) -> None:
+    def __init__(self, config: ProviderConfig, *, backoff_base_s: float = 0.5,
+                 scan_deltas: bool = True) -> None:
+        """``scan_deltas`` False parses every event (tests compare it with the scan)."""
         self.config = config
+        self._stream_cls = _EventBatches if scan_deltas else _ParsedEventBatches
         self.backoff_base_s = backoff_base_s
         #: servers (base URLs) that refused ``stream_options``: asked without it from then on
         self._no_stream_options: set[str] = set()
@@ -332,7 +343,7 @@ class Provider:
                     options=_REQUEST_OPTIONS,
                     cast_to=ChatCompletion,
                     stream=True,
-                    stream_cls=_STREAM_CLS,
+                    stream_cls=self._stream_cls,
                 )
         except TimeoutError:
             # Connected and sent: the server has the request. Sending it again
@@ -666,9 +677,14 @@ def _batch_chunks(batch: list[Any]) -> tuple[list[Chunk], _MalformedChunk | None
     try:
         for event in batch:
             if type(event) is not dict:
-                raise _MalformedChunk(f"a chunk is {type(event).__name__}, not an object")
-            for choice in _field(event, "choices", list) or ():
-                for chunk in _choice_chunks(choice):
+                if type(event) in _SCANNED:  # a run of events delta_scan read
+                    chunks: Any = ((event,),)
+                else:
+                    raise _MalformedChunk(f"a chunk is {type(event).__name__}, not an object")
+            else:
+                chunks = map(_choice_chunks, _field(event, "choices", list) or ())
+            for produced in chunks:
+                for chunk in produced:
                     kind = type(chunk)
                     if kind is ToolCallChunk:
                         joins = (run == ("call", chunk.index)  # type: ignore[union-attr]
@@ -687,7 +703,7 @@ def _batch_chunks(batch: list[Any]) -> tuple[list[Chunk], _MalformedChunk | None
                     run = key
                     if key is not None:
                         parts.append(text)
-            usage = event.get("usage")
+            usage = event.get("usage") if type(event) is dict else None
             if type(usage) is dict:
                 close_run()
                 run = None
@@ -697,6 +713,31 @@ def _batch_chunks(batch: list[Any]) -> tuple[list[Chunk], _MalformedChunk | None
         return out, exc
     close_run()
     return out, None
+
+
+#: the chunks ``delta_scan`` makes: text that neighbours join
+_SCANNED = (TextChunk, ReasoningChunk, ToolCallChunk)
+
+
+def _classify(event: Any) -> tuple[Callable[[str], Chunk], str] | None:
+    """One event read as one chunk of text that joins its neighbours: its maker and text.
+
+    ``delta_scan`` learns its templates from this (None: not such an event). An
+    ``{"error": …}`` event is never one: the stream raises it.
+    """
+    if type(event) is not dict or event.get("error"):
+        return None
+    chunks, failure = _batch_chunks([event])
+    if failure is not None or len(chunks) != 1:
+        return None
+    chunk = chunks[0]
+    if type(chunk) is ToolCallChunk:
+        if chunk.id is not None or chunk.name is not None or not chunk.arguments:
+            return None
+        return functools.partial(ToolCallChunk, chunk.index, None, None), chunk.arguments
+    if (type(chunk) is TextChunk or type(chunk) is ReasoningChunk) and chunk.text:
+        return type(chunk), chunk.text
+    return None
 
 
 def _usage_dict(usage: dict) -> dict[str, int]:

@@ -13,6 +13,7 @@ from selfref_tui.demo.script import (
     DEMO_MODEL,
     DEMO_SCRIPT,
     Drop,
+    Events,
     Hang,
     HttpError,
     Malformed,
@@ -49,6 +50,7 @@ def with_demo_url(config: AppConfig, base_url: str) -> AppConfig:
 
 __all__ = [
     "DEMO_API_KEY", "DEMO_MODEL", "DEMO_SCRIPT", "DEMO_TOKENS_PER_S", "DemoServer", "Drop",
-    "Hang", "HttpError", "Malformed", "Overflow", "Reply", "Script", "Stall", "Step", "ToolCall",
+    "Events", "Hang", "HttpError", "Malformed", "Overflow", "Reply", "Script", "Stall", "Step",
+    "ToolCall",
     "demo_provider", "demo_server", "with_demo_url",
 ]

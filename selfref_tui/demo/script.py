@@ -87,6 +87,17 @@ class Malformed:
 
 
 @dataclass(frozen=True)
+class Events:
+    """Stream these ``data:`` payloads exactly as given, one event each, then ``[DONE]``.
+
+    For odd and hostile streams (escapes, interleaved calls, bad JSON) that the
+    other steps never send; nothing is added, not even the usual first event.
+    """
+
+    payloads: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Stall:
     """Stream ``text_before``, set ``reached``, wait for ``event``, then send ``text_after``.
 
@@ -140,7 +151,7 @@ class Hang:
     headers: bool = True
 
 
-Step = Reply | HttpError | Drop | Malformed | Stall | Overflow | Hang
+Step = Reply | HttpError | Drop | Malformed | Events | Stall | Overflow | Hang
 ScriptFn = Callable[[dict, int], Step]
 Script = Sequence[Step] | ScriptFn
 

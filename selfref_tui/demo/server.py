@@ -21,6 +21,7 @@ from typing import Any
 
 from selfref_tui.demo.script import (
     Drop,
+    Events,
     Hang,
     HttpError,
     Malformed,
@@ -356,6 +357,12 @@ class DemoServer:
         out = _SseWriter(writer, gone, self._pace(step))
         try:
             if isinstance(step, Overflow):  # llama-cpp-python: the error is only in its log
+                await out.end()
+                return
+            if isinstance(step, Events):
+                for payload in step.payloads:
+                    await out.raw(f"data: {payload}\n\n")
+                await out.raw("data: [DONE]\n\n")
                 await out.end()
                 return
             model = body.get("model", "")
