@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from selfref_tui.config import AppConfig, ProviderConfig
 
@@ -36,6 +36,8 @@ PROVIDER_CHECK_S = 5.0
 STARTING = "Still starting up; try again in a moment."
 
 Severity = Literal["information", "warning", "error"]
+
+T = TypeVar("T")
 
 
 class Refused(Exception):
@@ -99,6 +101,8 @@ class ChatController:
         self.key_error: str | None = None
         self._early: list[str] = []
         self._closed = False
+        #: store work running in threads; aclose() waits for it before the store closes
+        self._store_threads: set[asyncio.Future[Any]] = set()
 
     # ------------------------------------------------------------ start-up
 
@@ -255,12 +259,12 @@ class ChatController:
         salvaged = ""
         try:
             try:
-                memory = await asyncio.to_thread(agent.memory, key)
+                memory = await self._in_thread(agent.memory, key)
             except CorruptStoreError as exc:
                 # The store moved the damaged log aside (kept for recovery): carry on
                 # with the key as it now stands, and say so.
                 salvaged = str(exc)
-                memory = await asyncio.to_thread(agent.memory, key)
+                memory = await self._in_thread(agent.memory, key)
         except StoreError as exc:
             self.key_error = str(exc)
             raise KeyOpenError(str(exc), expected=True) from exc
@@ -271,7 +275,7 @@ class ChatController:
         warnings = list(memory.take_warnings())
         if not self.read_only:
             # A key opened here is listed (switcher, `keys list`) before its first message.
-            await asyncio.to_thread(self._store().create, key)
+            await self._in_thread(self._store().create, key)
         previous, self.key = self.key, key
         if previous != key:
             agent.release(previous)  # another window may write it now
@@ -302,7 +306,7 @@ class ChatController:
         """A person's keys, as the switcher and `keys list` show them (forks left out)."""
         keys = [
             {"key": i.key, "messages": i.messages, "updated": i.updated}
-            for i in await asyncio.to_thread(self._store().keys, forks=False)
+            for i in await self._in_thread(self._store().keys, forks=False)
         ]
         if self.key not in {k["key"] for k in keys}:
             keys.insert(0, {"key": self.key, "messages": 0, "updated": None})
@@ -311,7 +315,7 @@ class ChatController:
     async def new_key_names(self) -> tuple[str, set[str]]:
         """A free ``chat-N`` to suggest for a new key, and the names already taken."""
         self.check_writable("create keys")
-        existing = {info.key for info in await asyncio.to_thread(self._store().keys)}
+        existing = {info.key for info in await self._in_thread(self._store().keys)}
         existing.add(self.key)
         n = 1
         while f"chat-{n}" in existing:
@@ -330,7 +334,7 @@ class ChatController:
             if self.busy:
                 raise StoreError("A turn is running; press Esc first, then rename.")
             self._agent().release(old)
-        await asyncio.to_thread(self._store().rename, old, new)
+        await self._in_thread(self._store().rename, old, new)
 
     async def delete_key(self, key: str) -> None:
         """Move ``key``'s folder (and its forks') to ``<data dir>/trash``."""
@@ -338,7 +342,7 @@ class ChatController:
 
         if key == self.key:
             raise StoreError("This key is on screen; switch to another key, then delete it.")
-        await asyncio.to_thread(self._store().trash, key)
+        await self._in_thread(self._store().trash, key)
 
     # ------------------------------------------------------------- input
 
@@ -442,7 +446,7 @@ class ChatController:
             return None
         key, agent = self.key, self.agent
         try:
-            plan = await asyncio.to_thread(agent.preview_request, key)
+            plan = await self._in_thread(agent.preview_request, key)
         except Exception:
             return None
         return key, plan.tokens, agent.context_window, plan.estimated
@@ -479,7 +483,13 @@ class ChatController:
     # ----------------------------------------------------------- closing
 
     async def aclose(self) -> None:
-        """Stop the turn (its abort patches are committed), close HTTP, release locks."""
+        """Stop the turn (its abort patches are committed), close HTTP, release locks.
+
+        Store work still running in a thread is waited for before the store
+        closes: the app cancels its workers at shutdown, but a cancelled
+        ``to_thread`` keeps running, and a token count that opened the key after
+        the close kept its lock, so the next window on the key was refused.
+        """
         if self._closed:
             return
         self._closed = True
@@ -489,14 +499,31 @@ class ChatController:
             if self.agent is not None:
                 await self.agent.aclose()
         finally:
-            if self.mcp is not None:
-                await self.mcp.aclose()
-            if self.demo_server is not None:
-                await self.demo_server.stop()
-            if self.selfref is not None:
-                self.selfref.close()
+            try:
+                if self.mcp is not None:
+                    await self.mcp.aclose()
+                if self.demo_server is not None:
+                    await self.demo_server.stop()
+                await asyncio.gather(*self._store_threads, return_exceptions=True)
+            finally:
+                if self.selfref is not None:
+                    self.selfref.close()
 
     # ---------------------------------------------------------- internals
+
+    async def _in_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn`` (store work) in a thread that :meth:`aclose` waits for.
+
+        Cancelling the caller does not stop the thread (nothing can), so the
+        thread is shielded and tracked instead of left to finish after the
+        store closed. Refused once closing: no store work starts after that.
+        """
+        if self._closed:
+            raise Refused("This window is closing.")
+        future = asyncio.ensure_future(asyncio.to_thread(fn, *args, **kwargs))
+        self._store_threads.add(future)
+        future.add_done_callback(self._store_threads.discard)
+        return await asyncio.shield(future)
 
     def _agent(self) -> Agent:
         if self.agent is None:

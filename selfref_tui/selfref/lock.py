@@ -3,7 +3,9 @@
 An OS file lock (``filelock``, released by the kernel when the holder dies, so
 there are no stale locks to clean up) guards the key's log. Next to it the
 holder writes who it is, so the second writer's error can name the process to
-close instead of saying only "locked".
+close instead of saying only "locked". When the holder is this very process
+(a window that did not let a key go), it also names the thread and the code
+that took the lock, so such a failure explains itself.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import threading
+import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,6 +22,9 @@ from filelock import FileLock, Timeout
 
 from .errors import StoreError, StoreLockedError
 from .fsutil import FILE_MODE, atomic_write, check_regular, read_regular
+
+#: this package's folder: calls from in here are the store's own, not who asked
+_STORE_DIR = Path(__file__).parent
 
 LOCK_NAME = "writer.lock"
 INFO_NAME = "writer.json"
@@ -49,6 +56,8 @@ class WriterLock:
             "pid": os.getpid(),
             "host": socket.gethostname(),
             "started": datetime.now(UTC).isoformat(timespec="seconds"),
+            "thread": threading.current_thread().name,
+            "by": _opener(),
         }
         try:
             atomic_write(self.key_dir / INFO_NAME, json.dumps(info).encode())
@@ -69,7 +78,9 @@ class WriterLock:
             info = json.loads(read_regular(self.key_dir / INFO_NAME) or b"{}")
             pid, host, started = info.get("pid"), info.get("host"), info.get("started")
             if pid == os.getpid() and host == socket.gethostname():
-                holder = f"this process (pid {pid}) — it is already open for writing"
+                holder = (
+                    f"this process (pid {pid}{_taken_by(info)}) — it is already open for writing"
+                )
             else:
                 holder = f"pid {pid} on {host}, since {started}"
         except (OSError, ValueError, AttributeError, RecursionError, StoreError):
@@ -79,3 +90,21 @@ class WriterLock:
             "close that session first, or read it meanwhile with "
             f"`selfref-tui --read-only --key {self.key}`."
         )
+
+
+def _opener() -> str:
+    """The two innermost calls outside the store that asked for the lock ("a → b")."""
+    calls = [
+        f"{f.name} ({Path(f.filename).name}:{f.lineno})"
+        for f in traceback.extract_stack(limit=16)
+        if Path(f.filename).parent != _STORE_DIR
+    ]
+    return " → ".join(calls[-2:])
+
+
+def _taken_by(info: dict) -> str:
+    """", thread 'x', taken by a → b" from this process's own writer.json, clipped."""
+    thread, by = info.get("thread"), info.get("by")
+    if not isinstance(thread, str) or not isinstance(by, str):
+        return ""
+    return f", thread {thread[:40]!r}, taken by {by[:160]}"

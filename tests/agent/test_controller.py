@@ -7,6 +7,8 @@ here the way a front end drives it.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -208,3 +210,42 @@ async def test_compact_when_idle_compacts_once_without_a_made_up_message(tmp_pat
     history = stored_history(tmp_path / "data")
     assert typed_inputs(history) == ["hello"]
     assert sum(1 for m in history if m.get("compaction") is not None) == 1
+
+
+async def test_close_waits_for_a_token_count_still_in_its_thread(tmp_path):
+    """The app cancels its workers at shutdown, but a cancelled ``to_thread`` runs on: a
+    token count that opened the key after the store closed kept its lock, and the next
+    window on that key (test_app_window's second app) was refused."""
+    counting, go, counted = threading.Event(), threading.Event(), threading.Event()
+    seen: list[object] = []
+    async with running(tmp_path, [Reply(text="hi")]) as (controller, _server, _events):
+        await controller.open_key("main")
+        agent, store = controller.agent, controller.selfref
+        count, close = agent.preview_request, store.close
+
+        def slow_count(key: str) -> object:
+            counting.set()
+            go.wait(10)
+            try:
+                return count(key)
+            finally:
+                counted.set()
+
+        def watched_close() -> None:
+            seen.append("closed after the count" if counted.is_set() else "closed under it")
+            close()
+
+        agent.preview_request, store.close = slow_count, watched_close
+        worker = asyncio.create_task(controller.usage())
+        await asyncio.to_thread(counting.wait, 10)
+        worker.cancel()  # what the app's shutdown does to its workers
+        closing = asyncio.create_task(controller.aclose())
+        for _ in range(100):  # let aclose run as far as it goes without the count
+            await asyncio.sleep(0)
+            if closing.done():
+                break
+        go.set()
+        await closing
+        assert await asyncio.to_thread(counted.wait, 10)
+        assert seen == ["closed after the count"]
+    assert _writable(tmp_path, "main")  # the next window on the key takes it

@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
@@ -328,10 +329,20 @@ def test_killed_writer_leaves_no_stale_lock(tmp_path):
     SelfReference(tmp_path).open("main").commit(turn(1))
 
 
-def test_second_writer_in_the_same_process_is_refused(tmp_path):
+def test_second_writer_in_the_same_process_is_refused_naming_who_holds_it(tmp_path):
+    """A key this process did not let go says which thread and which code took it."""
     first = SelfReference(tmp_path)
-    first.open("main")
-    with pytest.raises(StoreLockedError, match=f"pid {os.getpid()}"):
+
+    def hold_main() -> None:
+        first.open("main")
+
+    holder = threading.Thread(target=hold_main, name="token-count")
+    holder.start()
+    holder.join()
+    with pytest.raises(StoreLockedError, match=f"pid {os.getpid()}") as info:
         SelfReference(tmp_path).open("main")
+    message = str(info.value)
+    assert "thread 'token-count'" in message and "hold_main (test_damage.py:" in message
+    assert "\n" not in message
     first.close()
     SelfReference(tmp_path).open("main").commit(turn(1))
