@@ -95,6 +95,9 @@ UNFINISHED = {
                        "the answer was stopped by the provider's filter; what arrived is kept, "
                        "marked — rephrase the request"),
 }
+#: said once per server when a tool's image goes as "[image omitted: …]" (see _tell_images_left_out)
+IMAGES_LEFT_OUT = ("model '{model}' does not accept images: a tool's image is left out of its "
+                   "requests (kept in the conversation) — pick a vision model to show it")
 EMPTY_ANSWER = ("the model sent an empty answer (no text and no tool calls); nothing was "
                 "stored — /retry to ask again, or rephrase")
 __all__ = [
@@ -200,6 +203,8 @@ class Agent:
         self._offered: dict[str, tuple[int, int]] = {}
         self._last_tokens: dict[str, int] = {}
         self._compilers: dict[str, IncrementalCompile] = {}
+        #: servers the person was told leave tools' images out (once per server)
+        self._images_told: set[str] = set()
 
     @property
     def interactive(self) -> bool:
@@ -496,6 +501,7 @@ class Agent:
                 self.emit(ErrorEvent(key=key, message=turn.failure, kind="context_overflow"))
                 return "error"
             self._note_left_out(key, plan.left_out)
+            self._tell_images_left_out(key, turn.memory.messages)
             # ---- one LLM call
             turn.step += 1
             if turn.on_step is not None:
@@ -571,6 +577,25 @@ class Agent:
         self.calibration = Calibration()
         self.calibration.observe(counted, reported)
         self._sample = (messages, tools, reported, self.tokens.ready)
+
+    def _tell_images_left_out(self, key: str, base: list[dict], *,
+                              refused: bool = False) -> None:
+        """Say once per server that tools' images go to it as "[image omitted: …]".
+
+        Why: once a server refused images (a tool's, or the person's own attachment),
+        every later request to it carries the placeholder instead, so the model no
+        longer sees what the transcript shows; without a word the person would think
+        it did. ``refused``: this step's request was just refused for a tool's image.
+        """
+        server = str(getattr(self.provider, "base_url", ""))
+        if server in self._images_told:
+            return
+        if not refused and (getattr(self.provider, "images_ok", True)
+                            or without_tool_images(base, "") is base):
+            return  # images go as they are, or none of the tools' would be left out
+        self._images_told.add(server)
+        self.emit(Notice(key=key, severity="warning",
+                         message=IMAGES_LEFT_OUT.format(model=self.model)))
 
     def _plan(self, key: str, base: list[dict], pending: list, tools: list[dict],
               budget: int | None = None) -> RequestPlan:
@@ -653,10 +678,7 @@ class Agent:
                 # Only tools' images: the provider now remembers this server refuses
                 # them, so _plan leaves them out; the step is tried once more.
                 turn.images_omitted = True
-                self.emit(Notice(key=key, severity="warning", message=(
-                    f"model '{self.model}' does not accept images: a tool's image is left "
-                    "out of its requests (kept in the conversation) — pick a vision model "
-                    "to show it")))
+                self._tell_images_left_out(key, turn.memory.messages, refused=True)
                 return "images", []
             if isinstance(error, ProviderError):
                 message, kind = error.message, error.kind

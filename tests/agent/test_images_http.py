@@ -175,3 +175,36 @@ async def test_a_turn_failing_after_a_tools_image_marks_no_message_failed(harnes
         assert sent[-1]["content"][1]["image_url"]["url"] == URL  # the result is still sent
         assert sent[-1]["content"][-1] == {"type": "text", "text": "try again"}
     assert not any(m.get("failed") for m in h.reload().messages)
+
+
+async def test_a_tools_image_left_out_after_a_persons_image_was_refused_is_told_once(harness):
+    """The server refused the person's image, so from then on tools' images go as
+    '[image omitted: …]': the person hears it once for that server, not at every image."""
+    from selfref_tui.demo.script import ToolCall
+
+    script = [Reply(tool_calls=[ToolCall("shot", {})]), Reply(text="I cannot see it."),
+              Reply(tool_calls=[ToolCall("shot", {})]), Reply(text="Nor this one.")]
+    async with harness(script) as h:
+        h.server.refuse_images = True
+        h.agent.tool_sources.append(ShotSource())
+        router = AgentInputRouter(h.agent)
+        router.submit("describe it", [URL])
+        await router.wait_idle()
+        assert router.outcomes == ["error"]  # the person's image: refused, message failed
+
+        def told() -> list[ev.Notice]:
+            return [n for n in h.of(ev.Notice) if "image" in n.message]
+
+        assert told() == []
+        router.submit("take a screenshot")
+        await router.wait_idle()
+        assert router.outcomes == ["error", "done"]
+        (notice,) = told()
+        assert notice.severity == "warning"
+        assert "model 'selfref-demo' does not accept images" in notice.message
+        assert "a tool's image is left out" in notice.message
+        assert "[image omitted" in _last_user(h.server.requests[-1])["content"]
+        router.submit("and another")
+        await router.wait_idle()
+        assert router.outcomes == ["error", "done", "done"]
+        assert len(told()) == 1  # once per server, not once per image
