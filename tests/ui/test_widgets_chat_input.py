@@ -127,3 +127,39 @@ async def test_a_long_paste_is_a_chip_and_is_sent_in_full():
         await pilot.press("enter")
         await pilot.pause()
         assert app.sent[-1].startswith("␛]52;c;aGk=␇") and "\x1b" not in app.sent[-1]
+
+
+async def test_an_attached_image_is_drawn_as_a_chip_with_its_name_and_size():
+    """The chip's text stays in the input (cursor keys and Backspace work on it), but it is
+    drawn as a chip: padding on its own background, the name bold, the rest muted. A file
+    name is untrusted: its controls are shown as symbols and markup stays characters."""
+    from selfref_tui.selfref.attach import Attachment
+    from tests.hostile import assert_inert
+
+    name = "[@click=app.quit]x\x1b]52;c;aGk=\x07.png"
+    app = InputApp()
+    async with app.run_test(size=(100, 10)) as pilot:
+        chat = app.query_one(ChatInput)
+        chat.focus()
+        await pilot.press(*"see ")
+        chat.add_image(Attachment(name, "image/png", b"\x89PNG" + b"\x00" * 2044))
+        await pilot.pause()
+        chip = "[image _@click=app.quit_x␛_52;c;aGk=␇.png 2.0 KB #1]"
+        assert chat.text == f"see {chip} "
+        segments = list(chat.render_line(0))
+        shown = "".join(s.text for s in segments)
+        assert_inert(shown)
+        start = shown.index(" image ")
+        assert shown[start:start + len(chip)] == " " + chip[1:-1] + " "  # brackets: padding
+        plain_bg = segments[0].style.bgcolor  # "see "
+        on_chip = [s for s in segments if any(x in s.text for x in ("image", ".png", "KB"))]
+        assert on_chip and all(s.style.bgcolor != plain_bg for s in on_chip)
+        name_segment = next(s for s in segments if ".png" in s.text)
+        assert name_segment.text == "_@click=app.quit_x␛_52;c;aGk=␇.png" and name_segment.style.bold
+        detail = next(s for s in segments if "2.0 KB" in s.text)
+        assert not detail.style.bold and detail.style.color != name_segment.style.color
+        # Backspace right after the chip removes it, image and all.
+        await pilot.press("backspace")
+        assert chat.text == "see " and chat.attached == ()
+        segments = list(chat.render_line(0))
+        assert {s.style.bgcolor for s in segments if s.text.strip()} == {plain_bg}

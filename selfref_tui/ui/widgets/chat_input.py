@@ -11,7 +11,10 @@ always the full text.
 
 An image added with ``/attach`` is a chip too, ``[image cat.png 120.5 KB #1]``:
 it goes with the next message while its chip is in the input; deleting the
-chip (backspace right after it takes the whole chip) removes the image.
+chip (backspace right after it takes the whole chip) removes the image. It is
+drawn as a chip (:meth:`ChatInput.get_line`): brackets as padding on the chip's
+own background, the file name bold, the rest muted; the text underneath, what
+cursor keys and selection move over, stays the plain chip.
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.style import Style
+from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import TextArea
 
-from selfref_tui.safety import inert
+from selfref_tui.safety import inert, inert_line
 
 if TYPE_CHECKING:
     from selfref_tui.selfref.attach import Attachment
@@ -41,12 +46,20 @@ _CHIP = re.compile(r"\[pasted (?:\d+ lines|[\d,]+ characters) #(\d+)\]")
 _IMAGE_CHIP = re.compile(r"\[image [^\]\n]* #(\d+)\]")
 
 
+_CHIP_PREFIX = "[image "
+
+
+def chip_name(name: str) -> str:
+    """A file name as its chip shows it: inert (a name may hold control characters),
+    with brackets and ``#`` made ``_`` so the chip stays one recognisable token."""
+    return re.sub(r"[\[\]#\n]", "_", inert_line(name, 80)) or "image"
+
+
 def image_chip(name: str, size: int, number: int) -> str:
     """``[image cat.png 120.5 KB #1]``; brackets and ``#`` in the name are left out."""
     from selfref_tui.ui.transcript.image import human_size
 
-    shown = re.sub(r"[\[\]#\n]", "_", name) or "image"
-    return f"[image {shown} {human_size(size)} #{number}]"
+    return f"{_CHIP_PREFIX}{chip_name(name)} {human_size(size)} #{number}]"
 
 
 def chip_label(text: str, number: int) -> str:
@@ -56,6 +69,11 @@ def chip_label(text: str, number: int) -> str:
 
 
 class ChatInput(TextArea):
+    COMPONENT_CLASSES: ClassVar[set[str]] = TextArea.COMPONENT_CLASSES | {
+        "chat-input--chip",
+        "chat-input--chip-detail",
+    }
+
     DEFAULT_CSS = """
     ChatInput {
         height: auto;
@@ -67,6 +85,8 @@ class ChatInput(TextArea):
     }
     ChatInput:focus { border: round $primary; }
     ChatInput.-busy { border: round $warning 70%; }
+    ChatInput > .chat-input--chip { background: $accent 35%; color: $text; text-style: bold; }
+    ChatInput > .chat-input--chip-detail { color: $text-muted; text-style: not bold; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -110,6 +130,9 @@ class ChatInput(TextArea):
             show_line_numbers=False,
             tab_behavior="focus",
             placeholder=placeholder,
+            # The cursor line's style is laid over each line after get_line, so it
+            # would paint over the image chips; the cursor itself shows the line.
+            highlight_cursor_line=False,
         )
         self.sent_history: list[str] = []
         self._recall_index: int | None = None
@@ -183,6 +206,40 @@ class ChatInput(TextArea):
             if number in self.images and match.group(0) == self._chip_of(number):
                 found.append((number, match.group(0)))
         return found
+
+    def get_line(self, line_index: int) -> Text:
+        """The line as drawn: each image chip as a chip, its text underneath unchanged.
+
+        The characters keep their places (cursor, selection and Backspace work on
+        the plain chip); only ``[`` and ``]`` are drawn as the chip's padding. The
+        name comes from :func:`chip_name` (inert), and this is a ``Text`` built from
+        the document, never markup.
+        """
+        line = super().get_line(line_index)
+        if not self.images or _CHIP_PREFIX not in line.plain:
+            return line
+        chip = self.get_component_rich_style("chat-input--chip")
+        muted = self.get_component_rich_style("chat-input--chip-detail")
+        detail = chip + Style(color=muted.color, bold=False)
+        plain = line.plain
+        spans: list[tuple[int, int, int]] = []
+        for match in _IMAGE_CHIP.finditer(plain):
+            number = int(match.group(1))
+            if number not in self.images or match.group(0) != self._chip_of(number):
+                continue  # edited into something else: plain text, sent as typed
+            start, end = match.span()
+            name = start + len(_CHIP_PREFIX)
+            spans.append((start, name + len(chip_name(self.images[number].name)), end))
+        if not spans:
+            return line
+        chars = list(plain)
+        for start, _, end in spans:
+            chars[start] = chars[end - 1] = " "
+        line.plain = "".join(chars)
+        for start, name_end, end in spans:
+            line.stylize(detail, start, end)
+            line.stylize(chip, start + len(_CHIP_PREFIX), name_end)
+        return line
 
     def _insert(self, text: str) -> None:
         if result := self._replace_via_keyboard(text, *self.selection):
