@@ -54,6 +54,8 @@ class TranscriptModel:
         #: bumped when items are added, removed or moved
         self.structure = 0
         self._latest: dict[str, RefInfo] = {}
+        #: an answer whose stream failed: the ErrorEvent that follows says why (its marker)
+        self._failing: AnswerItem | None = None
 
     # ---------------------------------------------------------------- items
 
@@ -188,6 +190,8 @@ class TranscriptModel:
     def _on_LLMCallEnded(self, event: Any) -> None:
         reason = event.finish_reason
         answer = self.current
+        if reason == "error" and answer is not None and answer.text:
+            self._failing = answer
         self.finish_answer(interrupted=reason == "aborted")
         if answer is not None and reason in FINISH_MARKERS:
             answer.mark(FINISH_MARKERS[reason])
@@ -250,6 +254,11 @@ class TranscriptModel:
         self.finish_answer(
             interrupted=current is not None and bool(current.text), reason="stream failed"
         )
+        failing, self._failing = self._failing, None
+        if failing is not None:
+            # The reason the runtime stores with it, so a reload reads the same.
+            lost = event.kind in ("connection", "timeout")
+            failing.mark_interrupted("connection lost" if lost else f"error: {event.message}")
         self.add_error(event.message, event.kind, getattr(event, "detail", "") or "")
 
     def _on_CompactionApplied(self, event: Any) -> None:
@@ -277,6 +286,7 @@ class TranscriptModel:
         self.current = None
         self.cards = {}
         self._latest = {}
+        self._failing = None
         self.structure += 1
 
     def load_history(self, history: Sequence[dict], *, tail: int = TAIL_ITEMS) -> None:
