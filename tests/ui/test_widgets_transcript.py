@@ -456,3 +456,29 @@ async def test_a_new_width_draws_again():
         assert len([x for x in narrow.splitlines() if x.strip()]) > len(
             [x for x in wide.splitlines() if x.strip()]
         )
+
+
+async def test_a_highlighted_tool_call_or_error_shows_the_highlight_bar_like_a_message():
+    """ctrl+up stops on tool calls and errors too: the highlight must be visible there."""
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 20)) as pilot:
+        t = app.t
+        await t.add_user("remember it")
+        await t.handle(ev.ToolCallStarted(key=K, call_id="c1", name="remember"))
+        await t.handle(ev.ToolCallEnded(key=K, call_id="c1", name="remember", arguments="{}",
+                                        result="exp_001", duration_s=0.1))
+        await t.handle(ev.ErrorEvent(key=K, message="server error (500)", kind="server"))
+        await t.settle()
+        user, card, error = t.items
+
+        def bar_of(text: str) -> str:
+            line = next(line for line in t.visible_text() if text in line)
+            return line.strip()[0]
+
+        await shown(pilot, t)
+        assert (bar_of("remember it"), bar_of("⚙ remember"), bar_of("server error")) == (
+            "▌", "▌", "▌")
+        for item, text in ((error, "server error"), (card, "⚙ remember"), (user, "remember it")):
+            assert t.move_highlight(-1) is item
+            await shown(pilot, t)
+            assert bar_of(text) == "┃", text

@@ -292,7 +292,9 @@ class Painter:
             body += self._text(arrow + "the server's full text", self.width - 3, "italic")
             if item.expanded:
                 body += self._text(_clip(redact(item.detail)), self.width - 3)
-        return self._bar_lines(self._with_bg(body, bg), p.style(p.error), bg)
+        bar = p.style(p.accent, bold=True) if item.highlighted else p.style(p.error)
+        return self._bar_lines(self._with_bg(body, bg), bar, bg,
+                               glyph="┃" if item.highlighted else "▌")
 
     def _draw_tool(self, row: Row) -> list[Line]:
         item = row.item
@@ -301,7 +303,8 @@ class Painter:
         bar_color = {"error": (p.error, 1.0), "cancelled": (p.warning, 1.0)}.get(
             item.status, (p.fg, 0.2)
         )
-        bar = p.style(*bar_color)
+        # Highlighted: the bar every highlighted item has (ctrl+up stops here too).
+        bar = p.style(p.accent, bold=True) if item.highlighted else p.style(*bar_color)
         bg = Style(
             bgcolor=p.mix(
                 p.primary if item.highlighted else p.fg, 0.12 if item.highlighted else 0.04
@@ -315,7 +318,8 @@ class Painter:
             body += self._text(_clip(_pretty(item.arguments)), inner)
             body += self._text("result", inner, f"bold {self.p.muted.hex}")
             body += self._text(_clip(item.result or ""), inner)
-        return self._bar_lines(self._with_bg(body, bg), bar, bg, indent=2)
+        return self._bar_lines(self._with_bg(body, bg), bar, bg, indent=2,
+                               glyph="┃" if item.highlighted else "▌")
 
     def _draw_image(self, row: Row) -> list[Line]:
         return draw_image(self, row)
