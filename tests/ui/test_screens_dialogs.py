@@ -360,3 +360,18 @@ async def test_context_view_says_when_a_small_window_gets_a_reduced_tool_set():
         said = [str(w.render()) for w in app.screen.query(".empty").results(Static)]
         assert said == ["window too small for the full tool set: this request offers 1 of 10 "
                         "tools."]
+
+
+async def test_context_view_shows_a_tools_control_characters_as_symbols():
+    """A tool's schema comes from an MCP server: untrusted, like a message."""
+    from tests.hostile import assert_inert
+
+    tools = [{"type": "function", "function": {
+        "name": "shot\x1b]0;title\x07", "description": "grabs \x1b]52;c;aGk=\x07 the screen",
+        "parameters": {"type": "object"}}}]
+    app = HostApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await _open(pilot, ContextView([{"role": "user", "content": "hi"}], 10, tools))
+        bodies = [str(w.render()) for w in app.screen.query(".body").results(Static)]
+        assert_inert(bodies[0])
+        assert bodies[0].startswith("shot␛]0;title␇ — grabs ␛]52;c;aGk=␇ the screen")

@@ -133,7 +133,7 @@ class ContextView(ModalScreen[None]):
                     # A fixed title: tool names may come from other servers (untrusted).
                     with Collapsible(title=f"tools ({len(self.tools)})", collapsed=True):
                         for tool in self.tools:
-                            yield Static(Content(tool_text(tool)), classes="body")
+                            yield Static(content(tool_text(tool)), classes="body")
                 if not self.messages:
                     yield Static("Nothing yet: the next call starts empty.", classes="empty")
                 for index, message in enumerate(self.messages):
