@@ -375,3 +375,24 @@ async def test_context_view_shows_a_tools_control_characters_as_symbols():
         bodies = [str(w.render()) for w in app.screen.query(".body").results(Static)]
         assert_inert(bodies[0])
         assert bodies[0].startswith("shot␛]0;title␇ — grabs ␛]52;c;aGk=␇ the screen")
+
+
+async def test_key_switcher_keeps_the_renamed_key_highlighted():
+    """F2, a new name, Enter: the list's highlight is on that key, so Enter opens it."""
+    keys = [dict(k) for k in KEYS]
+
+    async def rename(old: str, new: str):
+        next(k for k in keys if k["key"] == old)["key"] = new
+        return keys
+
+    app = HostApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open(pilot, KeySwitcher(keys, "main", rename=rename))
+        screen = app.screen
+        await pilot.press("down", "down", "f2", "escape")  # notes; renaming abandoned
+        assert screen.renaming is None and screen.option_list.highlighted == 2
+        await pilot.press("up", "f2", "backspace", "y", "enter")  # project-x → project-y
+        await wait_for(pilot, lambda: screen.renaming is None)
+        assert screen.visible_keys[screen.option_list.highlighted] == "key:project-y"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.results == ["project-y"])

@@ -98,6 +98,8 @@ class KeySwitcher(ModalScreen[str | None]):
         self._delete = delete
         #: the key being renamed while the field holds its new name; None: filtering
         self.renaming: str | None = None
+        #: the key the highlight goes back to when the list shows again unfiltered
+        self._select: str | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
@@ -175,6 +177,9 @@ class KeySwitcher(ModalScreen[str | None]):
         option_list.display = bool(options)
         if options:
             option_list.highlighted = 0
+            wanted = KEY_PREFIX + (self._select or "")
+            if not query and wanted in self.visible_keys:
+                option_list.highlighted = self.visible_keys.index(wanted)
 
     @on(Input.Changed)
     def _changed(self, event: Input.Changed) -> None:
@@ -182,6 +187,8 @@ class KeySwitcher(ModalScreen[str | None]):
         self.query_one("#error", Static).update("")
         if self.renaming is None:
             self._refilter(event.value)
+            if event.value:
+                self._select = None  # typing a filter starts from its first match
 
     def action_move(self, delta: int) -> None:
         option_list = self.option_list
@@ -222,7 +229,7 @@ class KeySwitcher(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         if self.renaming is not None:
-            self._leave_rename()
+            self._leave_rename(select=self.renaming)
             return
         self.dismiss(None)
 
@@ -252,19 +259,23 @@ class KeySwitcher(ModalScreen[str | None]):
         self.option_list.display = False
         self.query_one("#hint", Static).update(self._hint())
 
-    def _leave_rename(self) -> None:
+    def _leave_rename(self, select: str | None = None) -> None:
+        """Back to the list, its highlight on ``select`` (the key just renamed, or
+        left alone): Enter then opens the key the person was working on."""
         self.renaming = None
         self.query_one("#dialog").border_title = "Memory keys"
         field = self.query_one(Input)
         field.placeholder = "filter, or type a new key name"
         field.value = ""
         self.query_one("#hint", Static).update(self._hint())
+        # The emptied field refilters once more when its Changed message arrives.
+        self._select = select
         self._refilter("")
 
     @work(exclusive=True, group="keys.manage")
     async def _do_rename(self, old: str, new: str) -> None:
         if not new or new == old:
-            self._leave_rename()
+            self._leave_rename(select=old)
             return
         try:
             if self._validate is not None:
@@ -276,7 +287,7 @@ class KeySwitcher(ModalScreen[str | None]):
             return
         if self.current == old:
             self.current = new
-        self._leave_rename()
+        self._leave_rename(select=new)
         self._say(f"Renamed {old} to {new}.", done=True)
 
     @work(exclusive=True, group="keys.manage")
