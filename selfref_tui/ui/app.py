@@ -31,8 +31,6 @@ from textual.widgets import Footer, TextArea
 from selfref_tui.agent.controller import ChatController, Refused
 from selfref_tui.config import AppConfig
 from selfref_tui.safety import inert, inert_line, redact
-from selfref_tui.ui import command_handlers
-from selfref_tui.ui import commands as slash
 from selfref_tui.ui.event_bridge import EventBridge
 from selfref_tui.ui.focus_ring import FocusRing
 from selfref_tui.ui.gc_pauses import QUIET_S, GcPauses
@@ -49,9 +47,14 @@ from selfref_tui.ui.widgets.transcript import Transcript
 
 if TYPE_CHECKING:
     from selfref_tui.agent import events as ev
+    from selfref_tui.ui import command_handlers
+    from selfref_tui.ui import commands as slash
     from selfref_tui.ui.widgets.fork_panel import ForkPanel
 else:  # events exist once the runtime does, after the first frame
     ev = LazyModule("selfref_tui.agent.events")
+    # the first frame runs no command; the first Enter or F1 imports the table
+    command_handlers = LazyModule("selfref_tui.ui.command_handlers")
+    slash = LazyModule("selfref_tui.ui.commands")
 
 #: keys the chat input handles itself, listed on the help screen after the app's bindings
 INPUT_KEYS = [

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +32,8 @@ from selfref_tui.safety import inert_line
 from selfref_tui.ui.transcript.model import Item, ToolItem
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
     from textual.strip import Strip
 
     from selfref_tui.ui.transcript.paint import Line, Painter, Row
@@ -307,6 +308,8 @@ def _decoder() -> ThreadPoolExecutor:
     default executor, which would run many decodes at once and starve other work."""
     global _DECODER
     if _DECODER is None:
+        from concurrent.futures import ThreadPoolExecutor  # not before the first frame
+
         _DECODER = ThreadPoolExecutor(DECODE_THREADS, thread_name_prefix="image-decode")
     return _DECODER
 
