@@ -18,6 +18,11 @@ from textual.widget import Widget
 BAR_FULL = "━"
 BAR_EMPTY = "━"
 
+#: how often the speed line is redrawn while an answer streams: a fast answer changes the
+#: count on every batch of text (~20 a second), and each redraw cost the event loop a few ms
+#: that a key typed meanwhile waited for; four a second still reads as live
+TICK_S = 0.25
+
 
 def format_tokens(count: int) -> str:
     """Short human figures: 950, 12.3k, 128k, 1.2M."""
@@ -64,8 +69,10 @@ class ContextMeter(Widget):
     #: an answer is streaming: the speed line shows and the clock ticks (set True at each
     #: turn's start, even one whose end this meter missed: the clock starts again)
     streaming: reactive[bool] = reactive(False, layout=True, always_update=True)
-    #: output tokens streamed so far in this answer (cumulative)
-    stream_tokens: reactive[int] = reactive(0)
+    #: output tokens streamed so far in this answer (cumulative); not redrawn on each change
+    #: during a stream: the clock's tick (every :data:`TICK_S`) shows it, and the stream's end
+    #: redraws the final figure
+    stream_tokens: reactive[int] = reactive(0, repaint=False)
     #: tokens / window
     ratio: var[float] = var(0.0)
     #: "ok", "near" (within 10 points of auto-compact) or "over"
@@ -86,6 +93,8 @@ class ContextMeter(Widget):
         self._stream_start: float | None = None
         self._stream_end: float | None = None
         self._ticker: Timer | None = None
+        #: seconds between redraws while streaming (tests slow it down to count redraws)
+        self.tick_s = TICK_S
         self.tooltip = self.legend_tooltip
 
     @property
@@ -99,7 +108,7 @@ class ContextMeter(Widget):
 
     def on_mount(self) -> None:
         if self.streaming and self._ticker is None:
-            self._ticker = self.set_interval(0.5, self.refresh)
+            self._ticker = self.set_interval(self.tick_s, self.refresh)
 
     # -- reactives -------------------------------------------------------------------
     def validate_tokens(self, tokens: int) -> int:
@@ -123,8 +132,11 @@ class ContextMeter(Widget):
         return "ok"
 
     def watch_level(self, old: str, new: str) -> None:
-        self.remove_class(f"-{old}")
-        self.add_class(f"-{new}")
+        # Textual calls a computed reactive's watcher on every read (``render`` reads it),
+        # with old == new: removing and adding the same class restyled the widget each time.
+        if old != new:
+            self.remove_class(f"-{old}")
+        self.add_class(f"-{new}")  # costs nothing when the class is there
 
     def watch_streaming(self, streaming: bool) -> None:
         if streaming:
@@ -133,7 +145,7 @@ class ContextMeter(Widget):
             self.stream_tokens = 0
             if self._ticker is None and self.is_mounted:
                 # Elapsed time must move even while the model is thinking silently.
-                self._ticker = self.set_interval(0.5, self.refresh)
+                self._ticker = self.set_interval(self.tick_s, self.refresh)
         else:
             if self._stream_start is not None and self._stream_end is None:
                 self._stream_end = self._clock()
