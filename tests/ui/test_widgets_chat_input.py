@@ -163,3 +163,34 @@ async def test_an_attached_image_is_drawn_as_a_chip_with_its_name_and_size():
         assert chat.text == "see " and chat.attached == ()
         segments = list(chat.render_line(0))
         assert {s.style.bgcolor for s in segments if s.text.strip()} == {plain_bg}
+
+
+class BusyApp(App[None]):
+    """Keys arrive between Enter and the app taking the text (a busy loop, a fast typist)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield ChatInput()
+
+    @on(ChatInput.Submitted)
+    def _sent(self, message: ChatInput.Submitted) -> None:
+        message.chat_input.insert("ne")  # typed after Enter, before the text was accepted
+        self.sent.append(message.text)
+        message.chat_input.accept(message.text)
+
+
+async def test_keys_typed_after_enter_before_the_app_took_the_text_are_kept():
+    app = BusyApp()
+    async with app.run_test() as pilot:
+        chat = app.query_one(ChatInput)
+        chat.focus()
+        await pilot.press("g", "o", "enter")
+        await pilot.pause()
+        assert app.sent == ["go"]
+        assert chat.text == "ne" and chat.sent_history == ["go"]
+        chat.insert("xt")
+        chat.accept("next")  # accepted without an Enter: the whole input was taken
+        assert chat.text == ""

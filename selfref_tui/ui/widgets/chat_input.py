@@ -140,6 +140,8 @@ class ChatInput(TextArea):
         self.pastes: dict[int, str] = {}
         #: chip number -> an attached image
         self.images: dict[int, Attachment] = {}
+        #: the input's text when Enter was pressed, until the app accepts it
+        self._at_enter: str | None = None
 
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "enter":
@@ -148,6 +150,7 @@ class ChatInput(TextArea):
             text = self.full_text.strip()
             images = self.attached
             if text or images:
+                self._at_enter = self.text
                 self.post_message(self.Submitted(self, text, images))
             return
         if event.key == "backspace" and self._delete_image_chip():
@@ -166,8 +169,11 @@ class ChatInput(TextArea):
         """The app took ``text``: remember it for Up and empty the input.
 
         ``keep_images`` (a command was run, not a message sent): attached images
-        stay, their chips put back, for the message still to come.
+        stay, their chips put back, for the message still to come. What was typed
+        after Enter, before the app took the text (a fast typist, a busy app),
+        stays too: it is the start of the next message, not part of this one.
         """
+        typed_since = self._typed_since_enter()
         if not self.sent_history or self.sent_history[-1] != text:
             self.sent_history.append(text)
         self._recall_index = None
@@ -177,6 +183,21 @@ class ChatInput(TextArea):
         self.clear()
         for number in kept:
             self._insert(self._chip_of(number) + " ")
+        if typed_since:
+            self._insert(typed_since)
+
+    def _typed_since_enter(self) -> str:
+        """The text typed at the end of the input since Enter sent what was before it.
+
+        An image chip added meanwhile (``/attach`` adds one before its command is
+        accepted) is not typing: ``keep_images`` decides about it.
+        """
+        at_enter, self._at_enter = self._at_enter, None
+        text = self.text
+        if at_enter is None or not text.startswith(at_enter):
+            return ""
+        typed = _IMAGE_CHIP.sub("", text[len(at_enter) :])
+        return typed if typed.strip() else ""
 
     # -- attached images as chips --------------------------------------------------------
 
