@@ -1,6 +1,6 @@
 """How well the app keeps up with a fast stream, against a naive Markdown re-render.
 
-    .venv/bin/python bench/stream_bench.py [--tokens 20000] [--naive-budget 60]
+    .venv/bin/python bench/stream_bench.py [--tokens 20000] [--naive-budget 60] [--slices]
 
 A headless app (``App.run_test``) streams a long answer (prose, refs and code
 fences) from the in-package demo server over real HTTP, once as fast as the
@@ -20,6 +20,10 @@ widget whose ``update(full_text)`` is awaited on every chunk. It is quadratic,
 so it gets ``--naive-budget`` seconds per run; if it has not finished by then
 the figures cover what it rendered and the lag is a lower bound. Goals: keep up
 with 2,000 tokens/s with ≤ 100 ms lag and p99 key latency ≤ 50 ms.
+
+``--slices`` also prints, for the app's run at 2,000 tokens/s, how long the
+event loop was held at a time from the first text to the last paint
+(``bench/_slices.py``: wall and CPU per callback, and what ran in the long ones).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Header, Markdown, TextArea
 
 from bench._common import ServerProcess
+from bench._slices import LoopSlices
 from selfref_tui.agent import events as ev
 from selfref_tui.config import AppConfig, ProviderConfig
 from selfref_tui.demo.server import split_text
@@ -51,6 +56,8 @@ from selfref_tui.ui.app import SelfRefApp
 SIZE = (120, 40)
 PING_EVERY_S = 0.05
 PING_KEY = "f12"
+#: the event loop's slices, timed from the first text to the last paint when ``--slices``
+SLICES: LoopSlices | None = None
 
 
 def long_reply(tokens: int) -> str:
@@ -208,6 +215,8 @@ class BenchApp(SelfRefApp):
                 self.figures.first_recv = now
             self.figures.last_recv = now
             self.figures.chars += len(event.text)
+            if SLICES is not None and not self.figures.painted:
+                SLICES.active = True
         super().emit(event)
 
     async def dispatch_event(self, event: ev.AgentEvent) -> None:
@@ -224,6 +233,8 @@ class BenchApp(SelfRefApp):
     def _painted(self) -> None:
         self.figures.painted = time.perf_counter()
         self.figures.painted_cpu = time.process_time()
+        if SLICES is not None:
+            SLICES.active = False
         self.done.set()
 
 
@@ -385,7 +396,8 @@ def verdict(fig: Figures) -> str:
     )
 
 
-async def main(tokens: int, budget_s: float) -> None:
+async def main(tokens: int, budget_s: float, slices: bool = False) -> None:
+    global SLICES
     text = long_reply(tokens)
     n = len(split_text(text, None))
     print(
@@ -394,7 +406,11 @@ async def main(tokens: int, budget_s: float) -> None:
         f"naive budget {budget_s:.0f} s per run"
     )
     await one_pace(text, None, budget_s)
+    if slices:
+        SLICES = LoopSlices().install()
     paced = await one_pace(text, 2000.0, budget_s)
+    if SLICES is not None:
+        print("\n".join(SLICES.lines()))
     load = os.getloadavg()
     print(f"\nload average {load[0]:.1f} / {load[1]:.1f} (1 / 5 min): wall-clock figures "
           "grow with it")
@@ -407,5 +423,9 @@ if __name__ == "__main__":
     parser.add_argument(
         "--naive-budget", type=float, default=60.0, help="seconds per naive run (0: skip it)"
     )
+    parser.add_argument(
+        "--slices", action="store_true",
+        help="time the event loop's callbacks during the app's run at 2,000 tok/s",
+    )
     args = parser.parse_args()
-    asyncio.run(main(args.tokens, args.naive_budget))
+    asyncio.run(main(args.tokens, args.naive_budget, args.slices))
