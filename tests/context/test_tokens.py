@@ -7,9 +7,11 @@ import pytest
 
 from selfref_tui.context.tokens import (
     REPLY_PRIMING,
+    SLICE_CHARS,
     TOKENS_PER_MESSAGE,
     TokenCounter,
     estimate_tokens,
+    slices,
 )
 
 SAMPLES = [
@@ -113,3 +115,21 @@ def test_odd_messages_do_not_crash():
     ]
     assert counter.count_messages(odd) > 0
     assert counter.count_messages([]) == 0
+
+
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+def test_a_long_text_counted_in_slices_counts_as_a_whole(offline_encoders, encoding):
+    encode = offline_encoders[encoding]
+    counter = TokenCounter(encode)
+    prose = "".join(f"{SAMPLES[i % 3]} line {i}:  naïve {i * 7}\n\n  x = f(y) ; "
+                    for i in range(3000))
+    code = "".join(f"def f_{i}(a, b):\n    return a{i} + b  # note\t{i}\n" for i in range(3000))
+    for text in (prose, code):
+        assert len(text) > 4 * SLICE_CHARS and len(slices(text)) > 4
+        assert "".join(slices(text)) == text
+        assert counter.count_text(text) == len(encode(text))
+    # no place to cut exactly: cut anyway, a token or two off per cut
+    run = '{"text": "' + "x" * 300_000 + '"}'
+    pieces = slices(run)
+    assert "".join(pieces) == run and max(map(len, pieces)) <= SLICE_CHARS
+    assert abs(counter.count_text(run) - len(encode(run))) <= 2 * len(pieces)
