@@ -335,6 +335,26 @@ async def test_posted_events_are_drawn_once_per_frame():
         assert "Done." in "\n".join(t.visible_text())
 
 
+async def test_arguments_of_a_closed_tool_call_draw_no_frame_and_an_open_one_shows_them():
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        t = app.t
+        t.post(ev.ToolCallStarted(key=K, call_id="c1", name="write"))
+        await wait_until(pilot, lambda: t.settled)
+        for i in range(200):
+            t.post(ev.ToolCallArgumentsDelta(key=K, call_id="c1", delta=f"piece {i} "))
+        assert t.settled  # a closed card shows its title only: no frame to draw
+        (card,) = t.items_of("tool")
+        assert card.arguments.endswith("piece 199 ")
+        card.expanded = True
+        card.touch()
+        t.redraw()
+        t.post(ev.ToolCallArgumentsDelta(key=K, call_id="c1", delta="the_tail"))
+        assert not t.settled
+        await wait_until(pilot, lambda: t.settled)
+        assert "the_tail" in "\n".join(t.visible_text())
+
+
 def many_refs(count: int) -> str:
     return "".join(f'Step {i}:\n<ref id="r{i}">\nvalue = {i}\n</ref>\n\n' for i in range(count))
 

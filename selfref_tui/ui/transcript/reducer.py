@@ -169,12 +169,17 @@ class TranscriptModel:
         if current is not None:
             self._closed(current.finish(interrupted=interrupted, reason=reason))
 
-    def apply(self, event: Any) -> None:
-        """Show one runtime event (types from :mod:`selfref_tui.agent.events`)."""
+    def apply(self, event: Any) -> bool:
+        """Show one runtime event (types from :mod:`selfref_tui.agent.events`).
+
+        False: nothing on screen changed (more arguments of a closed tool call:
+        1 MB of them streams as hundreds of events), so no frame is drawn for it.
+        """
         name = type(event).__name__
         handler = getattr(self, f"_on_{name}", None)
         if handler is not None:
-            handler(event)
+            return handler(event) is not False
+        return True
 
     def _on_TextDelta(self, event: Any) -> None:
         self._closed(self._answer().feed(event.text))
@@ -202,10 +207,12 @@ class TranscriptModel:
         self.cards[event.call_id] = card
         self._add(card)
 
-    def _on_ToolCallArgumentsDelta(self, event: Any) -> None:
+    def _on_ToolCallArgumentsDelta(self, event: Any) -> bool:
         card = self.cards.get(event.call_id)
-        if card is not None:
-            card.append_arguments(event.delta)
+        if card is None:
+            return False
+        card.append_arguments(event.delta)
+        return card.expanded  # a closed card shows its title only
 
     def _on_ToolCallEnded(self, event: Any) -> None:
         self._tool_end(event, "done", event.result)

@@ -190,7 +190,8 @@ class Transcript(ScrollView, can_focus=False):
         if not isinstance(event, _shown()):
             return
         try:
-            self.model.apply(event)
+            if not self.model.apply(event):
+                return  # nothing on screen changed
         except Exception as exc:  # a display bug must not stop the stream
             self.log.error(f"showing {event!r} failed: {exc!r}")
         self._changed()
