@@ -24,7 +24,7 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion
 
-from selfref_tui.agent import delta_scan, sse
+from selfref_tui.agent import delta_scan, rechunk, sse
 from selfref_tui.agent.sse import SseError
 from selfref_tui.agent.think import ThinkSplitter
 from selfref_tui.config import ProviderConfig
@@ -132,6 +132,8 @@ class _EventBatches(openai.AsyncStream[object]):
 
     #: read the usual deltas by template (``delta_scan``); False: every event parsed
     scan_deltas = True
+    #: join the body's HTTP chunks per socket read (``rechunk``); False: as the library reads
+    rechunk_body = True
 
     async def __stream__(self) -> AsyncIterator[Any]:  # type: ignore[override]
         response = self.response
@@ -141,7 +143,10 @@ class _EventBatches(openai.AsyncStream[object]):
         # Without a content encoding the raw body is the body: two generator hops
         # per HTTP chunk fewer than aiter_bytes.
         encoding = response.headers.get("content-encoding", "").strip().lower()
-        body = response.aiter_raw() if encoding in ("", "identity") else response.aiter_bytes()
+        plain = encoding in ("", "identity")
+        body = response.aiter_raw() if plain else response.aiter_bytes()
+        # The server's chunk per token joined per socket read, below the HTTP library.
+        rechunked = rechunk.rechunk(response) if plain and self.rechunk_body else None
         source = sse.backlog(body)
         try:
             try:
@@ -165,6 +170,8 @@ class _EventBatches(openai.AsyncStream[object]):
                 raise openai.APIConnectionError(request=response.request) from exc
         finally:
             await source.aclose()
+            if rechunked is not None:
+                rechunk.restore(rechunked)
             await response.aclose()
 
 
@@ -195,9 +202,11 @@ def _transport_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[Bas
 
 
 class _ParsedEventBatches(_EventBatches):
-    """Every event through the JSON parse: what ``delta_scan`` must equal (tests)."""
+    """Every event through the JSON parse, every HTTP chunk through the HTTP library:
+    what ``delta_scan`` and ``rechunk`` must equal (tests)."""
 
     scan_deltas = False
+    rechunk_body = False
 
 
 class Provider:
@@ -205,7 +214,8 @@ class Provider:
 
     def __init__(self, config: ProviderConfig, *, backoff_base_s: float = 0.5,
                  scan_deltas: bool = True) -> None:
-        """``scan_deltas`` False parses every event (tests compare it with the scan)."""
+        """``scan_deltas`` False parses every event and reads every HTTP chunk through the
+        HTTP library (tests compare it with ``delta_scan`` and ``rechunk``)."""
         self.config = config
         self._stream_cls = _EventBatches if scan_deltas else _ParsedEventBatches
         self.backoff_base_s = backoff_base_s
