@@ -1,0 +1,207 @@
+"""The key on screen and its lifecycle: open, switch, let go, rename, trash.
+
+A window shows one memory key. Opening another lets the previous one go
+(another window may write it then); a key that cannot be opened is
+remembered (``key_error``) and input is refused until a key opens. Messages
+typed before the runtime runs are kept here until the key is open. A
+read-only window refuses whatever would write the store.
+
+Store work runs in threads that closing waits for (``_in_thread``, from
+:mod:`~selfref_tui.agent.startup`), so a caller on the UI's loop is never held up
+and nothing touches the store after it closed. A mixin of
+:class:`~selfref_tui.agent.controller.ChatController`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .refusals import STARTING, KeyOpenError, Refused
+
+if TYPE_CHECKING:
+    from selfref_tui.agent.loop import Agent
+    from selfref_tui.agent.protocols import MemoryLike
+    from selfref_tui.agent.router import AgentInputRouter
+    from selfref_tui.selfref.reference import ReadOnlyReference, SelfReference
+
+T = TypeVar("T")
+
+
+@dataclass
+class OpenedKey:
+    """A key the controller has just opened: what the app shows of it."""
+
+    key: str
+    memory: MemoryLike
+    #: the store moved a damaged log aside (kept for recovery): what it said, or ""
+    salvaged: str = ""
+    #: damaged records skipped, a torn write repaired…
+    warnings: list[str] = field(default_factory=list)
+
+
+class KeyLifecycle:
+    """The key on screen, why it cannot take input, and what was typed before it opened."""
+
+    if TYPE_CHECKING:  # from Startup
+        ready: bool
+        read_only: bool
+        router: AgentInputRouter | None
+
+        @property
+        def busy(self) -> bool: ...
+        def _agent(self) -> Agent: ...
+        def _store(self) -> SelfReference | ReadOnlyReference: ...
+        async def _in_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
+
+    def __init__(self, key: str) -> None:
+        #: the key on screen (the router's key once the runtime runs)
+        self.key = key
+        #: why the current key cannot take input (locked, corrupt…); None when it can
+        self.key_error: str | None = None
+        self._early: list[str] = []
+
+    # ------------------------------------------------------------ opening
+
+    async def open_key(self, key: str) -> OpenedKey:
+        """Open ``key`` and make it the one on screen; the previous key is let go.
+
+        Raises :class:`KeyOpenError` (and remembers why in ``key_error``) when it
+        cannot be opened; the previous key is then kept, and input is refused
+        until a key opens.
+        """
+        from selfref_tui.selfref.errors import CorruptStoreError, StoreError
+
+        agent = self._agent()
+        salvaged = ""
+        try:
+            try:
+                memory = await self._in_thread(agent.memory, key)
+            except CorruptStoreError as exc:
+                # The store moved the damaged log aside (kept for recovery): carry on
+                # with the key as it now stands, and say so.
+                salvaged = str(exc)
+                memory = await self._in_thread(agent.memory, key)
+        except StoreError as exc:
+            self.key_error = str(exc)
+            raise KeyOpenError(str(exc), expected=True) from exc
+        except Exception as exc:
+            self.key_error = f"Cannot open memory key {key!r}: {exc}"
+            raise KeyOpenError(self.key_error, expected=False) from exc
+        self.key_error = None
+        warnings = list(memory.take_warnings())
+        if not self.read_only:
+            # A key opened here is listed (switcher, `keys list`) before its first message.
+            await self._in_thread(self._store().create, key)
+        previous, self.key = self.key, key
+        if previous != key:
+            agent.release(previous)  # another window may write it now
+        if self.router is not None:
+            self.router.key = key
+        return OpenedKey(key, memory, salvaged, warnings)
+
+    def check_switch(self, key: str) -> bool:
+        """Whether opening ``key`` is needed (False: it is already on screen and fine).
+
+        Raises :class:`Refused` while starting up, during a turn, or for a name
+        that is not a valid key.
+        """
+        from selfref_tui.selfref.errors import StoreError
+        from selfref_tui.selfref.keys import validate_key
+
+        if not self.ready:
+            raise Refused(STARTING)
+        if self.busy:
+            raise Refused("A turn is running; press Esc first, then switch keys.")
+        try:
+            validate_key(key)
+        except StoreError as exc:
+            raise Refused(str(exc), "error") from exc
+        return key != self.key or bool(self.key_error)
+
+    # ------------------------------------------------------ the key switcher
+
+    async def person_keys(self) -> list[dict[str, Any]]:
+        """A person's keys, as the switcher and `keys list` show them (forks left out)."""
+        keys = [
+            {"key": i.key, "messages": i.messages, "updated": i.updated}
+            for i in await self._in_thread(self._store().keys, forks=False)
+        ]
+        if self.key not in {k["key"] for k in keys}:
+            keys.insert(0, {"key": self.key, "messages": 0, "updated": None})
+        return keys
+
+    async def new_key_names(self) -> tuple[str, set[str]]:
+        """A free ``chat-N`` to suggest for a new key, and the names already taken."""
+        self.check_writable("create keys")
+        existing = {info.key for info in await self._in_thread(self._store().keys)}
+        existing.add(self.key)
+        n = 1
+        while f"chat-{n}" in existing:
+            n += 1
+        return f"chat-{n}", existing
+
+    async def rename_key(self, old: str, new: str) -> None:
+        """Rename ``old`` (its folder copied under the new name, the old one trashed).
+
+        The key on screen is let go first; the caller opens it again, under
+        whichever name it then has. Store errors say what to do.
+        """
+        from selfref_tui.selfref.errors import StoreError
+
+        if old == self.key:
+            if self.busy:
+                raise StoreError("A turn is running; press Esc first, then rename.")
+            self._agent().release(old)
+        await self._in_thread(self._store().rename, old, new)
+
+    async def delete_key(self, key: str) -> None:
+        """Move ``key``'s folder (and its forks') to ``<data dir>/trash``."""
+        from selfref_tui.selfref.errors import StoreError
+
+        if key == self.key:
+            raise StoreError("This key is on screen; switch to another key, then delete it.")
+        await self._in_thread(self._store().trash, key)
+
+    # ----------------------------------------------------------- refusals
+
+    def check_ready(self) -> None:
+        """Refuse (:class:`Refused`) until the runtime runs and the key is open."""
+        if not self.ready:
+            raise Refused(STARTING)
+        if self.key_error:
+            raise Refused(self.key_error, "error")
+
+    def check_writable(self, what: str) -> None:
+        """Refuse ``what`` in a read-only window (it would write the store)."""
+        if self.read_only:
+            raise Refused(
+                f"Read-only window (--read-only): it cannot {what}. Quit, and start "
+                "selfref-tui without --read-only once no other window writes this key."
+            )
+
+    # -------------------------------------------------------- early inputs
+
+    def keep_early(self, text: str, images: Sequence[str] = ()) -> None:
+        """Keep a message typed before the runtime runs, to send once the key is open.
+
+        A message with images is refused instead: it stays in the input.
+        """
+        if images:
+            raise Refused("Still starting up; your message and its images stay in the "
+                          "input — send them in a moment.")
+        self._early.append(text)
+
+    @property
+    def early_inputs(self) -> list[str]:
+        """Messages typed before the runtime was ready, not sent yet."""
+        return list(self._early)
+
+    def take_early_inputs(self) -> list[str]:
+        """The early messages, once: the caller sends them (``submit``) and shows them."""
+        early, self._early = self._early, []
+        return early
+
+
+__all__ = ["KeyLifecycle", "OpenedKey"]

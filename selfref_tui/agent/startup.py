@@ -1,0 +1,278 @@
+"""A window's start-up: the runtime it builds after the first frame, and its closing.
+
+The config chooses a provider (or the demo server, started here); the
+runtime's imports load in a thread; then the store, the provider, the agent,
+the input router and the MCP servers are built, in that order, and the
+model's window and the token encoder are learnt in the background. What is
+built here is closed here (:meth:`Startup.aclose`), store work still in a
+thread first.
+
+A mixin of :class:`~selfref_tui.agent.controller.ChatController`: the key on
+screen (``key``) belongs to :mod:`~selfref_tui.agent.key_lifecycle`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from selfref_tui.config import AppConfig, ProviderConfig
+
+from .refusals import STARTING, Refused
+
+if TYPE_CHECKING:  # the runtime's imports are heavy: they wait for start_runtime()
+    from selfref_tui.agent.events import AgentEvent, Notice
+    from selfref_tui.agent.loop import Agent
+    from selfref_tui.agent.mcp.manager import McpManager
+    from selfref_tui.agent.router import AgentInputRouter
+    from selfref_tui.demo.server import DemoServer
+    from selfref_tui.selfref.reference import ReadOnlyReference, SelfReference
+
+#: how long the start-up check waits for the provider before calling it not answering
+PROVIDER_CHECK_S = 5.0
+
+T = TypeVar("T")
+
+
+class Startup:
+    """The runtime of one window: built after its first frame, closed once."""
+
+    if TYPE_CHECKING:
+        key: str  # the key on screen (KeyLifecycle)
+
+    def __init__(self, config: AppConfig, *, read_only: bool = False) -> None:
+        self.config = config
+        #: --read-only: keys are opened without their lock; anything that writes is refused
+        self.read_only = read_only
+        self.agent: Agent | None = None
+        self.router: AgentInputRouter | None = None
+        self.selfref: SelfReference | ReadOnlyReference | None = None
+        self.demo_server: DemoServer | None = None
+        #: the MCP servers' manager, started with the runtime
+        self.mcp: McpManager | None = None
+        #: the demo server's provider, once it runs
+        self._demo_provider: ProviderConfig | None = None
+        #: the runtime runs (the key may still be opening)
+        self.ready = False
+        self._closed = False
+        #: store work running in threads; aclose() waits for it before the store closes
+        self._store_threads: set[asyncio.Future[Any]] = set()
+
+    # ------------------------------------------------------------ provider
+
+    def choose_demo(self) -> None:
+        """The welcome screen's "try the demo": the offline demo model, not a provider."""
+        self.config = replace(
+            self.config, provider=replace(self.config.provider, demo=True), unconfigured=False
+        )
+
+    @property
+    def provider(self) -> ProviderConfig:
+        """The provider the agent talks to: the config's, or the demo server's once it runs."""
+        return self._demo_provider or self.config.provider
+
+    async def start_server(self) -> None:
+        """The demo server, when the config asks for it (paced like a real model)."""
+        if not self.config.provider.demo:
+            return
+        from selfref_tui.demo import demo_provider, demo_server
+
+        self.demo_server = demo_server()
+        self._demo_provider = demo_provider(await self.demo_server.start())
+
+    # ------------------------------------------------------------- runtime
+
+    @staticmethod
+    async def load_runtime() -> None:
+        """openai takes ~0.5 s to import: do it in a thread, off the caller's loop."""
+        await asyncio.to_thread(_preload_runtime)
+
+    def start_runtime(self, emit: Callable[[AgentEvent], None]) -> None:
+        """Store, provider, agent, router and MCP servers; events go to ``emit``."""
+        from selfref_tui.agent.loop import Agent
+        from selfref_tui.agent.provider import Provider
+        from selfref_tui.agent.router import AgentInputRouter
+        from selfref_tui.agent.window import ASSUMED_WINDOW
+        from selfref_tui.selfref.reference import ReadOnlyReference, SelfReference
+
+        selfref: SelfReference | ReadOnlyReference = SelfReference(
+            self.config.data_dir, source=self.config.data_dir_source
+        )
+        if self.read_only:
+            selfref = ReadOnlyReference(selfref)
+        self.selfref = selfref
+        provider = self.provider
+        self.agent = Agent(
+            selfref,
+            Provider(provider),
+            self.config.agent,
+            emit,
+            model=provider.model,
+            context_window=provider.context_window or ASSUMED_WINDOW,
+        )
+        self.agent.interactive = True  # tools may ask the person (QuestionAsked)
+        self.router = AgentInputRouter(self.agent, self.key)
+        self._start_mcp(emit)
+        self.ready = True
+
+    async def start(self, emit: Callable[[AgentEvent], None]) -> None:
+        """All of start-up but opening the key: server, imports, runtime."""
+        await self.start_server()
+        await self.load_runtime()
+        self.start_runtime(emit)
+
+    def _start_mcp(self, emit: Callable[[AgentEvent], None]) -> None:
+        """MCP servers start in the background; their tools join as each is ready."""
+        if not self.config.mcp_servers or self.agent is None:
+            return
+        from selfref_tui.agent.mcp.manager import McpManager
+
+        path = self.config.config_path
+
+        def save_trust(server: str, tool: str) -> None:
+            if path is not None:
+                from selfref_tui.agent.mcp.trust import add_trust
+
+                add_trust(path, server, tool)
+
+        # A notice concerns whichever key is shown, not the one open when it started.
+        self.mcp = McpManager(
+            self.config.mcp_servers, lambda e: emit(replace(e, key=self.key)), on_trust=save_trust
+        )
+        self.agent.tool_sources.append(self.mcp)
+        self.mcp.start()
+
+    @property
+    def busy(self) -> bool:
+        """A turn is running."""
+        return self.router is not None and self.router.busy
+
+    # ------------------------------------------- learnt after the first frame
+
+    async def learn_window(self) -> Notice | None:
+        """Ask the server for the model's window (agent/window.py); a notice when assumed."""
+        from selfref_tui.agent.events import Notice
+        from selfref_tui.agent.window import CACHE_FILE, WindowCache, resolve_window
+
+        data_dir = self.config.data_dir
+        window = await resolve_window(
+            self.provider, WindowCache(data_dir / CACHE_FILE if data_dir else None)
+        )
+        if self.agent is None:
+            return None
+        self.agent.context_window = window.tokens
+        note = window.notice()
+        return Notice(key=self.key, message=note, severity="warning") if note else None
+
+    async def provider_note(self) -> str | None:
+        """One quick request, so "ready" never hides a server that is down.
+
+        The header's note: "" when the server answered, None when there is
+        nothing to say either way (a server that does not list models is fine).
+        """
+        from selfref_tui.agent.provider import ProviderError
+
+        if self.agent is None:
+            return None
+        try:
+            await asyncio.wait_for(self.agent.provider.list_models(), PROVIDER_CHECK_S)
+        except TimeoutError:
+            return "provider not answering"
+        except ProviderError as exc:
+            return {"connection": "provider unreachable", "timeout": "provider not answering",
+                    "auth": "API key refused"}.get(exc.kind, "")
+        except Exception:
+            return None
+        return ""
+
+    async def load_token_encoder(self) -> None:
+        """Exact token counts from the start, not only after the first turn.
+
+        Until tiktoken's encoding is loaded the runtime estimates (chars/4), so
+        a restart showed 606 where the same history had read 567 before. The
+        encoding loads in a thread once the key is open; a failure (offline data
+        missing) leaves the estimates.
+        """
+        if self.agent is None:
+            return
+        tokens = self.agent.tokens
+        if tokens.ready:
+            return
+        from selfref_tui.selfref.encodings import load_encoder
+
+        try:
+            encode = await asyncio.to_thread(load_encoder, self.agent.model or "gpt-4o-mini")
+        except Exception:
+            return
+        if not tokens.ready:
+            tokens.set_encoder(encode)
+
+    # ------------------------------------------------------------- closing
+
+    async def aclose(self) -> None:
+        """Stop the turn (its abort patches are committed), close HTTP, release locks.
+
+        Store work still running in a thread is waited for before the store
+        closes: the app cancels its workers at shutdown, but a cancelled
+        ``to_thread`` keeps running, and a token count that opened the key after
+        the close kept its lock, so the next window on the key was refused.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self.router is not None:
+                await self.router.aclose()
+            if self.agent is not None:
+                await self.agent.aclose()
+        finally:
+            try:
+                if self.mcp is not None:
+                    await self.mcp.aclose()
+                if self.demo_server is not None:
+                    await self.demo_server.stop()
+                await asyncio.gather(*self._store_threads, return_exceptions=True)
+            finally:
+                if self.selfref is not None:
+                    self.selfref.close()
+
+    async def _in_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn`` (store work) in a thread that :meth:`aclose` waits for.
+
+        Cancelling the caller does not stop the thread (nothing can), so the
+        thread is shielded and tracked instead of left to finish after the
+        store closed. Refused once closing: no store work starts after that.
+        """
+        if self._closed:
+            raise Refused("This window is closing.")
+        future = asyncio.ensure_future(asyncio.to_thread(fn, *args, **kwargs))
+        self._store_threads.add(future)
+        future.add_done_callback(self._store_threads.discard)
+        return await asyncio.shield(future)
+
+    # ------------------------------------------------- refused until started
+
+    def _agent(self) -> Agent:
+        if self.agent is None:
+            raise Refused(STARTING)
+        return self.agent
+
+    def _store(self) -> SelfReference | ReadOnlyReference:
+        if self.selfref is None:
+            raise Refused(STARTING)
+        return self.selfref
+
+    def _router(self) -> AgentInputRouter:
+        if self.router is None:
+            raise Refused(STARTING)
+        return self.router
+
+
+def _preload_runtime() -> None:
+    import selfref_tui.agent.loop
+    import selfref_tui.agent.provider  # noqa: F401
+
+
+__all__ = ["PROVIDER_CHECK_S", "Startup"]
