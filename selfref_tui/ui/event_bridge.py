@@ -8,8 +8,8 @@ their order is kept. Each event is routed by its ``key`` (:func:`key_place`,
 the one function that reads a key's structure): the shown key's events go to
 the transcript, then to one handler per event type (sidebar, header); a
 fork's go to the fork panel's handler for their type; a tool's question,
-whichever key asks, becomes a dialog. The handlers are two tables, event type
-→ method, built on the first event (the types are imported with the runtime).
+whichever key asks, becomes a dialog. The handlers are tables, event type →
+method, built on the first event (the types are imported with the runtime).
 
 A mixin rather than an object of its own: every branch touches the app's
 widgets and state, and passing the app around would only rename ``self``.
@@ -72,6 +72,9 @@ Handler = Callable[[Any], None]
 class _Handlers:
     """The bridge's dispatch tables, event type → handler."""
 
+    #: whichever key the event comes from, before it is routed by key: a tool waits on
+    #: its question whoever asks, and a turn's end drops the questions it left open
+    any_key: dict[type, Handler]
     #: events of the key on screen (after the transcript has them)
     shown: dict[type, Handler]
     #: events for the fork panel: a fork's own events, and the lifecycle its parent reports
@@ -143,28 +146,26 @@ class EventBridge:
                 self.log.error(f"event {event!r} failed: {exc!r}")
 
     async def dispatch_event(self, event: ev.AgentEvent) -> None:
-        """One event to its handler: chosen by where its key stands, then by its type.
+        """One event to its handlers: by its type, and by where its key stands.
 
-        A tool's question is asked whichever key asks (its tool waits), and a
-        turn's end drops the questions it left open; everything else belongs to
-        the key on screen (transcript, sidebar, header), to one of its forks
-        (the fork panel), or to neither (a key switched away from: dropped).
+        A few types are handled whichever key they come from (``any_key``: a
+        tool's question, a turn's end); then the event belongs to the key on
+        screen (transcript, sidebar, header), to one of its forks (the fork
+        panel), or to neither (a key switched away from: dropped).
         """
         event = self._secret_free(event)
-        handlers = self._handlers()
-        if type(event) is ev.QuestionAsked:
-            self._ask(event)
-            return
-        if type(event) is ev.TurnEnded:
-            self._drop_questions(event.key)
+        handlers, kind = self._handlers(), type(event)
+        first = handlers.any_key.get(kind)
+        if first is not None:
+            first(event)
         place = key_place(self.key, event.key)
-        if place == "fork" or (place == "shown" and type(event) in handlers.fork_lifecycle):
-            panel = handlers.panel.get(type(event))
+        if place == "fork" or (place == "shown" and kind in handlers.fork_lifecycle):
+            panel = handlers.panel.get(kind)
             if panel is not None:
                 panel(event)
         elif place == "shown":
             self.transcript.post(event)  # shown in order by the transcript; never awaited here
-            shown = handlers.shown.get(type(event))
+            shown = handlers.shown.get(kind)
             if shown is not None:
                 shown(event)
 
@@ -173,6 +174,10 @@ class EventBridge:
         handlers = self._event_handlers
         if handlers is None:
             handlers = self._event_handlers = _Handlers(
+                any_key={
+                    ev.QuestionAsked: self._ask,
+                    ev.TurnEnded: lambda e: self._drop_questions(e.key),
+                },
                 shown={
                     ev.TextDelta: self._on_text,
                     ev.ReasoningDelta: lambda _e: self._set_phase("thinking…"),
