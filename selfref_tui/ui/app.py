@@ -26,7 +26,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, TextArea
+from textual.widgets import TextArea
 
 from selfref_tui.agent.controller import ChatController, Refused
 from selfref_tui.config import AppConfig
@@ -38,6 +38,7 @@ from selfref_tui.ui.key_actions import KeyActions
 from selfref_tui.ui.keymap import BINDINGS, check_keymap
 from selfref_tui.ui.lazy_import import LazyModule
 from selfref_tui.ui.ref_actions import RefActions
+from selfref_tui.ui.widgets.app_footer import NARROW_BELOW, AppFooter
 from selfref_tui.ui.widgets.app_header import AppHeader
 from selfref_tui.ui.widgets.chat_input import ChatInput
 from selfref_tui.ui.widgets.experience_list import ExperienceList
@@ -78,7 +79,9 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
     TITLE = "selfref-tui"
     BINDINGS = BINDINGS
     #: the screen gets -narrow below 100 columns (see app.tcss)
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (100, "-wide")]
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [
+        (0, "-narrow"), (NARROW_BELOW, "-wide")
+    ]
 
     def __init__(
         self,
@@ -168,7 +171,7 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
             yield Sidebar(
                 id="sidebar", compact_ratio=self.config.agent.auto_compact_ratio, clock=self.clock
             )
-        yield Footer()
+        yield AppFooter()
 
     @property
     def transcript(self) -> Transcript:

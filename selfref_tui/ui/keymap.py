@@ -6,6 +6,10 @@ refused with a warning instead of silently breaking editing.
 
 Copying the highlighted ref uses ``ctrl+r`` ("copy Ref"): ctrl+shift+c never
 reaches most terminals and ctrl+c/ctrl+y belong to the input.
+
+Descriptions are one word where they can be ("Export", "Copy", "Keys"): the
+footer shows them, and at 80 columns every word counts (widgets/app_footer.py);
+the tooltips (on hover, and under each entry of the palette) say the rest.
 """
 
 from __future__ import annotations
@@ -66,14 +70,14 @@ BINDINGS: list[Binding] = [
     Binding(
         "ctrl+s",
         "export_ref",
-        "Export ref",
+        "Export",
         id="export_ref",
         tooltip="Write the highlighted ref to a file (fence stripped)",
     ),
     Binding(
         "ctrl+r",
         "copy_ref",
-        "Copy ref",
+        "Copy",
         id="copy_ref",
         tooltip="Copy the highlighted message, ref or code block to the clipboard",
     ),
@@ -92,13 +96,13 @@ BINDINGS: list[Binding] = [
         "new_key",
         "New key",
         id="new_key",
-        show=False,  # the footer is full at 120 columns; F1 and the palette list it
+        show=False,  # the footer is full at 80 columns; F1 and the palette list it
         tooltip="Start a new memory key",
     ),
     Binding(
         "ctrl+o",
         "switch_key",
-        "Switch key",
+        "Keys",
         id="switch_key",
         tooltip="Open another memory key (filtered list)",
     ),

@@ -1,23 +1,41 @@
-"""The footer at 80 columns: the keys it shows are whole, none covered by another."""
+"""The footer: every key it shows is whole and uncovered, at 80 columns as at 120."""
 
 from __future__ import annotations
 
-from textual.widgets import Footer
+import itertools
 
+import pytest
+
+from selfref_tui.ui.widgets.app_footer import AppFooter
 from tests.ui.helpers import DOWN_URL, make_app, started
 
+#: what the footer shows at any width (ctrl+up/down share "Ref")
+SHOWN = {"abort", "ref_prev", "ref_next", "export_ref", "copy_ref", "toggle_sidebar",
+         "toggle_forks", "switch_key", "help", "quit"}
 
-async def test_at_80_columns_sidebar_and_forks_are_readable(tmp_path):
+
+@pytest.mark.parametrize(("width", "compact"), [(80, True), (120, False)])
+async def test_every_key_the_footer_shows_is_whole_and_uncovered(tmp_path, width, compact):
     app = make_app(tmp_path, DOWN_URL)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(width, 24)) as pilot:
         await started(pilot, app)
         await pilot.pause()
-        shown = [key for key in app.query_one(Footer).query("FooterKey") if key.display]
+        footer = app.query_one(AppFooter)
+        assert footer.compact is compact  # Textual's own compact style, below 100 columns
+        shown = [key for key in footer.query("FooterKey") if key.display]
         by_action = {key.action: key.region for key in shown}
-        for action in ("toggle_sidebar", "toggle_forks"):
-            region = by_action[action]
-            assert region.right <= 80, (action, region)
+        assert set(by_action) >= SHOWN, sorted(by_action)
+        for action, region in by_action.items():
+            assert region.x >= 0 and region.right <= width, (action, region)
             covered = [other.action for other in shown
                        if other.action != action and other.region.overlaps(region)]
             assert not covered, (action, covered)
-        assert "command_palette" not in by_action  # ctrl+p still opens it; F1 lists it
+        if compact:
+            assert "command_palette" not in by_action  # ctrl+p still opens it; F1 lists it
+            # Unpadded keys: a blank column between neighbours, "^↑^↓ Ref ^s Export", never
+            # "Ref^s" (the keys of one group, "^↑^↓", stand together)
+            parts = sorted((w for w in footer.query("FooterKey, FooterLabel") if w.display),
+                           key=lambda w: w.region.x)
+            for left, right in itertools.pairwise(parts):
+                if not (left.has_class("-grouped") and right.has_class("-grouped")):
+                    assert left.region.right < right.region.x, (left, right)

@@ -68,6 +68,20 @@ def test_streamed_answer_with_two_refs(snap_compare, tmp_path):
         assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
+def test_streamed_answer_at_80_columns(snap_compare, tmp_path):
+    """The narrow layout: no sidebar, and a compact footer whose keys all fit (Keys, Help)."""
+    with thread_server([Reply(text=TWO_REFS, chunk_chars=7)]) as url:
+        app = make_app(tmp_path, url, clock=fixed_clock)
+
+        async def run_before(pilot) -> None:
+            await started(pilot, app)
+            await type_and_send(pilot, "write fibonacci two ways")
+            await turn_done(pilot, app)
+            await steady_usage(pilot, app)
+
+        assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
 def test_sidebar_with_experiences(snap_compare, tmp_path):
     store = SelfReference(tmp_path / "data")
     memory = store.open("main")
