@@ -145,16 +145,25 @@ def imports_at_first_frame(kind: str, data_dir: Path) -> dict[str, int]:
     return times
 
 
-def print_imports(data_dir: Path, top: int) -> None:
-    """What the app imports before its first frame beyond the bare app, heaviest first."""
-    bare = imports_at_first_frame("bare", data_dir)
-    app = imports_at_first_frame("selfref", data_dir)
+def print_imports(data_dir: Path, top: int, runs: int = 3) -> None:
+    """What the app imports before its first frame beyond the bare app, heaviest first
+    (each module's median self time over ``runs`` runs of each, taken in turn)."""
+    bare_runs, app_runs = [], []
+    for _ in range(runs):
+        bare_runs.append(imports_at_first_frame("bare", data_dir))
+        app_runs.append(imports_at_first_frame("selfref", data_dir))
+
+    def medians(samples: list[dict[str, int]]) -> dict[str, float]:
+        names = set().union(*samples)
+        return {n: statistics.median(s.get(n, 0) for s in samples) for n in names}
+
+    bare, app = medians(bare_runs), medians(app_runs)
     extra = sorted(((us, name) for name, us in app.items() if name not in bare), reverse=True)
     print(
-        f"Imports before the first frame (-X importtime, self time, one run): bare app "
-        f"{len(bare)} modules {sum(bare.values()) / 1000:.0f} ms; selfref-tui {len(app)} "
-        f"modules {sum(app.values()) / 1000:.0f} ms, of which {len(extra)} not in the bare "
-        f"app {sum(us for us, _ in extra) / 1000:.0f} ms; the heaviest of those:"
+        f"Imports before the first frame (-X importtime, self time, median of {runs} runs): "
+        f"bare app {len(bare)} modules {sum(bare.values()) / 1000:.0f} ms; selfref-tui "
+        f"{len(app)} modules {sum(app.values()) / 1000:.0f} ms, of which {len(extra)} not in "
+        f"the bare app {sum(us for us, _ in extra) / 1000:.0f} ms; the heaviest of those:"
     )
     for us, name in extra[:top]:
         print(f"  {us / 1000:6.1f} ms  {name}")
