@@ -47,7 +47,7 @@ _CHILD = r"""
 import sys, time
 sys.path.insert(0, sys.argv[3])
 kind, data_dir = sys.argv[1], sys.argv[2]
-FRAME_ONLY = len(sys.argv) > 4  # --imports: stop at the first frame, list the modules
+FRAME_ONLY = len(sys.argv) > 4  # --imports, --instructions: stop at the first frame
 marks = {}
 
 if kind == "bare":
@@ -169,6 +169,23 @@ def print_imports(data_dir: Path, top: int, runs: int = 3) -> None:
         print(f"  {us / 1000:6.1f} ms  {name}")
 
 
+def instructions(kind: str, data_dir: Path) -> int:
+    """Instructions ``kind`` executes from its start to its exit at the first frame."""
+    with tempfile.TemporaryDirectory(prefix="selfref-callgrind-") as tmp:
+        out = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/out",
+             sys.executable, "-c", _CHILD, kind, str(data_dir), str(ROOT), os.devnull],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            env={**os.environ, "PYTHONHASHSEED": "0"},  # the same dict layouts every run
+        )
+    found = re.search(r"Collected : (\d+)", out.stderr)
+    if out.returncode or not found:
+        raise SystemExit(f"valgrind run of {kind} failed:\n{out.stderr[-2000:]}")
+    return int(found[1])
+
+
 def spread(values: list[float], scale: float = 1000.0, digits: int = 0) -> str:
     """``median [min–max]``, so one reading shows both the figure and its noise."""
     return (
@@ -212,56 +229,64 @@ def make_big_store(data_dir: Path, keys: int = 1000, per_key: int = 100) -> floa
     return time.perf_counter() - start
 
 
-def main(runs: int, imports: int, source: bool) -> None:
+def main(runs: int, imports: int, source: bool, count_instructions: bool) -> None:
     if not source:
         compile_package()
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="selfref-startup-") as tmp:
         empty = Path(tmp) / "empty"
         empty.mkdir()
-        big = Path(tmp) / "big"
-        made = make_big_store(big)
-        size = sum(p.stat().st_size for p in big.rglob("*") if p.is_file())
-        print(
-            f"Big store: 1,000 keys / 100,000 messages, {size / 1e6:.1f} MB, "
-            f"written in {made:.1f} s with SelfReference; {runs} runs each: median [min–max]; "
-            f"selfref_tui {'from source' if source else 'compiled (.pyc)'}"
-        )
-        cases = [
-            ("bare", empty, "bare Textual app (Header, VerticalScroll, TextArea)"),
-            ("selfref", empty, "selfref-tui, empty store"),
-            ("selfref", big, "selfref-tui, 1,000 keys / 100k messages"),
-        ]
-        for kind, data_dir, _ in cases:
-            measure(kind, data_dir)  # warm the OS file cache and .pyc files
-        # Interleaved, so a machine that slows down mid-run (page cache reclaimed,
-        # a neighbour busy) slows every case alike and the ratios stay fair.
-        samples: list[list[tuple[float, float, float]]] = [[] for _ in cases]
-        for _ in range(runs):
-            for index, (kind, data_dir, _label) in enumerate(cases):
-                samples[index].append(measure(kind, data_dir))
-        bare = samples[0]
-        for (kind, _dir, label), runs_of_case in zip(cases, samples, strict=True):
-            print(f"  {label}")
+        if runs:  # --runs 0: only --imports / --instructions
+            big = Path(tmp) / "big"
+            made = make_big_store(big)
+            size = sum(p.stat().st_size for p in big.rglob("*") if p.is_file())
             print(
-                f"    first frame, wall {spread([s[0] for s in runs_of_case])} ms, "
-                f"CPU {spread([s[2] for s in runs_of_case])} ms"
+                f"Big store: 1,000 keys / 100,000 messages, {size / 1e6:.1f} MB, "
+                f"written in {made:.1f} s with SelfReference; {runs} runs each: median [min–max]; "
+                f"selfref_tui {'from source' if source else 'compiled (.pyc)'}"
             )
-            if kind == "bare":
-                continue
-            # Each round's ratio to the bare run next to it: neighbours share the load.
-            wall = [s[0] / b[0] for s, b in zip(runs_of_case, bare, strict=True)]
-            cpu = [s[2] / b[2] for s, b in zip(runs_of_case, bare, strict=True)]
+            cases = [
+                ("bare", empty, "bare Textual app (Header, VerticalScroll, TextArea)"),
+                ("selfref", empty, "selfref-tui, empty store"),
+                ("selfref", big, "selfref-tui, 1,000 keys / 100k messages"),
+            ]
+            for kind, data_dir, _ in cases:
+                measure(kind, data_dir)  # warm the OS file cache and .pyc files
+            # Interleaved, so a machine that slows down mid-run (page cache reclaimed,
+            # a neighbour busy) slows every case alike and the ratios stay fair.
+            samples: list[list[tuple[float, float, float]]] = [[] for _ in cases]
+            for _ in range(runs):
+                for index, (kind, data_dir, _label) in enumerate(cases):
+                    samples[index].append(measure(kind, data_dir))
+            bare = samples[0]
+            for (kind, _dir, label), runs_of_case in zip(cases, samples, strict=True):
+                print(f"  {label}")
+                print(
+                    f"    first frame, wall {spread([s[0] for s in runs_of_case])} ms, "
+                    f"CPU {spread([s[2] for s in runs_of_case])} ms"
+                )
+                if kind == "bare":
+                    continue
+                # Each round's ratio to the bare run next to it: neighbours share the load.
+                wall = [s[0] / b[0] for s, b in zip(runs_of_case, bare, strict=True)]
+                cpu = [s[2] / b[2] for s, b in zip(runs_of_case, bare, strict=True)]
+                print(
+                    f"    x bare, per round: wall {spread(wall, 1, 2)}, CPU {spread(cpu, 1, 2)}; "
+                    f"history on screen {spread([s[1] for s in runs_of_case])} ms"
+                )
             print(
-                f"    x bare, per round: wall {spread(wall, 1, 2)}, CPU {spread(cpu, 1, 2)}; "
-                f"history on screen {spread([s[1] for s in runs_of_case])} ms"
+                f"Goal: first frame ≤ 1.5x the bare app. Load average (1 min) {load:.1f} at the "
+                f"start, {os.getloadavg()[0]:.1f} at the end, on {os.cpu_count()} CPUs."
             )
-        print(
-            f"Goal: first frame ≤ 1.5x the bare app. Load average (1 min) {load:.1f} at the "
-            f"start, {os.getloadavg()[0]:.1f} at the end, on {os.cpu_count()} CPUs."
-        )
         if imports:
             print_imports(empty, imports)
+        if count_instructions:
+            bare_ir, app_ir = instructions("bare", empty), instructions("selfref", empty)
+            print(
+                f"Instructions, start → first frame → exit (valgrind, one run each): bare app "
+                f"{bare_ir / 1e6:,.0f} M, selfref-tui (empty store) {app_ir / 1e6:,.0f} M "
+                f"= {app_ir / bare_ir:.3f}x"
+            )
 
 
 if __name__ == "__main__":
@@ -271,5 +296,7 @@ if __name__ == "__main__":
                         help="list the N heaviest imports the bare app does not have")
     parser.add_argument("--source", action="store_true",
                         help="leave selfref_tui uncompiled (each start compiles it)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count each app's instructions under valgrind (slow)")
     args = parser.parse_args()
-    main(args.runs, args.imports, args.source)
+    main(args.runs, args.imports, args.source, args.instructions)
