@@ -557,8 +557,11 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
         self.log(f"full garbage collection between turns: {pause * 1000:.0f} ms")
 
     @on(TextArea.Changed)
-    def _typed(self) -> None:
+    def _typed(self, message: TextArea.Changed) -> None:
         self.gc_pauses.key_pressed()
+        if message.text_area.text:  # not the input emptied by a send
+            for transcript in self.query("#transcript").results(Transcript):  # (none early on)
+                transcript.person_typed()
 
     # ------------------------------------------------------- trust boundary
 

@@ -69,6 +69,22 @@ FRAME_S = 1 / 20
 #: takes at most about a third of the loop on a slow or busy machine (keys and the stream
 #: get the rest)
 FRAME_SHARE = 3
+#: the shortest gap while the person types (a key within :data:`TYPING_S`): half as many
+#: redraws (each a relayout and a repaint of the whole view, as the stream scrolls it), so a
+#: key's way through the loop to its echo on screen meets fewer of them
+FRAME_TYPING_S = 1 / 10
+TYPING_S = 1.0
+
+
+def frame_gap(frame_cost: float, since_key: float | None) -> float:
+    """Seconds from a change to the redraw that shows it.
+
+    Args:
+        frame_cost: what the last redraw took, in seconds.
+        since_key: seconds since the person last typed (None: not yet).
+    """
+    typing = since_key is not None and since_key < TYPING_S
+    return max(FRAME_TYPING_S if typing else FRAME_S, FRAME_SHARE * frame_cost)
 
 
 @cache
@@ -129,6 +145,8 @@ class Transcript(ScrollView, can_focus=False):
         self._pending = False
         self._stuck = True  # at the bottom: new text keeps it there
         self._frame_cost = 0.0
+        #: when the person last typed (time.monotonic), for :func:`frame_gap`
+        self._key_at: float | None = None
         #: kept for helpers that report on the old event pump: events are applied at once
         self._queue: deque[Any] = deque()
         self._pump = None
@@ -195,6 +213,16 @@ class Transcript(ScrollView, can_focus=False):
         except Exception as exc:  # a display bug must not stop the stream
             self.log.error(f"showing {event!r} failed: {exc!r}")
         self._changed()
+
+    def person_typed(self) -> None:
+        """A key went into the input: a stream is redrawn less often for a moment."""
+        self._key_at = time.monotonic()
+
+    @property
+    def next_frame_s(self) -> float:
+        """How long a change waits for its redraw now."""
+        since = None if self._key_at is None else time.monotonic() - self._key_at
+        return frame_gap(self._frame_cost, since)
 
     async def handle(self, event: ev.AgentEvent) -> None:
         """Show one runtime event (tests call this; the app posts)."""
@@ -291,7 +319,7 @@ class Transcript(ScrollView, can_focus=False):
         """Something to draw: once per frame, however many events came."""
         if not self._pending:
             self._pending = True
-            self.set_timer(max(FRAME_S, FRAME_SHARE * self._frame_cost), self._relayout)
+            self.set_timer(self.next_frame_s, self._relayout)
 
     def _rows_of(self, item: Item) -> list[Row]:
         if isinstance(item, AnswerItem):
