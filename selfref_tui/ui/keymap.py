@@ -72,7 +72,8 @@ BINDINGS: list[Binding] = [
         "export_ref",
         "Export",
         id="export_ref",
-        tooltip="Write the highlighted ref to a file (fence stripped)",
+        tooltip="Write what is highlighted to a file: a ref (fence stripped), a code block, "
+        "a message or an image",
     ),
     Binding(
         "ctrl+r",

@@ -70,6 +70,11 @@ class RefActions:
         if isinstance(highlighted, ImageItem):
             self.export_image(highlighted)
             return
+        if highlighted is not None and not hasattr(highlighted, "ref_id"):
+            # A code block, a message, an answer…: what is highlighted, as ctrl+r copies
+            # it — never some other ref further up.
+            self.export_text(highlighted)
+            return
         block = self.transcript.target_ref()
         if block is None:
             self.notify("No ref to export yet.", severity="warning")
@@ -102,6 +107,22 @@ class RefActions:
         plan = export_plan(ref_id, content)
         await self._export_file(ref_id, f"ref:{ref_id}", plan.suggested_name, plan.content,
                                 plan.content, path)
+
+    @work(exclusive=True, group="export")
+    async def export_text(self, target: Any, path: str | None = None) -> None:
+        """A highlighted code block (as its code, named by its language), message or
+        answer (``.md`` when it reads like Markdown) through the same dialog."""
+        from selfref_tui.refs.export import EXTENSIONS, looks_like_markdown
+        from selfref_tui.ui.transcript.model import Fence
+
+        text = target.copy_text
+        if isinstance(target, Fence):
+            what, name = "code block", "code" + EXTENSIONS.get(target.lang.lower(), ".txt")
+            text += "\n"
+        else:
+            what = {"user": "message", "tool": "tool call"}.get(target.kind, target.kind)
+            name = what.replace(" ", "-") + (".md" if looks_like_markdown(text) else ".txt")
+        await self._export_file("", what, name, text, text, path)
 
     @work(exclusive=True, group="export")
     async def export_image(self, image: ImageItem, path: str | None = None) -> None:

@@ -202,3 +202,33 @@ async def test_compact_while_scrolled_up_follows_to_the_bottom(tmp_path):
             await wait_until(pilot, lambda: idle(app) and app.header.status == "ready")
             await pilot.pause()
             assert transcript.scroll_y == transcript.max_scroll_y > 0
+
+
+async def test_ctrl_s_writes_what_is_highlighted_a_code_block_or_an_answer(tmp_path, monkeypatch):
+    """Highlighted with ctrl+up, written with ctrl+s: the code block itself (named by its
+    language), or the answer — not the newest ref somewhere above it."""
+    monkeypatch.chdir(tmp_path)
+    answer = TWO_REFS + "\n\nRun it:\n\n```sh\npython fib.py\n```\n"
+    async with DemoServer([Reply(text=answer)]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "fib")
+            await wait_until(pilot, lambda: idle(app) and app.header.status == "ready",
+                             what="turn end")
+            await pilot.press("ctrl+up")  # the newest: the sh block
+            assert app.transcript.highlighted.copy_text == "python fib.py"
+            await pilot.press("ctrl+s")
+            await wait_until(pilot, lambda: _screen(app) == "ExportDialog", what="dialog")
+            assert app.screen.query_one(Input).value == str(tmp_path / "code.sh")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: (tmp_path / "code.sh").exists(), what="code.sh")
+            assert (tmp_path / "code.sh").read_text() == "python fib.py\n"
+            await pilot.press("ctrl+up", "ctrl+up", "ctrl+up")  # two refs, then the answer
+            assert app.transcript.highlighted.kind == "answer"
+            await pilot.press("ctrl+s")
+            await wait_until(pilot, lambda: _screen(app) == "ExportDialog", what="dialog")
+            assert app.screen.query_one(Input).value == str(tmp_path / "answer.md")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: (tmp_path / "answer.md").exists(), what="answer.md")
+            assert (tmp_path / "answer.md").read_text() == app.transcript.highlighted.copy_text
