@@ -195,6 +195,16 @@ async def test_welcome_choices():
         assert app.results == ["demo", "quit", "demo"]
 
 
+async def test_welcome_names_its_keys_where_a_small_terminal_still_shows_them():
+    """At 80×24 the buttons are below the fold: the frame's bottom line names the keys."""
+    app = HostApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open(pilot, WelcomeScreen("/cfg/config.toml"))
+        panel = app.screen.query_one("#panel")
+        assert panel.region.bottom <= 24
+        assert str(panel.border_subtitle) == "d try the demo model · q quit"
+
+
 async def test_confirm_screen_only_y_confirms():
     app = HostApp()
     async with app.run_test(size=(100, 30)) as pilot:

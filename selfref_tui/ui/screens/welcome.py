@@ -54,6 +54,7 @@ class WelcomeScreen(Screen[str]):
         border: round $primary;
         border-title-color: $primary;
         border-title-style: bold;
+        border-subtitle-color: $text-muted;
         background: $surface;
         scrollbar-size-vertical: 1;
     }
@@ -77,6 +78,8 @@ class WelcomeScreen(Screen[str]):
         path = self.config_path or str(default_config_path())  # honours SELFREF_CONFIG
         with VerticalScroll(id="panel") as panel:
             panel.border_title = "Welcome to selfref-tui"
+            # Always on screen: at 80×24 the buttons are below the fold.
+            panel.border_subtitle = "d try the demo model · q quit"
             yield Static(
                 "A chat whose agent keeps its own memory, forks helpers, and hands you refs.",
                 id="tagline",
