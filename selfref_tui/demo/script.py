@@ -197,18 +197,17 @@ def _long_text() -> str:
     ]
     parts = [f"{DEMO_TAG} Here is a long answer, paced like a real model. Press Esc at any time: "
              "the partial text is kept and marked as truncated.\n"]
-    for round_no in range(1, 5):
-        for topic in topics:
-            parts.append(
-                f"\n### Part {round_no}: {topic}\n\n"
-                f"This paragraph is about {topic}. The demo model writes it slowly so that you "
-                "can watch the stream arrive token by token, scroll up while it keeps going, and "
-                "interrupt it. Nothing here is generated: the text is scripted inside the package, "
-                "and the server streams it in small chunks over real HTTP, through the same OpenAI "
-                "client path a real provider uses. When you stop it, the answer so far is saved "
-                "with a truncation marker, the transcript stays valid, and your next message "
-                "starts a normal turn.\n"
-            )
+    for number, topic in enumerate(topics * 4, start=1):
+        parts.append(
+            f"\n### Part {number}: {topic}\n\n"
+            f"This paragraph is about {topic}. The demo model writes it slowly so that you "
+            "can watch the stream arrive token by token, scroll up while it keeps going, and "
+            "interrupt it. Nothing here is generated: the text is scripted inside the package, "
+            "and the server streams it in small chunks over real HTTP, through the same OpenAI "
+            "client path a real provider uses. When you stop it, the answer so far is saved "
+            "with a truncation marker, the transcript stays valid, and your next message "
+            "starts a normal turn.\n"
+        )
     return "".join(parts)
 
 
