@@ -1,3 +1,3 @@
-from selfref_tui.cli import main
+from selfref_tui.cli import run
 
-raise SystemExit(main())
+raise SystemExit(run())

@@ -624,14 +624,8 @@ def _command(app: SelfRefApp, text: str):
     return lambda: app.run_worker(app.run_command(text))
 
 
-def run_app(config: AppConfig, *, read_only: bool = False, **run_options: Any) -> int:
-    """What ``selfref-tui`` with no sub-command runs (``run_options`` go to ``App.run``)."""
-    import gc
-
+def run_app(config: AppConfig, *, read_only: bool = False) -> int:
+    """What ``selfref-tui`` with no sub-command runs."""
     app = SelfRefApp(config, read_only=read_only)
-    result = app.run(**run_options)
-    # Everything is committed and closed by now. Python's last collection at exit
-    # would walk every object the session made (1.3–1.6 s between ctrl+q and the
-    # shell prompt, measured in tmux); frozen, they are out of its reach.
-    gc.freeze()
+    result = app.run()
     return int(result or 0)
