@@ -242,16 +242,18 @@ def load_config(
                           f"add a [providers.{chosen}] table or pick another")
     provider = profiles[chosen] if chosen else ProviderConfig()
     explicit_url = bool(chosen and "base_url" in _table(path, data, "providers")[chosen])
+    url_source = f"base_url of [providers.{chosen}] in {path}" if explicit_url else "base_url"
 
     if not profile:  # the environment beats the file, not an explicitly chosen profile
         if env.get("OPENAI_BASE_URL"):
             provider = replace(provider, base_url=env["OPENAI_BASE_URL"])
-            explicit_url = True
+            explicit_url, url_source = True, "OPENAI_BASE_URL"
         if env.get("SELFREF_MODEL"):
             provider = replace(provider, model=env["SELFREF_MODEL"])
     if base_url:
         provider = replace(provider, base_url=base_url)
-        explicit_url = True
+        explicit_url, url_source = True, "--base-url"
+    _check_url(provider.base_url, url_source)
     if model:
         provider = replace(provider, model=model)
     if provider.context_window is not None:
@@ -266,6 +268,29 @@ def load_config(
                      data_dir=resolved_dir, data_dir_source=dir_source, key=memory_key,
                      unconfigured=not api_key and not explicit_url,
                      mcp_servers=mcp, config_path=path)
+
+
+def _check_url(url: str, source: str) -> None:
+    """A base URL the client can use, or a usage error that says the fix.
+
+    Why: ``localhost:11434/v1`` (no scheme) was tried three times and reported
+    as "cannot reach … is the server running?" while the server ran fine.
+    """
+    from urllib.parse import urlsplit
+
+    from selfref_tui.safety import inert_line, redact
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        parts, host = None, None
+    if parts is not None and parts.scheme in ("http", "https") and host:
+        return
+    shown = inert_line(redact(url), 200)
+    hint = (f" — did you mean http://{shown}?" if "://" not in url and url.strip()
+            else "; give one like http://localhost:11434/v1")
+    raise ConfigError(f"{source} is {shown!r}, not an http(s) URL{hint}")
 
 
 def _data_dir(path: Path, data: Mapping[str, Any], flag: str | Path | None,

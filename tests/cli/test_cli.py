@@ -265,3 +265,21 @@ def test_the_program_keeps_its_objects_out_of_pythons_last_collection(tmp_path):
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+def test_a_base_url_without_http_is_a_usage_error_that_says_the_fix(tmp_path):
+    """``localhost:11434/v1`` was tried three times and reported as "cannot reach … is the
+    server running?" — while the server ran fine and only the scheme was missing."""
+    from tests.cli.helpers import cli, one_line
+
+    data = str(tmp_path / "data")
+    shown = cli("--data-dir", data, "ask", "--base-url", "localhost:11434/v1", "--model", "m",
+                "hi", env={"OPENAI_API_KEY": "sk-test-123456789"})
+    assert shown.returncode == 2 and shown.stdout == ""
+    assert one_line(shown.stderr) == (
+        "selfref-tui: --base-url is 'localhost:11434/v1', not an http(s) URL — "
+        "did you mean http://localhost:11434/v1?")
+    shown = cli("--data-dir", data, "context", "show",
+                env={"OPENAI_BASE_URL": "https://user:secret@/v1"})
+    assert shown.returncode == 2 and "secret" not in shown.stderr
+    assert one_line(shown.stderr).startswith("selfref-tui: OPENAI_BASE_URL is ")
