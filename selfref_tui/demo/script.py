@@ -227,6 +227,16 @@ def _text_of(message: dict | None) -> str:
     return content or ""
 
 
+def _image_types(message: dict | None) -> list[str]:
+    """The types of the images a message carries (``image/png``…), in order."""
+    content = message.get("content") if message else None
+    if not isinstance(content, list):
+        return []
+    urls = [p["image_url"].get("url", "") for p in content if isinstance(p, dict)
+            and p.get("type") == "image_url" and isinstance(p.get("image_url"), dict)]
+    return [url.split(";", 1)[0].removeprefix("data:") or "an image" for url in urls]
+
+
 def _tool_names(body: dict) -> set[str]:
     return {t.get("function", {}).get("name", "") for t in body.get("tools") or []}
 
@@ -368,6 +378,12 @@ def demo_script(body: dict, call_index: int) -> Step:
         # The runtime's own prompt after a compaction: nothing left to do.
         return Reply(text=f"{DEMO_TAG} The context is compacted: the summary now stands in "
                      "for the earlier conversation, and every experience is kept.")
+    kinds = _image_types(_last(messages, "user"))
+    if kinds:
+        count = f"{len(kinds)} image{'s' if len(kinds) > 1 else ''}"
+        return Reply(text=f"{DEMO_TAG} I received {count} ({', '.join(kinds)}), but the "
+                     "offline demo model cannot see pictures. A vision model would describe "
+                     "it: gpt-4o, or llava and qwen2-vl through Ollama or vLLM (see the README).")
     # Whole words: "selfref" must not read as "ref".
     if re.search(r"\b(code|refs?|fib\w*|examples?)\b", prompt):
         return _refs_answer()
