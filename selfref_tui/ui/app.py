@@ -478,7 +478,9 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
     def action_help(self) -> None:
         from selfref_tui.ui.screens.help import HelpScreen
 
-        keys = [(self._key_label(b.id, b.key), b.description) for b in BINDINGS if b.id]
+        # The tooltip says it all; the footer's label is cut to fit ("Prev ref").
+        keys = [(self._key_label(b.id, b.key), b.tooltip or b.description)
+                for b in BINDINGS if b.id]
         keys += INPUT_KEYS
         self.push_screen(HelpScreen(keys, slash.help_rows()))
 
