@@ -168,6 +168,21 @@ async def test_meter_numbers_and_levels():
         assert "last answer" in str(meter.render())
 
 
+async def test_a_call_that_streamed_nothing_is_not_reported_at_0_tok_s():
+    """A server that was down: "last answer · 0 tok/s · 3.9s" read as a very slow model."""
+    clock = FakeClock()
+    app = SidebarApp(clock)
+    async with app.run_test(size=(80, 30)) as pilot:
+        meter = pilot.app.query_one(ContextMeter)
+        meter.tokens, meter.window = 500, 32_000
+        meter.streaming = True
+        clock.now += 3.9
+        meter.streaming = False
+        await pilot.pause()
+        shown = str(meter.render())
+        assert "tok/s" not in shown and "no answer · 3.9s" in shown
+
+
 def test_number_formats():
     assert format_tokens(950) == "950"
     assert format_tokens(12_300) == "12.3k"

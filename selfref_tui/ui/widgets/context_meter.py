@@ -226,13 +226,10 @@ class ContextMeter(Widget):
         elif self._stream_end is not None:
             # Sidebar-narrow: speed and time matter more than the count, which must not push
             # the elapsed time off the edge.
-            lines.append(
-                Content.styled(
-                    f"last answer · {self.tokens_per_second:.0f} tok/s"
-                    f" · {format_seconds(self.elapsed)}",
-                    "dim",
-                )
-            )
+            # A call that streamed nothing (a server down) has no speed to show.
+            speed = (f"last answer · {self.tokens_per_second:.0f} tok/s"
+                     if self.stream_tokens else "no answer")
+            lines.append(Content.styled(f"{speed} · {format_seconds(self.elapsed)}", "dim"))
         return Content("\n").join(lines)
 
     def get_content_height(self, container, viewport, width: int) -> int:  # type: ignore[override]
