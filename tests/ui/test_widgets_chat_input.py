@@ -194,3 +194,29 @@ async def test_keys_typed_after_enter_before_the_app_took_the_text_are_kept():
         chat.insert("xt")
         chat.accept("next")  # accepted without an Enter: the whole input was taken
         assert chat.text == ""
+
+
+async def test_the_cursor_steps_over_an_image_chip_and_typing_never_breaks_one():
+    """A chip is one thing: arrows jump over it, and a key typed with the cursor inside
+    (a click put it there) lands after it — a broken chip sent its text, not the image."""
+    from selfref_tui.selfref.attach import Attachment
+
+    app = InputApp()
+    async with app.run_test(size=(100, 10)) as pilot:
+        chat = app.query_one(ChatInput)
+        chat.focus()
+        await pilot.press(*"a ")
+        chat.add_image(Attachment("cat.png", "image/png", b"\x89PNG" + b"\x00" * 60))
+        await pilot.press("b")
+        chip = "[image cat.png 64 B #1]"
+        assert chat.text == f"a {chip} b"
+        start, end = 2, 2 + len(chip)
+        await pilot.press("left", "left")  # over "b" and the space, then onto the chip's end
+        assert chat.cursor_location == (0, end)
+        await pilot.press("left")
+        assert chat.cursor_location == (0, start)
+        await pilot.press("right")
+        assert chat.cursor_location == (0, end)
+        chat.move_cursor((0, start + 5))  # inside, as a click would
+        await pilot.press("x")
+        assert chat.text == f"a {chip}x b" and len(chat.attached) == 1

@@ -157,6 +157,8 @@ class ChatInput(TextArea):
             event.stop()
             event.prevent_default()
             return
+        if event.is_printable or event.key in NEWLINE_KEYS:
+            self._step_out_of_chip()
         if event.key in NEWLINE_KEYS:
             event.stop()
             event.prevent_default()
@@ -221,12 +223,7 @@ class ChatInput(TextArea):
 
     def _image_chips(self) -> list[tuple[int, str]]:
         """(number, chip text) of each image chip still in the input, untouched."""
-        found = []
-        for match in _IMAGE_CHIP.finditer(self.text):
-            number = int(match.group(1))
-            if number in self.images and match.group(0) == self._chip_of(number):
-                found.append((number, match.group(0)))
-        return found
+        return [(number, self._chip_of(number)) for _, _, number in self._chips_in(self.text)]
 
     def get_line(self, line_index: int) -> Text:
         """The line as drawn: each image chip as a chip, its text underneath unchanged.
@@ -243,14 +240,8 @@ class ChatInput(TextArea):
         muted = self.get_component_rich_style("chat-input--chip-detail")
         detail = chip + Style(color=muted.color, bold=False)
         plain = line.plain
-        spans: list[tuple[int, int, int]] = []
-        for match in _IMAGE_CHIP.finditer(plain):
-            number = int(match.group(1))
-            if number not in self.images or match.group(0) != self._chip_of(number):
-                continue  # edited into something else: plain text, sent as typed
-            start, end = match.span()
-            name = start + len(_CHIP_PREFIX)
-            spans.append((start, name + len(chip_name(self.images[number].name)), end))
+        spans = [(start, start + len(_CHIP_PREFIX) + len(chip_name(self.images[number].name)),
+                  end) for start, end, number in self._chips_in(plain)]
         if not spans:
             return line
         chars = list(plain)
@@ -261,6 +252,42 @@ class ChatInput(TextArea):
             line.stylize(detail, start, end)
             line.stylize(chip, start + len(_CHIP_PREFIX), name_end)
         return line
+
+    def _chips_in(self, line: str) -> list[tuple[int, int, int]]:
+        """(start, end, number) of each image chip in ``line`` that is still whole."""
+        found = []
+        for match in _IMAGE_CHIP.finditer(line):
+            number = int(match.group(1))
+            if number in self.images and match.group(0) == self._chip_of(number):
+                found.append((*match.span(), number))
+        return found  # an edited chip is plain text, sent as typed
+
+    def _chip_around(self, location: tuple[int, int]) -> tuple[int, int] | None:
+        """The (start, end) columns of the whole chip ``location`` is strictly inside."""
+        if not self.images:
+            return None
+        row, column = location
+        for start, end, _ in self._chips_in(self.document.get_line(row)):
+            if start < column < end:
+                return start, end
+        return None
+
+    def get_cursor_left_location(self) -> tuple[int, int]:
+        """Left onto a chip goes to its start: the chip is one thing, not its letters."""
+        row, column = super().get_cursor_left_location()
+        span = self._chip_around((row, column))
+        return (row, span[0]) if span else (row, column)
+
+    def get_cursor_right_location(self) -> tuple[int, int]:
+        row, column = super().get_cursor_right_location()
+        span = self._chip_around((row, column))
+        return (row, span[1]) if span else (row, column)
+
+    def _step_out_of_chip(self) -> None:
+        """Typing with the cursor inside a chip (a click put it there) goes after it:
+        a chip edited into other text would send that text instead of the image."""
+        if self.selection.is_empty and (span := self._chip_around(self.cursor_location)):
+            self.move_cursor((self.cursor_location[0], span[1]))
 
     def _insert(self, text: str) -> None:
         if result := self._replace_via_keyboard(text, *self.selection):
