@@ -357,7 +357,7 @@ async def test_context_view_lists_the_tools_collapsed_and_marks_estimates():
         bodies = [str(w.render()) for w in app.screen.query(".body").results(Static)]
         assert bodies[0].startswith("[@click=app.quit]evil[/] — from a server")
         subtitle = str(app.screen.query_one("#dialog").border_subtitle)
-        assert "1 tools" in subtitle and "~2,048 tokens" in subtitle
+        assert "1 message · 1 tool · ~2,048 tokens" in subtitle
         assert "3 oldest messages are left out" in str(app.screen.query(".empty").first().render())
 
 

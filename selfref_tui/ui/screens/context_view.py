@@ -113,7 +113,8 @@ class ContextView(ModalScreen[None]):
             dialog.border_title = "Next call"
             about = "~" if self.estimated else ""
             dialog.border_subtitle = (
-                f"{count} message{'s' if count != 1 else ''} · {len(self.tools)} tools · "
+                f"{count} message{'s' if count != 1 else ''} · {len(self.tools)} "
+                f"tool{'s' if len(self.tools) != 1 else ''} · "
                 f"{about}{self.tokens:,} tokens · esc closes"
             )
             with VerticalScroll(id="messages"):
