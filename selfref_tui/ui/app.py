@@ -497,7 +497,8 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
             return
         self.push_screen(ContextView(plan.messages, plan.tokens, plan.tools,
                                      estimated=plan.estimated, left_out=plan.left_out,
-                                     tools_total=plan.tools_total))
+                                     tools_total=plan.tools_total, model=self.header.model,
+                                     window=self.sidebar.meter.window))
 
     async def action_quit(self) -> None:
         prompt = self._quit_prompt

@@ -406,3 +406,17 @@ async def test_key_switcher_keeps_the_renamed_key_highlighted():
         assert screen.visible_keys[screen.option_list.highlighted] == "key:project-y"
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.results == ["project-y"])
+
+
+async def test_context_view_names_the_model_and_the_window_like_context_show():
+    app = HostApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await _open(pilot, ContextView([{"role": "user", "content": "hi"}], 7322, [],
+                                       model="[@click=app.quit]m\x1b", window=32_000))
+        dialog = app.screen.query_one("#dialog")
+        from textual.content import Content
+
+        # Kept as text (the getter gives it back as escaped markup): nothing to click
+        assert Content.from_markup(dialog.border_title).plain == (
+            "Next call · [@click=app.quit]m␛")
+        assert "7,322 of 32,000 tokens" in str(dialog.border_subtitle)

@@ -97,6 +97,8 @@ class ContextView(ModalScreen[None]):
         estimated: bool = False,
         left_out: int = 0,
         tools_total: int = 0,
+        model: str = "",
+        window: int = 0,
     ) -> None:
         super().__init__()
         self.messages = [dict(m) for m in messages]
@@ -106,16 +108,22 @@ class ContextView(ModalScreen[None]):
         self.left_out = left_out
         #: every tool there is; more than ``len(tools)``: a small window's reduced set
         self.tools_total = tools_total
+        #: who gets the call and how much fits (0: not known yet), as ``context show`` says
+        self.model = model
+        self.window = window
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
             count = len(self.messages)
-            dialog.border_title = "Next call"
+            # The model's name comes from a config or a server: Content, never markup.
+            dialog.border_title = content(
+                f"Next call · {self.model}" if self.model else "Next call", line=True)
             about = "~" if self.estimated else ""
+            window = f" of {self.window:,}" if self.window else ""
             dialog.border_subtitle = (
                 f"{count} message{'s' if count != 1 else ''} · {len(self.tools)} "
                 f"tool{'s' if len(self.tools) != 1 else ''} · "
-                f"{about}{self.tokens:,} tokens · esc closes"
+                f"{about}{self.tokens:,}{window} tokens · esc closes"
             )
             with VerticalScroll(id="messages"):
                 if self.left_out:
