@@ -220,3 +220,25 @@ async def test_the_cursor_steps_over_an_image_chip_and_typing_never_breaks_one()
         chat.move_cursor((0, start + 5))  # inside, as a click would
         await pilot.press("x")
         assert chat.text == f"a {chip}x b" and len(chat.attached) == 1
+
+
+async def test_delete_before_a_chip_or_backspace_inside_it_takes_the_whole_chip():
+    from selfref_tui.selfref.attach import Attachment
+
+    app = InputApp()
+    async with app.run_test(size=(100, 10)) as pilot:
+        chat = app.query_one(ChatInput)
+        chat.focus()
+        await pilot.press(*"a ")
+        chat.add_image(Attachment("cat.png", "image/png", b"\x89PNG" + b"\x00" * 60))
+        await pilot.press("b")
+        chip = "[image cat.png 64 B #1]"
+        chat.move_cursor((0, 2))
+        await pilot.press("delete")  # right before it: the chip and its space go
+        assert chat.text == "a b" and chat.attached == () and chat.images == {}
+        chat.add_image(Attachment("dog.png", "image/png", b"\x89PNG" + b"\x00" * 60))
+        chip = "[image dog.png 64 B #1]"
+        assert chat.text == f"a {chip} b"
+        chat.move_cursor((0, 6))  # inside, as a click would put it
+        await pilot.press("backspace")
+        assert chat.text == "a b" and chat.attached == ()

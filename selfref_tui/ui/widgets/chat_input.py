@@ -153,7 +153,8 @@ class ChatInput(TextArea):
                 self._at_enter = self.text
                 self.post_message(self.Submitted(self, text, images))
             return
-        if event.key == "backspace" and self._delete_image_chip():
+        if event.key in ("backspace", "delete") and self._delete_image_chip(
+                forward=event.key == "delete"):
             event.stop()
             event.prevent_default()
             return
@@ -293,19 +294,25 @@ class ChatInput(TextArea):
         if result := self._replace_via_keyboard(text, *self.selection):
             self.move_cursor(result.end_location)
 
-    def _delete_image_chip(self) -> bool:
-        """Backspace right after an image chip (or its trailing space) takes the whole chip."""
+    def _delete_image_chip(self, *, forward: bool = False) -> bool:
+        """Backspace right after an image chip (or its trailing space), Delete right
+        before it, or either with the cursor inside it, takes the whole chip."""
         start, end = self.selection
         if start != end:
             return False
         row, col = end
-        before = self.document.get_line(row)[:col]
-        for number, chip in self._image_chips():
-            for tail in (chip, chip + " "):
-                if before.endswith(tail):
-                    self._replace_via_keyboard("", (row, col - len(tail)), end)
-                    del self.images[number]
-                    return True
+        line = self.document.get_line(row)
+        for first, last, number in self._chips_in(line):
+            spaced = last + 1 if line[last:last + 1] == " " else last
+            if not forward and col in (last, spaced):
+                cut = (first, col)
+            elif first < col < last or (forward and col == first):
+                cut = (first, spaced)
+            else:
+                continue
+            self._replace_via_keyboard("", (row, cut[0]), (row, cut[1]))
+            del self.images[number]
+            return True
         return False
 
     # -- long pastes as chips ------------------------------------------------------------
