@@ -353,6 +353,11 @@ async def test_arguments_of_a_closed_tool_call_draw_no_frame_and_an_open_one_sho
         assert not t.settled
         await wait_until(pilot, lambda: t.settled)
         assert "the_tail" in "\n".join(t.visible_text())
+        # a long call still streaming shows its newest part, the rest counted
+        t.post(ev.ToolCallArgumentsDelta(key=K, call_id="c1", delta="y" * 10_000 + " END_MARK"))
+        await wait_until(pilot, lambda: t.settled)
+        screen = "\n".join(t.visible_text())
+        assert "END_MARK" in screen and "characters before" in t.shown_text(card)
 
 
 def many_refs(count: int) -> str:

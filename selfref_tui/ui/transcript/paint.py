@@ -315,7 +315,11 @@ class Painter:
         body = self._text(arrow + inert_line(item.title), inner, "bold" if item.highlighted else "")
         if item.expanded:
             body += self._text("arguments", inner, f"bold {self.p.muted.hex}")
-            body += self._text(_clip(_pretty(item.arguments)), inner)
+            arguments = item.arguments
+            if item.status == "running" and len(arguments) > MAX_SHOWN:
+                body += self._text(_tail(arguments), inner)  # the newest part as it streams
+            else:
+                body += self._text(_clip(_pretty(arguments)), inner)
             body += self._text("result", inner, f"bold {self.p.muted.hex}")
             body += self._text(_clip(item.result or ""), inner)
         return self._bar_lines(self._with_bg(body, bg), bar, bg, indent=2,
@@ -629,6 +633,11 @@ def _pretty(arguments: str) -> str:
         return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
     except (ValueError, TypeError):
         return arguments
+
+
+def _tail(text: str) -> str:
+    """The last ``MAX_SHOWN`` characters of a long text still streaming (the rest counted)."""
+    return f"… {len(text) - MAX_SHOWN} characters before\n" + text[-MAX_SHOWN:]
 
 
 def _clip(text: str) -> str:
