@@ -94,8 +94,14 @@ class Rechunker:
             left = int(size.group(1), 16) if size is not None else 0
             if not left:  # the last chunk (h11 reads it and the trailer), or a bad line
                 return self._out(plain, parts, raw[pos:], close=True)
+            start = line_end + 2
+            stop = start + left
+            if raw[stop : stop + 2] == b"\r\n":  # the usual: the whole chunk is here
+                parts.append(raw[start:stop])
+                pos = stop + 2
+                continue
             self._left = left
-            pos = line_end + 2
+            pos = start
         return self._out(plain, parts, None, close=False)
 
     def _out(self, plain: list[bytes], parts: list[bytes], rest: bytes | None, *,
