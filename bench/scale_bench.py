@@ -16,8 +16,8 @@ token encoding loaded, see ``stream_bench.started``). Printed per case:
 - ``cpu``: CPU seconds the app process spent from sending the request to the
   answer on screen: its own work, which a loaded machine inflates far less than
   the wall-clock figures (compare runs by this when the load differs);
-- ``cpu after``: CPU seconds the app process spends in the 5 s after the answer
-  is shown (an idle app should spend next to none);
+- ``cpu after``: CPU seconds the app process (all its threads) spends in the 5 s
+  after the frame that shows the answer (an idle app should spend next to none);
 - ``peak``: the process's peak resident memory (MB).
 
 Cases: ``refs:N`` (one answer holding N refs), ``line:N`` (one line of N
@@ -165,9 +165,11 @@ async def run_case(kind: str, n: int, timeout: float) -> dict:
                     result["runtime_s"] = app.turn_ended - sent
                 if app.figures.last_recv and sent:
                     result["received_s"] = app.figures.last_recv - sent
-                if not result.get("timeout"):
-                    cpu = time.process_time()
-                    await asyncio.sleep(5)
+                if not result.get("timeout") and app.figures.painted:
+                    # From the frame that showed it, not from when this task resumes:
+                    # work the turn's end started (a collection) may run in between.
+                    cpu = app.figures.painted_cpu
+                    await asyncio.sleep(max(0.0, app.figures.painted + 5 - time.perf_counter()))
                     result["cpu_after_s"] = time.process_time() - cpu
                 while app.router is not None and app.router.busy and not result.get("timeout"):
                     await pilot.pause(0.05)

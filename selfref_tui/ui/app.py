@@ -108,6 +108,8 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
         self._stopped_at = float("-inf")
         self.gc_pauses = GcPauses()
         self._gc_timer: Timer | None = None
+        #: the next idle collection walks the frozen objects too
+        self._gc_everything = False
         keymap, self.keymap_warnings = check_keymap(config.keymap)
         self._user_keymap = keymap
 
@@ -542,10 +544,15 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
 
     # ------------------------------------------------- garbage collection
 
-    def collect_when_idle(self) -> None:
-        """The collector's full pass waits for a quiet moment (see gc_pauses)."""
+    def collect_when_idle(self, *, everything: bool = False) -> None:
+        """The collector's full pass waits for a quiet moment (see gc_pauses).
+
+        ``everything``: walk the frozen objects too (a key was loaded: the last
+        key's transcript may have left cycles among them).
+        """
         if self._gc_timer is not None:
             self._gc_timer.stop()
+        self._gc_everything = self._gc_everything or everything
         self._gc_timer = self.set_timer(QUIET_S, self._idle_collect)
 
     def _idle_collect(self) -> None:
@@ -556,8 +563,10 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
         if wait > 0:
             self._gc_timer = self.set_timer(wait, self._idle_collect)
             return
-        pause = self.gc_pauses.collect()
-        self.log(f"full garbage collection between turns: {pause * 1000:.0f} ms")
+        everything, self._gc_everything = self._gc_everything, False
+        pause = self.gc_pauses.collect(everything=everything)
+        what = "everything" if self.gc_pauses.last_was_full else "what is new since the last"
+        self.log(f"garbage collection between turns ({what}): {pause * 1000:.0f} ms")
 
     @on(TextArea.Changed)
     def _typed(self, message: TextArea.Changed) -> None:

@@ -16,11 +16,26 @@ land in the middle of their typing either. The
 oldest generation still collects by itself after :data:`THRESHOLDS`' third
 count of younger collections (about 20 million allocations), so a turn that
 never ends cannot grow memory without bound.
+
+A full pass walks every live object, and most of them have not changed since
+the last one: the app's own start-up (Textual, our modules: about 140,000
+objects, 100 ms a pass) and earlier turns. So after each pass its survivors
+are frozen (``gc.freeze``: moved where collections do not look), and the
+pass after a turn walks only what arrived since (after a 10,000-ref answer
+340,000 objects instead of 480,000). Cyclic garbage among frozen objects is
+found only by a pass over everything (``gc.unfreeze`` first): that pass runs
+when a key is loaded (the previous key's transcript is dropped then) and once
+the interpreter's memory blocks have grown :data:`FULL_GROWTH` times since the
+last one, so what can hide there stays a bounded share of the heap, and the
+cost of those passes stays proportional to the growth that asks for them.
+(The growth is read with ``sys.getallocatedblocks``, a few microseconds;
+``gc.get_freeze_count`` walks the frozen list, 5–10 ms at 500,000 objects.)
 """
 
 from __future__ import annotations
 
 import gc
+import sys
 import time
 from collections.abc import Callable
 
@@ -29,6 +44,9 @@ from collections.abc import Callable
 THRESHOLDS = (2_000, 10, 1_000)
 #: the full collection waits until no key has been pressed for this long
 QUIET_S = 1.0
+#: a pass over the frozen objects too once the interpreter holds this many times the
+#: memory blocks it held after the last such pass (or when asked: a key loaded)
+FULL_GROWTH = 2.0
 
 
 class GcPauses:
@@ -40,6 +58,10 @@ class GcPauses:
         self.last_key = float("-inf")
         #: how long the last idle collection took, in seconds (shown in the log)
         self.last_pause_s = 0.0
+        #: memory blocks after the last pass over everything (None: none ran yet)
+        self.settled: int | None = None
+        #: whether the last collection walked the frozen objects too
+        self.last_was_full = False
 
     def install(self) -> None:
         if self._saved is None:
@@ -51,6 +73,8 @@ class GcPauses:
         if self._saved is not None:
             gc.set_threshold(*self._saved)
             self._saved = None
+            gc.unfreeze()  # back where any collection sees them
+            self.settled = None
 
     def key_pressed(self) -> None:
         self.last_key = self._clock()
@@ -59,9 +83,23 @@ class GcPauses:
         """How much longer the person's typing holds the collection back (0: go)."""
         return max(0.0, self.last_key + QUIET_S - self._clock())
 
-    def collect(self) -> float:
-        """A full collection now; how long it took."""
+    def collect(self, *, everything: bool = False) -> float:
+        """A full collection now, then its survivors frozen; how long it took.
+
+        It walks only what is not frozen unless ``everything`` is asked for, no
+        pass over everything ran yet, or memory has grown :data:`FULL_GROWTH`
+        times since the last one.
+        """
         start = time.perf_counter()
+        settled = self.settled
+        full = (everything or settled is None
+                or sys.getallocatedblocks() > FULL_GROWTH * settled)
+        if full:
+            gc.unfreeze()
         gc.collect()
+        gc.freeze()
+        if full:
+            self.settled = sys.getallocatedblocks()
+        self.last_was_full = full
         self.last_pause_s = time.perf_counter() - start
         return self.last_pause_s

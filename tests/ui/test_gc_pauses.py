@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import gc
+import sys
 import time
+import weakref
 
 from selfref_tui.demo.script import Reply
 from selfref_tui.demo.server import DemoServer
+from selfref_tui.ui import gc_pauses
 from selfref_tui.ui.gc_pauses import QUIET_S, THRESHOLDS, GcPauses
 from tests.ui.helpers import SIZE, make_app, started, turn_done, type_and_send, wait_until
 
@@ -28,6 +31,60 @@ def test_thresholds_are_given_back_and_typing_holds_the_pass():
     finally:
         pauses.uninstall()
     assert gc.get_threshold() == before
+
+
+class _Cycle:
+    """A node of a reference cycle: only the cyclic collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_a_pass_walks_only_what_came_since_and_everything_when_grown_or_asked(monkeypatch):
+    monkeypatch.setattr(gc_pauses, "FULL_GROWTH", 1.05)  # (the test process is large)
+    pauses = GcPauses()
+    pauses.install()
+    try:
+        pauses.collect()  # the first pass walks everything, then freezes its survivors
+        assert pauses.last_was_full
+        assert pauses.settled is not None and gc.get_freeze_count() > 0
+
+        # Garbage that arrived since: the next pass frees it without walking the frozen.
+        young = _Cycle()
+        young_ref = weakref.ref(young)
+        del young
+        pauses.collect()
+        assert not pauses.last_was_full
+        assert young_ref() is None
+
+        # A cycle that died after it was frozen waits for a pass over everything...
+        frozen = _Cycle()
+        frozen_ref = weakref.ref(frozen)
+        pauses.collect()
+        del frozen
+        pauses.collect()
+        assert not pauses.last_was_full
+        assert frozen_ref() is not None
+        # ... which a key load asks for,
+        pauses.collect(everything=True)
+        assert pauses.last_was_full
+        assert frozen_ref() is None
+
+        # and which the heap's growth asks for by itself.
+        late = _Cycle()
+        late_ref = weakref.ref(late)
+        pauses.collect()
+        del late
+        pauses.collect()
+        assert not pauses.last_was_full and late_ref() is not None
+        kept = [[i] for i in range(int(0.1 * sys.getallocatedblocks()))]
+        pauses.collect()
+        assert pauses.last_was_full
+        assert late_ref() is None
+        del kept
+    finally:
+        pauses.uninstall()
+    assert gc.get_freeze_count() == 0  # the process gets its collector back whole
 
 
 async def test_a_full_collection_follows_the_turn_once_typing_stops(tmp_path):

@@ -10,7 +10,8 @@ from textual.selection import Selection
 
 from selfref_tui.agent import events as ev
 from selfref_tui.ui.transcript.paint import CONTINUATION
-from selfref_tui.ui.widgets.transcript import Transcript
+from selfref_tui.ui.widgets import transcript as transcript_module
+from selfref_tui.ui.widgets.transcript import KEEP_LINES, Transcript
 from tests.hostile import CORPUS, assert_inert
 
 K = "main"
@@ -401,6 +402,46 @@ async def test_a_huge_line_is_drawn_in_parts():
         assert "word word" in screen
         assert len(t._rows) >= 500
         assert sum(1 for r in t._rows if r.key is not None) < 20
+
+
+async def test_rows_far_off_screen_let_their_drawn_lines_go_and_draw_them_again(monkeypatch):
+    """A long answer streamed past the screen keeps at most KEEP_LINES drawn lines (each a
+    Strip with caches of its own); a row that let its lines go draws the same ones again."""
+    keep = 100
+    monkeypatch.setattr(transcript_module, "KEEP_LINES", keep)
+    assert KEEP_LINES >= 10 * 40  # the real bound: many screens to scroll back through
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        t = app.t
+        count = 60
+        text = "".join(f"Paragraph {i}: " + "word " * 100 + "\n\n" for i in range(count))
+        first: list[str] = []
+        for i in range(0, len(text), 2000):  # each part on screen once, as a stream is
+            await stream(t, text[i : i + 2000], size=2000)
+            await shown(pilot, t)
+            if not first and t._starts[-1] > 60:  # (once the scroll bar took its column)
+                row = next(r for r in t._rows if r.part == "block" and r.lines and r.exact)
+                first = [line.text for line in row.lines]
+                assert any("Paragraph" in line for line in first)
+        await t.handle(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
+        await shown(pilot, t)
+        assert t._starts[-1] > 3 * keep  # it drew far more than it keeps
+        assert sum(len(r.lines) for r in t._rows) <= keep
+        assert t._kept == sum(len(r.lines) for r in t._rows)
+        assert row.lines == () and row.exact  # let go, its height kept
+        height = t._starts[-1]
+        t.scroll_home(animate=False)
+        screen = await shown(pilot, t)
+        assert "Paragraph 0:" in screen
+        t.scroll_to(y=t._row_start(row), animate=False, immediate=True)
+        await shown(pilot, t)
+        assert [line.text for line in row.lines] == first
+        assert t._starts[-1] == height  # nothing moved: the heights were exact
+        app.screen.selections = {t: Selection(None, None)}  # select all: every row again
+        await pilot.pause()
+        copied = app.screen.get_selected_text()
+        assert copied is not None
+        assert all(f"Paragraph {i}:" in copied for i in range(count))
 
 
 async def test_selection_copies_the_text_without_bars_frames_or_wrap_marks():

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -83,7 +84,9 @@ class Row:
     #: (width, text version) the estimated height was made for
     guess: Any = None
     key: Any = None
-    lines: list[Line] = field(default_factory=list)
+    #: drawn lines (none until drawn: a shared empty tuple, not one list per row, since
+    #: an answer with 10,000 refs has 40,000 rows and the collector walks every list)
+    lines: Sequence[Line] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -87,6 +87,15 @@ def frame_gap(frame_cost: float, since_key: float | None) -> float:
     return max(FRAME_TYPING_S if typing else FRAME_S, FRAME_SHARE * frame_cost)
 
 
+#: drawn lines kept for rows that left the screen (a dozen screens), for scrolling back;
+#: beyond it the rows drawn longest ago give theirs up and are drawn again if they return.
+#: A line is a ``Strip`` with seven caches of its own and the strips derived from it (about
+#: 45 objects): keeping every line a long answer streamed past (42,000 for 5 MB on one
+#: line) made the heap, and the cyclic collector's pass over it after the turn, several
+#: times larger.
+KEEP_LINES = 500
+
+
 @cache
 def _shown() -> tuple[type, ...]:
     """The events a transcript shows; the rest are for the sidebar, header and forks."""
@@ -137,6 +146,9 @@ class Transcript(ScrollView, can_focus=False):
         self._starts: list[int] = [0]
         self._item_rows: dict[Item, tuple[tuple, list[Row]]] = {}
         self._block_rows: dict[Block | RefInfo, Row] = {}
+        #: rows holding drawn lines, the least recently drawn first, with how many
+        self._drawn: dict[Row, int] = {}
+        self._kept = 0
         self._structure = -1
         self._width_seen = 0
         self._palette: Palette | None = None
@@ -245,6 +257,8 @@ class Transcript(ScrollView, can_focus=False):
         self.model.reset()
         self._item_rows.clear()
         self._block_rows.clear()
+        self._drawn.clear()
+        self._kept = 0
         self._highlighted = None
         self._hint_loaded = False
         self._stuck = True
@@ -415,6 +429,7 @@ class Transcript(ScrollView, can_focus=False):
         if row.key == key:
             # Drawn for this width already (the width changed and came back): the
             # lines are right, the height was estimated again meanwhile.
+            self._kept_drawn(row)
             row.exact = True
             if len(row.lines) != row.height:
                 row.height = len(row.lines)
@@ -422,12 +437,32 @@ class Transcript(ScrollView, can_focus=False):
             return False
         row.lines = self._painter_for(width).draw(row)
         row.key = key
+        self._kept_drawn(row)
         row.exact = True
         row.guess = None
         if len(row.lines) != row.height:
             row.height = len(row.lines)
             return True
         return False
+
+    def _kept_drawn(self, row: Row) -> None:
+        """``row`` was just drawn or used: the last to give its lines up."""
+        drawn = self._drawn
+        self._kept += len(row.lines) - drawn.pop(row, 0)
+        drawn[row] = len(row.lines)
+
+    def _release_far_rows(self) -> None:
+        """Past :data:`KEEP_LINES`, the rows drawn longest ago let their lines go.
+
+        Their height stays (it was exact); :meth:`_draw` draws them again when
+        they are needed. Rows on screen were drawn last, so they are kept.
+        """
+        drawn = self._drawn
+        while self._kept > KEEP_LINES and drawn:
+            row = next(iter(drawn))
+            self._kept -= drawn.pop(row)
+            row.lines = ()
+            row.key = None
 
     def _relayout(self, *, keep: Item | None = None) -> None:
         """Rows, heights and scroll position after a change (or a resize, or a scroll)."""
@@ -489,6 +524,7 @@ class Transcript(ScrollView, can_focus=False):
                 if not changed:
                     break
                 self._starts = list(accumulate((row.height for row in rows), initial=0))
+        self._release_far_rows()
         total = self._starts[-1]
         set_virtual_size(self, Size(width, total))
         if at_end:
