@@ -25,17 +25,16 @@ pass after a turn walks only what arrived since (after a 10,000-ref answer
 340,000 objects instead of 480,000). Cyclic garbage among frozen objects is
 found only by a pass over everything (``gc.unfreeze`` first): that pass runs
 when a key is loaded (the previous key's transcript is dropped then) and once
-the interpreter's memory blocks have grown :data:`FULL_GROWTH` times since the
-last one, so what can hide there stays a bounded share of the heap, and the
-cost of those passes stays proportional to the growth that asks for them.
-(The growth is read with ``sys.getallocatedblocks``, a few microseconds;
-``gc.get_freeze_count`` walks the frozen list, 5–10 ms at 500,000 objects.)
+the frozen objects number :data:`FULL_GROWTH` times what the last such pass
+left, so the garbage that can hide among them stays a bounded share of the
+heap, and those passes cost in proportion to the growth that asks for them.
+(Garbage among the objects that are not frozen, a turn's survivors included,
+is found by every pass.)
 """
 
 from __future__ import annotations
 
 import gc
-import sys
 import time
 from collections.abc import Callable
 
@@ -44,8 +43,8 @@ from collections.abc import Callable
 THRESHOLDS = (2_000, 10, 1_000)
 #: the full collection waits until no key has been pressed for this long
 QUIET_S = 1.0
-#: a pass over the frozen objects too once the interpreter holds this many times the
-#: memory blocks it held after the last such pass (or when asked: a key loaded)
+#: a pass over the frozen objects too once they number this many times what the last
+#: such pass left (or when asked: a key loaded)
 FULL_GROWTH = 2.0
 
 
@@ -58,8 +57,10 @@ class GcPauses:
         self.last_key = float("-inf")
         #: how long the last idle collection took, in seconds (shown in the log)
         self.last_pause_s = 0.0
-        #: memory blocks after the last pass over everything (None: none ran yet)
+        #: objects frozen by the last pass over everything (None: none ran yet)
         self.settled: int | None = None
+        #: objects frozen by the last pass of any kind
+        self.frozen = 0
         #: whether the last collection walked the frozen objects too
         self.last_was_full = False
 
@@ -75,6 +76,7 @@ class GcPauses:
             self._saved = None
             gc.unfreeze()  # back where any collection sees them
             self.settled = None
+            self.frozen = 0
 
     def key_pressed(self) -> None:
         self.last_key = self._clock()
@@ -87,19 +89,19 @@ class GcPauses:
         """A full collection now, then its survivors frozen; how long it took.
 
         It walks only what is not frozen unless ``everything`` is asked for, no
-        pass over everything ran yet, or memory has grown :data:`FULL_GROWTH`
-        times since the last one.
+        pass over everything ran yet, or the frozen objects have grown
+        :data:`FULL_GROWTH` times since the last one.
         """
         start = time.perf_counter()
         settled = self.settled
-        full = (everything or settled is None
-                or sys.getallocatedblocks() > FULL_GROWTH * settled)
+        full = everything or settled is None or self.frozen > FULL_GROWTH * settled
         if full:
             gc.unfreeze()
         gc.collect()
         gc.freeze()
+        self.frozen = gc.get_freeze_count()  # (walks the frozen list: ~5 ms at 500,000)
         if full:
-            self.settled = sys.getallocatedblocks()
+            self.settled = self.frozen
         self.last_was_full = full
         self.last_pause_s = time.perf_counter() - start
         return self.last_pause_s

@@ -67,6 +67,13 @@ def test_a_ref_has_its_block_as_soon_as_its_tag_is_complete_and_closes_with_cont
     assert first.closed and first.content.startswith("```python\ndef fib")
     assert first.subtitle == f"4 ln · {len(first.content)} ch"
     assert second.closed
+    (answer,) = model.of_kind("answer")
+    assert len(answer._parser.refs) == 2
+    model.apply(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
+    # Finished: the parser lets its copies go (objects the collector walks); the refs keep theirs.
+    assert answer.finished and answer._parser.refs == []
+    assert first.content.startswith("```python\ndef fib")
+    assert second.content.endswith("return a\n```")
 
 
 def test_the_streaming_tail_is_the_only_open_block():

@@ -374,6 +374,9 @@ class AnswerItem(Item):
                 self.mark_interrupted(reason)
             return []
         closed = self._apply(self._parser.finish())
+        # Nothing is fed after the end: the parser's closed refs (each one's content is on
+        # its RefInfo) would only be more objects for every later pass of the collector.
+        self._parser.refs.clear()
         self._splitter.flush()
         while self._stack:
             ref = self._stack.pop()
