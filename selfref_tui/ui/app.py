@@ -169,9 +169,13 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
             with Vertical(id="chat"):
                 yield Transcript(id="transcript")
                 yield ChatInput(id="input", placeholder=PLACEHOLDER)
-            # The fork panel starts hidden: boot() mounts it after the first frame.
+            # The fork panel starts hidden: boot() mounts it after the first frame;
+            # the sidebar's lists and meter come just after that frame too.
             yield Sidebar(
-                id="sidebar", compact_ratio=self.config.agent.auto_compact_ratio, clock=self.clock
+                id="sidebar",
+                compact_ratio=self.config.agent.auto_compact_ratio,
+                clock=self.clock,
+                parts_later=True,
             )
         yield AppFooter()
 
@@ -223,6 +227,7 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
         if self.is_headless:
             self.chat_input.cursor_blink = False  # tests and snapshots: a steady frame
         self.chat_input.focus()
+        self.call_after_refresh(self.sidebar.mount_parts)  # its lists: "Loading…" till then
         if self.config.unconfigured and not self.config.provider.demo:
             from selfref_tui.ui.screens.welcome import WelcomeScreen
 
@@ -249,6 +254,7 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
         controller = self.controller
         if not self.query("#forks"):
             await self.query_one("#body").mount(self._new_fork_panel(), before=self.sidebar)
+        await self.sidebar.parts_mounted.wait()  # what the key's opening fills
         try:
             await controller.start_server()
             await self.load_runtime()

@@ -53,7 +53,7 @@ class FocusRing:
         for refs, Page Up/Down), not by walking every card with Tab.
         """
         stops: list[Widget] = [self.chat_input]
-        if self.sidebar.display:
+        if self.sidebar.display and self.sidebar.parts_mounted.is_set():
             stops += [
                 self.sidebar.experience_list.option_list,
                 self.sidebar.ref_list.option_list,

@@ -5,10 +5,17 @@ or ``None`` while a key is being opened); both are bound to the lists below
 with ``data_bind``, which update only the rows that changed. The meter is fed
 through its own reactives (``sidebar.meter.tokens`` …). Messages from the parts
 bubble through unchanged.
+
+Built with ``parts_later``, the panel (its border and background) is on the
+first frame and its parts are mounted by :meth:`Sidebar.mount_parts` (the app
+calls it just after that frame): they show nothing but "Loading…" until a key
+is open, and mounting them cost as much as a sixth of a bare Textual app's
+whole start-up (``bench/startup_bench.py --instructions``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -16,6 +23,7 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.reactive import var
+from textual.widget import Widget
 from textual.widgets import Rule
 
 from selfref_tui.ui.widgets.context_meter import ContextMeter
@@ -54,6 +62,7 @@ class Sidebar(Vertical):
         *,
         compact_ratio: float = 0.8,
         clock: Callable[[], float] = time.monotonic,
+        parts_later: bool = False,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -61,12 +70,36 @@ class Sidebar(Vertical):
         super().__init__(name=name, id=id, classes=classes)
         self._compact_ratio = compact_ratio
         self._clock = clock
+        self._parts_later = parts_later
+        #: set once the lists and the meter are mounted (at once without ``parts_later``)
+        self.parts_mounted = asyncio.Event()
 
     def compose(self) -> ComposeResult:
-        yield ExperienceList(None).data_bind(rows=Sidebar.experiences)
-        yield Rule(classes="-sidebar-rule")
-        yield RefList(None).data_bind(rows=Sidebar.refs)
-        yield ContextMeter(compact_ratio=self._compact_ratio, clock=self._clock)
+        if not self._parts_later:
+            yield from self._parts()
+
+    def on_mount(self) -> None:
+        if not self._parts_later:
+            self.parts_mounted.set()
+
+    def _parts(self) -> list[Widget]:
+        return [
+            ExperienceList(None).data_bind(rows=Sidebar.experiences),
+            Rule(classes="-sidebar-rule"),
+            RefList(None).data_bind(rows=Sidebar.refs),
+            ContextMeter(compact_ratio=self._compact_ratio, clock=self._clock),
+        ]
+
+    def mount_parts(self) -> None:
+        """Mount the parts a ``parts_later`` sidebar was built without (once)."""
+        if self._parts_later:
+            self._parts_later = False
+            # From the sidebar's own loop: data_bind binds to the node that is running.
+            self.call_later(self._mount_parts)
+
+    async def _mount_parts(self) -> None:
+        await self.mount_all(self._parts())
+        self.parts_mounted.set()
 
     @property
     def experience_list(self) -> ExperienceList:
