@@ -113,6 +113,8 @@ class DemoServer:
         self.requests: list[dict] = []
         self.headers: list[dict[str, str]] = []
         self.disconnects = 0
+        #: streamed answers written to their end (a test can wait for the whole body)
+        self.streams_done = 0
         self.base_url = ""
         self._calls = 0
         self._server: asyncio.Server | None = None
@@ -295,6 +297,7 @@ class DemoServer:
             return keep_alive
         if body.get("stream"):
             await self._stream(reader, writer, body, step)
+            self.streams_done += 1
             return False
         await self._send_json(writer, 200, _completion(body, step))
         return keep_alive

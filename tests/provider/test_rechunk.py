@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 
@@ -13,6 +12,7 @@ from hypothesis import strategies as st
 
 from selfref_tui.agent import rechunk
 from selfref_tui.demo import DemoServer, Reply
+from tests.agent.helpers import wait_until
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 
@@ -90,7 +90,8 @@ def test_a_read_of_many_chunks_becomes_one_chunk():
 
 async def test_the_real_client_reads_a_rechunked_body_to_its_end():
     text = "word " * 3000
-    async with DemoServer([Reply(text=text)] * 2) as url:
+    server = DemoServer([Reply(text=text)] * 2)
+    async with server as url:
         client = openai.AsyncOpenAI(base_url=url, api_key="k", max_retries=0)
         bodies: list[bytes] = []
         reads: list[int] = []
@@ -104,7 +105,9 @@ async def test_the_real_client_reads_a_rechunked_body_to_its_end():
                 pieces: list[bytes] = []
                 async for piece in raw.aiter_raw():
                     if not pieces:
-                        await asyncio.sleep(0.3)  # a busy app: the rest arrives meanwhile
+                        # a busy app: the whole rest arrives before it reads again
+                        await wait_until(lambda: server.streams_done > len(reads),
+                                         what="the whole body sent")
                     pieces.append(piece)
                 if handle is not None:
                     # h11 read the end of the body (DONE: a keep-alive connection is reused)
