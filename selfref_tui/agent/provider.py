@@ -146,9 +146,10 @@ class _EventBatches(openai.AsyncStream[object]):
         plain = encoding in ("", "identity")
         body = response.aiter_raw() if plain else response.aiter_bytes()
         # The server's chunk per token joined per socket read, below the HTTP library.
-        rechunked = rechunk.rechunk(response) if plain and self.rechunk_body else None
         source = sse.backlog(body)
+        rechunked = None
         try:
+            rechunked = rechunk.rechunk(response) if plain and self.rechunk_body else None
             try:
                 async for data in source:
                     events, error = decode(parser.feed(data))

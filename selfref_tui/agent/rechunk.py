@@ -175,23 +175,31 @@ class _RechunkedStream:
 
 def rechunk(response: Any) -> Any | None:
     """Wrap the socket stream under ``response`` (an ``httpx`` response whose body
-    has not been read); returns what :func:`restore` needs, or None when it cannot."""
+    has not been read); returns what :func:`restore` needs, or None when it cannot.
+
+    Every read of the library's private objects is inside one ``try``: when h11,
+    httpcore or httpx change them (an attribute gone, renamed, of another type),
+    this returns None and the body is read by the library as usual, never an
+    error for the turn. Nothing is changed until the last line.
+    """
     try:
         connection = response.stream._stream._httpcore_stream._stream._connection
         state = connection._h11_state
         network = connection._network_stream
         reader = state._reader
-    except AttributeError:
-        return None
-    if (type(reader).__name__ != "ChunkedReader" or reader._bytes_in_chunk
-            or reader._bytes_to_discard or reader._reading_trailer
-            or type(network) is _RechunkedStream):
-        return None
-    wrapped = _RechunkedStream(network)
-    # What h11 holds already it parses as it is; ours starts after it.
-    held, _closed = state.trailing_data
-    wrapped._rechunker.feed(held)  # only to learn where in a chunk it ends
-    if not wrapped._rechunker.start_inside():
+        if (type(reader).__name__ != "ChunkedReader" or reader._bytes_in_chunk
+                or reader._bytes_to_discard or reader._reading_trailer
+                or type(network) is _RechunkedStream):
+            return None
+        wrapped = _RechunkedStream(network)
+        # What h11 holds already it parses as it is; ours starts after it.
+        held, _closed = state.trailing_data
+        if not isinstance(held, (bytes, bytearray)):
+            return None
+        wrapped._rechunker.feed(held)  # only to learn where in a chunk it ends
+        if not wrapped._rechunker.start_inside():
+            return None
+    except Exception:  # the library's insides are not what we know: leave the body to it
         return None
     connection._network_stream = wrapped
     return connection, network, wrapped

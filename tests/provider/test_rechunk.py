@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import itertools
 import json
+from contextlib import aclosing
+from types import SimpleNamespace
 
 import h11
 import openai
+import pytest
+from h11 import _readers as h11_readers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from selfref_tui.agent import rechunk
+from selfref_tui.agent.provider import Provider, TextChunk
+from selfref_tui.config import ProviderConfig
 from selfref_tui.demo import DemoServer, Reply
 from tests.agent.helpers import wait_until
 
@@ -125,3 +131,94 @@ async def test_the_real_client_reads_a_rechunked_body_to_its_end():
     assert bodies[0].replace(b"demo1", b"demo2").split(b'"created"')[0] == bodies[1].split(
         b'"created"')[0]
     assert reads[0] < 3000 // 4 < reads[1]  # 3,000 tokens came up as far fewer pieces
+
+
+class ChunkedReader:
+    """Named as h11's reader, its insides renamed as a new h11 might: each test below
+    removes or breaks one thing ``rechunk`` reads."""
+
+    def __init__(self) -> None:
+        self._bytes_in_chunk = 0
+        self._bytes_to_discard = b""
+        self._reading_trailer = False
+
+
+def fake_response(reader: object, trailing: object = (b"", False)) -> SimpleNamespace:
+    """What ``rechunk`` reads of an httpx response, down to h11's reader."""
+    state = SimpleNamespace(_reader=reader, trailing_data=trailing)
+    connection = SimpleNamespace(_h11_state=state, _network_stream=object())
+    inner = SimpleNamespace(_stream=SimpleNamespace(_connection=connection))
+    return SimpleNamespace(stream=SimpleNamespace(_stream=SimpleNamespace(
+        _httpcore_stream=inner)))
+
+
+def without(name: str) -> ChunkedReader:
+    reader = ChunkedReader()
+    delattr(reader, name)
+    return reader
+
+
+@pytest.mark.parametrize("response", [
+    fake_response(without("_bytes_in_chunk")),
+    fake_response(without("_bytes_to_discard")),
+    fake_response(without("_reading_trailer")),
+    fake_response(ChunkedReader(), trailing=(b"", False, 0)),  # not a pair
+    fake_response(ChunkedReader(), trailing=None),
+    fake_response(ChunkedReader(), trailing=("3\r\nabc", False)),  # str, not bytes
+    fake_response(ChunkedReader(), trailing=(None, False)),
+], ids=["no bytes_in_chunk", "no bytes_to_discard", "no reading_trailer", "triple",
+        "no trailing", "str held", "None held"])
+def test_library_insides_not_as_known_leave_the_body_to_the_library(response):
+    network = response.stream._stream._httpcore_stream._stream._connection._network_stream
+    assert rechunk.rechunk(response) is None
+    assert response.stream._stream._httpcore_stream._stream._connection._network_stream is network
+
+
+def test_library_insides_as_known_are_wrapped():
+    """The fakes above differ from a wrapped one only in what each breaks."""
+    response = fake_response(ChunkedReader(), trailing=(b"3\r\nab", False))
+    handle = rechunk.rechunk(response)
+    assert handle is not None and type(handle[0]._network_stream) is rechunk._RechunkedStream
+    rechunk.restore(handle)
+    assert handle[0]._network_stream is handle[1]
+
+
+class RenamedChunkedReader:
+    """h11's chunked reader with its private attributes renamed (a future h11)."""
+
+    def __init__(self) -> None:
+        self._inner = h11_readers.ChunkedReader()
+
+    def __call__(self, buf):
+        return self._inner(buf)
+
+    def read_eof(self):
+        return self._inner.read_eof()
+
+
+RenamedChunkedReader.__name__ = "ChunkedReader"
+
+
+async def test_a_changed_h11_reads_the_exact_text_through_the_provider(monkeypatch):
+    """The provider over real HTTP while h11's reader is not what ``rechunk`` knows: no
+    error, the same text, the body read by the library."""
+    monkeypatch.setitem(h11_readers.READERS[h11.SEND_BODY], "chunked", RenamedChunkedReader)
+    results: list[object] = []
+    real = rechunk.rechunk
+
+    def recorded(response):
+        results.append(real(response))
+        return results[-1]
+
+    monkeypatch.setattr(rechunk, "rechunk", recorded)
+    text = "word \u00e9 " * 500
+    async with DemoServer([Reply(text=text)]) as url:
+        provider = Provider(ProviderConfig(base_url=url, model="m", max_retries=0,
+                                           timeout_s=5.0))
+        try:
+            async with aclosing(provider.stream([{"role": "user", "content": "hi"}])) as stream:
+                got = "".join([c.text async for c in stream if type(c) is TextChunk])
+        finally:
+            await provider.aclose()
+    assert got == text
+    assert results == [None]  # it was asked, and left the body to the library
