@@ -167,7 +167,7 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
         )
         with Horizontal(id="body"):
             with Vertical(id="chat"):
-                yield Transcript(id="transcript")
+                yield Transcript(id="transcript", clock=self.clock)
                 yield ChatInput(id="input", placeholder=PLACEHOLDER)
             # The fork panel starts hidden: boot() mounts it after the first frame;
             # the sidebar's lists and meter come just after that frame too.

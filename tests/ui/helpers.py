@@ -171,3 +171,13 @@ async def steady_usage(pilot, app: SelfRefApp) -> None:
     _messages, tokens = agent.preview(app.key)
     app._refresh_usage()
     await wait_until(pilot, lambda: app.sidebar.meter.tokens == tokens, what="exact token count")
+
+
+class FakeClock:
+    """A clock that stands still until a test moves ``now`` (widgets take ``clock=``)."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now

@@ -6,14 +6,7 @@ from textual.app import App, ComposeResult
 from textual.content import Content
 
 from selfref_tui.ui.widgets.context_meter import ContextMeter
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.ui.helpers import FakeClock
 
 
 class RecordingMeter(ContextMeter):

@@ -9,20 +9,13 @@ from textual.app import App, ComposeResult
 from textual.widgets import Markdown, Static
 
 from selfref_tui.ui.widgets.fork_panel import ForkPanel, format_elapsed
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 500.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.ui.helpers import FakeClock
 
 
 class ForkApp(App):
     def __init__(self) -> None:
         super().__init__()
-        self.clock = FakeClock()
+        self.clock = FakeClock(500.0)
         self.chosen: list[str] = []
 
     def compose(self) -> ComposeResult:

@@ -9,20 +9,13 @@ from selfref_tui.ui.widgets.context_meter import ContextMeter, format_seconds, f
 from selfref_tui.ui.widgets.experience_list import ExperienceList
 from selfref_tui.ui.widgets.ref_list import RefList, RefRow
 from selfref_tui.ui.widgets.sidebar import Sidebar
+from tests.ui.helpers import FakeClock
 
 EXPERIENCES = [
     {"id": "exp_001", "text": "Prefers iterative solutions."},
     {"id": "exp_002", "text": "Uses Python 3.11 and ruff."},
     {"id": "exp_004", "text": "Deploys to a Raspberry Pi."},
 ]
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class SidebarApp(App):

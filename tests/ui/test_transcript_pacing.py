@@ -9,6 +9,7 @@ from selfref_tui.ui.widgets.transcript import (
     TYPING_S,
     frame_gap,
 )
+from tests.ui.helpers import FakeClock
 from tests.ui.test_widgets_transcript import TranscriptApp
 
 
@@ -25,17 +26,22 @@ async def test_a_key_slows_the_redraws_for_a_moment():
     app = TranscriptApp()
     async with app.run_test() as pilot:
         t = app.t
+        t.clock = clock = FakeClock()  # "a moment" is the fake clock's, not the machine's load
         await pilot.pause()
         t._frame_cost = 0.0  # the first layout's cost is not what this test is about
         assert t.next_frame_s == FRAME_S
         t.person_typed()
+        clock.now += TYPING_S - 0.1
         assert t.next_frame_s == FRAME_TYPING_S
+        clock.now += 0.2  # the key is more than TYPING_S ago
+        assert t.next_frame_s == FRAME_S
 
 
 async def test_typing_in_the_app_slows_its_transcript_and_sending_does_not(tmp_path):
     from tests.ui.helpers import make_app, started
 
-    app = make_app(tmp_path, "http://127.0.0.1:9/v1")  # nothing is sent: no server needed
+    clock = FakeClock()  # however long the presses and pauses take, "a moment" is this clock's
+    app = make_app(tmp_path, "http://127.0.0.1:9/v1", clock=clock)  # nothing is sent: no server
     async with app.run_test() as pilot:
         await started(pilot, app)
         app.transcript._frame_cost = 0.0
@@ -47,4 +53,7 @@ async def test_typing_in_the_app_slows_its_transcript_and_sending_does_not(tmp_p
         await pilot.press("h")
         await pilot.pause()
         app.transcript._frame_cost = 0.0
+        clock.now += TYPING_S - 0.1
         assert app.transcript.next_frame_s == FRAME_TYPING_S
+        clock.now += 0.2  # the key is more than TYPING_S ago: the app's clock times the transcript
+        assert app.transcript.next_frame_s == FRAME_S

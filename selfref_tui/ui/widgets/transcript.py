@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from itertools import accumulate
@@ -135,8 +135,12 @@ class Transcript(ScrollView, can_focus=False):
         ref_id: str
         block: RefInfo
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(
+        self, *, id: str | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         super().__init__(id=id)
+        #: what "the person typed a moment ago" is timed with (tests pass a fake one)
+        self.clock = clock
         self.model = TranscriptModel()
         self._hint: str | Content = ""
         self._hint_wanted = False
@@ -157,7 +161,7 @@ class Transcript(ScrollView, can_focus=False):
         self._pending = False
         self._stuck = True  # at the bottom: new text keeps it there
         self._frame_cost = 0.0
-        #: when the person last typed (time.monotonic), for :func:`frame_gap`
+        #: when the person last typed (:attr:`clock`), for :func:`frame_gap`
         self._key_at: float | None = None
         #: kept for helpers that report on the old event pump: events are applied at once
         self._queue: deque[Any] = deque()
@@ -228,12 +232,12 @@ class Transcript(ScrollView, can_focus=False):
 
     def person_typed(self) -> None:
         """A key went into the input: a stream is redrawn less often for a moment."""
-        self._key_at = time.monotonic()
+        self._key_at = self.clock()
 
     @property
     def next_frame_s(self) -> float:
         """How long a change waits for its redraw now."""
-        since = None if self._key_at is None else time.monotonic() - self._key_at
+        since = None if self._key_at is None else self.clock() - self._key_at
         return frame_gap(self._frame_cost, since)
 
     async def handle(self, event: ev.AgentEvent) -> None:
