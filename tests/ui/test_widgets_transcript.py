@@ -9,7 +9,7 @@ from textual.geometry import Offset
 from textual.selection import Selection
 
 from selfref_tui.agent import events as ev
-from selfref_tui.ui.transcript.paint import CONTINUATION
+from selfref_tui.ui.transcript.paint import CONTINUATION, Painter, Row
 from selfref_tui.ui.widgets import transcript as transcript_module
 from selfref_tui.ui.widgets.transcript import KEEP_LINES, Transcript
 from tests.hostile import CORPUS, assert_inert
@@ -402,6 +402,38 @@ async def test_a_huge_line_is_drawn_in_parts():
         assert "word word" in screen
         assert len(t._rows) >= 500
         assert sum(1 for r in t._rows if r.key is not None) < 20
+
+
+async def test_a_row_on_screen_taller_than_the_bound_keeps_its_lines_while_a_stream_runs(
+    monkeypatch,
+):
+    """A row on screen that alone passes KEEP_LINES (a block of very short lines) is not let
+    go at each relayout: it is drawn once, not again at every frame of the stream after it."""
+    keep = 20
+    monkeypatch.setattr(transcript_module, "KEEP_LINES", keep)
+    draws: list[Row] = []
+    real_draw = Painter.draw
+
+    def counted(painter: Painter, row: Row):
+        draws.append(row)
+        return real_draw(painter, row)
+
+    monkeypatch.setattr(Painter, "draw", counted)
+    app = TranscriptApp()
+    async with app.run_test(size=(60, 40)) as pilot:
+        t = app.t
+        code = "```\n" + "".join(f"{i}\n" for i in range(3 * keep)) + "```\n\n"
+        await stream(t, code + "Then", size=len(code) + 4)
+        await shown(pilot, t)
+        tall = next(r for r in t._rows if len(r.lines) > keep)  # the code block, on screen
+        assert t._row_start(tall) + len(tall.lines) > int(t.scroll_y)
+        before = draws.count(tall)
+        for i in range(5):  # the answer goes on below the tall row: five relayouts and frames
+            await stream(t, f" word{i}", size=10)
+            screen = await shown(pilot, t)
+            assert f"word{i}" in screen and str(3 * keep - 1) in screen
+            assert tall.lines  # still drawn
+        assert draws.count(tall) == before  # never let go, so never drawn again
 
 
 async def test_rows_far_off_screen_let_their_drawn_lines_go_and_draw_them_again(monkeypatch):

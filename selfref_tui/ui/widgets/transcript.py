@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import cache
 from itertools import accumulate
@@ -455,15 +455,23 @@ class Transcript(ScrollView, can_focus=False):
         self._kept += len(row.lines) - drawn.pop(row, 0)
         drawn[row] = len(row.lines)
 
-    def _release_far_rows(self) -> None:
+    def _release_far_rows(self, on_screen: Collection[Row] = ()) -> None:
         """Past :data:`KEEP_LINES`, the rows drawn longest ago let their lines go.
 
         Their height stays (it was exact); :meth:`_draw` draws them again when
-        they are needed. Rows on screen were drawn last, so they are kept.
+        they are needed. Rows ``on_screen`` are never let go, even when they alone
+        pass the bound (a block of 2,000 one-character lines, a narrow terminal):
+        else such a row would be dropped at every relayout and drawn again at the
+        next paint, every frame of a stream.
         """
         drawn = self._drawn
-        while self._kept > KEEP_LINES and drawn:
-            row = next(iter(drawn))
+        if self._kept <= KEEP_LINES:
+            return
+        for row in list(drawn):  # the least recently drawn first
+            if self._kept <= KEEP_LINES:
+                break
+            if row in on_screen:
+                continue
             self._kept -= drawn.pop(row)
             row.lines = ()
             row.key = None
@@ -511,6 +519,7 @@ class Transcript(ScrollView, can_focus=False):
                     row.guess = guess
         self._rows = rows
         self._starts = list(accumulate((row.height for row in rows), initial=0))
+        on_screen: set[Row] = set()
         if width > 0 and height > 0:
             for _ in range(4):  # draw what is on screen; heights settle in a pass or two
                 total = self._starts[-1]
@@ -521,14 +530,16 @@ class Transcript(ScrollView, can_focus=False):
                 else:
                     top = int(self.scroll_y)
                 changed = False
+                on_screen = set()  # (rows hash by identity)
                 index = max(0, bisect_right(self._starts, top) - 1)
                 while index < len(rows) and self._starts[index] < top + height:
                     changed |= self._draw(rows[index], width)
+                    on_screen.add(rows[index])
                     index += 1
                 if not changed:
                     break
                 self._starts = list(accumulate((row.height for row in rows), initial=0))
-        self._release_far_rows()
+        self._release_far_rows(on_screen)
         total = self._starts[-1]
         set_virtual_size(self, Size(width, total))
         if at_end:
