@@ -173,6 +173,29 @@ def test_finish_reasons_compaction_and_errors():
     assert error.error_kind == "connection"
 
 
+def test_a_failed_stream_ended_without_its_error_is_not_marked_by_a_later_turns_error():
+    """The answer waiting for its ErrorEvent stops waiting when its turn ends: a later
+    turn's error (here, refused before any text) marks no old answer."""
+    model = TranscriptModel()
+    model.apply(ev.TurnStarted(key=K, turn_id=1, user_text="first"))
+    feed(model, "half an answ")
+    model.apply(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="error"))
+    model.apply(ev.TurnEnded(key=K, turn_id=1, outcome="error"))  # no ErrorEvent came
+    model.apply(ev.TurnStarted(key=K, turn_id=2, user_text="second"))
+    model.apply(ev.ErrorEvent(key=K, message="down; start it.", kind="connection"))
+    model.apply(ev.TurnEnded(key=K, turn_id=2, outcome="error"))
+    (old,) = model.of_kind("answer")
+    assert old.text == "half an answ"
+    assert not old.interrupted and "connection lost" not in old.marker
+    assert model.of_kind("error")[-1].error_kind == "connection"
+    # the usual order still marks the failing answer with its own error
+    feed(model, "another answ")
+    model.apply(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="error"))
+    model.apply(ev.ErrorEvent(key=K, message="down; start it.", kind="connection"))
+    model.apply(ev.TurnEnded(key=K, turn_id=3, outcome="error"))
+    assert model.of_kind("answer")[-1].marker == "■ interrupted — connection lost"
+
+
 def test_stored_history_builds_the_same_items_and_older_batches_prepend():
     history = [
         {"role": "system", "content": ""},

@@ -54,7 +54,7 @@ class TranscriptModel:
         #: bumped when items are added, removed or moved
         self.structure = 0
         self._latest: dict[str, RefInfo] = {}
-        #: an answer whose stream failed: the ErrorEvent that follows says why (its marker)
+        #: an answer whose stream failed: the ErrorEvent that follows in its turn says why
         self._failing: AnswerItem | None = None
 
     # ---------------------------------------------------------------- items
@@ -278,6 +278,9 @@ class TranscriptModel:
 
     def _on_TurnEnded(self, event: Any) -> None:
         self.finish_answer(interrupted=event.outcome == "aborted")
+        # Its ErrorEvent comes before the turn's end or not at all: a later turn's
+        # error must not mark this turn's answer.
+        self._failing = None
         self._cancel_cards("turn ended")
 
     def _cancel_cards(self, reason: str) -> None:
