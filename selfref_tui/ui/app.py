@@ -108,6 +108,8 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
         self._stopped_at = float("-inf")
         self.gc_pauses = GcPauses()
         self._gc_timer: Timer | None = None
+        #: the transcript widget, set by compose
+        self._transcript: Transcript | None = None
         #: the next idle collection walks the frozen objects too
         self._gc_everything = False
         keymap, self.keymap_warnings = check_keymap(config.keymap)
@@ -167,7 +169,8 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
         )
         with Horizontal(id="body"):
             with Vertical(id="chat"):
-                yield Transcript(id="transcript", clock=self.clock)
+                self._transcript = Transcript(id="transcript", clock=self.clock)
+                yield self._transcript
                 yield ChatInput(id="input", placeholder=PLACEHOLDER)
             # The fork panel starts hidden: boot() mounts it after the first frame;
             # the sidebar's lists and meter come just after that frame too.
@@ -181,7 +184,10 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
 
     @property
     def transcript(self) -> Transcript:
-        return self.query_one("#transcript", Transcript)
+        """The one transcript, kept from compose (read on every key: no DOM query)."""
+        if self._transcript is None:
+            return self.query_one("#transcript", Transcript)  # (raises: not composed yet)
+        return self._transcript
 
     @property
     def chat_input(self) -> ChatInput:
@@ -577,9 +583,9 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
     @on(TextArea.Changed)
     def _typed(self, message: TextArea.Changed) -> None:
         self.gc_pauses.key_pressed()
-        if message.text_area.text:  # not the input emptied by a send
-            for transcript in self.query("#transcript").results(Transcript):  # (none early on)
-                transcript.person_typed()
+        transcript = self._transcript  # kept from compose: no DOM query per key
+        if message.text_area.text and transcript is not None:  # not the input emptied by a send
+            transcript.person_typed()
 
     # ------------------------------------------------------- trust boundary
 

@@ -7,6 +7,7 @@ from selfref_tui.ui.widgets.transcript import (
     FRAME_SHARE,
     FRAME_TYPING_S,
     TYPING_S,
+    Transcript,
     frame_gap,
 )
 from tests.ui.helpers import FakeClock
@@ -57,3 +58,26 @@ async def test_typing_in_the_app_slows_its_transcript_and_sending_does_not(tmp_p
         assert app.transcript.next_frame_s == FRAME_TYPING_S
         clock.now += 0.2  # the key is more than TYPING_S ago: the app's clock times the transcript
         assert app.transcript.next_frame_s == FRAME_S
+
+
+async def test_a_key_reaches_the_transcript_without_a_dom_query(tmp_path, monkeypatch):
+    """Every key tells the transcript: through the widget kept from compose, not a query."""
+    from tests.ui.helpers import make_app, started
+
+    app = make_app(tmp_path, "http://127.0.0.1:9/v1", clock=FakeClock())
+    async with app.run_test() as pilot:
+        await started(pilot, app)
+        asked: list[object] = []
+        for name in ("query", "query_one", "query_exactly_one"):
+            real = getattr(app, name)
+
+            def counted(*args, _real=real, **kwargs):
+                asked.append(args[0] if args else None)
+                return _real(*args, **kwargs)
+
+            monkeypatch.setattr(app, name, counted)
+        app.transcript._key_at = None
+        await pilot.press("h", "i")
+        await pilot.pause()
+        assert app.transcript._key_at is not None  # the keys reached it
+        assert not [s for s in asked if s == "#transcript" or s is Transcript]
