@@ -262,6 +262,8 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
             await self.query_one("#body").mount(self._new_fork_panel(), before=self.sidebar)
         await self.sidebar.parts_mounted.wait()  # what the key's opening fills
         try:
+            if self.sidebar.parts_error is not None:
+                raise RuntimeError(f"the side panel failed: {self.sidebar.parts_error}")
             await controller.start_server()
             await self.load_runtime()
             controller.start_runtime(self.emit)

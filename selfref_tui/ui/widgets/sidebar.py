@@ -73,6 +73,8 @@ class Sidebar(Vertical):
         self._parts_later = parts_later
         #: set once the lists and the meter are mounted (at once without ``parts_later``)
         self.parts_mounted = asyncio.Event()
+        #: why mounting them failed (start-up says so), else None
+        self.parts_error: Exception | None = None
 
     def compose(self) -> ComposeResult:
         if not self._parts_later:
@@ -98,8 +100,12 @@ class Sidebar(Vertical):
             self.call_later(self._mount_parts)
 
     async def _mount_parts(self) -> None:
-        await self.mount_all(self._parts())
-        self.parts_mounted.set()
+        try:
+            await self.mount_all(self._parts())
+        except Exception as exc:  # start-up waits for the event: it reports this
+            self.parts_error = exc
+        finally:
+            self.parts_mounted.set()  # set even on failure, or start-up would wait forever
 
     @property
     def experience_list(self) -> ExperienceList:
