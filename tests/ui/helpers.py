@@ -62,6 +62,24 @@ async def wait_until(
         await pilot.pause(0.02)
 
 
+def working(app, group: str) -> bool:
+    """A worker of ``group`` is pending or running (a finished one leaves ``app.workers``)."""
+    return any(worker.group == group and not worker.is_finished for worker in app.workers)
+
+
+async def workers_done(pilot, app, group: str, timeout: float = 10.0) -> None:
+    """Let the app run until no worker of ``group`` is left.
+
+    One group, never ``app.workers.wait_for_complete()``: that waits on every
+    worker and raises ``WorkerCancelled`` when an exclusive one (a usage or
+    token count) is cancelled by a newer one, which on a loaded machine
+    happens whenever the two overlap.
+    """
+    await wait_until(
+        pilot, lambda: not working(app, group), timeout, what=f"no {group!r} worker left"
+    )
+
+
 def make_app(
     tmp_path: Path,
     url: str,
