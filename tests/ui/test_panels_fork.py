@@ -9,7 +9,7 @@ from textual.app import App, ComposeResult
 from textual.widgets import Markdown, Static
 
 from selfref_tui.ui.widgets.fork_panel import ForkPanel, format_elapsed
-from tests.ui.helpers import FakeClock
+from tests.ui.helpers import FakeClock, wait_until, workers_done
 
 
 class ForkApp(App):
@@ -64,6 +64,26 @@ async def test_rows_status_and_elapsed():
         assert errors == ["✗ rate limited"]
 
 
+def _tool_lines(panel: ForkPanel) -> list[str]:
+    return [str(w.render()) for w in panel.transcript.query(".fork-tool").results(Static)]
+
+
+async def _shows(pilot, panel: ForkPanel, predicate, what: str) -> None:
+    """Wait for the panel's view worker (and its Markdown stream) to show ``what``.
+
+    The transcript is reconciled by a worker that mounts widgets and writes to a
+    MarkdownStream, whose own task appends: how many passes of the event loop
+    that takes depends on the machine's load, so a fixed number of pauses
+    does not do.
+    """
+    try:
+        await wait_until(pilot, predicate, what=what)
+    except AssertionError as exc:
+        raise AssertionError(
+            f"{exc}; text {_markdown_text(panel)!r}, tools {_tool_lines(panel)}"
+        ) from None
+
+
 async def test_live_transcript_follows_chosen_fork():
     app = ForkApp()
     async with app.run_test(size=(100, 30)) as pilot:
@@ -73,36 +93,35 @@ async def test_live_transcript_follows_chosen_fork():
         panel.child_text("k::fork::1", "Hello ")
         panel.child_text("k::fork::2", "Other child")
         panel.child_text("k::fork::1", "world")
-        await pilot.pause()
-        await pilot.pause()
-        assert _markdown_text(panel) == "Hello world"
+        await _shows(pilot, panel, lambda: _markdown_text(panel) == "Hello world",
+                     "fork_1's text")
 
         panel.child_tool("k::fork::1", "read_fd", "running")
-        await pilot.pause()
-        tools = [str(w.render()) for w in panel.transcript.query(".fork-tool").results(Static)]
+        await _shows(pilot, panel, lambda: _tool_lines(panel), "the tool line")
+        tools = _tool_lines(panel)
         assert len(tools) == 1 and "read_fd" in tools[0] and "running" in tools[0]
         panel.child_tool("k::fork::1", "read_fd", "done")
         panel.child_text("k::fork::1", "\n\nDone.")
-        await pilot.pause()
-        await pilot.pause()
-        tools = [str(w.render()) for w in panel.transcript.query(".fork-tool").results(Static)]
+        await _shows(pilot, panel, lambda: "Done." in _markdown_text(panel), "Done.")
+        await _shows(pilot, panel, lambda: "running" not in _tool_lines(panel)[0],
+                     "the tool's end")
+        tools = _tool_lines(panel)
         assert len(tools) == 1 and "done" in tools[0]
-        assert "Done." in _markdown_text(panel)
 
         # The person moves to fork_2: its own text, nothing of fork_1.
         panel.table.focus()
         await pilot.press("down")
-        await pilot.pause()
-        await pilot.pause()
+        await _shows(pilot, panel, lambda: app.chosen == ["fork_1", "fork_2"], "fork_2 chosen")
         assert panel.chosen_fork_id == "fork_2"
-        assert app.chosen == ["fork_1", "fork_2"]
+        await _shows(pilot, panel, lambda: "Done." not in _markdown_text(panel),
+                     "fork_1's text gone")
+        await _shows(pilot, panel, lambda: _markdown_text(panel), "fork_2's text")
         assert _markdown_text(panel) == "Other child"
         # Text for a fork that is not shown is kept and appears when chosen again.
         panel.child_text("k::fork::1", " More.")
         await pilot.press("up")
-        await pilot.pause()
-        await pilot.pause()
-        assert _markdown_text(panel).endswith("Done. More.")
+        await _shows(pilot, panel, lambda: _markdown_text(panel).endswith("Done. More."),
+                     "fork_1's text again, with what came meanwhile")
         assert panel.forks[0]["tools"] == [("read_fd", "done")]
 
 
@@ -191,5 +210,5 @@ async def test_the_body_never_says_no_forks_while_forks_are_listed():
         title = str(panel.query_one(".section-title", Static).render())
         assert "2 running" in title
         assert "Forks the agent spawns appear here." not in _placeholder_texts(panel)
-        # Caught up, the view's worker has ended: waiting for the app's workers returns.
-        await asyncio.wait_for(app.workers.wait_for_complete(), 10)
+        # Caught up, the view's worker has ended (it never runs on with nothing to do).
+        await workers_done(pilot, app, "fork-view")
