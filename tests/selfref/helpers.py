@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -61,3 +62,28 @@ def wait_ready(proc: subprocess.Popen) -> None:
     line = proc.stdout.readline()
     if line.strip() != "ready":
         raise AssertionError(f"writer did not start: {line!r} {proc.stderr.read()}")
+
+
+def wait_committed(proc: subprocess.Popen) -> int:
+    """The number of the next turn the writer reports committed (it blocks until then)."""
+    line = proc.stdout.readline()
+    if not line.startswith("committed"):
+        raise AssertionError(f"writer stopped: {line!r} {proc.stderr.read()}")
+    return int(line.split()[1])
+
+
+def kill_9(proc: subprocess.Popen) -> tuple[str, str]:
+    """SIGKILL ``proc``; everything it wrote to stdout and stderr.
+
+    Read through the pipes' file objects, not ``communicate()``: that reads the
+    file descriptors and would miss lines ``readline()`` had already buffered.
+    The process is dead, so reading both to the end cannot block on it.
+    """
+    proc.send_signal(signal.SIGKILL)
+    out, err = proc.stdout.read(), proc.stderr.read()
+    proc.stdout.close()
+    proc.stderr.close()
+    if proc.stdin is not None:
+        proc.stdin.close()
+    proc.wait(timeout=30)
+    return out, err
