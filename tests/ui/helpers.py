@@ -51,13 +51,26 @@ def fixed_clock() -> float:
     return 1000.0
 
 
+#: a wait that burns no CPU (a hang, not a slow machine) fails after this many times its budget
+HANG_FACTOR = 6
+
+
 async def wait_until(
     pilot, predicate: Callable[[], object], timeout: float = 10.0, what: str = ""
 ) -> None:
-    """Let the app run until ``predicate()`` is true; fail with ``what`` after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
+    """Let the app run until ``predicate()`` is true; fail with ``what`` past the budget.
+
+    ``timeout`` counts CPU seconds of this process (the app, its threads and the
+    in-process demo server), not wall time: a loaded machine stretches the wall
+    clock, not the work the app has to do, so load makes a test slower, never
+    red (at load 20 on two cores the app's start-up took more than 20 s of wall
+    time). A wait that burns no CPU still fails, after ``HANG_FACTOR`` times
+    ``timeout`` of wall time.
+    """
+    cpu_deadline = time.process_time() + timeout
+    wall_deadline = time.monotonic() + timeout * HANG_FACTOR
     while not predicate():
-        if time.monotonic() > deadline:
+        if time.process_time() > cpu_deadline or time.monotonic() > wall_deadline:
             raise AssertionError(f"timed out waiting for {what or predicate}")
         await pilot.pause(0.02)
 
