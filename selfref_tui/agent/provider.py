@@ -175,6 +175,13 @@ class _EventBatches(openai.AsyncStream[object]):
                 rechunk.restore(rechunked)
             await response.aclose()
 
+    async def close(self) -> None:
+        """Finish ``__stream__`` now: a stream closed early (Esc) runs its ``finally`` (the
+        connection's own network stream put back) here, not when the collector finds
+        the generator; the client's ``close`` only closes the response."""
+        await self._iterator.aclose()
+        await super().close()
+
 
 def _stream_error(error: Any, response: Any) -> openai.APIError:
     """An ``{"error": …}`` event mid-stream, as the client's own stream raises it."""

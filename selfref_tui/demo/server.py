@@ -95,6 +95,7 @@ class DemoServer:
         window_sources: Sequence[str] = ("props", "max_model_len"),
         enforce_window: bool = False,
         refuse_images: bool = False,
+        keep_alive: bool = False,
         host: str = "127.0.0.1",
     ) -> None:
         self.script: Script = script if script is not None else []
@@ -108,6 +109,11 @@ class DemoServer:
         self.window_requests: list[str] = []
         self.enforce_window = enforce_window
         self.refuse_images = refuse_images
+        #: streamed answers keep the connection open for the next request (as real
+        #: servers do); False sends ``Connection: close`` after each stream
+        self.keep_alive = keep_alive
+        #: TCP connections accepted (a test of connection reuse counts them)
+        self.connections = 0
         #: the address it listens on (tests of "a server on another machine" use another)
         self.host = host
         self.requests: list[dict] = []
@@ -184,6 +190,7 @@ class DemoServer:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
+        self.connections += 1
         try:
             while await self._serve_one(reader, writer):
                 pass
@@ -298,7 +305,7 @@ class DemoServer:
         if body.get("stream"):
             await self._stream(reader, writer, body, step)
             self.streams_done += 1
-            return False
+            return self.keep_alive and keep_alive
         await self._send_json(writer, 200, _completion(body, step))
         return keep_alive
 
@@ -350,9 +357,11 @@ class DemoServer:
     # ------------------------------------------------------------------ streaming
     async def _stream(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                       body: dict, step: Step) -> None:
-        """Stream one answer, then close: the EOF watcher must not eat a next request."""
+        """Stream one answer, then close unless ``keep_alive`` (the EOF watcher is
+        cancelled as the body ends, before an HTTP/1.1 client sends its next request)."""
+        close = b"" if self.keep_alive else b"Connection: close\r\n"
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                     b"Cache-Control: no-cache\r\nConnection: close\r\n"
+                     b"Cache-Control: no-cache\r\n" + close +
                      b"Transfer-Encoding: chunked\r\n\r\n")
         await writer.drain()
         gone = asyncio.Event()

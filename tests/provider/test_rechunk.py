@@ -222,3 +222,61 @@ async def test_a_changed_h11_reads_the_exact_text_through_the_provider(monkeypat
             await provider.aclose()
     assert got == text
     assert results == [None]  # it was asked, and left the body to the library
+
+
+async def test_a_kept_alive_connection_is_reused_rechunked_and_restored(monkeypatch):
+    """Streams in a row on one client over a keep-alive server: one TCP connection, each
+    body rechunked and read exactly, the connection's own stream put back after each; an
+    abort mid-stream closes that connection and the next stream reads exactly on a new one."""
+    handles: list[object] = []
+    real = rechunk.rechunk
+
+    def recorded(response):
+        handles.append(real(response))
+        return handles[-1]
+
+    monkeypatch.setattr(rechunk, "rechunk", recorded)
+    texts = ["first " * 400, "second \u00e9 " * 400, "slow " * 400, "fourth " * 300]
+    script = [Reply(text=texts[0]), Reply(text=texts[1]),
+              Reply(text=texts[2], tokens_per_s=200), Reply(text=texts[3])]
+    server = DemoServer(script, keep_alive=True)
+    async with server as url:
+        provider = Provider(ProviderConfig(base_url=url, model="m", max_retries=0,
+                                           timeout_s=5.0))
+
+        async def text_of(stream, stop_after: int | None = None) -> str:
+            got: list[str] = []
+            async with aclosing(stream) as chunks:
+                async for chunk in chunks:
+                    if type(chunk) is TextChunk:
+                        got.append(chunk.text)
+                        if stop_after is not None and len(got) >= stop_after:
+                            break  # the person pressed Esc: the stream is closed early
+            return "".join(got)
+
+        def messages() -> list[dict]:
+            return [{"role": "user", "content": "hi"}]
+
+        try:
+            assert await text_of(provider.stream(messages())) == texts[0]
+            first = handles[0]
+            assert first is not None
+            connection, network, _wrapped = first
+            assert connection._network_stream is network  # restored after the body
+            assert await text_of(provider.stream(messages())) == texts[1]
+            second = handles[1]
+            assert second is not None and second[0] is connection  # the same connection,
+            assert second[1] is network  # wrapped again from its own stream
+            assert connection._network_stream is network
+            assert server.connections == 1 and server.streams_done == 2
+
+            cut = await text_of(provider.stream(messages()), stop_after=1)
+            assert cut and texts[2].startswith(cut) and cut != texts[2]
+            third = handles[2]
+            assert third is not None and third[0]._network_stream is third[1]
+            assert await server.wait_disconnect()
+            assert await text_of(provider.stream(messages())) == texts[3]
+            assert handles[3] is not None
+            assert server.connections == 2  # the aborted connection was not reused
+        finally:
+            await provider.aclose()
