@@ -331,6 +331,11 @@ class Provider:
                                   "stream": True}
         if self.stream_options_ok:
             kwargs["stream_options"] = {"include_usage": True}
+            if is_openai(self.base_url):
+                # OpenAI pads every chunk with a random "obfuscation" field unless told
+                # not to: the chunks then never match delta_scan's templates (each one
+                # is parsed). Only there: strict local servers refuse unknown options.
+                kwargs["stream_options"]["include_obfuscation"] = False
         if tools:
             kwargs["tools"] = tools
         if self.config.temperature is not None:
@@ -876,6 +881,18 @@ def _names_stream_options(error: ProviderError) -> bool:
 def _split_think(pieces: list[tuple[str, str]]) -> list[Chunk]:
     return [ReasoningChunk(text) if kind == "reasoning" else TextChunk(text)
             for kind, text in pieces]
+
+
+def is_openai(base_url: str) -> bool:
+    """True when ``base_url`` is OpenAI's own API (``api.openai.com``), the one server
+    known to take ``stream_options.include_obfuscation``."""
+    from urllib.parse import urlsplit
+
+    try:
+        host = (urlsplit(base_url).hostname or "").rstrip(".").lower()
+    except ValueError:
+        return False
+    return host == "api.openai.com"
 
 
 def is_local(base_url: str) -> bool:

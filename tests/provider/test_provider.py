@@ -18,6 +18,7 @@ from selfref_tui.agent.provider import (
     ToolCallChunk,
     UsageChunk,
     is_local,
+    is_openai,
 )
 from selfref_tui.config import ProviderConfig
 from selfref_tui.demo import (
@@ -229,6 +230,28 @@ async def test_server_rejecting_stream_options_gets_a_second_try_without():
     assert ["stream_options" in r for r in server.requests] == [True, False, False]
     assert len(notices) == 1 and "stream_options" in notices[0][0] and url in notices[0][0]
     assert notices[0][1] == "warning"
+
+
+@pytest.mark.parametrize(("url", "openai_host"), [
+    ("https://api.openai.com/v1", True),
+    ("https://API.OpenAI.com./v1/", True),
+    ("https://api.openai.com:443/v1", True),
+    ("https://api.openai.com.evil.example/v1", False),
+    ("https://evil.example/api.openai.com/v1", False),
+    ("https://eu.api.openai.com.proxy.example/v1", False),
+    ("https://openrouter.ai/api/v1", False),
+    ("http://127.0.0.1:8080/v1", False),
+])
+def test_only_openais_own_api_is_asked_to_leave_out_obfuscation(url, openai_host):
+    """OpenAI pads each chunk with a random ``obfuscation`` field (delta_scan then never
+    matches) unless told not to; other servers may refuse the unknown option."""
+    assert is_openai(url) is openai_host and not is_openai("http://[::1")  # not a URL
+    provider = Provider(ProviderConfig(base_url=url, model="m", api_key="k"))
+    wanted = {"include_usage": True, **({"include_obfuscation": False} if openai_host else {})}
+    assert provider._request(MESSAGES, None)["stream_options"] == wanted
+    # a server that refused stream_options is asked without any, OpenAI's too
+    provider._no_stream_options.add(url)
+    assert "stream_options" not in provider._request(MESSAGES, None)
 
 
 async def test_a_422_naming_stream_options_also_turns_it_off():
