@@ -221,11 +221,12 @@ class Provider:
     """One endpoint + model. Create once per app; ``stream`` once per LLM call."""
 
     def __init__(self, config: ProviderConfig, *, backoff_base_s: float = 0.5,
-                 scan_deltas: bool = True) -> None:
-        """``scan_deltas`` False parses every event and reads every HTTP chunk through the
-        HTTP library (tests compare it with ``delta_scan`` and ``rechunk``)."""
+                 fast_reads: bool = True) -> None:
+        """``fast_reads`` False turns off both fast paths of reading a stream: every
+        event goes through the JSON parse (no ``delta_scan``) and every HTTP chunk
+        through the HTTP library (no ``rechunk``); tests compare the two ways."""
         self.config = config
-        self._stream_cls = _EventBatches if scan_deltas else _ParsedEventBatches
+        self._stream_cls = _EventBatches if fast_reads else _ParsedEventBatches
         self.backoff_base_s = backoff_base_s
         #: servers (base URLs) that refused ``stream_options``: asked without it from then on
         self._no_stream_options: set[str] = set()

@@ -20,6 +20,8 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from selfref_tui.safety import inert_line
+
 from .errors import StoreError, StoreLockedError
 from .fsutil import FILE_MODE, atomic_write, check_regular, read_regular
 
@@ -82,7 +84,9 @@ class WriterLock:
                     f"this process (pid {pid}{_taken_by(info)}) — it is already open for writing"
                 )
             else:
-                holder = f"pid {pid} on {host}, since {started}"
+                # read back from disk: data, made inert before it joins the error
+                holder = (f"pid {inert_line(pid, 20)} on {inert_line(host, 80)}, "
+                          f"since {inert_line(started, 40)}")
         except (OSError, ValueError, AttributeError, RecursionError, StoreError):
             pass
         return (
@@ -107,4 +111,4 @@ def _taken_by(info: dict) -> str:
     thread, by = info.get("thread"), info.get("by")
     if not isinstance(thread, str) or not isinstance(by, str):
         return ""
-    return f", thread {thread[:40]!r}, taken by {by[:160]}"
+    return f", thread {thread[:40]!r}, taken by {inert_line(by, 160)}"

@@ -157,7 +157,7 @@ def joined(chunks: list) -> list:
 
 async def read(url: str, scan: bool) -> tuple[list, ProviderError | None]:
     provider = Provider(ProviderConfig(base_url=url, model="m", max_retries=0, timeout_s=5.0),
-                        scan_deltas=scan)
+                        fast_reads=scan)
     chunks: list = []
     failure = None
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import socket
 import stat
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from selfref_tui.selfref import (
 from selfref_tui.selfref.checksum import seal, verify
 from selfref_tui.selfref.errors import UnsafeStoreFileError
 from selfref_tui.selfref.store import LOG_NAME, META_NAME
+from tests.hostile import CORPUS, assert_inert
 
 from .helpers import ROOT, start_writer, turn, wait_ready
 
@@ -346,3 +348,22 @@ def test_second_writer_in_the_same_process_is_refused_naming_who_holds_it(tmp_pa
     assert "\n" not in message
     first.close()
     SelfReference(tmp_path).open("main").commit(turn(1))
+
+
+@pytest.mark.parametrize("same_host", [True, False])
+def test_who_holds_the_lock_is_shown_inert_whatever_writer_json_says(tmp_path, same_host):
+    """writer.json is read back from disk: hostile text in it reaches the error inert."""
+    first = SelfReference(tmp_path)
+    first.open("main")
+    text = "".join(t for _, t in CORPUS)
+    [info] = list(tmp_path.rglob("writer.json"))
+    info.write_text(json.dumps({
+        "schema": 1, "pid": os.getpid() if same_host else text,
+        "host": socket.gethostname() if same_host else text,
+        "started": text, "thread": "t", "by": text}))
+    with pytest.raises(StoreLockedError) as error:
+        SelfReference(tmp_path).open("main")
+    message = str(error.value)
+    assert_inert(message)
+    assert ("taken by" in message) is same_host and "\n" not in message
+    first.close()
