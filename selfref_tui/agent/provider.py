@@ -179,8 +179,10 @@ class _EventBatches(openai.AsyncStream[object]):
         """Finish ``__stream__`` now: a stream closed early (Esc) runs its ``finally`` (the
         connection's own network stream put back) here, not when the collector finds
         the generator; the client's ``close`` only closes the response."""
-        await self._iterator.aclose()
-        await super().close()
+        try:
+            await self._iterator.aclose()
+        finally:
+            await super().close()  # the response is closed whatever happened above
 
 
 def _stream_error(error: Any, response: Any) -> openai.APIError:
