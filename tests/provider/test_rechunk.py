@@ -72,7 +72,6 @@ ENDINGS = [
 )
 def test_any_split_of_any_body_reads_the_same_rechunked(pieces, ending, ext, cuts, held_at):
     raw = chunked(pieces, ext) + ending
-    expected = h11_reads([raw])
     # h11 holds the body's first bytes (read with the headers); ours starts after them
     held, rest = raw[:held_at], raw[held_at:]
     rechunker = rechunk.Rechunker()
@@ -80,6 +79,10 @@ def test_any_split_of_any_body_reads_the_same_rechunked(pieces, ending, ext, cut
     if not rechunker.start_inside():
         return  # the provider leaves such a body to h11
     bounds = sorted({0, len(rest), *(c for c in cuts if c < len(rest))})
+    # what h11 reads from the same reads unrechunked: its words for a bad chunk footer
+    # quote what it has of the footer so far, so they depend on where a read ends
+    expected = h11_reads([held, *(rest[a:b] for a, b in itertools.pairwise(bounds))])
+    assert expected[0] == h11_reads([raw])[0]
     out = [held]
     for start, stop in itertools.pairwise(bounds):
         out.append(rechunker.feed(rest[start:stop]))
