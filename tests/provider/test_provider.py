@@ -32,6 +32,7 @@ from selfref_tui.demo import (
     Stall,
     ToolCall,
 )
+from tests.agent.helpers import wait_until
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 
@@ -567,9 +568,13 @@ async def test_a_server_that_accepts_and_never_answers_hits_the_first_byte_timeo
             started = time.monotonic()
             error, _ = await failure(make(url, max_retries=3, first_byte_timeout_s=0.3))
             took = time.monotonic() - started
+            # On a loaded machine the client may give up before this server (on the
+            # same loop) has read the request: wait until it read every connection's.
+            await wait_until(lambda s=server: len(s.requests) >= s.connections >= 1,
+                             what="the server reading the request")
         assert error.kind == "timeout" and "first_byte_timeout_s" in error.message
         assert "0.3 s" in error.message and url in error.message
-        assert len(server.requests) == 1 and took < 3
+        assert server.connections == 1 and len(server.requests) == 1 and took < 3
 
 
 async def test_a_stream_that_goes_silent_hits_the_idle_timeout_and_keeps_the_part():
