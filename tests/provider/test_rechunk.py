@@ -202,18 +202,24 @@ class RenamedChunkedReader:
 RenamedChunkedReader.__name__ = "ChunkedReader"
 
 
+def record_rechunk(monkeypatch) -> list[object]:
+    """Every answer ``rechunk`` gives the provider, in order (None: left to the library)."""
+    answers: list[object] = []
+    real = rechunk.rechunk
+
+    def recorded(response):
+        answers.append(real(response))
+        return answers[-1]
+
+    monkeypatch.setattr(rechunk, "rechunk", recorded)
+    return answers
+
+
 async def test_a_changed_h11_reads_the_exact_text_through_the_provider(monkeypatch):
     """The provider over real HTTP while h11's reader is not what ``rechunk`` knows: no
     error, the same text, the body read by the library."""
     monkeypatch.setitem(h11_readers.READERS[h11.SEND_BODY], "chunked", RenamedChunkedReader)
-    results: list[object] = []
-    real = rechunk.rechunk
-
-    def recorded(response):
-        results.append(real(response))
-        return results[-1]
-
-    monkeypatch.setattr(rechunk, "rechunk", recorded)
+    results = record_rechunk(monkeypatch)
     text = "word \u00e9 " * 500
     async with DemoServer([Reply(text=text)]) as url:
         provider = Provider(ProviderConfig(base_url=url, model="m", max_retries=0,
@@ -231,14 +237,7 @@ async def test_a_kept_alive_connection_is_reused_rechunked_and_restored(monkeypa
     """Streams in a row on one client over a keep-alive server: one TCP connection, each
     body rechunked and read exactly, the connection's own stream put back after each; an
     abort mid-stream closes that connection and the next stream reads exactly on a new one."""
-    handles: list[object] = []
-    real = rechunk.rechunk
-
-    def recorded(response):
-        handles.append(real(response))
-        return handles[-1]
-
-    monkeypatch.setattr(rechunk, "rechunk", recorded)
+    handles = record_rechunk(monkeypatch)
     texts = ["first " * 400, "second \u00e9 " * 400, "slow " * 400, "fourth " * 300]
     script = [Reply(text=texts[0]), Reply(text=texts[1]),
               Reply(text=texts[2], tokens_per_s=200), Reply(text=texts[3])]

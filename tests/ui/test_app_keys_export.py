@@ -206,6 +206,16 @@ async def test_compact_while_scrolled_up_follows_to_the_bottom(tmp_path):
             assert transcript.scroll_y == transcript.max_scroll_y > 0
 
 
+async def export_highlighted(pilot, app, path) -> str:
+    """ctrl+s on the highlighted item: the dialog proposes ``path``; Enter writes it."""
+    await pilot.press("ctrl+s")
+    await wait_until(pilot, lambda: _screen(app) == "ExportDialog", what="dialog")
+    assert app.screen.query_one(Input).value == str(path)
+    await pilot.press("enter")
+    await wait_until(pilot, path.exists, what=path.name)
+    return path.read_text()
+
+
 async def test_ctrl_s_writes_what_is_highlighted_a_code_block_or_an_answer(tmp_path, monkeypatch):
     """Highlighted with ctrl+up, written with ctrl+s: the code block itself (named by its
     language), or the answer — not the newest ref somewhere above it."""
@@ -220,17 +230,8 @@ async def test_ctrl_s_writes_what_is_highlighted_a_code_block_or_an_answer(tmp_p
                              what="turn end")
             await pilot.press("ctrl+up")  # the newest: the sh block
             assert app.transcript.highlighted.copy_text == "python fib.py"
-            await pilot.press("ctrl+s")
-            await wait_until(pilot, lambda: _screen(app) == "ExportDialog", what="dialog")
-            assert app.screen.query_one(Input).value == str(tmp_path / "code.sh")
-            await pilot.press("enter")
-            await wait_until(pilot, lambda: (tmp_path / "code.sh").exists(), what="code.sh")
-            assert (tmp_path / "code.sh").read_text() == "python fib.py\n"
+            assert await export_highlighted(pilot, app, tmp_path / "code.sh") == "python fib.py\n"
             await pilot.press("ctrl+up", "ctrl+up", "ctrl+up")  # two refs, then the answer
             assert app.transcript.highlighted.kind == "answer"
-            await pilot.press("ctrl+s")
-            await wait_until(pilot, lambda: _screen(app) == "ExportDialog", what="dialog")
-            assert app.screen.query_one(Input).value == str(tmp_path / "answer.md")
-            await pilot.press("enter")
-            await wait_until(pilot, lambda: (tmp_path / "answer.md").exists(), what="answer.md")
-            assert (tmp_path / "answer.md").read_text() == app.transcript.highlighted.copy_text
+            written = await export_highlighted(pilot, app, tmp_path / "answer.md")
+            assert written == app.transcript.highlighted.copy_text

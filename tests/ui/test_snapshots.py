@@ -54,14 +54,19 @@ def test_welcome_screen(snap_compare, tmp_path, monkeypatch):
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
+async def ask_for_two_refs(pilot, app) -> None:
+    """Start, ask the scripted TWO_REFS answer, and wait for its turn to end."""
+    await started(pilot, app)
+    await type_and_send(pilot, "write fibonacci two ways")
+    await turn_done(pilot, app)
+
+
 def test_streamed_answer_with_two_refs(snap_compare, tmp_path):
     with thread_server([Reply(text=TWO_REFS, chunk_chars=7)]) as url:
         app = make_app(tmp_path, url, clock=fixed_clock)
 
         async def run_before(pilot) -> None:
-            await started(pilot, app)
-            await type_and_send(pilot, "write fibonacci two ways")
-            await turn_done(pilot, app)
+            await ask_for_two_refs(pilot, app)
             await wait_until(pilot, lambda: len(app.sidebar.ref_list.refs) == 2, what="refs")
             await steady_usage(pilot, app)
 
@@ -74,9 +79,7 @@ def test_streamed_answer_at_80_columns(snap_compare, tmp_path):
         app = make_app(tmp_path, url, clock=fixed_clock)
 
         async def run_before(pilot) -> None:
-            await started(pilot, app)
-            await type_and_send(pilot, "write fibonacci two ways")
-            await turn_done(pilot, app)
+            await ask_for_two_refs(pilot, app)
             await steady_usage(pilot, app)
 
         assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

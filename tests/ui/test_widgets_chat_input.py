@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual import on
 from textual.app import App, ComposeResult
 
+from selfref_tui.selfref.attach import Attachment
 from selfref_tui.ui.widgets.chat_input import ChatInput
 
 
@@ -133,7 +134,6 @@ async def test_an_attached_image_is_drawn_as_a_chip_with_its_name_and_size():
     """The chip's text stays in the input (cursor keys and Backspace work on it), but it is
     drawn as a chip: padding on its own background, the name bold, the rest muted. A file
     name is untrusted: its controls are shown as symbols and markup stays characters."""
-    from selfref_tui.selfref.attach import Attachment
     from tests.hostile import assert_inert
 
     name = "[@click=app.quit]x\x1b]52;c;aGk=\x07.png"
@@ -142,7 +142,7 @@ async def test_an_attached_image_is_drawn_as_a_chip_with_its_name_and_size():
         chat = app.query_one(ChatInput)
         chat.focus()
         await pilot.press(*"see ")
-        chat.add_image(Attachment(name, "image/png", b"\x89PNG" + b"\x00" * 2044))
+        chat.add_image(png(name, 2048))
         await pilot.pause()
         chip = "[image _@click=app.quit_x␛_52;c;aGk=␇.png 2.0 KB #1]"
         assert chat.text == f"see {chip} "
@@ -196,19 +196,27 @@ async def test_keys_typed_after_enter_before_the_app_took_the_text_are_kept():
         assert chat.text == ""
 
 
+def png(name: str, size: int = 64) -> Attachment:
+    """An attachment of ``size`` bytes that reads as a PNG (its magic bytes, then zeros)."""
+    return Attachment(name, "image/png", b"\x89PNG" + b"\x00" * (size - 4))
+
+
+async def typed_around_a_chip(pilot, app) -> tuple[ChatInput, str]:
+    """'a ', the chip of a 64-byte cat.png, then 'b', typed into the focused input."""
+    chat = app.query_one(ChatInput)
+    chat.focus()
+    await pilot.press(*"a ")
+    chat.add_image(png("cat.png"))
+    await pilot.press("b")
+    return chat, "[image cat.png 64 B #1]"
+
+
 async def test_the_cursor_steps_over_an_image_chip_and_typing_never_breaks_one():
     """A chip is one thing: arrows jump over it, and a key typed with the cursor inside
     (a click put it there) lands after it — a broken chip sent its text, not the image."""
-    from selfref_tui.selfref.attach import Attachment
-
     app = InputApp()
     async with app.run_test(size=(100, 10)) as pilot:
-        chat = app.query_one(ChatInput)
-        chat.focus()
-        await pilot.press(*"a ")
-        chat.add_image(Attachment("cat.png", "image/png", b"\x89PNG" + b"\x00" * 60))
-        await pilot.press("b")
-        chip = "[image cat.png 64 B #1]"
+        chat, chip = await typed_around_a_chip(pilot, app)
         assert chat.text == f"a {chip} b"
         start, end = 2, 2 + len(chip)
         await pilot.press("left", "left")  # over "b" and the space, then onto the chip's end
@@ -223,20 +231,13 @@ async def test_the_cursor_steps_over_an_image_chip_and_typing_never_breaks_one()
 
 
 async def test_delete_before_a_chip_or_backspace_inside_it_takes_the_whole_chip():
-    from selfref_tui.selfref.attach import Attachment
-
     app = InputApp()
     async with app.run_test(size=(100, 10)) as pilot:
-        chat = app.query_one(ChatInput)
-        chat.focus()
-        await pilot.press(*"a ")
-        chat.add_image(Attachment("cat.png", "image/png", b"\x89PNG" + b"\x00" * 60))
-        await pilot.press("b")
-        chip = "[image cat.png 64 B #1]"
+        chat, chip = await typed_around_a_chip(pilot, app)
         chat.move_cursor((0, 2))
         await pilot.press("delete")  # right before it: the chip and its space go
         assert chat.text == "a b" and chat.attached == () and chat.images == {}
-        chat.add_image(Attachment("dog.png", "image/png", b"\x89PNG" + b"\x00" * 60))
+        chat.add_image(png("dog.png"))
         chip = "[image dog.png 64 B #1]"
         assert chat.text == f"a {chip} b"
         chat.move_cursor((0, 6))  # inside, as a click would put it
