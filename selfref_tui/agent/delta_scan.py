@@ -75,6 +75,8 @@ class DeltaScanner:
         self._tries = TRIES
 
     def decode(self, payloads: list[str]) -> tuple[list[Any], Exception | None]:
+        if not self._templates and self._tries <= 0:
+            return self._decode(payloads)  # the plain parse, whole batch at once
         out: list[Any] = []
         run: Template | None = None
         parts: list[str] = []
@@ -111,10 +113,16 @@ class DeltaScanner:
 
     def _learn(self, payload: str, value: Any) -> None:
         self._tries -= 1
-        if self._tries == 0 and any(t.hits >= PAYS for t in self._templates):
-            self._tries = TRIES  # the kept ones paid for these attempts: try on
-            for template in self._templates:
-                template.hits = 0
+        if self._tries == 0:
+            if any(t.hits >= PAYS for t in self._templates):
+                self._tries = TRIES  # the kept ones paid for these attempts: try on
+                for template in self._templates:
+                    template.hits = 0
+            elif not any(t.hits for t in self._templates):
+                # None ever matched (a field that differs in every event): stop
+                # checking each event against them; the rest is parsed as usual.
+                self._templates.clear()
+                return
         seen = self._classify(value)
         if seen is None:
             return

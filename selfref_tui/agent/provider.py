@@ -886,16 +886,20 @@ def _split_think(pieces: list[tuple[str, str]]) -> list[Chunk]:
             for kind, text in pieces]
 
 
-def is_openai(base_url: str) -> bool:
-    """True when ``base_url`` is OpenAI's own API (``api.openai.com``), the one server
-    known to take ``stream_options.include_obfuscation``."""
+def _host(base_url: str) -> str:
+    """The host ``base_url`` names, lower case without a trailing dot ("" if none)."""
     from urllib.parse import urlsplit
 
     try:
-        host = (urlsplit(base_url).hostname or "").rstrip(".").lower()
+        return (urlsplit(base_url).hostname or "").rstrip(".").lower()
     except ValueError:
-        return False
-    return host == "api.openai.com"
+        return ""
+
+
+def is_openai(base_url: str) -> bool:
+    """True when ``base_url`` is OpenAI's own API (``api.openai.com``), the one server
+    known to take ``stream_options.include_obfuscation``."""
+    return _host(base_url) == "api.openai.com"
 
 
 def is_local(base_url: str) -> bool:
@@ -905,11 +909,9 @@ def is_local(base_url: str) -> bool:
     a request to it costs nothing, while a remote one may be billed.
     """
     import ipaddress
-    from urllib.parse import urlsplit
 
-    try:
-        host = (urlsplit(base_url).hostname or "").rstrip(".").lower()
-    except ValueError:
+    host = _host(base_url)
+    if not host:
         return False
     if host == "localhost" or host.endswith(".localhost"):
         return True

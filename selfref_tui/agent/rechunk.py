@@ -142,11 +142,6 @@ class Rechunker:
         self._owe = False
         return True
 
-    @property
-    def pending(self) -> bool:
-        """A chunk-size line is held back: nothing of it has reached h11 yet."""
-        return bool(self._head)
-
 
 class _RechunkedStream:
     """The connection's network stream, its reads re-framed by a :class:`Rechunker`.

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from selfref_tui.context.images import image_urls
+
 DEMO_MODEL = "selfref-demo"
 DEMO_TAG = "[demo model]"
 
@@ -230,11 +232,8 @@ def _text_of(message: dict | None) -> str:
 def _image_types(message: dict | None) -> list[str]:
     """The types of the images a message carries (``image/png``…), in order."""
     content = message.get("content") if message else None
-    if not isinstance(content, list):
-        return []
-    urls = [p["image_url"].get("url", "") for p in content if isinstance(p, dict)
-            and p.get("type") == "image_url" and isinstance(p.get("image_url"), dict)]
-    return [url.split(";", 1)[0].removeprefix("data:") or "an image" for url in urls]
+    return [url.split(";", 1)[0].removeprefix("data:") or "an image"
+            for url in image_urls(content)]
 
 
 def _tool_names(body: dict) -> set[str]:

@@ -136,6 +136,16 @@ def test_a_stream_where_no_two_events_are_alike_stops_trying_templates():
     assert len(looked) <= delta_scan.TRIES * 3  # each try: the event, then two probes
 
 
+def test_templates_that_never_matched_are_dropped_and_the_rest_is_parsed_plainly():
+    payloads = [args(0, f"piece {i}", obfuscation=f"pad{i}") for i in range(200)]
+    scanner = delta_scan.DeltaScanner(sse.decode, _classify)
+    values, error = scanner.decode(payloads[:100])
+    assert error is None and scanner._templates == []  # each event differs: none kept
+    more, error = scanner.decode(payloads[100:])
+    assert error is None
+    assert _batch_chunks(values + more) == _batch_chunks(sse.decode(payloads)[0])
+
+
 # --------------------------------------------------------------------------- over HTTP
 
 

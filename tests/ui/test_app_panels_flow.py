@@ -149,7 +149,7 @@ async def test_fork_panel_shows_two_children_that_finish(tmp_path):
             # Moving the table cursor shows the other child's transcript.
             panel.table.focus()
             await pilot.press("down")
-            await wait_until(pilot, lambda: panel.chosen_fork_id == "fork_2", what="choose fork")
+            await wait_until(pilot, lambda: panel.chosen == "fork_2", what="choose fork")
     store = SelfReference(tmp_path / "data")
     try:
         memory = store.open("main", write=False)

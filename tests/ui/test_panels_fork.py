@@ -42,7 +42,7 @@ async def test_rows_status_and_elapsed():
         panel.fork_spawned("fork_2", "main::fork::2", "Summarise README")
         await pilot.pause()
         assert panel.table.row_count == 2
-        assert panel.chosen_fork_id == "fork_1"
+        assert panel.chosen == "fork_1"
         panel.fork_progress("fork_2", "tool", 3)
         app.clock.now += 65
         panel._tick()
@@ -112,7 +112,7 @@ async def test_live_transcript_follows_chosen_fork():
         panel.table.focus()
         await pilot.press("down")
         await _shows(pilot, panel, lambda: app.chosen == ["fork_1", "fork_2"], "fork_2 chosen")
-        assert panel.chosen_fork_id == "fork_2"
+        assert panel.chosen == "fork_2"
         await _shows(pilot, panel, lambda: "Done." not in _markdown_text(panel),
                      "fork_1's text gone")
         await _shows(pilot, panel, lambda: _markdown_text(panel), "fork_2's text")
@@ -183,13 +183,13 @@ async def test_the_detail_follows_a_fork_spawned_in_a_later_turn():
         await pilot.pause()
         panel.fork_spawned("fork_2", "main::fork::2", "Second turn's task")
         await pilot.pause()
-        assert panel.chosen_fork_id == "fork_2"
+        assert panel.chosen == "fork_2"
         heading = str(panel.query_one(".fork-heading", Static).render())
         assert "fork_2" in heading and "Second turn" in heading
         # A running fork the person is watching is not taken away by the next spawn.
         panel.fork_spawned("fork_3", "main::fork::3", "Third")
         await pilot.pause()
-        assert panel.chosen_fork_id == "fork_2"
+        assert panel.chosen == "fork_2"
 
 
 async def test_the_body_never_says_no_forks_while_forks_are_listed():

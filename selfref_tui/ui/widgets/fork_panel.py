@@ -220,10 +220,6 @@ class ForkPanel(Vertical):
         return self.query_one("#fork-transcript", VerticalScroll)
 
     @property
-    def chosen_fork_id(self) -> str | None:
-        return self.chosen
-
-    @property
     def forks(self) -> list[dict[str, Any]]:
         """A plain snapshot, in spawn order (what tests and the app can read)."""
         now = self._clock()
@@ -377,10 +373,6 @@ class ForkPanel(Vertical):
         self.chosen = None
         self.rows = {}
         self._schedule_sync()
-
-    def choose(self, fork_id: str) -> None:
-        """Show ``fork_id``'s transcript (a fork that is not listed is ignored)."""
-        self.chosen = fork_id
 
     # -- table ----------------------------------------------------------------------------
     def _show_rows(self, old: Mapping[str, ForkRow], new: Mapping[str, ForkRow]) -> None:
