@@ -11,7 +11,7 @@ own process, as in ``stream_bench``), which streams the 20,000-token reply of
 until it shows one more ``~``: echo = that moment − ``send-keys`` returning
 (the key is in the app's terminal by then). Printed: p50 / p90 / max over the
 keys typed while the answer streamed, and the same with the app idle before
-the stream (the floor: tmux, the poll and a quiet app). Goal (issue 11): echo
+the stream (the floor: tmux, the poll and a quiet app). Goal: echo
 p50 ≤ 30 ms during the stream.
 
 The poll runs ``tmux capture-pane`` in a loop, a few ms per round, so each

@@ -23,7 +23,7 @@ token encoding loaded, see ``stream_bench.started``). Printed per case:
 Cases: ``refs:N`` (one answer holding N refs), ``line:N`` (one line of N
 bytes), ``args:N`` (a tool call whose arguments stream N bytes), ``reopen:N``
 (open a key whose last answer has N refs: seconds from the app's start to its
-end on screen). Goals (issue 11): 1,000 refs ≤ 1 s, 10,000 refs ≤ 10 s and
+end on screen). Goals: 1,000 refs ≤ 1 s, 10,000 refs ≤ 10 s and
 ≤ 400 MB, 1 MB line ≤ 1 s, 5 MB ≤ 5 s, 1 MB of arguments ≤ 1 s, reopen 1,000
 refs ≤ 1 s, CPU after ≤ 0.3 s. A case that runs past ``--timeout`` prints what
 it reached.

@@ -1,4 +1,4 @@
-"""The names issue 2 promises are importable from the top-level package."""
+"""The names the package promises are importable from the top-level package."""
 
 from __future__ import annotations
 

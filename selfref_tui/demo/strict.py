@@ -3,7 +3,7 @@
 OpenAI accepts ``content: null``, two user messages in a row and a late
 system message; llama.cpp's server and strict chat templates do not, so a
 client tested only against a lenient server ships requests those servers
-refuse (issue 10: a conversation with a tool call could never be continued on
+refuse (a conversation with a tool call could once never be continued on
 llama.cpp). Each refusal copies a real server's status code and error text:
 
 - ``content: null`` on an assistant message: llama-cpp-python's pydantic

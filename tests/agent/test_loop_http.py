@@ -520,7 +520,7 @@ async def test_a_fork_key_opened_on_its_own_numbers_fds_in_its_namespace(harness
 
 
 async def test_a_conversation_with_tool_calls_continues_on_a_strict_server(harness):
-    # issue 10: the stored assistant message beside its calls has content None;
+    # The stored assistant message beside its calls has content None;
     # llama.cpp refused the next request (500, "validation errors"). The harness's
     # server is strict, so the third request passing proves the render fixed it.
     script = [Reply(tool_calls=[ToolCall("remember", {"text": "likes tea"}, id="r1")]),

@@ -1,6 +1,6 @@
 """End to end against a real llama.cpp server (llama-cpp-python), not our demo server.
 
-What issue 10 found broken there, checked on the real thing: a conversation
+What once broke there, checked on the real thing: a conversation
 with tool calls continued (``content: null`` was refused), Esc mid-answer,
 the window, and a request that does not fit a 1,024-token window.
 """
