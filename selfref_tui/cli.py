@@ -498,7 +498,9 @@ async def _one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
                       context_window=window.tokens)
         loop.add_signal_handler(signal.SIGINT, abort.fire, "interrupted (Ctrl+C)")
         if config.mcp_servers:
-            mcp = await _start_mcp(config, key, output, getattr(args, "allow_tools", None), abort)
+            # `compact` has no --allow-tools: only trusted tools may run there
+            allow = getattr(args, "allow_tools", None) or ""
+            mcp = await _start_mcp(config, key, output, allow, abort)
             agent.tool_sources.append(mcp)
         if prompt is None:
             if not agent.compact_offered(key):  # the model could only answer again

@@ -72,3 +72,35 @@ args = [{json.dumps(str(SERVER))}]
                if m["role"] == "tool"}
     assert results["c1"] == "echo: hi"  # allowed by --allow-tools
     assert results["c2"].startswith("Error: the person declined")  # nobody to ask
+
+
+def test_compact_with_an_mcp_server_configured_compacts(tmp_path):
+    """``compact`` has no --allow-tools: the servers start with only trusted tools allowed."""
+    from selfref_tui.demo import DemoServer, Reply
+    from selfref_tui.demo.script import ToolCall
+    from tests.cli.helpers import cli
+
+    config = tmp_path / "config.toml"
+    config.write_text(f'''
+[mcp.servers.test]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(SERVER))}]
+''', encoding="utf-8")
+    summary = {"goal": "g", "instruction": "i", "discoveries": [], "completed": ["chat"],
+               "current_status": "summarised", "likely_next_work": "n",
+               "relevant_files_directories": []}
+    server = DemoServer([Reply(text="First answer."),
+                         Reply(tool_calls=[ToolCall("compact", summary, id="k")]),
+                         Reply(text="Compacted.")])
+    url = server.start_in_thread()
+    try:
+        base = ("--base-url", url, "--config", str(config), "--data-dir", str(tmp_path / "d"))
+        env = {"OPENAI_API_KEY": "sk-test"}
+        assert cli("ask", "hello", *base, env=env).returncode == 0
+        result = cli("compact", *base, env=env)
+    finally:
+        server.stop_thread()
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Compacted.\n"
+    tools = [t["function"]["name"] for t in server.requests[1]["tools"]]
+    assert "compact" in tools and "mcp__test__echo" in tools
