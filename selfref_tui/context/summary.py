@@ -5,6 +5,12 @@ must let the model pick the work up cold. It is a *user* message because
 strict chat templates of local servers reject anything but a user turn right
 after the system prompt. The structured fields travel with it under
 ``compaction`` so the store, the app and ``inspect`` never parse the text back.
+
+The message has two authors. The model writes the sections (the seed's seven,
+then errors and fixes, constraints and preferences, pending tasks). The runtime
+adds what it keeps verbatim from the stored messages (:mod:`.kept_words`): the
+person's own messages, the last exchange, pinned messages, and how to reach
+the rest of the conversation, which stays stored and searchable.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from .kept_words import KeptWords, tagged
 from .mutations import ContextSummaryMutation
 
 COMPACTION_KEY = "compaction"
@@ -33,6 +40,9 @@ class Summary:
     current_status: str
     likely_next_work: str
     relevant_files_directories: list[str]
+    errors_and_fixes: list[str] = field(default_factory=list)
+    constraints_and_preferences: list[str] = field(default_factory=list)
+    pending_tasks: list[str] = field(default_factory=list)
     remember: list[str] = field(default_factory=list)
 
     @classmethod
@@ -49,9 +59,15 @@ class Summary:
         return cls(**values)
 
 
-_LIST_FIELDS = {"discoveries", "completed", "relevant_files_directories", "remember"}
+_LIST_FIELDS = {
+    "discoveries", "completed", "relevant_files_directories", "errors_and_fixes",
+    "constraints_and_preferences", "pending_tasks", "remember",
+}
 
 # (title, field) in reading order: what we were doing, then what we know, then what is next.
+# The seed's seven come first, in the seed's order; the three after them are what
+# compactions elsewhere were found to lose (a fix re-broken, a preference forgotten,
+# a task dropped).
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("Goal", "goal"),
     ("Instruction", "instruction"),
@@ -60,11 +76,21 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("Current status", "current_status"),
     ("Likely next work", "likely_next_work"),
     ("Relevant files/directories", "relevant_files_directories"),
+    ("Errors and fixes", "errors_and_fixes"),
+    ("Constraints and preferences", "constraints_and_preferences"),
+    ("Pending tasks", "pending_tasks"),
 )
+#: the key under ``compaction`` that records, by number, what was kept verbatim
+VERBATIM_KEY = "verbatim"
+PERSON_TITLE = "## The person's messages since the previous compaction (verbatim, newest first)"
+EXCHANGE_TITLE = "## Last exchange (verbatim)"
+PINNED_TITLE = "## Pinned messages (verbatim)"
+HISTORY_TITLE = "## Earlier conversation (searchable)"
 
 
-def render_summary(summary: Summary) -> str:
-    """The summary as Markdown sections, every section present (empty ones say so)."""
+def render_summary(summary: Summary, kept: KeptWords | None = None) -> str:
+    """The summary as Markdown sections, every section present (empty ones say so),
+    then what the runtime kept verbatim (``kept``), when given."""
     parts = [SUMMARY_HEADER]
     for title, name in SECTIONS:
         value = getattr(summary, name)
@@ -74,18 +100,65 @@ def render_summary(summary: Summary) -> str:
         else:
             body = str(value).strip() or EMPTY
         parts.append(f"## {title}\n{body}")
+    if kept is not None:
+        parts += render_kept(kept)
     return "\n\n".join(parts)
 
 
-def summary_message(summary: Summary) -> dict[str, Any]:
+def render_kept(kept: KeptWords) -> list[str]:
+    """The verbatim sections: pinned, the person's messages, the last exchange, the way back."""
+    parts: list[str] = []
+    if kept.pinned:
+        parts.append(PINNED_TITLE + "\n" + "\n".join(tagged(s) for s in kept.pinned))
+    exchange_person = [s.n for s in kept.exchange if s.role == "user"]
+    lines = [tagged(s) for s in kept.person]
+    if exchange_person:
+        lines.insert(0, f"(The latest, message {exchange_person[0]}, is in the last exchange "
+                        "below.)")
+    if kept.left_out:
+        lines.append(f"Left out to keep this summary short: {_ranges(kept.left_out)} "
+                     "(read_history returns them).")
+    if not lines:
+        lines.append(EMPTY)
+    parts.append(PERSON_TITLE + "\n" + "\n".join(lines))
+    if kept.exchange:
+        parts.append(EXCHANGE_TITLE + "\n" + "\n".join(tagged(s) for s in kept.exchange))
+    span = f"messages 1–{kept.last}" if kept.last > 1 else "every message"
+    parts.append(
+        f"{HISTORY_TITLE}\nNothing was deleted: {span} of this conversation are stored, "
+        "compacted ones included, and you can get them back. "
+        'search_history(query) finds messages by words or a "quoted phrase" and returns '
+        "their numbers, roles, times and a snippet; read_history(start, count) returns "
+        "messages verbatim by number. Use them before guessing at anything the summary "
+        "does not say.")
+    return parts
+
+
+def summary_message(summary: Summary, kept: KeptWords | None = None) -> dict[str, Any]:
     """The user-role message that stands in for the compacted transcript."""
-    return {"role": "user", "content": render_summary(summary), COMPACTION_KEY: asdict(summary)}
+    compaction = asdict(summary)
+    if kept is not None:
+        compaction[VERBATIM_KEY] = kept.numbers()
+    return {"role": "user", "content": render_summary(summary, kept), COMPACTION_KEY: compaction}
 
 
-def summary_mutation(summary: Summary) -> ContextSummaryMutation:
+def summary_mutation(summary: Summary, kept: KeptWords | None = None) -> ContextSummaryMutation:
     """The patch that applies a compaction; ``remember`` items become experiences."""
     remember = [{"text": text.strip()} for text in summary.remember if text.strip()]
-    return ContextSummaryMutation(summary_message=summary_message(summary), remember=remember)
+    return ContextSummaryMutation(summary_message=summary_message(summary, kept),
+                                  remember=remember)
+
+
+def _ranges(numbers: tuple[int, ...]) -> str:
+    """``3, 5, 9–12``: numbers as runs, so a long list stays short."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    said = [str(a) if a == b else f"{a}–{b}" for a, b in runs]
+    return ("message " if len(numbers) == 1 else "messages ") + ", ".join(said)
 
 
 def _as_list(value: Any) -> list[str]:

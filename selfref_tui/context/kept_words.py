@@ -1,0 +1,191 @@
+"""What a compaction keeps verbatim: the person's own words and the last exchange.
+
+A summary written by the model loses exactly what the person cares most about:
+their own wording — a constraint stated once, a correction, the question still
+open. So the runtime, not the model, decides what of it survives: the person's
+messages since the previous compaction, newest first, as many as fit a share
+of the window (the others are named by number, so ``read_history`` can bring
+them back), and the last exchange (the person's latest message and the model's
+last words) in full unless it is huge. Pinned messages, when the person pins
+some, are kept whole whatever the budget.
+
+Everything here is pure: it reads numbered history entries (``n``, ``role``,
+``message``, ``time``; see ``MemoryKey.entries()``) and a token counter, and
+returns values the summary renders (:mod:`.summary`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .images import readable
+
+#: the person's messages may take this share of the window, newest first
+PERSON_SHARE = 0.15
+#: the last exchange (the person's latest message and the model's last words) may take this
+EXCHANGE_SHARE = 0.05
+#: what the tags around one kept message cost, roughly, in tokens
+TAG_TOKENS = 12
+#: stored user messages that are not the person's words: the runtime's notes, a summary,
+#: a tool's images re-sent as a user message
+NOT_THE_PERSONS = ("runtime_note", "compaction", "multimodal_for")
+
+
+class EntryLike(Protocol):
+    """One numbered message of a key's history (what ``MemoryKey.entries()`` yields)."""
+
+    n: int
+    role: str
+    message: dict[str, Any]
+    time: str
+
+
+@dataclass(frozen=True)
+class Said:
+    """One message kept verbatim (``cut``: characters left out of its middle, 0 when whole)."""
+
+    n: int
+    role: str
+    text: str
+    time: str = ""
+    cut: int = 0
+
+
+@dataclass(frozen=True)
+class KeptWords:
+    """What the summary carries verbatim, decided from the stored messages."""
+
+    #: the person's messages since the previous compaction, newest first
+    person: tuple[Said, ...] = ()
+    #: the person's messages over the budget, by number (ascending)
+    left_out: tuple[int, ...] = ()
+    #: the person's latest message and the model's last words, in log order
+    exchange: tuple[Said, ...] = ()
+    #: messages the person pinned, in log order, always whole
+    pinned: tuple[Said, ...] = ()
+    #: the highest message number stored so far (the searchable range is 1..last)
+    last: int = 0
+    #: where the compacted stretch starts (the first number since the previous compaction)
+    first: int = 0
+
+    def numbers(self) -> dict[str, Any]:
+        """The selection by number, stored with the summary (never the texts twice)."""
+        return {
+            "person": [s.n for s in self.person],
+            "left_out": list(self.left_out),
+            "exchange": [s.n for s in self.exchange],
+            "pinned": [s.n for s in self.pinned],
+            "first": self.first,
+            "last": self.last,
+        }
+
+
+def is_persons(entry: EntryLike) -> bool:
+    """Whether an entry is a message the person wrote (not a note, summary or tool image)."""
+    if entry.role != "user":
+        return False
+    message = entry.message
+    return not any(message.get(k) for k in NOT_THE_PERSONS)
+
+
+def said_text(message: dict[str, Any]) -> str:
+    """A message's words as the model should read them again: text, images as one line each,
+    tool calls named with their arguments."""
+    text = readable(message.get("content"))
+    calls = message.get("tool_calls") or []
+    lines = [text] if text else []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            lines.append(f"[called {function.get('name', '')}({function.get('arguments', '')})]")
+    return "\n".join(lines)
+
+
+def tagged(said: Said, **flags: str) -> str:
+    """One message between tags that give its number, author, time and any ``flags``.
+
+    The summary and ``read_history`` show messages the same way, so the model
+    reads one format for "a stored message, verbatim".
+    """
+    attrs = f'n="{said.n}" role="{said.role}"'
+    if said.time:
+        attrs += f' time="{said.time}"'
+    for name, value in flags.items():
+        attrs += f' {name}="{value}"'
+    return f"<message {attrs}>\n{said.text}\n</message>"
+
+
+def keep_words(
+    entries: Sequence[EntryLike],
+    *,
+    window: int,
+    count: Callable[[str], int],
+    pinned: Iterable[EntryLike] = (),
+    last: int = 0,
+) -> KeptWords:
+    """Choose what the summary keeps verbatim from ``entries``.
+
+    ``entries``: the numbered messages the compaction takes out of the model's
+    view, in log order (the working transcript since the previous compaction).
+    ``count`` counts a text's tokens; ``window`` sizes the budgets
+    (:data:`PERSON_SHARE`, :data:`EXCHANGE_SHARE`). A message that does not fit
+    what is left of the budget is left out (named), and older, shorter ones are
+    still tried: one long paste must not push out every instruction before it.
+    """
+    persons = [e for e in entries if is_persons(e)]
+    pinned_list = sorted({e.n: e for e in pinned}.values(), key=lambda e: e.n)
+    pinned_numbers = {e.n for e in pinned_list}
+    exchange = _last_exchange(entries, persons)
+    in_exchange = {e.n for e in exchange}
+    budget = int(PERSON_SHARE * window)
+    kept: list[Said] = []
+    left_out: list[int] = []
+    for entry in reversed(persons):
+        if entry.n in in_exchange or entry.n in pinned_numbers:
+            continue
+        text = said_text(entry.message)
+        cost = count(text) + TAG_TOKENS
+        if cost <= budget:
+            kept.append(Said(entry.n, "user", text, entry.time))
+            budget -= cost
+        else:
+            left_out.append(entry.n)
+    share = int(EXCHANGE_SHARE * window) // max(1, len(exchange))
+    return KeptWords(
+        person=tuple(kept),
+        left_out=tuple(sorted(left_out)),
+        exchange=tuple(_fitted(e, share, count) for e in exchange),
+        pinned=tuple(Said(e.n, e.role, said_text(e.message), e.time) for e in pinned_list),
+        last=max(last, entries[-1].n if entries else 0),
+        first=entries[0].n if entries else 0,
+    )
+
+
+def _last_exchange(entries: Sequence[EntryLike], persons: list[EntryLike]) -> list[EntryLike]:
+    """The person's latest message and the model's last words (its last text), log order."""
+    chosen = [persons[-1]] if persons else []
+    for entry in reversed(entries):
+        if (entry.role == "assistant" and not entry.message.get("multimodal_for")
+                and readable(entry.message.get("content")).strip()):
+            chosen.append(entry)
+            break
+    return sorted(chosen, key=lambda e: e.n)
+
+
+def _fitted(entry: EntryLike, budget: int, count: Callable[[str], int]) -> Said:
+    """The entry whole when it fits ``budget`` tokens, else its head and tail with the cut named."""
+    text = said_text(entry.message)
+    tokens = count(text)
+    if tokens + TAG_TOKENS <= budget or not text:
+        return Said(entry.n, entry.role, text, entry.time)
+    keep_chars = max(200, int(len(text) * max(budget - TAG_TOKENS, 0) / max(tokens, 1)))
+    head = keep_chars // 3  # the start says what it is about; the end is often the question
+    tail = keep_chars - head
+    cut = len(text) - head - tail
+    if cut <= 0:
+        return Said(entry.n, entry.role, text, entry.time)
+    middle = (f"\n[… {cut:,} characters left out here; read_history(start={entry.n}, count=1) "
+              "returns the whole message …]\n")
+    return Said(entry.n, entry.role, text[:head] + middle + text[-tail:], entry.time, cut)

@@ -1,0 +1,127 @@
+"""search_history and read_history over numbered history entries (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from selfref_tui.context.recall import (
+    HistoryIndex,
+    RecallError,
+    parse_query,
+    read_history,
+    render_search,
+)
+
+
+@dataclass
+class Entry:
+    n: int
+    role: str
+    message: dict[str, Any]
+    time: str = "2025-05-01T10:00:00.000+00:00"
+    compacted: bool = False
+    rewound: bool = False
+
+
+def history() -> list[Entry]:
+    call = {"id": "s1", "type": "function",
+            "function": {"name": "search_history", "arguments": '{"query": "blue button"}'}}
+    shell = {"id": "r1", "type": "function",
+             "function": {"name": "run_shell", "arguments": '{"cmd": "make deploy"}'}}
+    return [
+        Entry(1, "user", {"role": "user", "content": "Make the Blue\nButton bigger"},
+              compacted=True),
+        Entry(2, "assistant", {"role": "assistant", "content": "Done: the blue button is 2x"},
+              compacted=True),
+        Entry(3, "assistant", {"role": "assistant", "content": None, "tool_calls": [call]}),
+        Entry(4, "tool", {"role": "tool", "tool_call_id": "s1",
+                          "content": "#2 assistant: the blue button is 2x"}),
+        Entry(5, "assistant", {"role": "assistant", "content": "", "tool_calls": [shell]}),
+        Entry(6, "tool", {"role": "tool", "tool_call_id": "r1", "content": "deployed v2"}),
+        Entry(7, "user", {"role": "user", "content": "undo the blue button"}, rewound=True),
+        Entry(8, "user", {"role": "user", "content": "what did we change?"}),
+    ]
+
+
+def test_query_words_and_quoted_phrases():
+    assert parse_query('Blue "the  Button"  now') == ["the button", "blue", "now"]
+    assert parse_query('"unclosed phrase') == ["unclosed", "phrase"]
+    assert parse_query("a a") == ["a"]
+
+
+def test_every_term_must_match_case_insensitively_newest_first():
+    entries = history()
+    result = HistoryIndex().search(entries, '"blue button"')
+    assert [h.n for h in result.hits] == [2, 1]  # across the line break too; 7 is rewound
+    assert result.hits[1].compacted
+    text = render_search(result, '"blue button"')
+    assert text.startswith("2 messages match '\"blue button\"', newest first.")
+    assert "#1 user 2025-05-01 10:00 UTC (compacted): Make the Blue Button bigger" in text
+
+
+def test_the_recall_tools_own_calls_and_results_are_not_searched():
+    result = HistoryIndex().search(history(), "blue")
+    assert 3 not in [h.n for h in result.hits] and 4 not in [h.n for h in result.hits]
+
+
+def test_other_tools_calls_and_results_are_searched():
+    entries = history()
+    assert [h.n for h in HistoryIndex().search(entries, "make deploy").hits] == [5]
+    assert [h.n for h in HistoryIndex().search(entries, "deployed").hits] == [6]
+
+
+def test_rewound_messages_only_when_asked():
+    entries = history()
+    hits = HistoryIndex().search(entries, "undo", include_rewound=True).hits
+    assert [(h.n, h.rewound) for h in hits] == [(7, True)]
+    assert HistoryIndex().search(entries, "undo").total == 0
+
+
+def test_limit_and_before_page_to_older_matches():
+    entries = [Entry(n, "user", {"role": "user", "content": f"note {n}"}) for n in range(1, 31)]
+    index = HistoryIndex()
+    first = index.search(entries, "note", limit=5)
+    assert [h.n for h in first.hits] == [30, 29, 28, 27, 26] and first.total == 30
+    assert "search again with before=26" in render_search(first, "note")
+    older = index.search(entries, "note", limit=5, before=26)
+    assert [h.n for h in older.hits] == [25, 24, 23, 22, 21]
+
+
+def test_the_index_follows_a_growing_history():
+    entries = history()
+    index = HistoryIndex()
+    assert index.search(entries, "zebra").total == 0
+    entries.append(Entry(9, "user", {"role": "user", "content": "a zebra"}))
+    assert [h.n for h in index.search(entries, "zebra").hits] == [9]
+    assert len(index) == 9
+
+
+def test_bad_queries_and_ranges_are_errors_the_model_can_fix():
+    with pytest.raises(RecallError, match="empty"):
+        HistoryIndex().search(history(), '  ""  ')
+    with pytest.raises(RecallError, match="limit"):
+        HistoryIndex().search(history(), "x", limit=0)
+    with pytest.raises(RecallError, match="no message 99"):
+        read_history(history(), 99)
+    with pytest.raises(RecallError, match="start"):
+        read_history(history(), 0)
+
+
+def test_read_history_returns_messages_verbatim_with_their_tool_names():
+    text = read_history(history(), 1, 6)
+    assert text.startswith("Messages 1–6 of 8; read_history(start=7) continues.")
+    assert ('<message n="1" role="user" time="2025-05-01T10:00:00.000+00:00" '
+            'compacted="true">\nMake the Blue\nButton bigger\n</message>') in text
+    assert '<message n="6" role="tool" time="2025-05-01T10:00:00.000+00:00" tool="run_shell">' \
+        in text
+    assert '[called run_shell({"cmd": "make deploy"})]' in text
+
+
+def test_read_history_leaves_rewound_out_unless_asked():
+    text = read_history(history(), 7, 2)
+    assert 'n="7"' not in text and 'n="8"' in text and "1 rewound left out" in text
+    assert 'n="7" role="user" time="2025-05-01T10:00:00.000+00:00" rewound="true"' in \
+        read_history(history(), 7, 2, include_rewound=True)
