@@ -144,6 +144,9 @@ class AppConfig:
     #: what chose ``data_dir`` ("--data-dir", "SELFREF_DATA_DIR", …), named in its errors
     data_dir_source: str = "the platform's data dir"
     key: str = DEFAULT_KEY
+    #: no --key was given: the app opens the conversation it showed last under this data
+    #: dir (``selfref/last_used.py``), ``key`` when there is none; commands use ``key``
+    resume: bool = False
     #: True when neither an API key nor a base URL was configured anywhere.
     unconfigured: bool = False
     mcp_servers: tuple[McpServerConfig, ...] = ()
@@ -231,7 +234,8 @@ def load_config(
 
         return AppConfig(provider=demo_provider(""), agent=agent, profiles=profiles,
                          keymap=keymap, data_dir=resolved_dir, data_dir_source=dir_source,
-                         key=memory_key, mcp_servers=mcp, config_path=path)
+                         key=memory_key, resume=key is None, mcp_servers=mcp,
+                         config_path=path)
 
     chosen = profile or data.get("default_provider")
     if chosen is not None and not isinstance(chosen, str):
@@ -266,7 +270,7 @@ def load_config(
     provider = replace(provider, api_key=api_key, base_url=provider.base_url.rstrip("/"))
     return AppConfig(provider=provider, agent=agent, profiles=profiles, keymap=keymap,
                      data_dir=resolved_dir, data_dir_source=dir_source, key=memory_key,
-                     unconfigured=not api_key and not explicit_url,
+                     resume=key is None, unconfigured=not api_key and not explicit_url,
                      mcp_servers=mcp, config_path=path)
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from selfref_tui.agent.loop import Agent
     from selfref_tui.agent.protocols import MemoryLike
     from selfref_tui.agent.router import AgentInputRouter
+    from selfref_tui.config import AppConfig
     from selfref_tui.selfref.reference import ReadOnlyReference, SelfReference
 
 T = TypeVar("T")
@@ -45,6 +46,7 @@ class KeyLifecycle:
     """The key on screen, why it cannot take input, and what was typed before it opened."""
 
     if TYPE_CHECKING:  # from Startup
+        config: AppConfig
         ready: bool
         read_only: bool
         router: AgentInputRouter | None
@@ -92,14 +94,29 @@ class KeyLifecycle:
         self.key_error = None
         warnings = list(memory.take_warnings())
         if not self.read_only:
-            # A key opened here is listed (switcher, `keys list`) before its first message.
+            # A key opened here is listed (switcher, `keys list`) before its first message,
+            # and is the one the next start opens (without --key).
             await self._in_thread(self._store().create, key)
+            await self._in_thread(_remember_shown, self._store().data_dir, key)
         previous, self.key = self.key, key
         if previous != key:
             agent.release(previous)  # another window may write it now
         if self.router is not None:
             self.router.key = key
         return OpenedKey(key, memory, salvaged, warnings)
+
+    async def resume_key(self) -> str:
+        """The key to open first: the one shown last under this data dir, when the
+        config asks for it (no ``--key``) and it still exists; else the config's key."""
+        if self.config.resume:
+            from selfref_tui.selfref.last_used import read_last_key
+
+            last = await self._in_thread(read_last_key, self._store().data_dir)
+            if last is not None:
+                self.key = last
+                if self.router is not None:
+                    self.router.key = last
+        return self.key
 
     def check_switch(self, key: str) -> bool:
         """Whether opening ``key`` is needed (False: it is already on screen and fine).
@@ -202,6 +219,12 @@ class KeyLifecycle:
         """The early messages, once: the caller sends them (``submit``) and shows them."""
         early, self._early = self._early, []
         return early
+
+
+def _remember_shown(data_dir: Any, key: str) -> None:
+    from selfref_tui.selfref.last_used import write_last_key
+
+    write_last_key(data_dir, key)
 
 
 __all__ = ["KeyLifecycle", "OpenedKey"]

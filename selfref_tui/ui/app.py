@@ -161,7 +161,9 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
     def compose(self) -> ComposeResult:
         provider = self.config.provider
         yield AppHeader(
-            key=self.key,
+            # Without --key the key is the one shown last, read after the first frame:
+            # no name until then (a "main" that flips to another read as history lost).
+            key="" if self.config.resume else self.key,
             provider=provider.name,
             model=self._model_name(),
             demo=provider.demo,
@@ -276,7 +278,7 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
             self.learn_window()
         if not controller.provider.demo:
             self._check_provider()
-        await self.open_key(self.key)
+        await self.open_key(await controller.resume_key())
         self._load_token_encoder()
         await self._send_early_inputs()
 

@@ -1,0 +1,69 @@
+"""A restart opens the conversation shown last, at its end, over real HTTP."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from selfref_tui.demo.server import DemoServer
+from selfref_tui.selfref.reference import SelfReference
+from tests.selfref.helpers import turn
+from tests.ui.helpers import SIZE, make_app, started, type_and_send, wait_until
+
+
+def _seed(tmp_path, key: str, turns: int) -> None:
+    with SelfReference(tmp_path / "data") as store:
+        memory = store.open(key)
+        for i in range(turns):
+            memory.commit(turn(i, f"{key} question {i}"))
+
+
+def _resuming(tmp_path, url):
+    """The app as `selfref-tui` without --key starts it."""
+    app = make_app(tmp_path, url)
+    app.config = replace(app.config, resume=True)
+    return app
+
+
+async def test_a_restart_opens_the_conversation_shown_last_scrolled_to_its_end(tmp_path):
+    _seed(tmp_path, "teatime", 40)
+    async with DemoServer([]) as url:
+        app = _resuming(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            assert app.key == "main"  # nothing shown before: the default
+            await type_and_send(pilot, "/key teatime")
+            await wait_until(pilot, lambda: app.key == "teatime"
+                             and app.header.status == "ready", what="teatime open")
+            await pilot.press("ctrl+q")
+        again = _resuming(tmp_path, url)
+        async with again.run_test(size=SIZE) as pilot:
+            assert again.header.key == ""  # not "main" first: it would read as history lost
+            await started(pilot, again)
+            assert again.key == again.header.key == "teatime"
+            transcript = again.transcript
+            await wait_until(pilot, lambda: transcript.settled, what="history drawn")
+            await pilot.pause()
+            assert transcript.max_scroll_y > 0
+            assert transcript.scroll_y == transcript.max_scroll_y  # at its end
+            assert any("teatime question 39" in line for line in transcript.visible_text())
+        # --key (no resume) still opens the key it names
+        explicit = make_app(tmp_path, url)
+        async with explicit.run_test(size=SIZE) as pilot:
+            await started(pilot, explicit)
+            assert explicit.key == "main"
+
+
+async def test_a_renamed_conversation_is_the_one_opened_next(tmp_path):
+    _seed(tmp_path, "main", 1)
+    async with DemoServer([]) as url:
+        app = _resuming(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await app._rename_key("main", "teatime")
+            assert app.key == "teatime"
+            await pilot.press("ctrl+q")
+        again = _resuming(tmp_path, url)
+        async with again.run_test(size=SIZE) as pilot:
+            await started(pilot, again)
+            assert again.key == "teatime"
+            assert any("main question 0" in line for line in again.transcript.visible_text())
