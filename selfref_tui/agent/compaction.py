@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..context.breakdown import threshold
 from ..context.mutations import ContextMutation, ContextSummaryMutation, UserMessageMutation
 
 RUNTIME_NOTE = "runtime_note"
@@ -64,6 +65,11 @@ class CompactionPolicy:
         # so the store is scanned once per message rather than once per step.
         self._scan: dict[str, tuple[Sequence[dict] | None, int, bool]] = {}
 
+    def threshold(self, window: int) -> int:
+        """The count at which the model is reminded to compact (0: auto-compaction is off);
+        ``context show`` and the context view say the same figure."""
+        return threshold(self.ratio, window)
+
     # ---------------------------------------------------------- person asks
 
     def request(self, key: str) -> None:
@@ -103,7 +109,8 @@ class CompactionPolicy:
         reminder already in it means this threshold was already reminded of.
         No reminder is stacked on another runtime note in the same request.
         """
-        if self.ratio <= 0 or tokens < self.ratio * window:
+        at = self.threshold(window)
+        if not at or tokens < at:
             return None
         if any(is_runtime_note(m) for m in pending):
             return None

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..config import AgentSettings
 from ..context.apply import MULTIMODAL_MARK, unique_call_ids
+from ..context.breakdown import Breakdown, auto_compact_line
 from ..context.images import omitted_text, person_images, text_of, without_tool_images
 from ..context.mutations import (
     AssistantMessageMutation,
@@ -157,6 +158,15 @@ class RequestPlan:
     #: how many tools there are in all; more than ``len(tools)`` when a small window
     #: gets a reduced set (see ``tool_offer``); 0 when not known
     tools_total: int = 0
+    #: ``tokens`` by part (system prompt, experiences, tool schemas, summary, messages,
+    #: images), adding up to ``tokens``; only for previews (``preview_request``)
+    breakdown: Breakdown | None = None
+    #: where auto-compaction reminds the model (0: off), and whether this crossing's
+    #: reminder was already given; only for previews
+    compacts_at: int = 0
+    compaction_asked: bool = False
+    #: the same in words ("compacts at 80 %: 25,600 tokens (…to go)")
+    compaction: str = ""
 
 
 class Agent:
@@ -252,8 +262,16 @@ class Agent:
         offer = self.tool_offer(key)
         if self.compaction.is_requested(key) and offer.compact_offered:
             pending.append(runtime_note(REQUESTED_COMPACT_NOTE))
-        plan = self._plan(key, memory.messages, pending, offer.tools)
+        plan = self._plan(key, memory.messages, pending, offer.tools, breakdown=True)
         plan.tools_total = offer.total
+        if offer.compact_offered:
+            plan.compacts_at = self.compaction.threshold(self.context_window)
+            plan.compaction_asked = self.compaction.already_reminded(key, memory.messages)
+            plan.compaction = auto_compact_line(self.compaction.ratio, self.context_window,
+                                                plan.tokens, asked=plan.compaction_asked)
+        else:
+            plan.compaction = ("auto-compaction is off: the window is too small to offer the "
+                               "compact tool")
         # Copies: the rendered messages are shared with the compile cache.
         plan.messages = [dict(m) for m in plan.messages]
         return plan
@@ -598,16 +616,31 @@ class Agent:
                          message=IMAGES_LEFT_OUT.format(model=self.model)))
 
     def _plan(self, key: str, base: list[dict], pending: list, tools: list[dict],
-              budget: int | None = None) -> RequestPlan:
-        """Compile, count everything the request carries, and fit it into ``budget``."""
-        from ..context.tokens import REPLY_PRIMING
+              budget: int | None = None, *, breakdown: bool = False) -> RequestPlan:
+        """Compile, count everything the request carries, and fit it into ``budget``.
 
+        ``breakdown``: also split the count by part (``context show``, the context view).
+        """
         self._calibrate()
         if not getattr(self.provider, "images_ok", True):
             base = without_tool_images(base, omitted_text(self.model))
         messages, message_tokens = self._compile(key, base, pending)
         tool_tokens = self.tokens.count_tools(tools)
-        counted = message_tokens + tool_tokens
+        plan = self._fit(messages, message_tokens + tool_tokens, tool_tokens, tools, budget)
+        if breakdown:
+            from ..context.apply import apply_mutations
+            from ..context.breakdown import token_breakdown
+
+            plan.breakdown = token_breakdown(
+                self.config, apply_mutations(base, pending), messages, message_tokens,
+                tool_tokens, plan.tokens, self.tokens)
+        return plan
+
+    def _fit(self, messages: list[dict], counted: int, tool_tokens: int, tools: list[dict],
+             budget: int | None) -> RequestPlan:
+        """The plan of a compiled request: as it is, or its newest messages that fit."""
+        from ..context.tokens import REPLY_PRIMING
+
         calibration = self.calibration
         tokens = calibration.apply(counted)
         estimated = not calibration.calibrated

@@ -516,7 +516,9 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
         self.push_screen(ContextView(plan.messages, plan.tokens, plan.tools,
                                      estimated=plan.estimated, left_out=plan.left_out,
                                      tools_total=plan.tools_total, model=self.header.model,
-                                     window=self.sidebar.meter.window))
+                                     window=self.sidebar.meter.window,
+                                     breakdown=plan.breakdown,
+                                     compaction=plan.compaction))
 
     async def action_quit(self) -> None:
         prompt = self._quit_prompt

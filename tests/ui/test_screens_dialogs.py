@@ -420,3 +420,20 @@ async def test_context_view_names_the_model_and_the_window_like_context_show():
         assert Content.from_markup(dialog.border_title).plain == (
             "Next call · [@click=app.quit]m␛")
         assert "7,322 of 32,000 tokens" in str(dialog.border_subtitle)
+
+
+async def test_context_view_says_where_the_tokens_go_and_when_it_compacts():
+    from selfref_tui.context.breakdown import Breakdown
+
+    parts = {"system_prompt": 400, "experiences": 30, "tool_schemas": 1500, "summary": 0,
+             "messages": 120, "images": 0}
+    app = HostApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await _open(pilot, ContextView([{"role": "user", "content": "hi"}], 2050, [],
+                                       breakdown=Breakdown(parts, 2050),
+                                       compaction="compacts at 80 %: 25,600 tokens (23,550 to go)"))
+        shown = str(app.screen.query_one("#breakdown", Static).render())
+        assert "tool schemas       1,500   73.2 %" in shown
+        assert shown.splitlines()[-1].split() == ["total", "2,050"]
+        said = str(app.screen.query_one("#compaction", Static).render())
+        assert said == "compacts at 80 %: 25,600 tokens (23,550 to go)"

@@ -1,8 +1,10 @@
 """Exactly what the model will see on its next call, message by message.
 
 The messages are the runtime's rendered provider messages (``Agent.preview_request``),
-shown verbatim as plain text — no Markdown rendering, so nothing is hidden. The
-tool schemas the request carries come first, collapsed (they are long and the
+shown verbatim as plain text — no Markdown rendering, so nothing is hidden. Where
+the tokens go comes first (system prompt, experiences, tool schemas, summary,
+messages, images, adding up to the total) with what auto-compaction does next;
+then the tool schemas the request carries, collapsed (they are long and the
 same on every call, but they count against the window like the messages).
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -20,6 +22,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Collapsible, Static
 
 from selfref_tui.safety import content, inert_line
+
+if TYPE_CHECKING:
+    from selfref_tui.context.breakdown import Breakdown
 
 ROLE_STYLES = {
     "system": "$warning",
@@ -81,6 +86,8 @@ class ContextView(ModalScreen[None]):
     ContextView .role { text-style: bold; margin-top: 1; }
     ContextView .body { padding-left: 2; color: $text; }
     ContextView .empty { color: $text-muted; text-style: italic; }
+    ContextView #breakdown { color: $text; padding: 0 0 0 2; }
+    ContextView #compaction { color: $text-muted; padding-left: 2; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -99,6 +106,8 @@ class ContextView(ModalScreen[None]):
         tools_total: int = 0,
         model: str = "",
         window: int = 0,
+        breakdown: Breakdown | None = None,
+        compaction: str = "",
     ) -> None:
         super().__init__()
         self.messages = [dict(m) for m in messages]
@@ -111,6 +120,10 @@ class ContextView(ModalScreen[None]):
         #: who gets the call and how much fits (0: not known yet), as ``context show`` says
         self.model = model
         self.window = window
+        #: the tokens by part (``context show`` prints the same lines), and what
+        #: auto-compaction does next
+        self.breakdown = breakdown
+        self.compaction = compaction
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
@@ -126,6 +139,11 @@ class ContextView(ModalScreen[None]):
                 f"{about}{self.tokens:,}{window} tokens · esc closes"
             )
             with VerticalScroll(id="messages"):
+                if self.breakdown is not None:
+                    yield Static(Content("where the tokens go"), classes="role")
+                    yield Static(Content("\n".join(self.breakdown.lines())), id="breakdown")
+                if self.compaction:
+                    yield Static(Content(self.compaction), id="compaction")
                 if self.left_out:
                     yield Static(
                         f"{self.left_out} oldest messages are left out of this request (they "
