@@ -134,7 +134,8 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def atomic_write(path: Path, data: bytes, *, sync_dir: bool = False, fsync: bool = True) -> None:
+def atomic_write(path: Path, data: bytes, *, sync_dir: bool = False, fsync: bool = True,
+                 mode: int = FILE_MODE) -> None:
     """Replace ``path`` with ``data`` via temp file (+ fsync) + rename.
 
     The rename means readers never see half a file while the system runs.
@@ -143,7 +144,8 @@ def atomic_write(path: Path, data: bytes, *, sync_dir: bool = False, fsync: bool
     the file may hold old, empty or garbled content. The temp file is created
     afresh (``O_EXCL | O_NOFOLLOW``): a link or FIFO planted under its name is
     removed, never followed; the rename replaces ``path``'s entry, whatever it
-    was, without following it.
+    was, without following it. ``mode``: the new file's (the store's files are
+    private; a file of the person's keeps its own).
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -153,7 +155,7 @@ def atomic_write(path: Path, data: bytes, *, sync_dir: bool = False, fsync: bool
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, FILE_MODE)
     try:
         if hasattr(os, "fchmod"):  # umask may have narrowed it
-            os.fchmod(fd, FILE_MODE)
+            os.fchmod(fd, mode)
         write_all(fd, data)
         if fsync:
             os.fsync(fd)

@@ -154,7 +154,7 @@ async def test_trust_this_tool_is_saved_and_an_error_result_reaches_the_model(tm
             first = _tool_messages(h.server.requests[1])[0]["content"]
             assert first.startswith("Error: ") and "declined" not in first
         assert config.read_text(encoding="utf-8") == \
-            '# mine\n[mcp.servers.test]\ntrust = ["fail"]\ncommand = "x"\n'
+            '# mine\n[mcp.servers.test]\ncommand = "x"\ntrust = ["fail"]\n'
     finally:
         mcp.on_trust = None
         mcp._trusted["test"].discard("fail")
