@@ -59,6 +59,7 @@ args = [{json.dumps(str(SERVER))}]
             manager = app.mcp
         assert manager.statuses()[0].state == "stopped"  # the app stopped it on exit
         text = config_path.read_text(encoding="utf-8")
-        assert text.startswith("# my config\n[mcp.servers.test]\ntrust = [\"echo\"]\n")
+        assert text.startswith("# my config\n[mcp.servers.test]\ncommand = ")
+        assert text.endswith(f"\nargs = [{json.dumps(str(SERVER))}]\ntrust = [\"echo\"]\n")
     finally:
         await server.stop()
