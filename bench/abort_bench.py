@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._common import pct
 from selfref_tui.agent import events as ev
 from selfref_tui.agent.abort import AbortSignal
-from selfref_tui.agent.loop import Agent
-from selfref_tui.agent.provider import Provider
+from selfref_tui.agent.provider.client import Provider
+from selfref_tui.agent.turn.loop import Agent
 from selfref_tui.config import AgentSettings, ProviderConfig
 from selfref_tui.demo.script import Stall
 from selfref_tui.demo.server import DemoServer

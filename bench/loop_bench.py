@@ -38,8 +38,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from selfref_tui.agent.loop import Agent
-from selfref_tui.agent.provider import Provider
+from selfref_tui.agent.provider.client import Provider
+from selfref_tui.agent.turn.loop import Agent
 from selfref_tui.config import AgentSettings, ProviderConfig
 from selfref_tui.context.mutations import AssistantMessageMutation, UserMessageMutation
 from selfref_tui.demo.script import Reply, ToolCall

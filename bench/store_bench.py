@@ -118,7 +118,7 @@ def bench_compile(store: SelfReference, runs: int) -> tuple[float, str]:
 def bench_incremental_compile(store: SelfReference, runs: int) -> float:
     """What the loop pays per LLM call at 10k messages: compile + token count of the
     next request after one more tool step, rendering only what changed."""
-    from selfref_tui.agent.compile_cache import IncrementalCompile
+    from selfref_tui.agent.turn.compile_cache import IncrementalCompile
     from selfref_tui.context.compile import InvocationConfig
     from selfref_tui.context.tokens import TokenCounter
 

@@ -309,7 +309,7 @@ class NaiveApp(App[None]):
         self.pings.append(time.perf_counter())
 
     async def stream(self) -> None:
-        from selfref_tui.agent.provider import Provider, TextChunk
+        from selfref_tui.agent.provider.client import Provider, TextChunk
 
         provider = Provider(
             ProviderConfig(

@@ -36,7 +36,7 @@ _EXPORTS: dict[str, str] = {
     "SelfReference": "selfref_tui.selfref.reference",
     "SelfRefSession": "selfref_tui.selfref.session",
     "parse_refs": "selfref_tui.refs.parser",
-    "AgentInputRouter": "selfref_tui.agent.router",
+    "AgentInputRouter": "selfref_tui.agent.turn.router",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -52,7 +52,7 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from selfref_tui.agent.router import AgentInputRouter
+    from selfref_tui.agent.turn.router import AgentInputRouter
     from selfref_tui.context.apply import apply_mutations
     from selfref_tui.context.compile import DataFromSelfRef
     from selfref_tui.context.experiences import render_system_prompt_with_experiences

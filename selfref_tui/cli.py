@@ -316,7 +316,7 @@ def _config(args: argparse.Namespace) -> AppConfig:
 
 
 def _window_cache(config: AppConfig) -> Any:
-    from selfref_tui.agent.window import CACHE_FILE, WindowCache
+    from selfref_tui.agent.provider.window import CACHE_FILE, WindowCache
 
     return WindowCache(config.data_dir / CACHE_FILE if config.data_dir else None)
 
@@ -462,9 +462,9 @@ async def _one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
     """Run one turn of the key (``prompt`` None: a compaction turn) and map its outcome."""
     from selfref_tui.agent.abort import AbortSignal
     from selfref_tui.agent.events import Notice
-    from selfref_tui.agent.loop import Agent
-    from selfref_tui.agent.provider import Provider
-    from selfref_tui.agent.window import resolve_window
+    from selfref_tui.agent.provider.client import Provider
+    from selfref_tui.agent.provider.window import resolve_window
+    from selfref_tui.agent.turn.loop import Agent
     from selfref_tui.selfref.reference import SelfReference
 
     config = _config(args)
@@ -504,7 +504,7 @@ async def _one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
             agent.tool_sources.append(mcp)
         if prompt is None:
             if not agent.compact_offered(key):  # the model could only answer again
-                from selfref_tui.agent.tool_offer import COMPACT_REFUSED
+                from selfref_tui.agent.tools.offer import COMPACT_REFUSED
 
                 raise CliError(f"{COMPACT_REFUSED}; set --context-window if the model's "
                                "window is larger")
@@ -706,14 +706,14 @@ def _keys_list(args: argparse.Namespace) -> int:
 async def _cached_window(provider: Any, config: AppConfig) -> int:
     """The window for a command that only reports: the configured or cached one, else
     asked of the server (a down server answers at once: connection refused)."""
-    from selfref_tui.agent.window import resolve_window
+    from selfref_tui.agent.provider.window import resolve_window
 
     return (await resolve_window(provider, _window_cache(config))).tokens
 
 
 def _context_show(args: argparse.Namespace) -> int:
-    from selfref_tui.agent.loop import Agent
-    from selfref_tui.agent.provider import Provider
+    from selfref_tui.agent.provider.client import Provider
+    from selfref_tui.agent.turn.loop import Agent
     from selfref_tui.selfref.reference import ReadOnlyReference, SelfReference
 
     config = _config(args)

@@ -37,7 +37,7 @@ class ProviderConfig:
     api_key: str = field(default="", repr=False)
     api_key_env: str = "OPENAI_API_KEY"
     model: str = DEFAULT_MODEL
-    #: None: not configured; the runtime asks the server (see agent/window.py)
+    #: None: not configured; the runtime asks the server (see agent/provider/window.py)
     context_window: int | None = None
     #: where context_window came from: "flag", "env", "profile" or "demo"
     window_source: str = ""

@@ -1,6 +1,6 @@
 """The Textual app: layout, start-up, input, key actions and slash commands.
 
-The app shows; :class:`~selfref_tui.agent.controller.ChatController` decides.
+The app shows; :class:`~selfref_tui.agent.chat.controller.ChatController` decides.
 The controller owns the agent, the input router and the memory key's
 lifecycle (open, switch, release, early inputs, refusals); the app composes
 the widgets, binds keys, and turns the controller's answers into what is on
@@ -28,7 +28,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import TextArea
 
-from selfref_tui.agent.controller import ChatController, Refused
+from selfref_tui.agent.chat.controller import ChatController, Refused
 from selfref_tui.config import AppConfig
 from selfref_tui.safety import inert, inert_line, redact
 from selfref_tui.ui.event_bridge import EventBridge
@@ -288,7 +288,7 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
 
     @work(exclusive=True, group="window", exit_on_error=False)
     async def learn_window(self) -> None:
-        """Ask the server for the model's window, in the background (agent/window.py)."""
+        """Ask the server for the model's window, in the background (agent/provider/window.py)."""
         notice = await self.controller.learn_window()
         self._refresh_usage()
         if notice is not None:

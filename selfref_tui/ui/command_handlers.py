@@ -5,7 +5,7 @@ this module holds what it does. :func:`run` looks the name up here, applies
 the guard a command declares (the agent must be ready) and calls the handler,
 so ``SelfRefApp.run_command`` stays one lookup. What a read-only window or an
 unavailable key refuses is the controller's to say: it raises
-:class:`~selfref_tui.agent.controller.Refused`, which the app shows.
+:class:`~selfref_tui.agent.chat.controller.Refused`, which the app shows.
 
 A handler gets the app and the parsed :class:`~selfref_tui.ui.commands.Command`
 and returns False when the typed text should stay in the input (it needs
@@ -49,7 +49,7 @@ def handler(name: str, *, needs_agent: bool = True) -> Callable[[Run], Run]:
 async def run(app: SelfRefApp, command: Command) -> bool:
     """Run ``command`` through its handler; False keeps the text in the input.
 
-    Raises :class:`~selfref_tui.agent.controller.Refused` when the controller
+    Raises :class:`~selfref_tui.agent.chat.controller.Refused` when the controller
     will not do it now.
     """
     entry = HANDLERS[command.name]

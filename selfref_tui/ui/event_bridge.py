@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from textual.screen import Screen
 
     from selfref_tui.agent import events as ev
-    from selfref_tui.agent.controller import ChatController
+    from selfref_tui.agent.chat.controller import ChatController
     from selfref_tui.selfref import keys
     from selfref_tui.ui.widgets.app_header import AppHeader
     from selfref_tui.ui.widgets.chat_input import ChatInput

@@ -1,6 +1,6 @@
 """The memory key on screen and the person's keys: open, new, switch, rename, delete.
 
-The controller (``agent/controller.py``) decides and touches the store; this
+The controller (``agent/chat/controller.py``) decides and touches the store; this
 mixin shows it: the loading state, the key's history, experiences, refs and
 forks, and the dialogs (new key name, the key switcher with its F2 rename and
 delete).
@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from textual import work
 
-from selfref_tui.agent.controller import STARTING, KeyOpenError, Refused, typed_inputs
+from selfref_tui.agent.chat.controller import STARTING, KeyOpenError, Refused, typed_inputs
 from selfref_tui.ui.empty_hint import empty_hint
 
 if TYPE_CHECKING:
-    from selfref_tui.agent.controller import ChatController
+    from selfref_tui.agent.chat.controller import ChatController
     from selfref_tui.config import AppConfig
     from selfref_tui.ui.widgets.app_header import AppHeader
     from selfref_tui.ui.widgets.chat_input import ChatInput

@@ -17,7 +17,7 @@ from selfref_tui.safety import inert_line
 from selfref_tui.ui.transcript.image import ImageItem
 
 if TYPE_CHECKING:
-    from selfref_tui.agent.controller import ChatController
+    from selfref_tui.agent.chat.controller import ChatController
     from selfref_tui.ui.widgets.transcript import Transcript
 
 

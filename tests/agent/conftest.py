@@ -25,8 +25,8 @@ class Harness:
         self.events: list[Any] = []
 
     async def __aenter__(self) -> Harness:
-        from selfref_tui.agent.loop import Agent
-        from selfref_tui.agent.provider import Provider
+        from selfref_tui.agent.provider.client import Provider
+        from selfref_tui.agent.turn.loop import Agent
         from selfref_tui.demo.server import DemoServer
 
         self.server = DemoServer(self.script, tokens_per_s=self.tokens_per_s)

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from selfref_tui.agent.abort import AbortSignal
-from selfref_tui.agent.router import AgentInputRouter
+from selfref_tui.agent.turn.router import AgentInputRouter
 
 from .helpers import wait_until
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from selfref_tui.agent.compaction import (
+from selfref_tui.agent.turn.compaction import (
     AFTER_COMPACT_NOTE,
     AUTO_NOTE_KIND,
     REQUESTED_COMPACT_NOTE,

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from selfref_tui.agent import events as ev
-from selfref_tui.agent.controller import ChatController, KeyOpenError, Refused, typed_inputs
+from selfref_tui.agent.chat.controller import ChatController, KeyOpenError, Refused, typed_inputs
 from selfref_tui.config import AppConfig, ProviderConfig
 from selfref_tui.demo.script import Reply, Script, demo_script
 from selfref_tui.demo.server import DemoServer

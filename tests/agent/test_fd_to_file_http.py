@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from selfref_tui.agent import events as ev
-from selfref_tui.agent.router import AgentInputRouter
+from selfref_tui.agent.turn.router import AgentInputRouter
 from selfref_tui.demo import DemoServer
 from selfref_tui.demo.script import Reply, ToolCall
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from selfref_tui.agent import events as ev
-from selfref_tui.agent.router import AgentInputRouter
+from selfref_tui.agent.turn.router import AgentInputRouter
 from selfref_tui.context.images import data_url
 from selfref_tui.demo.script import Reply, Stall
 
@@ -76,7 +76,7 @@ async def test_a_server_refusing_images_gets_a_message_naming_the_model(harness)
 async def test_the_controller_refuses_images_before_start_up_and_sends_them_after(tmp_path):
     import pytest
 
-    from selfref_tui.agent.controller import ChatController, Refused
+    from selfref_tui.agent.chat.controller import ChatController, Refused
     from selfref_tui.config import AppConfig, ProviderConfig
     from selfref_tui.demo.server import DemoServer
 
@@ -111,7 +111,7 @@ class ShotSource:
         return name == "shot"
 
     async def call(self, name, args, ctx):
-        from selfref_tui.agent.tool_batch import MultimodalOutput
+        from selfref_tui.agent.tools.batch import MultimodalOutput
         from selfref_tui.context.images import image_part
 
         return MultimodalOutput(text="a screenshot", user_messages=[{

@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from selfref_tui.agent.compile_cache import IncrementalCompile
+from selfref_tui.agent.turn.compile_cache import IncrementalCompile
 from selfref_tui.context.apply import TranscriptBuilder
 from selfref_tui.context.compile import InvocationConfig, compile_messages
 from selfref_tui.context.mutations import (

@@ -8,8 +8,8 @@ import socket
 
 from selfref_tui.agent import events as ev
 from selfref_tui.agent.abort import AbortSignal
-from selfref_tui.agent.inbox import Inbox
-from selfref_tui.agent.router import AgentInputRouter
+from selfref_tui.agent.turn.inbox import Inbox
+from selfref_tui.agent.turn.router import AgentInputRouter
 from selfref_tui.demo.script import Drop, HttpError, Malformed, Reply, Stall, ToolCall
 
 from .helpers import wait_until

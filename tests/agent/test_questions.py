@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from selfref_tui.agent import events as ev
-from selfref_tui.agent.questions import QuestionBroker
+from selfref_tui.agent.turn.questions import QuestionBroker
 
 
 async def test_without_a_front_end_the_default_comes_back_at_once():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from selfref_tui.agent import events as ev
-from selfref_tui.agent.stream import StreamAssembler, ToolCallRecord
+from selfref_tui.agent.turn.stream import StreamAssembler, ToolCallRecord
 
 
 def _assembler(events: list) -> StreamAssembler:

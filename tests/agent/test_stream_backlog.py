@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 from selfref_tui.agent import events as ev
-from selfref_tui.agent.loop import Agent
-from selfref_tui.agent.provider import Provider
+from selfref_tui.agent.provider.client import Provider
+from selfref_tui.agent.turn.loop import Agent
 from selfref_tui.config import AgentSettings, ProviderConfig
 from selfref_tui.demo.script import Reply
 from selfref_tui.demo.server import DemoServer

@@ -8,8 +8,8 @@ from typing import Any
 
 from selfref_tui.agent import events as ev
 from selfref_tui.agent.abort import AbortSignal
-from selfref_tui.agent.tool_batch import BuiltinTools, ToolBatch, ToolSource, schemas_of
-from selfref_tui.agent.tools import ToolContext, ToolError
+from selfref_tui.agent.tools.batch import BuiltinTools, ToolBatch, ToolSource, schemas_of
+from selfref_tui.agent.tools.builtin import ToolContext, ToolError
 from selfref_tui.context.mutations import ToolCancelledMutation, ToolResultMutation
 from selfref_tui.demo.script import Reply, ToolCall
 

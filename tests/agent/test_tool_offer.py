@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from selfref_tui.agent import events as ev
-from selfref_tui.agent.tool_offer import TOOL_SHARE, ToolOffer, offer_tools
+from selfref_tui.agent.tools.offer import TOOL_SHARE, ToolOffer, offer_tools
 from selfref_tui.demo.script import Reply, ToolCall
 
 LONG_PROMPT = "Tell me about lighthouses. " * 40

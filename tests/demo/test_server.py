@@ -8,8 +8,8 @@ import json
 import openai
 import pytest
 
-from selfref_tui.agent.provider import Provider, TextChunk, ToolCallChunk
-from selfref_tui.agent.tools import tool_schemas
+from selfref_tui.agent.provider.client import Provider, TextChunk, ToolCallChunk
+from selfref_tui.agent.tools.builtin import tool_schemas
 from selfref_tui.demo import (
     DEMO_MODEL,
     DEMO_SCRIPT,
@@ -201,7 +201,7 @@ def test_demo_server_in_a_thread():
 
 def test_demo_model_answers_the_runtime_note_after_a_compaction_briefly():
     """It used to read "selfref" in the note as "ref" and post its code answer again."""
-    from selfref_tui.agent.loop import AFTER_COMPACT_NOTE
+    from selfref_tui.agent.turn.loop import AFTER_COMPACT_NOTE
 
     reply = ask(AFTER_COMPACT_NOTE)
     assert names(reply) == [] and "<ref" not in reply.text

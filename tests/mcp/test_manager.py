@@ -15,7 +15,7 @@ import pytest_asyncio
 from selfref_tui.agent.events import Notice
 from selfref_tui.agent.mcp.approval import APPROVE_ALWAYS, APPROVE_ONCE, DENY
 from selfref_tui.agent.mcp.manager import McpManager
-from selfref_tui.agent.tools import ToolError
+from selfref_tui.agent.tools.builtin import ToolError
 from selfref_tui.refs.fds import FdTable
 from tests.agent.helpers import wait_until
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from selfref_tui.agent import delta_scan, sse
-from selfref_tui.agent.provider import (
+from selfref_tui.agent.provider import delta_scan, sse
+from selfref_tui.agent.provider.client import (
     Provider,
     ProviderError,
     ReasoningChunk,

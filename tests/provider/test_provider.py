@@ -9,7 +9,7 @@ from contextlib import aclosing
 
 import pytest
 
-from selfref_tui.agent.provider import (
+from selfref_tui.agent.provider.client import (
     FinishChunk,
     Provider,
     ProviderError,
@@ -545,7 +545,7 @@ async def test_history_changed_in_place_between_calls_is_sent_as_it_is_now():
 
 def test_body_encoder_interleaving_histories_stays_exact():
     """Forks stream next to their parent: each history keeps its own encodings."""
-    from selfref_tui.agent.provider import _EncodedMessages
+    from selfref_tui.agent.provider.client import _EncodedMessages
 
     encoder = _EncodedMessages()
     parent = [{"role": "system", "content": "base ✓"}] + [

@@ -14,8 +14,8 @@ from h11 import _readers as h11_readers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from selfref_tui.agent import rechunk
-from selfref_tui.agent.provider import Provider, TextChunk
+from selfref_tui.agent.provider import rechunk
+from selfref_tui.agent.provider.client import Provider, TextChunk
 from selfref_tui.config import ProviderConfig
 from selfref_tui.demo import DemoServer, Reply
 from tests.agent.helpers import wait_until

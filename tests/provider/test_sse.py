@@ -8,8 +8,8 @@ from contextlib import aclosing
 
 import pytest
 
-from selfref_tui.agent import sse
-from selfref_tui.agent.provider import (
+from selfref_tui.agent.provider import sse
+from selfref_tui.agent.provider.client import (
     FinishChunk,
     Provider,
     ProviderError,

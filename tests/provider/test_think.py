@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from selfref_tui.agent.think import ThinkSplitter
+from selfref_tui.agent.provider.think import ThinkSplitter
 
 
 def split(pieces: list[str]) -> tuple[str, str]:

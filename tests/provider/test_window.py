@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from selfref_tui.agent.window import (
+from selfref_tui.agent.provider.window import (
     ASSUMED_WINDOW,
     CACHE_TTL_S,
     Window,

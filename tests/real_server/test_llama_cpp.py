@@ -14,9 +14,9 @@ import pytest
 
 from selfref_tui.agent import events as ev
 from selfref_tui.agent.abort import AbortSignal
-from selfref_tui.agent.loop import Agent
-from selfref_tui.agent.provider import Provider
-from selfref_tui.agent.window import resolve_window
+from selfref_tui.agent.provider.client import Provider
+from selfref_tui.agent.provider.window import resolve_window
+from selfref_tui.agent.turn.loop import Agent
 from selfref_tui.config import AgentSettings, ProviderConfig
 from selfref_tui.demo import DemoServer, Reply, ToolCall
 from selfref_tui.selfref import SelfReference
@@ -139,7 +139,7 @@ async def test_a_request_over_a_1024_token_window_is_named_an_overflow(tmp_path)
 
 async def test_after_an_overflow_the_conversation_recovers(tmp_path):
     # The full tool set (~1,300 tokens of schemas) alone is larger than 1,024 tokens:
-    # the small window gets a reduced set (see agent/tool_offer.py), so requests fit.
+    # the small window gets a reduced set (see agent/tools/offer.py), so requests fit.
     run = Run(tmp_path / "data", model=SMALL_MODEL, window=1024)
     try:
         first = await run.agent.run_turn("main", "Tell me about lighthouses. " * 40)

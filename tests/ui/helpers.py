@@ -102,7 +102,8 @@ def make_app(
     clock: Callable[[], float] | None = None,
     context_window: int | None = 128_000,
 ) -> SelfRefApp:
-    """The app on ``url``; ``context_window=None`` makes it ask the server (agent/window.py)."""
+    """The app on ``url``; ``context_window=None`` makes it ask the server
+    (agent/provider/window.py)."""
     provider = ProviderConfig(
         base_url=url,
         api_key=api_key,

@@ -27,8 +27,8 @@ from typing import Any, TextIO
 from ...config import ConfigError, McpServerConfig
 from ...safety import redact
 from ..events import EventSink, Notice, discard
-from ..tool_batch import MultimodalOutput
-from ..tools import ToolError, now_iso
+from ..tools.batch import MultimodalOutput
+from ..tools.builtin import ToolError, now_iso
 from .approval import APPROVAL_CHOICES, APPROVE_ALWAYS, APPROVE_ONCE, DENY, approval_prompt
 from .naming import exposed_name, server_tags
 from .results import MappedResult, map_result

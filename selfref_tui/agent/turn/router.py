@@ -13,9 +13,9 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from ..context.images import text_of, user_content
-from .abort import DEFAULT_REASON, AbortSignal
-from .events import ErrorEvent
+from ...context.images import text_of, user_content
+from ..abort import DEFAULT_REASON, AbortSignal
+from ..events import ErrorEvent
 from .inbox import Inbox, Message
 
 

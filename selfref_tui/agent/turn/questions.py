@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
-from .events import EventSink, QuestionAsked
+from ..events import EventSink, QuestionAsked
 
 
 class QuestionBroker:

@@ -7,8 +7,8 @@ model's window and the token encoder are learnt in the background. What is
 built here is closed here (:meth:`Startup.aclose`), store work still in a
 thread first.
 
-A mixin of :class:`~selfref_tui.agent.controller.ChatController`: the key on
-screen (``key``) belongs to :mod:`~selfref_tui.agent.key_lifecycle`.
+A mixin of :class:`~selfref_tui.agent.chat.controller.ChatController`: the key on
+screen (``key``) belongs to :mod:`~selfref_tui.agent.chat.key_lifecycle`.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from .refusals import STARTING, Refused
 
 if TYPE_CHECKING:  # the runtime's imports are heavy: they wait for start_runtime()
     from selfref_tui.agent.events import AgentEvent, Notice
-    from selfref_tui.agent.loop import Agent
     from selfref_tui.agent.mcp.manager import McpManager
-    from selfref_tui.agent.router import AgentInputRouter
+    from selfref_tui.agent.turn.loop import Agent
+    from selfref_tui.agent.turn.router import AgentInputRouter
     from selfref_tui.demo.server import DemoServer
     from selfref_tui.selfref.reference import ReadOnlyReference, SelfReference
 
@@ -91,10 +91,10 @@ class Startup:
 
     def start_runtime(self, emit: Callable[[AgentEvent], None]) -> None:
         """Store, provider, agent, router and MCP servers; events go to ``emit``."""
-        from selfref_tui.agent.loop import Agent
-        from selfref_tui.agent.provider import Provider
-        from selfref_tui.agent.router import AgentInputRouter
-        from selfref_tui.agent.window import ASSUMED_WINDOW
+        from selfref_tui.agent.provider.client import Provider
+        from selfref_tui.agent.provider.window import ASSUMED_WINDOW
+        from selfref_tui.agent.turn.loop import Agent
+        from selfref_tui.agent.turn.router import AgentInputRouter
         from selfref_tui.selfref.reference import ReadOnlyReference, SelfReference
 
         selfref: SelfReference | ReadOnlyReference = SelfReference(
@@ -152,9 +152,9 @@ class Startup:
     # ------------------------------------------- learnt after the first frame
 
     async def learn_window(self) -> Notice | None:
-        """Ask the server for the model's window (agent/window.py); a notice when assumed."""
+        """Ask the server for the model's window (provider/window.py); a notice when assumed."""
         from selfref_tui.agent.events import Notice
-        from selfref_tui.agent.window import CACHE_FILE, WindowCache, resolve_window
+        from selfref_tui.agent.provider.window import CACHE_FILE, WindowCache, resolve_window
 
         data_dir = self.config.data_dir
         window = await resolve_window(
@@ -172,7 +172,7 @@ class Startup:
         The header's note: "" when the server answered, None when there is
         nothing to say either way (a server that does not list models is fine).
         """
-        from selfref_tui.agent.provider import ProviderError
+        from selfref_tui.agent.provider.client import ProviderError
 
         if self.agent is None:
             return None
@@ -271,8 +271,8 @@ class Startup:
 
 
 def _preload_runtime() -> None:
-    import selfref_tui.agent.loop
-    import selfref_tui.agent.provider  # noqa: F401
+    import selfref_tui.agent.provider.client
+    import selfref_tui.agent.turn.loop  # noqa: F401
 
 
 __all__ = ["PROVIDER_CHECK_S", "Startup"]

@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..context.breakdown import threshold
-from ..context.mutations import ContextMutation, ContextSummaryMutation, UserMessageMutation
+from ...context.breakdown import threshold
+from ...context.mutations import ContextMutation, ContextSummaryMutation, UserMessageMutation
 
 RUNTIME_NOTE = "runtime_note"
 #: the ``runtime_note`` value of the automatic reminder (other notes store ``True``)

@@ -7,9 +7,9 @@ typed before the runtime runs are kept here until the key is open. A
 read-only window refuses whatever would write the store.
 
 Store work runs in threads that closing waits for (``_in_thread``, from
-:mod:`~selfref_tui.agent.startup`), so a caller on the UI's loop is never held up
+:mod:`~selfref_tui.agent.chat.startup`), so a caller on the UI's loop is never held up
 and nothing touches the store after it closed. A mixin of
-:class:`~selfref_tui.agent.controller.ChatController`.
+:class:`~selfref_tui.agent.chat.controller.ChatController`.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .refusals import STARTING, KeyOpenError, Refused
 
 if TYPE_CHECKING:
-    from selfref_tui.agent.loop import Agent
     from selfref_tui.agent.protocols import MemoryLike
-    from selfref_tui.agent.router import AgentInputRouter
+    from selfref_tui.agent.turn.loop import Agent
+    from selfref_tui.agent.turn.router import AgentInputRouter
     from selfref_tui.config import AppConfig
     from selfref_tui.selfref.reference import ReadOnlyReference, SelfReference
 

@@ -24,9 +24,9 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion
 
-from selfref_tui.agent import delta_scan, rechunk, sse
-from selfref_tui.agent.sse import SseError
-from selfref_tui.agent.think import ThinkSplitter
+from selfref_tui.agent.provider import delta_scan, rechunk, sse
+from selfref_tui.agent.provider.sse import SseError
+from selfref_tui.agent.provider.think import ThinkSplitter
 from selfref_tui.config import ProviderConfig
 from selfref_tui.context.images import image_urls
 from selfref_tui.safety import redact

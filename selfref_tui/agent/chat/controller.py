@@ -7,8 +7,8 @@ nothing to do with how it is drawn. It lives here, without a Textual import,
 so it is tested without a screen (real store files, the in-package server
 over HTTP) and the app only shows what it returns.
 
-Two parts, one module each: :mod:`~selfref_tui.agent.startup` builds the
-runtime after the first frame and closes it; :mod:`~selfref_tui.agent.key_lifecycle`
+Two parts, one module each: :mod:`~selfref_tui.agent.chat.startup` builds the
+runtime after the first frame and closes it; :mod:`~selfref_tui.agent.chat.key_lifecycle`
 holds the key on screen (open, switch, let go, rename, trash, early inputs).
 This class adds what the person does with them: send, compact, retry, stop,
 answer, remember, and what the screen reads.
@@ -75,7 +75,7 @@ class ChatController(Startup, KeyLifecycle):
         self.check_writable("/compact")
         outcome = self._router().request_compaction()
         if outcome == "refused":
-            from selfref_tui.agent.tool_offer import COMPACT_REFUSED
+            from selfref_tui.agent.tools.offer import COMPACT_REFUSED
 
             raise Refused(f"{COMPACT_REFUSED[0].upper()}{COMPACT_REFUSED[1:]}; set "
                           "context_window if the model has a larger window.")

@@ -22,15 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..context.images import image_urls
-from ..context.mutations import (
+from ...context.images import image_urls
+from ...context.mutations import (
     MultimodalToolResultMutation,
     ToolCancelledMutation,
     ToolResultMutation,
 )
-from .abort import AbortSignal
-from .events import EventSink, ToolCallEnded, ToolCallError
-from .tools import (
+from ..abort import AbortSignal
+from ..events import EventSink, ToolCallEnded, ToolCallError
+from .builtin import (
     _FORK_NAMES,
     TOOL_NAMES,
     ToolContext,

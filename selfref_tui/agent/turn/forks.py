@@ -14,11 +14,11 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..context.mutations import ContextReplaceMutation, UserMessageMutation
-from .abort import AbortSignal
-from .events import ForkFinished, ForkProgress, ForkSpawned
+from ...context.mutations import ContextReplaceMutation, UserMessageMutation
+from ..abort import AbortSignal
+from ..events import ForkFinished, ForkProgress, ForkSpawned
+from ..tools.builtin import ToolError, now_iso
 from .inbox import Inbox
-from .tools import ToolError, now_iso
 
 if TYPE_CHECKING:
     from .loop import Agent, _Turn

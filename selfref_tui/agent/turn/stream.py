@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .events import EventSink, ToolCallArgumentsDelta, ToolCallStarted
+from ..events import EventSink, ToolCallArgumentsDelta, ToolCallStarted
 
 
 @dataclass

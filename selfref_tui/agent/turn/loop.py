@@ -19,31 +19,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import AgentSettings
-from ..context.apply import MULTIMODAL_MARK, unique_call_ids
-from ..context.breakdown import Breakdown, auto_compact_line
-from ..context.images import omitted_text, person_images, text_of, without_tool_images
-from ..context.mutations import (
+from ...config import AgentSettings
+from ...context.apply import MULTIMODAL_MARK, unique_call_ids
+from ...context.breakdown import Breakdown, auto_compact_line
+from ...context.images import omitted_text, person_images, text_of, without_tool_images
+from ...context.mutations import (
     AssistantMessageMutation,
     AssistantTruncatedMutation,
     ContextMutation,
     TurnFailedMutation,
     UserMessageMutation,
 )
-from ..context.tokens import Calibration
-from ..selfref.session import CommitReport, SelfRefSession
-from .abort import AbortSignal
-from .compaction import (
-    AFTER_COMPACT_NOTE,
-    AUTO_COMPACT_NOTE,
-    REQUESTED_COMPACT_NOTE,
-    RUNTIME_NOTE,
-    CompactionPolicy,
-    is_runtime_note,
-    runtime_note,
-)
-from .compile_cache import IncrementalCompile
-from .events import (
+from ...context.tokens import Calibration
+from ...selfref.session import CommitReport, SelfRefSession
+from ..abort import AbortSignal
+from ..events import (
     ENDING_MARKERS,
     Aborted,
     CompactionApplied,
@@ -67,6 +57,20 @@ from .events import (
     TurnStarted,
     discard,
 )
+from ..protocols import MemoryLike, ProviderLike, StoreLike
+from ..tools.batch import NO_FD_TOOLS, BuiltinTools, ToolBatch, ToolSource, schemas_of
+from ..tools.builtin import ToolContext, now_iso
+from ..tools.offer import COMPACT_REFUSED, ToolOffer, offer_tools
+from .compaction import (
+    AFTER_COMPACT_NOTE,
+    AUTO_COMPACT_NOTE,
+    REQUESTED_COMPACT_NOTE,
+    RUNTIME_NOTE,
+    CompactionPolicy,
+    is_runtime_note,
+    runtime_note,
+)
+from .compile_cache import IncrementalCompile
 from .inbox import Inbox
 from .overflow import (
     OVERFLOW_COMPACT_NOTE,
@@ -75,12 +79,8 @@ from .overflow import (
     overflow_message,
     window_named_in,
 )
-from .protocols import MemoryLike, ProviderLike, StoreLike
 from .questions import QuestionBroker
 from .stream import StreamAssembler
-from .tool_batch import NO_FD_TOOLS, BuiltinTools, ToolBatch, ToolSource, schemas_of
-from .tool_offer import COMPACT_REFUSED, ToolOffer, offer_tools
-from .tools import ToolContext, now_iso
 
 #: the longest the stream consumer runs without letting the event loop in (see _consume)
 BURST_S = 0.01
@@ -182,8 +182,8 @@ class Agent:
         model: str = "",
         context_window: int = 128_000,
     ) -> None:
-        from ..context.compile import InvocationConfig
-        from ..context.tokens import TokenCounter
+        from ...context.compile import InvocationConfig
+        from ...context.tokens import TokenCounter
 
         self.selfref = selfref
         self.provider = provider
@@ -628,8 +628,8 @@ class Agent:
         tool_tokens = self.tokens.count_tools(tools)
         plan = self._fit(messages, message_tokens + tool_tokens, tool_tokens, tools, budget)
         if breakdown:
-            from ..context.apply import apply_mutations
-            from ..context.breakdown import token_breakdown
+            from ...context.apply import apply_mutations
+            from ...context.breakdown import token_breakdown
 
             plan.breakdown = token_breakdown(
                 self.config, apply_mutations(base, pending), messages, message_tokens,
@@ -639,7 +639,7 @@ class Agent:
     def _fit(self, messages: list[dict], counted: int, tool_tokens: int, tools: list[dict],
              budget: int | None) -> RequestPlan:
         """The plan of a compiled request: as it is, or its newest messages that fit."""
-        from ..context.tokens import REPLY_PRIMING
+        from ...context.tokens import REPLY_PRIMING
 
         calibration = self.calibration
         tokens = calibration.apply(counted)
@@ -660,7 +660,7 @@ class Agent:
     async def _llm_step(
         self, turn: _Turn, messages: list[dict], tools: list[dict]
     ) -> tuple[str, list]:
-        from .provider import ProviderError
+        from ..provider.client import ProviderError
 
         key, step = turn.key, turn.step
         self.emit(LLMCallStarted(key=key, step=step, model=self.model))
@@ -767,8 +767,8 @@ class Agent:
         state: StreamAssembler,
         message_index: int,
     ) -> None:
-        from ..refs.parser import StreamingRefParser
-        from .provider import ReasoningChunk, TextChunk, ToolCallChunk, UsageChunk
+        from ...refs.parser import StreamingRefParser
+        from ..provider.client import ReasoningChunk, TextChunk, ToolCallChunk, UsageChunk
 
         key, emit = turn.key, self.emit
         parser = StreamingRefParser()
@@ -779,7 +779,7 @@ class Agent:
             emit(Retrying(key=key, attempt=attempt, delay_s=delay, reason=reason, of=retries))
 
         def on_notice(message: str, severity: str) -> None:  # the provider's notices
-            from .events import Notice
+            from ..events import Notice
 
             emit(Notice(key=key, message=message, severity=severity))
 
@@ -894,7 +894,7 @@ class Agent:
                                         messages_before=report.messages_before))
 
     def _fd_table(self, key: str, memory: Any) -> Any:
-        from ..refs.fds import FdTable, namespace_for_key
+        from ...refs.fds import FdTable, namespace_for_key
 
         table = self._fd_tables.get(key)
         if table is None:
@@ -912,7 +912,7 @@ class Agent:
         """Load the tiktoken encoding once, in a thread; estimates are used meanwhile."""
         if self._encoder_task is not None or self.tokens.ready:
             return
-        from ..selfref.encodings import load_encoder
+        from ...selfref.encodings import load_encoder
 
         async def load() -> None:
             try:

@@ -42,9 +42,9 @@ class IncrementalCompile:
         self._tokens_ready: bool | None = None
 
     def compile(self, base: list[dict], pending: list) -> tuple[list[dict], int]:
-        from ..context.apply import apply_mutations
-        from ..context.compile import merge_user, mergeable, render_provider_messages
-        from ..context.tokens import REPLY_PRIMING
+        from ...context.apply import apply_mutations
+        from ...context.compile import merge_user, mergeable, render_provider_messages
+        from ...context.tokens import REPLY_PRIMING
 
         config, count = self.config, self.tokens.count_message
         messages = apply_mutations(base, pending)

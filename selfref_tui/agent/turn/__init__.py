@@ -1,0 +1,11 @@
+"""One turn of the runtime: compile, stream, run tools, commit; and the input router.
+
+``loop`` (``Agent``) orchestrates the units: ``stream`` (assembling one call),
+``compaction`` and ``overflow`` (what the next request carries and whether it fits),
+``compile_cache``, ``questions``, ``inbox`` (messages typed mid-turn), ``forks`` (child
+agents) and ``router`` (``AgentInputRouter``, the person's way in).
+
+May import ``agent.tools`` and the shared vocabulary (``events``, ``abort``,
+``protocols``). From ``agent.provider`` only its vocabulary (``chunks``, ``errors``):
+the client itself comes in as a ``protocols.ProviderLike``. Never ``agent.chat``.
+"""
