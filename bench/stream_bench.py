@@ -309,7 +309,8 @@ class NaiveApp(App[None]):
         self.pings.append(time.perf_counter())
 
     async def stream(self) -> None:
-        from selfref_tui.agent.provider.client import Provider, TextChunk
+        from selfref_tui.agent.provider.chunks import TextChunk
+        from selfref_tui.agent.provider.client import Provider
 
         provider = Provider(
             ProviderConfig(

@@ -11,7 +11,7 @@ import asyncio
 import json
 
 from selfref_tui.agent import events as ev
-from selfref_tui.agent.provider.client import ProviderError
+from selfref_tui.agent.provider.errors import ProviderError
 from selfref_tui.agent.turn.overflow import LEFT_OUT_MARKER, fit_request, is_context_overflow
 from selfref_tui.context.mutations import AssistantMessageMutation, UserMessageMutation
 from selfref_tui.context.tokens import TokenCounter

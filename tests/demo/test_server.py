@@ -8,7 +8,8 @@ import json
 import openai
 import pytest
 
-from selfref_tui.agent.provider.client import Provider, TextChunk, ToolCallChunk
+from selfref_tui.agent.provider.chunks import TextChunk, ToolCallChunk
+from selfref_tui.agent.provider.client import Provider
 from selfref_tui.agent.tools.builtin import tool_schemas
 from selfref_tui.demo import (
     DEMO_MODEL,

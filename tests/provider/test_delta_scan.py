@@ -10,15 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from selfref_tui.agent.provider import delta_scan, sse
-from selfref_tui.agent.provider.client import (
-    Provider,
-    ProviderError,
+from selfref_tui.agent.provider.chunks import (
     ReasoningChunk,
     TextChunk,
     ToolCallChunk,
     _batch_chunks,
     _classify,
 )
+from selfref_tui.agent.provider.client import Provider
+from selfref_tui.agent.provider.errors import ProviderError
 from selfref_tui.config import ProviderConfig
 from selfref_tui.demo import DemoServer, Events
 from tests.hostile import CORPUS

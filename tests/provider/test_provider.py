@@ -9,17 +9,16 @@ from contextlib import aclosing
 
 import pytest
 
-from selfref_tui.agent.provider.client import (
+from selfref_tui.agent.provider.chunks import (
     FinishChunk,
-    Provider,
-    ProviderError,
     ReasoningChunk,
     TextChunk,
     ToolCallChunk,
     UsageChunk,
-    is_local,
-    is_openai,
 )
+from selfref_tui.agent.provider.client import Provider
+from selfref_tui.agent.provider.errors import ProviderError
+from selfref_tui.agent.provider.hosts import is_local, is_openai
 from selfref_tui.config import ProviderConfig
 from selfref_tui.demo import (
     DemoServer,
@@ -545,7 +544,7 @@ async def test_history_changed_in_place_between_calls_is_sent_as_it_is_now():
 
 def test_body_encoder_interleaving_histories_stays_exact():
     """Forks stream next to their parent: each history keeps its own encodings."""
-    from selfref_tui.agent.provider.client import _EncodedMessages
+    from selfref_tui.agent.provider.encode import _EncodedMessages
 
     encoder = _EncodedMessages()
     parent = [{"role": "system", "content": "base ✓"}] + [

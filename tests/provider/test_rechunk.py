@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from selfref_tui.agent.provider import rechunk
-from selfref_tui.agent.provider.client import Provider, TextChunk
+from selfref_tui.agent.provider.chunks import TextChunk
+from selfref_tui.agent.provider.client import Provider
 from selfref_tui.config import ProviderConfig
 from selfref_tui.demo import DemoServer, Reply
 from tests.agent.helpers import wait_until

@@ -9,15 +9,15 @@ from contextlib import aclosing
 import pytest
 
 from selfref_tui.agent.provider import sse
-from selfref_tui.agent.provider.client import (
+from selfref_tui.agent.provider.chunks import (
     FinishChunk,
-    Provider,
-    ProviderError,
     ReasoningChunk,
     TextChunk,
     ToolCallChunk,
     UsageChunk,
 )
+from selfref_tui.agent.provider.client import Provider
+from selfref_tui.agent.provider.errors import ProviderError
 from selfref_tui.config import ProviderConfig
 from selfref_tui.demo import DemoServer, Malformed, Reply, ToolCall
 from selfref_tui.demo.server import split_text

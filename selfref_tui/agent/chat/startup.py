@@ -172,7 +172,7 @@ class Startup:
         The header's note: "" when the server answered, None when there is
         nothing to say either way (a server that does not list models is fine).
         """
-        from selfref_tui.agent.provider.client import ProviderError
+        from selfref_tui.agent.provider.errors import ProviderError
 
         if self.agent is None:
             return None

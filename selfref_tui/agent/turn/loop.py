@@ -660,7 +660,7 @@ class Agent:
     async def _llm_step(
         self, turn: _Turn, messages: list[dict], tools: list[dict]
     ) -> tuple[str, list]:
-        from ..provider.client import ProviderError
+        from ..provider.errors import ProviderError
 
         key, step = turn.key, turn.step
         self.emit(LLMCallStarted(key=key, step=step, model=self.model))
@@ -768,7 +768,7 @@ class Agent:
         message_index: int,
     ) -> None:
         from ...refs.parser import StreamingRefParser
-        from ..provider.client import ReasoningChunk, TextChunk, ToolCallChunk, UsageChunk
+        from ..provider.chunks import ReasoningChunk, TextChunk, ToolCallChunk, UsageChunk
 
         key, emit = turn.key, self.emit
         parser = StreamingRefParser()

@@ -1,0 +1,121 @@
+"""The ``selfref-tui`` command line: the app, one-shot ``ask``, and store inspection.
+
+It is a stable interface for scripts: JSON shapes and exit codes below do not
+change without a major version. Heavy modules (Textual, openai, the runtime)
+are imported inside the commands that need them so ``--help`` and ``keys list``
+start fast.
+
+One module per command group (``ask``, ``compact``, ``refs``, ``experiences``, ``keys``,
+``context``, ``mcp``), each with ``register(commands)`` adding its sub-commands, every
+one with a ``handler`` default (and ``writes`` when it changes the key, so that
+``--read-only`` refuses it); ``common`` holds the shared flags, exit codes and output.
+A new group is a new module listed in :data:`GROUPS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from selfref_tui.cli import ask, compact, context, experiences, keys, mcp, refs
+from selfref_tui.cli.common import (
+    EPILOG,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    CliError,
+    Parser,
+    app_config,
+    common_flags,
+    err,
+    formatter,
+    provider_flags,
+    silence_stdout,
+    store_exit_code,
+)
+from selfref_tui.config import ConfigError
+
+#: the command groups, in the order ``--help`` lists them
+GROUPS = (ask, compact, refs, experiences, keys, context, mcp)
+
+__all__ = ["GROUPS", "build_parser", "main", "run"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="selfref-tui", formatter_class=formatter, epilog=EPILOG,
+        description="A terminal chat app whose agent manages its own context. "
+                    "Without a command, starts the app.")
+    common_flags(parser, top=True)
+    provider_flags(parser, top=True)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for group in GROUPS:
+        group.register(commands)
+    return parser
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """The ``selfref-tui`` program: :func:`main`, then out of the way of Python's exit.
+
+    Everything is committed and closed when :func:`main` returns. Python's last
+    garbage collection at exit would still walk every object the process made
+    (the loaded encodings, the app's widgets): 1.3–4.5 s between the answer (or
+    ctrl+q) and the shell prompt, measured on a loaded machine. Frozen, they are
+    out of its reach. Tests call :func:`main`, which leaves the collector alone.
+    """
+    import gc
+
+    code = main(argv)
+    gc.freeze()
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return int(exc.code or 0)
+    try:
+        return _dispatch(args)
+    except CliError as exc:
+        err(str(exc))
+        return exc.code
+    except ConfigError as exc:
+        err(str(exc))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        err("interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `... | head`: the reader left, nothing to report
+        silence_stdout()
+        return EXIT_ERROR
+    except Exception as exc:
+        store_code = store_exit_code(exc)
+        if store_code is not None:
+            err(str(exc))
+            return store_code
+        if isinstance(exc, OSError):
+            err(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
+            return EXIT_ERROR
+        raise
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    writer = getattr(args, "writes", None)
+    if writer and getattr(args, "read_only", False):
+        raise CliError(f"`{writer}` changes the key, and --read-only was given; leave "
+                       "--read-only out (once no other selfref-tui writes the key)", EXIT_USAGE)
+    if args.command is None:
+        return _run_app(args)
+    return args.handler(args)
+
+
+def _run_app(args: argparse.Namespace) -> int:
+    config = app_config(args)
+    try:
+        from selfref_tui.ui.app import run_app
+    except ImportError as exc:
+        raise CliError(f"the terminal app is not available ({exc}); the `ask`, `refs`, "
+                       "`experiences`, `keys` and `context` commands still work") from None
+    return run_app(config, read_only=bool(getattr(args, "read_only", False)))

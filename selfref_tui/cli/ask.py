@@ -1,0 +1,247 @@
+"""``selfref-tui ask``: one turn, its answer streamed to stdout."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from dataclasses import dataclass, replace
+from typing import Any
+
+from selfref_tui.cli.common import (
+    EXIT_ERROR,
+    EXIT_INCOMPLETE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+    add_command,
+    app_config,
+    common_flags,
+    err,
+    key_of,
+    provider_flags,
+    say,
+    silence_stdout,
+    store_notes,
+    window_cache,
+)
+from selfref_tui.config import AppConfig
+
+
+@dataclass
+class _AskOutput:
+    """Turns runtime events into stdout text (the answer) and stderr notes."""
+
+    key: str
+    wrote: bool = False
+    last_char: str = "\n"
+    error: str = ""
+    #: the server's error text in full (``ask --verbose`` prints it)
+    detail: str = ""
+    steps: int = 0
+    #: fired when the reader goes away (`ask ... | head`): the turn stops as on Ctrl+C
+    abort: Any = None
+    #: stdout was closed by its reader; nothing more is written
+    closed: bool = False
+    #: values never printed (the configured API key)
+    secrets: tuple[str, ...] = ()
+    #: collects CompactionApplied events (``selfref-tui compact``)
+    compacted: list[Any] | None = None
+
+    def __call__(self, event: Any) -> None:
+        from selfref_tui.agent import events as ev
+
+        if getattr(event, "key", self.key) != self.key:
+            return  # a fork's events: its answer reaches us through fork_gather_all
+        if isinstance(event, ev.LLMCallStarted):
+            self.steps += 1
+            if self.wrote and self.last_char != "\n":
+                self._out("\n")
+        elif isinstance(event, ev.TextDelta):
+            self._out(event.text)
+        elif isinstance(event, ev.ToolCallStarted):
+            self._note(f"[tool] {event.name}")
+        elif isinstance(event, ev.Retrying):
+            self._note(f"[{event.text()}]")
+        elif isinstance(event, ev.ErrorEvent):
+            self.error = event.message
+            self.detail = event.detail
+        elif isinstance(event, ev.CompactionApplied):
+            if self.compacted is not None:
+                self.compacted.append(event)
+            self._note(f"[compacted] {event.messages_before} messages replaced by the summary")
+        elif isinstance(event, ev.Notice):
+            self._note(f"[{event.severity}] {event.message}")
+
+    def _out(self, text: str) -> None:
+        if not text or self.closed:
+            return
+        try:
+            say(text, sys.stdout, end="")
+        except BrokenPipeError:
+            self.closed = True
+            silence_stdout()
+            if self.abort is not None:
+                self.abort.fire("output closed by its reader")
+            return
+        self.wrote = True
+        self.last_char = text[-1]
+
+    def _note(self, text: str) -> None:
+        if self.wrote and self.last_char != "\n":
+            self._out("\n")
+        from selfref_tui.safety import redact
+
+        say(redact(text, self.secrets), sys.stderr, always=True)
+
+    def finish(self) -> None:
+        if self.wrote and self.last_char != "\n":
+            self._out("\n")
+
+
+def _read_prompt(prompt: str) -> str:
+    text = sys.stdin.read() if prompt == "-" else prompt
+    if not text.strip():
+        raise CliError("the prompt is empty; pass some text or pipe it with `ask -`",
+                       EXIT_USAGE)
+    return text
+
+
+async def _ask(args: argparse.Namespace) -> int:
+    text = _read_prompt(args.prompt)
+    if not args.image:
+        return await one_turn(args, text)
+    from selfref_tui.context.images import user_content
+    from selfref_tui.selfref.attach import AttachError, read_image
+
+    try:
+        urls = [read_image(path).url for path in args.image]
+    except AttachError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    return await one_turn(args, user_content(text, urls))
+
+
+async def one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
+                    compacted: list[Any] | None = None) -> int:
+    """Run one turn of the key (``prompt`` None: a compaction turn) and map its outcome."""
+    from selfref_tui.agent.abort import AbortSignal
+    from selfref_tui.agent.events import Notice
+    from selfref_tui.agent.provider.client import Provider
+    from selfref_tui.agent.provider.window import resolve_window
+    from selfref_tui.agent.turn.loop import Agent
+    from selfref_tui.selfref.reference import SelfReference
+
+    config = app_config(args)
+    if getattr(args, "allow_overwrite", False):  # ask only; compact never writes files
+        config = replace(config, agent=replace(config.agent, allow_overwrite=True))
+    key = key_of(args)
+    server = None
+    if config.provider.demo:
+        from selfref_tui.demo import demo_server, with_demo_url
+
+        server = demo_server()
+        config = with_demo_url(config, await server.start())
+    elif config.unconfigured:
+        raise CliError("no provider configured: set OPENAI_API_KEY, or point --base-url / "
+                       "OPENAI_BASE_URL at a local server, or try --demo")
+    selfref = SelfReference(config.data_dir, source=config.data_dir_source)
+    abort = AbortSignal()
+    output = _AskOutput(key, abort=abort, secrets=(config.provider.api_key,),
+                        compacted=compacted)
+    loop = asyncio.get_running_loop()
+    agent = None
+    mcp = None
+    try:
+        # take the key's lock up front: a clear exit 3 if the app holds it
+        store_notes(selfref.open(key))
+        provider = Provider(config.provider)
+        window = await resolve_window(config.provider, window_cache(config))
+        if window.notice():
+            output(Notice(key=key, message=window.notice() or "", severity="warning"))
+        agent = Agent(selfref, provider, config.agent, output, model=config.provider.model,
+                      context_window=window.tokens)
+        loop.add_signal_handler(signal.SIGINT, abort.fire, "interrupted (Ctrl+C)")
+        if config.mcp_servers:
+            # `compact` has no --allow-tools: only trusted tools may run there
+            allow = getattr(args, "allow_tools", None) or ""
+            mcp = await _start_mcp(config, key, output, allow, abort)
+            agent.tool_sources.append(mcp)
+        if prompt is None:
+            if not agent.compact_offered(key):  # the model could only answer again
+                from selfref_tui.agent.tools.offer import COMPACT_REFUSED
+
+                raise CliError(f"{COMPACT_REFUSED}; set --context-window if the model's "
+                               "window is larger")
+            agent.request_compaction(key)
+        outcome = await agent.run_turn(key, prompt, abort=abort)
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        output.finish()
+        if mcp is not None:
+            await mcp.aclose()
+        if agent is not None:
+            await agent.aclose()
+        selfref.close()
+        if server is not None:
+            await server.stop()
+    if outcome == "done":
+        return EXIT_OK
+    if outcome == "aborted" and output.closed:
+        return EXIT_ERROR  # the reader left (`| head`): nothing to say, the part is stored
+    if outcome == "aborted":
+        err("interrupted: the partial answer was kept, marked as truncated")
+        return EXIT_INTERRUPTED
+    if outcome == "step_limit":
+        raise CliError(f"stopped after {config.agent.step_limit} steps (the step limit); "
+                       "ask again to continue, or raise [agent] step_limit in config.toml")
+    if outcome in ("cut_off", "filtered"):
+        return EXIT_INCOMPLETE  # the note on stderr said which, and what to do
+    if outcome == "empty":
+        return EXIT_ERROR  # the note on stderr said so
+    from selfref_tui.safety import redact
+
+    if getattr(args, "verbose", False) and output.detail:
+        say(f"the server said, in full:\n{redact(output.detail, output.secrets)}", sys.stderr,
+            always=True)
+    raise CliError(redact(output.error, output.secrets)
+                   or "the turn failed; see the messages above")
+
+
+async def _start_mcp(config: AppConfig, key: str, emit: Any, allow: str, abort: Any) -> Any:
+    """The configured MCP servers, started before the turn (a one-shot has no first frame).
+
+    Nobody can answer an approval here, so only trusted tools and those named by
+    ``--allow-tools`` run; any other call gets "the person declined".
+    """
+    from selfref_tui.agent.mcp.manager import McpManager
+
+    manager = McpManager(config.mcp_servers, emit, notice_key=key)
+    manager.allowed = tuple(p.strip() for p in allow.split(",") if p.strip())
+    started = asyncio.create_task(manager.wait_started())
+    stopped = asyncio.create_task(abort.wait())  # Ctrl+C while a server starts
+    try:
+        await asyncio.wait({started, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        started.cancel()
+        stopped.cancel()
+    return manager
+
+
+def register(commands: Any) -> None:
+    ask = add_command(commands, "ask", "run one turn and stream the answer to stdout")
+    ask.add_argument("prompt", metavar="PROMPT", help="the message; - reads it from stdin")
+    ask.add_argument("--allow-overwrite", action="store_true",
+                     help="let the model change files that exist (otherwise they are kept)")
+    ask.add_argument("--allow-tools", metavar="NAMES", default="",
+                     help="MCP tools that may run without being trusted in config.toml: "
+                          "mcp__server__tool names, comma-separated, * wildcards ('*' = all)")
+    ask.add_argument("--verbose", "-v", action="store_true", default=False,
+                     help="on failure, print the server's error text in full")
+    ask.add_argument("--image", metavar="PATH", action="append", default=[],
+                     help="send an image with the message (PNG, JPEG, WebP or GIF, up to "
+                          "20 MB; repeat for more) — for vision models")
+    common_flags(ask)
+    provider_flags(ask)
+    ask.set_defaults(handler=lambda args: asyncio.run(_ask(args)), writes="ask")

@@ -1,0 +1,196 @@
+"""What every command shares: exit codes, flags, errors, output and the store."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from selfref_tui.config import DEFAULT_KEY, AppConfig, load_config
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STORE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+EXIT_INCOMPLETE = 4
+
+
+EPILOG = """\
+exit codes:
+  0    success
+  1    error (provider failure, empty answer, missing ref or experience, file exists,
+       ...)
+  2    usage error (bad arguments, invalid key name, bad config, a data dir
+       that is not a readable folder, a --config file that does not exist,
+       a command that writes given with --read-only)
+  3    store locked by another selfref-tui, unreadable or unwritable, a link or FIFO
+       in it, a log of another key, or from a newer version
+  4    incomplete answer: cut off at the output limit or stopped by the provider's
+       filter (what arrived is printed and kept, marked)
+  130  interrupted (Ctrl+C): the partial answer is kept, marked as truncated
+
+environment: OPENAI_API_KEY, OPENAI_BASE_URL, SELFREF_MODEL, SELFREF_DATA_DIR,
+SELFREF_CONFIG (path of config.toml)."""
+
+
+class CliError(Exception):
+    """One line for stderr and the exit code that goes with it."""
+
+    def __init__(self, message: str, code: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def formatter(prog: str) -> argparse.HelpFormatter:
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
+
+
+class Parser(argparse.ArgumentParser):
+    """Usage errors as one line (plus where to look), exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        say(f"{self.prog}: {message} (see `{self.prog} --help`)", sys.stderr, always=True)
+        raise SystemExit(EXIT_USAGE)
+
+
+def common_flags(parser: argparse.ArgumentParser, *, key: bool = True, top: bool = False) -> None:
+    # Sub-commands use SUPPRESS so a flag given before the command is not reset.
+    default = None if top else argparse.SUPPRESS
+    parser.add_argument("--data-dir", metavar="DIR", default=default, help="store directory "
+                        "(default: $SELFREF_DATA_DIR or the platform's data dir)")
+    if key:
+        parser.add_argument("--key", metavar="K", default=default,
+                            help=f"memory key (default: {DEFAULT_KEY})")
+    parser.add_argument("--read-only", action="store_true", default=False if top else default,
+                        help="read a key another selfref-tui is writing (no lock taken; "
+                             "commands that change the key are refused)")
+
+
+def provider_flags(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
+    default = None if top else argparse.SUPPRESS
+    parser.add_argument("--model", metavar="M", default=default,
+                        help="model name (overrides config/env)")
+    parser.add_argument("--base-url", metavar="URL", default=default,
+                        help="OpenAI-compatible base URL, e.g. http://localhost:11434/v1")
+    parser.add_argument("--profile", metavar="NAME", default=default,
+                        help="a [providers.NAME] profile from config.toml")
+    parser.add_argument("--config", metavar="PATH", default=default,
+                        help="config.toml to read")
+    parser.add_argument("--demo", action="store_true", default=False if top else default,
+                        help="use the offline demo model")
+    parser.add_argument("--context-window", metavar="N", type=int, default=default,
+                        help="the model's context window in tokens (default: "
+                             "$SELFREF_CONTEXT_WINDOW, the profile's, else asked of the server)")
+
+
+def silence_stdout() -> None:
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+def err(message: str, secrets: Sequence[str] = ()) -> None:
+    from selfref_tui.safety import redact
+
+    say(f"selfref-tui: {' '.join(redact(message, secrets).split())}", sys.stderr, always=True)
+
+
+def say(text: str, stream: TextIO | None = None, *, end: str = "\n",
+        always: bool = False) -> None:
+    """Write untrusted text (the model's, a server's, the store's) for a person to read.
+
+    On a terminal its control characters are shown, not sent (no clipboard
+    writes, retitling or clearing from an answer); ``always`` does that
+    everywhere, for notes and errors. Into a pipe or a file the text is
+    written exactly: it is the content a script asked for.
+    """
+    stream = sys.stdout if stream is None else stream
+    if always or _is_terminal(stream):
+        from selfref_tui.safety import inert
+
+        text, end = inert(text), inert(end)
+    stream.write(text + end)
+    stream.flush()
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no such method, or closed
+        return False
+
+
+def store_exit_code(exc: BaseException) -> int | None:
+    from selfref_tui.selfref.errors import InvalidKeyError, StoreError
+
+    if isinstance(exc, InvalidKeyError):
+        return EXIT_USAGE
+    if isinstance(exc, StoreError):
+        return EXIT_STORE
+    return None
+
+
+def app_config(args: argparse.Namespace) -> AppConfig:
+    config_path = getattr(args, "config", None)
+    if config_path and not Path(os.path.expanduser(config_path)).is_file():
+        raise CliError(f"--config {config_path}: no such file; check the path, or leave "
+                       "--config out to use the default config.toml", EXIT_USAGE)
+    return load_config(
+        config_path=getattr(args, "config", None), model=getattr(args, "model", None),
+        base_url=getattr(args, "base_url", None), demo=getattr(args, "demo", False),
+        data_dir=args.data_dir, key=getattr(args, "key", None),
+        profile=getattr(args, "profile", None),
+        context_window=getattr(args, "context_window", None))
+
+
+def window_cache(config: AppConfig) -> Any:
+    from selfref_tui.agent.provider.window import CACHE_FILE, WindowCache
+
+    return WindowCache(config.data_dir / CACHE_FILE if config.data_dir else None)
+
+
+def open_store(args: argparse.Namespace) -> Any:
+    from selfref_tui.selfref.reference import SelfReference
+
+    config = app_config(args)
+    return SelfReference(config.data_dir, source=config.data_dir_source)
+
+
+def key_of(args: argparse.Namespace) -> str:
+    from selfref_tui.selfref.keys import validate_key
+
+    return validate_key(args.key or DEFAULT_KEY)
+
+
+def print_json(value: Any) -> None:
+    from selfref_tui.safety import json_inert
+
+    print(json_inert(json.dumps(value, ensure_ascii=False, indent=2)))
+
+
+def read_memory(args: argparse.Namespace) -> Any:
+    """A read-only view of the key: works while the app is writing it."""
+    return store_notes(open_store(args).open(key_of(args), write=False))
+
+
+def store_notes(memory: Any) -> Any:
+    """Say on stderr what loading the key found (skipped damaged records, a torn write)."""
+    for warning in memory.take_warnings():
+        err(warning)
+    return memory
+
+
+def add_command(parent: Any, name: str, help_text: str) -> argparse.ArgumentParser:
+    """A sub-command of ``parent`` (a sub-parsers action) with the shared epilog."""
+    return parent.add_parser(name, help=help_text, description=help_text,
+                             epilog=EPILOG, formatter_class=formatter)
+
+
+def add_group(commands: Any, name: str, help_text: str) -> Any:
+    """A command that takes an action (``refs list``): its sub-parsers action."""
+    return add_command(commands, name, help_text).add_subparsers(
+        dest="action", metavar="ACTION", required=True)

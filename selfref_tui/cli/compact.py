@@ -1,0 +1,34 @@
+"""``selfref-tui compact``: a turn that asks the model to compact the key now."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+from selfref_tui.cli.ask import one_turn
+from selfref_tui.cli.common import (
+    EXIT_OK,
+    CliError,
+    add_command,
+    common_flags,
+    provider_flags,
+)
+
+
+async def _compact(args: argparse.Namespace) -> int:
+    """``selfref-tui compact``: one turn without new text that asks the model to compact."""
+    compacted: list[Any] = []
+    code = await one_turn(args, None, compacted)
+    if code == EXIT_OK and not compacted:
+        raise CliError("the model answered without compacting; run `selfref-tui compact` "
+                       "again, or ask it in words with `selfref-tui ask`")
+    return code
+
+
+def register(commands: Any) -> None:
+    compact = add_command(commands, "compact", "ask the model to compact the key's context "
+                          "now (its summary replaces the conversation; nothing is deleted)")
+    common_flags(compact)
+    provider_flags(compact)
+    compact.set_defaults(handler=lambda args: asyncio.run(_compact(args)))

@@ -1,0 +1,103 @@
+"""``selfref-tui context show``: the exact request the next call would send."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from dataclasses import replace
+from typing import Any
+
+from selfref_tui.cli.common import (
+    EXIT_OK,
+    add_command,
+    add_group,
+    app_config,
+    common_flags,
+    key_of,
+    print_json,
+    provider_flags,
+    say,
+    store_notes,
+    window_cache,
+)
+from selfref_tui.config import AppConfig
+
+
+async def _cached_window(provider: Any, config: AppConfig) -> int:
+    """The window for a command that only reports: the configured or cached one, else
+    asked of the server (a down server answers at once: connection refused)."""
+    from selfref_tui.agent.provider.window import resolve_window
+
+    return (await resolve_window(provider, window_cache(config))).tokens
+
+
+def _context_show(args: argparse.Namespace) -> int:
+    from selfref_tui.agent.provider.client import Provider
+    from selfref_tui.agent.turn.loop import Agent
+    from selfref_tui.selfref.reference import ReadOnlyReference, SelfReference
+
+    config = app_config(args)
+    key = key_of(args)
+    provider_config = config.provider
+    if provider_config.demo and not provider_config.base_url:
+        provider_config = replace(provider_config, base_url="http://127.0.0.1:9/v1")
+    store = ReadOnlyReference(SelfReference(config.data_dir, source=config.data_dir_source))
+    store_notes(store.open(key))  # what loading found (skipped damaged records), once
+    window = asyncio.run(_cached_window(provider_config, config))
+    agent = Agent(store, Provider(provider_config), config.agent,
+                  model=provider_config.model, context_window=window)
+    _load_encoder(agent, provider_config.model)
+    plan = agent.preview_request(key)
+    asyncio.run(agent.aclose())
+    store.close()
+    messages, tokens = plan.messages, plan.tokens
+    if args.json:
+        print_json({"model": provider_config.model, "messages": messages, "tools": plan.tools,
+                     "tokens": tokens, "window": window})
+        return EXIT_OK
+    names = ", ".join(str((t.get("function") or {}).get("name", "?")) for t in plan.tools)
+    estimate = "~" if plan.estimated else ""
+    say(f"model {provider_config.model} · {len(messages)} messages · {len(plan.tools)} tools "
+        f"· {estimate}{tokens} tokens of {window}"
+        + (" (an estimate: messages and tool schemas, counted here)" if plan.estimated else ""))
+    if plan.left_out:
+        say(f"{plan.left_out} oldest messages are left out of this request (still stored): "
+            "it no longer fits the window")
+    if plan.tools_total > len(plan.tools):
+        say(f"window too small for the full tool set: this request offers "
+            f"{len(plan.tools)} of {plan.tools_total} tools")
+    say(f"tools: {names or 'none'}")
+    for index, message in enumerate(messages):
+        say(f"\n── [{index}] {message.get('role')}"
+            + (f" (tool_call_id {message['tool_call_id']})" if "tool_call_id" in message
+                else ""))
+        if message.get("content"):
+            from selfref_tui.context.images import readable
+
+            say(readable(message["content"]))
+        for call in message.get("tool_calls") or ():
+            fn = call.get("function", {})
+            say(f"→ {fn.get('name')}({fn.get('arguments')})  [{call.get('id')}]")
+    return EXIT_OK
+
+
+def _load_encoder(agent: Any, model: str) -> None:
+    """Exact token counts for a one-shot command (the app loads this off its start-up path)."""
+    try:
+        from selfref_tui.selfref.encodings import load_encoder
+    except ImportError:
+        return
+    try:
+        agent.tokens.set_encoder(load_encoder(model))
+    except Exception:  # an estimate is still a useful answer
+        return
+
+
+def register(commands: Any) -> None:
+    ctx = add_group(commands, "context", "what the model sees")
+    p = add_command(ctx, "show", "the exact provider messages the next call would send")
+    common_flags(p)
+    provider_flags(p)
+    p.add_argument("--json", action="store_true",
+                   help='{"model","messages":[...],"tools":[...],"tokens":N,"window":N}')
+    p.set_defaults(handler=_context_show)

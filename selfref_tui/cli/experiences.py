@@ -1,0 +1,83 @@
+"""``selfref-tui experiences list|forget|add``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from selfref_tui.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+    add_command,
+    add_group,
+    common_flags,
+    key_of,
+    open_store,
+    print_json,
+    read_memory,
+    say,
+    store_notes,
+)
+
+
+def _experiences_list(args: argparse.Namespace) -> int:
+    memory = read_memory(args)
+    rows = [{"id": e["id"], "text": e["text"]} for e in memory.experiences]
+    if args.json:
+        print_json(rows)
+    elif not rows:
+        print(f"no experiences under key '{memory.key}'")
+    else:
+        for row in rows:
+            say(f"{row['id']}  {row['text']}")
+    return EXIT_OK
+
+
+def _session(args: argparse.Namespace) -> tuple[Any, Any]:
+    from selfref_tui.selfref.session import SelfRefSession
+
+    store = open_store(args)
+    return store, SelfRefSession(store_notes(store.open(key_of(args))))
+
+
+def _experiences_forget(args: argparse.Namespace) -> int:
+    store, session = _session(args)
+    try:
+        if not session.forget(args.exp_id):
+            raise CliError(f"no experience '{args.exp_id}' under key '{session.key}'; see "
+                           "`selfref-tui experiences list`")
+        session.commit(session.collect_context_mutations())
+    finally:
+        store.close()
+    print(f"forgot {args.exp_id}")
+    return EXIT_OK
+
+
+def _experiences_add(args: argparse.Namespace) -> int:
+    if not args.text.strip():
+        raise CliError("the experience text is empty", EXIT_USAGE)
+    store, session = _session(args)
+    try:
+        exp_id = session.remember(args.text)
+        session.commit(session.collect_context_mutations())
+    finally:
+        store.close()
+    print(exp_id)
+    return EXIT_OK
+
+
+def register(commands: Any) -> None:
+    exps = add_group(commands, "experiences", "durable experiences in the system prompt")
+    p = add_command(exps, "list", "experiences of a key")
+    common_flags(p)
+    p.add_argument("--json", action="store_true", help='[{"id","text"}]')
+    p.set_defaults(handler=_experiences_list)
+    p = add_command(exps, "forget", "remove an experience by id")
+    p.add_argument("exp_id", metavar="EXP_ID")
+    common_flags(p)
+    p.set_defaults(handler=_experiences_forget, writes="experiences forget")
+    p = add_command(exps, "add", "add an experience; prints its id")
+    p.add_argument("text", metavar="TEXT")
+    common_flags(p)
+    p.set_defaults(handler=_experiences_add, writes="experiences add")
