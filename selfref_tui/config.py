@@ -64,6 +64,22 @@ class ProviderConfig:
         return self.idle_timeout_s if self.idle_timeout_s else self.timeout_s
 
 
+#: the offline demo model: its name and key (the server itself is ``selfref_tui.demo``)
+DEMO_MODEL = "selfref-demo"
+DEMO_API_KEY = "demo"
+
+
+def demo_provider(base_url: str) -> ProviderConfig:
+    """The ``--demo`` profile, pointed at a started demo server (``""`` before it starts).
+
+    Here, not in ``demo/``: ``load_config(demo=True)`` returns it, and config imports
+    nothing else of the package.
+    """
+    return ProviderConfig(name="demo", base_url=base_url, api_key=DEMO_API_KEY,
+                          api_key_env="", model=DEMO_MODEL, context_window=32_000,
+                          window_source="demo", max_retries=0, timeout_s=30.0, demo=True)
+
+
 @dataclass(frozen=True)
 class AgentSettings:
     """How the runtime loop behaves, independent of the endpoint."""
@@ -230,8 +246,6 @@ def load_config(
     memory_key = key or str(data.get("key") or DEFAULT_KEY)
 
     if demo:
-        from selfref_tui.demo import demo_provider
-
         return AppConfig(provider=demo_provider(""), agent=agent, profiles=profiles,
                          keymap=keymap, data_dir=resolved_dir, data_dir_source=dir_source,
                          key=memory_key, resume=key is None, mcp_servers=mcp,

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from selfref_tui.config import AppConfig, ProviderConfig
+from selfref_tui.config import DEMO_API_KEY, DEMO_MODEL, AppConfig, demo_provider
 from selfref_tui.demo.script import (
-    DEMO_MODEL,
     DEMO_SCRIPT,
     Drop,
     Events,
@@ -28,19 +27,12 @@ from selfref_tui.demo.server import DemoServer
 
 #: A realistic pace for people watching; tests pass None (as fast as possible).
 DEMO_TOKENS_PER_S = 200.0
-DEMO_API_KEY = "demo"
 
 
 def demo_server(tokens_per_s: float | None = DEMO_TOKENS_PER_S) -> DemoServer:
     """The server behind ``--demo``: the scripted demo model at a human pace."""
     return DemoServer(DEMO_SCRIPT, tokens_per_s=tokens_per_s, models=(DEMO_MODEL,),
                       api_key=DEMO_API_KEY)
-
-
-def demo_provider(base_url: str) -> ProviderConfig:
-    return ProviderConfig(name="demo", base_url=base_url, api_key=DEMO_API_KEY,
-                          api_key_env="", model=DEMO_MODEL, context_window=32_000,
-                          window_source="demo", max_retries=0, timeout_s=30.0, demo=True)
 
 
 def with_demo_url(config: AppConfig, base_url: str) -> AppConfig:

@@ -17,7 +17,6 @@ from typing import Any
 
 from selfref_tui.context.images import image_urls
 
-DEMO_MODEL = "selfref-demo"
 DEMO_TAG = "[demo model]"
 
 

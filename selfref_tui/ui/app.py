@@ -221,7 +221,7 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
 
     def _model_name(self) -> str:
         if self.config.provider.demo:
-            from selfref_tui.demo.script import DEMO_MODEL
+            from selfref_tui.config import DEMO_MODEL
 
             return DEMO_MODEL
         return self.config.provider.model

@@ -7,23 +7,48 @@ so ``SelfRefApp.run_command`` stays one lookup. What a read-only window or an
 unavailable key refuses is the controller's to say: it raises
 :class:`~selfref_tui.agent.chat.controller.Refused`, which the app shows.
 
-A handler gets the app and the parsed :class:`~selfref_tui.ui.commands.Command`
-and returns False when the typed text should stay in the input (it needs
-fixing), True when the command was taken.
+A handler gets the app (as a :class:`CommandHost`: what the handlers use of it, so
+this module does not import the app that imports it) and the parsed
+:class:`~selfref_tui.ui.commands.Command`, and returns False when the typed text
+should stay in the input (it needs fixing), True when the command was taken.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from selfref_tui.ui.commands import Command
 
 if TYPE_CHECKING:
-    from selfref_tui.ui.app import SelfRefApp
+    from selfref_tui.agent.chat.controller import ChatController
+    from selfref_tui.ui.widgets.chat_input import ChatInput
+    from selfref_tui.ui.widgets.transcript import Transcript
 
-Run = Callable[["SelfRefApp", Command], Awaitable[bool]]
+
+class CommandHost(Protocol):
+    """What the handlers use of the app (``SelfRefApp`` provides it)."""
+
+    controller: ChatController
+
+    @property
+    def transcript(self) -> Transcript: ...
+    @property
+    def chat_input(self) -> ChatInput: ...
+    def notify(self, message: str, **kwargs: Any) -> Any: ...
+    def push_screen(self, screen: Any) -> Any: ...
+    def action_help(self) -> None: ...
+    def action_new_key(self) -> None: ...
+    def action_retry(self) -> None: ...
+    def action_show_context(self) -> None: ...
+    async def switch_key(self, key: str) -> bool: ...
+    def forget(self, exp_id: str) -> None: ...
+    def export_ref_by_id(self, ref_id: str, path: str | None) -> None: ...
+    def _refresh_sidebar(self, memory: Any | None = None) -> None: ...
+
+
+Run = Callable[[CommandHost, Command], Awaitable[bool]]
 
 
 @dataclass(frozen=True)
@@ -46,7 +71,7 @@ def handler(name: str, *, needs_agent: bool = True) -> Callable[[Run], Run]:
     return register
 
 
-async def run(app: SelfRefApp, command: Command) -> bool:
+async def run(app: CommandHost, command: Command) -> bool:
     """Run ``command`` through its handler; False keeps the text in the input.
 
     Raises :class:`~selfref_tui.agent.chat.controller.Refused` when the controller
@@ -62,30 +87,30 @@ async def run(app: SelfRefApp, command: Command) -> bool:
 
 
 @handler("help", needs_agent=False)
-async def _help(app: SelfRefApp, command: Command) -> bool:
+async def _help(app: CommandHost, command: Command) -> bool:
     app.action_help()
     return True
 
 
 @handler("new", needs_agent=False)
-async def _new(app: SelfRefApp, command: Command) -> bool:
+async def _new(app: CommandHost, command: Command) -> bool:
     app.action_new_key()
     return True
 
 
 @handler("key", needs_agent=False)
-async def _key(app: SelfRefApp, command: Command) -> bool:
+async def _key(app: CommandHost, command: Command) -> bool:
     return await app.switch_key(command.args[0])
 
 
 @handler("context")
-async def _context(app: SelfRefApp, command: Command) -> bool:
+async def _context(app: CommandHost, command: Command) -> bool:
     app.action_show_context()
     return True
 
 
 @handler("mcp")
-async def _mcp(app: SelfRefApp, command: Command) -> bool:
+async def _mcp(app: CommandHost, command: Command) -> bool:
     from selfref_tui.ui.screens.mcp_servers import McpServersScreen
 
     mcp = app.controller.mcp
@@ -94,13 +119,13 @@ async def _mcp(app: SelfRefApp, command: Command) -> bool:
 
 
 @handler("retry")
-async def _retry(app: SelfRefApp, command: Command) -> bool:
+async def _retry(app: CommandHost, command: Command) -> bool:
     app.action_retry()
     return True
 
 
 @handler("compact")
-async def _compact(app: SelfRefApp, command: Command) -> bool:
+async def _compact(app: CommandHost, command: Command) -> bool:
     # No message of the person's is made up: the runtime asks the model (a note
     # the transcript does not show), at once when idle, at the next step when busy.
     if app.controller.compact() == "queued":
@@ -111,7 +136,7 @@ async def _compact(app: SelfRefApp, command: Command) -> bool:
 
 
 @handler("remember")
-async def _remember(app: SelfRefApp, command: Command) -> bool:
+async def _remember(app: CommandHost, command: Command) -> bool:
     exp_id = app.controller.remember(command.text)
     app.notify(f"Remembered as {exp_id}.")
     app._refresh_sidebar()
@@ -119,20 +144,20 @@ async def _remember(app: SelfRefApp, command: Command) -> bool:
 
 
 @handler("forget")
-async def _forget(app: SelfRefApp, command: Command) -> bool:
+async def _forget(app: CommandHost, command: Command) -> bool:
     app.forget(command.args[0])
     return True
 
 
 @handler("export")
-async def _export(app: SelfRefApp, command: Command) -> bool:
+async def _export(app: CommandHost, command: Command) -> bool:
     ref_id, *path = command.args
     app.export_ref_by_id(ref_id, path[0] if path else None)
     return True
 
 
 @handler("attach", needs_agent=False)
-async def _attach(app: SelfRefApp, command: Command) -> bool:
+async def _attach(app: CommandHost, command: Command) -> bool:
     """The image becomes a chip in the input, sent with the next message.
 
     Read in a thread (up to 20 MB); a refusal (no such file, a folder, not an

@@ -11,8 +11,9 @@ parent's persisted fork records, so a fork id never means two children.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...context.mutations import ContextReplaceMutation, UserMessageMutation
 from ..abort import AbortSignal
@@ -21,7 +22,23 @@ from ..tools.builtin import ToolError, now_iso
 from .inbox import Inbox
 
 if TYPE_CHECKING:
-    from .loop import Agent, _Turn
+    from ...config import AgentSettings
+    from ..events import EventSink
+    from ..protocols import MemoryLike
+    from .state import TurnState
+
+
+class ForkHost(Protocol):
+    """What a fork needs of the agent that runs its parent (``loop.Agent`` provides it)."""
+
+    settings: AgentSettings
+    emit: EventSink
+
+    def memory(self, key: str) -> MemoryLike: ...
+
+    async def run_key(self, key: str, user_text: str | None, *, abort: AbortSignal,
+                      inbox: Inbox, depth: int = 0, fds: Any | None = None,
+                      on_step: Callable[[str, int], None] | None = None) -> str: ...
 
 FORK_PREFIX = "fork_"
 
@@ -60,7 +77,7 @@ def pre_fork_snapshot(messages: list[dict], call_id: str) -> list[dict]:
 class ForkManager:
     """The children of one parent turn, limited in number and concurrency."""
 
-    def __init__(self, agent: Agent, turn: _Turn) -> None:
+    def __init__(self, agent: ForkHost, turn: TurnState) -> None:
         self.agent = agent
         self.turn = turn
         self.parent_key = turn.key

@@ -80,6 +80,7 @@ from .overflow import (
     window_named_in,
 )
 from .questions import QuestionBroker
+from .state import TurnState
 from .stream import StreamAssembler
 
 #: the longest the stream consumer runs without letting the event loop in (see _consume)
@@ -110,33 +111,6 @@ __all__ = [
     "Agent",
     "ToolSource",
 ]
-
-
-@dataclass
-class _Turn:
-    """Per-turn state shared by the steps of one ``run_turn``."""
-
-    key: str
-    memory: MemoryLike
-    session: SelfRefSession
-    fds: Any
-    abort: AbortSignal
-    inbox: Inbox
-    depth: int
-    forks: Any | None = None
-    on_step: Callable[[str, int], None] | None = None
-    step: int = 0
-    #: the last failure the person read, stored with a failed message
-    failure: str = ""
-    #: overflow handling: the model was asked to compact because the request was too big;
-    #: the server refused for length once (the step is retried once); a smaller budget
-    #: than the window after such a refusal; the refusal itself
-    overflow_asked: bool = False
-    overflow_retried: bool = False
-    budget: int = 0
-    overflow_error: BaseException | None = None
-    #: the server refused tools' images: the step was retried once without them
-    images_omitted: bool = False
 
 
 @dataclass
@@ -401,7 +375,7 @@ class Agent:
         )
         if fds is None:
             fds = self._fd_table(key, memory)
-        turn = _Turn(key, memory, session, fds, abort, inbox, depth, on_step=on_step)
+        turn = TurnState(key, memory, session, fds, abort, inbox, depth, on_step=on_step)
         if depth < self.settings.fork_max_depth:
             turn.forks = ForkManager(self, turn)
         self._sessions[key] = session
@@ -439,7 +413,7 @@ class Agent:
                 self.emit(TurnEnded(key=key, turn_id=turn_id, outcome=outcome))
         return outcome
 
-    def _mark_failed(self, turn: _Turn) -> None:
+    def _mark_failed(self, turn: TurnState) -> None:
         """A turn that ended with no answer after the person's message marks it failed.
 
         Left in the request, it would be followed by the next message as a run
@@ -463,7 +437,7 @@ class Agent:
             return
         self.emit(MessageFailed(key=turn.key, reason=reason))
 
-    async def _steps(self, turn: _Turn) -> str:
+    async def _steps(self, turn: TurnState) -> str:
         key, session = turn.key, turn.session
         while True:
             # The offer follows the window and the calibration, so it is decided per step.
@@ -540,7 +514,7 @@ class Agent:
             if await self._run_tools(turn, calls, offer.names) == "aborted":
                 return "aborted"
 
-    def _after_refusal(self, turn: _Turn, plan: RequestPlan, budget: int) -> bool:
+    def _after_refusal(self, turn: TurnState, plan: RequestPlan, budget: int) -> bool:
         """The server refused the request for length: compact and retry once (True)."""
         key = turn.key
         named = window_named_in(turn.overflow_error) if turn.overflow_error else None
@@ -658,7 +632,7 @@ class Agent:
     # ------------------------------------------------------------ streaming
 
     async def _llm_step(
-        self, turn: _Turn, messages: list[dict], tools: list[dict]
+        self, turn: TurnState, messages: list[dict], tools: list[dict]
     ) -> tuple[str, list]:
         from ..provider.errors import ProviderError
 
@@ -761,7 +735,7 @@ class Agent:
 
     async def _consume(
         self,
-        turn: _Turn,
+        turn: TurnState,
         messages: list[dict],
         tools: list[dict],
         state: StreamAssembler,
@@ -815,7 +789,7 @@ class Agent:
             self._ref_segments(turn, parser, parser.finish(), state, message_index)
 
     def _ref_segments(
-        self, turn: _Turn, parser: Any, segments: list, state: StreamAssembler, index: int
+        self, turn: TurnState, parser: Any, segments: list, state: StreamAssembler, index: int
     ) -> None:
         for segment in segments:
             if segment.kind == "ref_open":
@@ -829,7 +803,7 @@ class Agent:
 
     # ---------------------------------------------------------------- tools
 
-    async def _run_tools(self, turn: _Turn, calls: list[dict], offered: frozenset[str]) -> str:
+    async def _run_tools(self, turn: TurnState, calls: list[dict], offered: frozenset[str]) -> str:
         key = turn.key
 
         def make_context(call_id: str) -> ToolContext:

@@ -36,8 +36,6 @@ if TYPE_CHECKING:
 
     from textual.strip import Strip
 
-    from selfref_tui.ui.transcript.paint import Line, Painter, Row
-
 #: the largest picture decoded (width × height); a bigger one is named, not drawn
 MAX_PIXELS = 25_000_000
 #: a bigger image is decoded in a thread (a 20 MB PNG takes ~0.5 s), smaller ones at once
@@ -258,33 +256,7 @@ def _reason(exc: BaseException) -> str:
 # ------------------------------------------------------------------ drawing
 
 
-def draw(painter: Painter, row: Row) -> list[Line]:
-    """The block: a title line, then the picture or why it cannot be shown."""
-    from selfref_tui.safety import content
-
-    item = row.item
-    assert isinstance(item, ImageItem)
-    waiting = item.decode_waits
-    if waiting:
-        _decode_in_thread(item, painter.widget)
-    else:
-        item.decode()  # the title names the pixel size
-    p = painter.p
-    bg = Style(bgcolor=p.mix(p.primary if item.highlighted else p.fg,
-                             0.12 if item.highlighted else 0.04))
-    bar = p.style(p.accent, bold=True) if item.highlighted else p.style(p.fg, 0.2)
-    inner = painter.width - 2 - 3
-    body = painter._content(content(item.title, "bold" if item.highlighted else ""), inner)
-    if waiting:
-        body += painter._text("decoding…", inner, "italic")
-    elif item.error:
-        body += painter._text(f"image could not be shown ({item.error})", inner, "italic $warning")
-    else:
-        body += _picture(item, inner, p.bg.rgb)
-    return painter._bar_lines(painter._with_bg(body, bg), bar, bg, indent=2)
-
-
-def _decode_in_thread(item: ImageItem, widget: Any) -> None:
+def decode_in_thread(item: ImageItem, widget: Any) -> None:
     """Decode a big image off the event loop (once); the block is drawn again when done."""
     if item._pending:
         return
@@ -314,7 +286,8 @@ def _decoder() -> ThreadPoolExecutor:
     return _DECODER
 
 
-def _picture(item: ImageItem, width: int, background: tuple[int, int, int]) -> list[Strip]:
+def picture(item: ImageItem, width: int, background: tuple[int, int, int]) -> list[Strip]:
+    """The decoded picture in ``▀`` half-block cells, ``width`` columns wide."""
     from PIL import Image
     from textual.strip import Strip
 
@@ -399,8 +372,9 @@ __all__ = [
     "MAX_PIXELS",
     "ImageItem",
     "content_images",
-    "draw",
+    "decode_in_thread",
     "estimate",
     "image_items",
     "multimodal_items",
+    "picture",
 ]

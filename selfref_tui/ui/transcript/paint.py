@@ -31,8 +31,7 @@ from textual.color import Color
 from textual.strip import Strip
 
 from selfref_tui.safety import content, inert, inert_line, redact
-from selfref_tui.ui.transcript.image import ImageItem
-from selfref_tui.ui.transcript.image import draw as draw_image
+from selfref_tui.ui.transcript.image import ImageItem, decode_in_thread, picture
 from selfref_tui.ui.transcript.image import estimate as estimate_image
 from selfref_tui.ui.transcript.model import (
     AnswerItem,
@@ -329,7 +328,28 @@ class Painter:
                                glyph="┃" if item.highlighted else "▌")
 
     def _draw_image(self, row: Row) -> list[Line]:
-        return draw_image(self, row)
+        """The block: a title line, then the picture or why it cannot be shown."""
+        item = row.item
+        assert isinstance(item, ImageItem)
+        waiting = item.decode_waits
+        if waiting:
+            decode_in_thread(item, self.widget)
+        else:
+            item.decode()  # the title names the pixel size
+        p = self.p
+        bg = Style(bgcolor=p.mix(p.primary if item.highlighted else p.fg,
+                                 0.12 if item.highlighted else 0.04))
+        bar = p.style(p.accent, bold=True) if item.highlighted else p.style(p.fg, 0.2)
+        inner = self.width - 2 - 3
+        body = self._content(content(item.title, "bold" if item.highlighted else ""), inner)
+        if waiting:
+            body += self._text("decoding…", inner, "italic")
+        elif item.error:
+            body += self._text(f"image could not be shown ({item.error})", inner,
+                               "italic $warning")
+        else:
+            body += picture(item, inner, p.bg.rgb)
+        return self._bar_lines(self._with_bg(body, bg), bar, bg, indent=2)
 
     def _draw_divider(self, row: Row) -> list[Line]:
         item = row.item

@@ -1,0 +1,39 @@
+"""The state of one running turn: what its steps (and its forks) share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ...selfref.session import SelfRefSession
+from ..abort import AbortSignal
+from ..protocols import MemoryLike
+from .inbox import Inbox
+
+
+@dataclass
+class TurnState:
+    """Per-turn state shared by the steps of one ``run_turn`` (and its forks)."""
+
+    key: str
+    memory: MemoryLike
+    session: SelfRefSession
+    fds: Any
+    abort: AbortSignal
+    inbox: Inbox
+    depth: int
+    forks: Any | None = None
+    on_step: Callable[[str, int], None] | None = None
+    step: int = 0
+    #: the last failure the person read, stored with a failed message
+    failure: str = ""
+    #: overflow handling: the model was asked to compact because the request was too big;
+    #: the server refused for length once (the step is retried once); a smaller budget
+    #: than the window after such a refusal; the refusal itself
+    overflow_asked: bool = False
+    overflow_retried: bool = False
+    budget: int = 0
+    overflow_error: BaseException | None = None
+    #: the server refused tools' images: the step was retried once without them
+    images_omitted: bool = False
