@@ -19,6 +19,10 @@ from typing import Any
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_KEY = "main"
+#: the windows believed, from a setting or a server: below, not even the tools fit; above,
+#: no model has one (a server's absurd answer would turn compaction off in effect)
+MIN_WINDOW = 256
+MAX_WINDOW = 10_000_000
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant in a terminal chat app. You manage your own context: "
@@ -275,7 +279,8 @@ def load_config(
     if model:
         provider = replace(provider, model=model)
     if provider.context_window is not None:
-        provider = replace(provider, window_source="profile")
+        provider = replace(provider, window_source="profile", context_window=_window(
+            provider.context_window, f"context_window of the profile '{provider.name}'"))
     provider = _env_numbers(provider, env)
     if context_window is not None:
         provider = replace(provider, context_window=_window(context_window, "--context-window"),
@@ -356,7 +361,9 @@ def _env_numbers(provider: ProviderConfig, env: Mapping[str, str]) -> ProviderCo
                               f"{'a whole number of tokens' if kind is int else 'seconds'} "
                               "or unset it") from None
         if value <= 0:
-            raise ConfigError(f"{variable} must be above 0, not {raw}")
+            raise ConfigError(f"{variable} must be above 0, not {shown_number(raw)}")
+        if name == "context_window":
+            value = _window(value, variable)
         provider = replace(provider, **{name: value})
         if name == "context_window":
             provider = replace(provider, window_source="env")
@@ -364,9 +371,19 @@ def _env_numbers(provider: ProviderConfig, env: Mapping[str, str]) -> ProviderCo
 
 
 def _window(value: int, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 256:
-        raise ConfigError(f"{where} must be a number of tokens (at least 256), not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not (
+            MIN_WINDOW <= value <= MAX_WINDOW):
+        raise ConfigError(f"{where} must be a number of tokens from {MIN_WINDOW:,} to "
+                          f"{MAX_WINDOW:,}, not {shown_number(value)}")
     return value
+
+
+def shown_number(value: object) -> str:
+    """A value for a message: an absurdly long number is described, not printed whole."""
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= 24:
+        return text
+    return f"a {len(text)}-digit number" if text.isdigit() else f"a {len(text)}-character value"
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

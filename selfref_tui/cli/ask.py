@@ -158,8 +158,8 @@ async def one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
         store_notes(selfref.open(key))
         provider = Provider(config.provider)
         window = await resolve_window(config.provider, window_cache(config))
-        if window.notice():
-            output(Notice(key=key, message=window.notice() or "", severity="warning"))
+        for line in window.notices():
+            output(Notice(key=key, message=line, severity="warning"))
         agent = Agent(selfref, provider, config.agent, output, model=config.provider.model,
                       context_window=window.tokens)
         loop.add_signal_handler(signal.SIGINT, abort.fire, "interrupted (Ctrl+C)")

@@ -13,6 +13,7 @@ from selfref_tui.cli.common import (
     add_group,
     app_config,
     common_flags,
+    err,
     key_of,
     print_json,
     provider_flags,
@@ -28,7 +29,10 @@ async def _cached_window(provider: Any, config: AppConfig) -> int:
     asked of the server (a down server answers at once: connection refused)."""
     from selfref_tui.agent.provider.window import resolve_window
 
-    return (await resolve_window(provider, window_cache(config))).tokens
+    window = await resolve_window(provider, window_cache(config))
+    for problem in window.problems:  # a window not believed, a cache file refused
+        err(problem)
+    return window.tokens
 
 
 def _context_show(args: argparse.Namespace) -> int:

@@ -31,6 +31,10 @@ class UnsafeStoreFileError(StoreError):
     """A store path is a link, FIFO, device or socket: refused, never followed or opened."""
 
 
+class StoreFileTooLargeError(StoreError):
+    """A store file is larger than anything selfref-tui writes there: refused, not read whole."""
+
+
 class StorePermissionError(StoreError):
     """The store's files or folders cannot be read or written by this user."""
 

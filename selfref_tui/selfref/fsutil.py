@@ -17,7 +17,7 @@ import os
 import stat
 from pathlib import Path
 
-from .errors import UnsafeStoreFileError
+from .errors import StoreFileTooLargeError, UnsafeStoreFileError
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -81,8 +81,12 @@ def open_regular(path: Path, flags: int, mode: int = FILE_MODE) -> int:
     return fd
 
 
-def read_regular(path: Path) -> bytes | None:
-    """The bytes of a regular file, None when missing; links, FIFOs, devices refused."""
+def read_regular(path: Path, *, limit: int | None = None) -> bytes | None:
+    """The bytes of a regular file, None when missing; links, FIFOs, devices refused.
+
+    ``limit``: the most bytes the file may hold; a larger one is refused
+    (:class:`StoreFileTooLargeError`) after reading at most ``limit + 1`` bytes.
+    """
     if check_regular(path) is None:
         return None
     try:
@@ -94,7 +98,11 @@ def read_regular(path: Path) -> bytes | None:
             raise unsafe(path, stat.S_IFLNK) from None
         raise
     with os.fdopen(fd, "rb") as fh:
-        return fh.read()
+        data = fh.read() if limit is None else fh.read(limit + 1)
+    if limit is not None and len(data) > limit:
+        raise StoreFileTooLargeError(f"{path} is over {limit:,} bytes, more than selfref-tui "
+                                     "ever writes there; it was not read — move it out of the way")
+    return data
 
 
 def fsync_dir(path: Path) -> None:

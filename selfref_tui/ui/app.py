@@ -289,9 +289,9 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
     @work(exclusive=True, group="window", exit_on_error=False)
     async def learn_window(self) -> None:
         """Ask the server for the model's window, in the background (agent/provider/window.py)."""
-        notice = await self.controller.learn_window()
+        notices = await self.controller.learn_window()
         self._refresh_usage()
-        if notice is not None:
+        for notice in notices:
             self.emit(notice)
 
     @work(exclusive=True, group="provider-check", exit_on_error=False)

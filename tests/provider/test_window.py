@@ -88,10 +88,10 @@ async def test_unknown_window_is_8k_assumed_with_a_notice():
     async with DemoServer([]) as url:
         window = await resolve_window(config(url, model="mystery"))
     assert window.tokens == ASSUMED_WINDOW and window.assumed
-    assert "window unknown, assumed 8k — set context_window" in (window.notice() or "")
+    assert "window unknown, assumed 8k — set context_window" in " ".join(window.notices())
     async with DemoServer([]) as url:
         known = await resolve_window(config(url, model="gpt-4o"))
-    assert known == Window(128_000, "known model") and known.notice() is None
+    assert known == Window(128_000, "known model") and known.notices() == []
 
 
 async def test_asked_once_per_server_and_model_then_cached_in_the_data_dir(tmp_path):

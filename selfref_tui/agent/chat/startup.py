@@ -151,8 +151,9 @@ class Startup:
 
     # ------------------------------------------- learnt after the first frame
 
-    async def learn_window(self) -> Notice | None:
-        """Ask the server for the model's window (provider/window.py); a notice when assumed."""
+    async def learn_window(self) -> list[Notice]:
+        """Ask the server for the model's window (provider/window.py); notices when assumed
+        or when something on the way was not believed."""
         from selfref_tui.agent.events import Notice
         from selfref_tui.agent.provider.window import CACHE_FILE, WindowCache, resolve_window
 
@@ -161,10 +162,10 @@ class Startup:
             self.provider, WindowCache(data_dir / CACHE_FILE if data_dir else None)
         )
         if self.agent is None:
-            return None
+            return []
         self.agent.context_window = window.tokens
-        note = window.notice()
-        return Notice(key=self.key, message=note, severity="warning") if note else None
+        return [Notice(key=self.key, message=line, severity="warning")
+                for line in window.notices()]
 
     async def provider_note(self) -> str | None:
         """One quick request, so "ready" never hides a server that is down.

@@ -11,29 +11,47 @@ at the server root (``default_generation_settings.n_ctx``), Ollama's
 — then a small table of well-known hosted models; otherwise 8,192, said in a
 notice. Asking the server costs up to three small HTTP requests, so it is done
 once per server and model: the answer is kept in memory and, for a short
-while, in the data directory (each ``ask`` is a new process). Front ends call
+while, in the data directory (each ``ask`` is a new process; the file is the
+store's, :mod:`selfref_tui.selfref.window_cache`). Front ends call
 :func:`resolve_window` after their first frame, never before it.
+
+A server is input like any other. Asking it is bounded as a whole — all three
+questions together get :data:`DISCOVERY_TIMEOUT_S` seconds and each answer at
+most :data:`MAX_ANSWER_BYTES` (a body that never ends, or trickles a byte a
+second, once made ``ask`` grow 220 MB/s or wait forever) — and a window
+outside :data:`~selfref_tui.config.MIN_WINDOW`…:data:`~selfref_tui.config.MAX_WINDOW`
+is not believed: it is said in a notice, never cached, never used.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
+import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
-from selfref_tui.config import ProviderConfig
+from selfref_tui.config import MAX_WINDOW, MIN_WINDOW, ProviderConfig
+from selfref_tui.selfref.window_cache import CACHE_FILE, load_entries, save_entries
+
+__all__ = ["ASSUMED_WINDOW", "CACHE_FILE", "CACHE_TTL_S", "DISCOVERY_TIMEOUT_S",
+           "MAX_ANSWER_BYTES", "Window", "WindowCache", "ask_server", "known_window",
+           "resolve_window", "server_root", "window_from_models", "window_from_ollama",
+           "window_from_props"]
 
 ASSUMED_WINDOW = 8_192
 #: how long a window read off a server is trusted by a later process (a local
 #: server restarted with another ``-c`` must not be believed for long)
 CACHE_TTL_S = 600.0
+#: the whole look-up: connecting, asking the three places at once and reading the answers
 DISCOVERY_TIMEOUT_S = 5.0
-CACHE_FILE = "windows.json"
+#: the most one answer may hold (OpenRouter's whole /models list is about 1 MB)
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
+#: what a cached entry's ``source`` may say (anything else in the file is not believed)
+SOURCES = ("server /v1/models", "server /props", "server /api/show", "known model", "assumed")
 
 #: names servers give the window in a ``/v1/models`` entry, most specific first
 MODEL_FIELDS = ("max_model_len", "context_length", "context_window", "max_context_length",
@@ -52,21 +70,40 @@ KNOWN_WINDOWS: dict[str, int] = {
 @dataclass(frozen=True)
 class Window:
     """A window size and where it came from (``flag``, ``env``, ``profile``,
-    ``server /props`` …, ``known model``, ``assumed``)."""
+    ``server /props`` …, ``known model``, ``assumed``).
+
+    ``problems``: what finding it ran into (a window not believed, a cache file
+    refused), each one line for the person; they are not part of its value.
+    """
 
     tokens: int
     source: str
+    problems: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def assumed(self) -> bool:
         return self.source == "assumed"
 
-    def notice(self) -> str | None:
-        """The line to show when the window is a guess; None when it is known."""
-        if not self.assumed:
-            return None
-        return (f"window unknown, assumed {self.tokens // 1024}k — set context_window in the "
-                "profile, SELFREF_CONTEXT_WINDOW or --context-window")
+    def notices(self) -> list[str]:
+        """The lines to show: its problems, and that it is a guess when it is one."""
+        lines = list(self.problems)
+        if self.assumed:
+            lines.append(f"window unknown, assumed {self.tokens // 1024}k — set context_window "
+                         "in the profile, SELFREF_CONTEXT_WINDOW or --context-window")
+        return lines
+
+
+def believable(tokens: int) -> bool:
+    """Whether a window is one a model could have (see MIN_WINDOW and MAX_WINDOW)."""
+    return MIN_WINDOW <= tokens <= MAX_WINDOW
+
+
+def not_believed(tokens: int, source: str) -> str:
+    """The notice for a window outside the range, said once, with the number kept short."""
+    digits = len(str(tokens))
+    amount = f"{tokens:,} tokens" if digits <= 12 else f"a {digits}-digit number of tokens"
+    return (f"{source} names a window of {amount}, outside {MIN_WINDOW:,}–{MAX_WINDOW:,}: "
+            "ignored — set context_window in the profile if the model really has it")
 
 
 def known_window(model: str) -> int | None:
@@ -131,118 +168,191 @@ def window_from_ollama(payload: Any) -> int | None:
 
 
 class WindowCache:
-    """Windows read off servers: in memory, and in ``path`` for ``CACHE_TTL_S`` seconds."""
+    """Windows read off servers: in memory, and in ``path`` for ``CACHE_TTL_S`` seconds.
+
+    The file holds no URL userinfo (a ``user:key@`` base URL is keyed without
+    it) and only believable entries: anything else read from it is ignored.
+    ``problems`` collects what reading or writing the file ran into.
+    """
 
     def __init__(self, path: Path | None = None, *, clock: Any = time.time) -> None:
         self.path = path
         self.clock = clock
         self._memory: dict[str, Window] = {}
+        self.problems: list[str] = []
 
     @staticmethod
     def key(base_url: str, model: str) -> str:
-        return f"{base_url.rstrip('/')}|{model}"
+        return f"{public_url(base_url)}|{model}"
 
     def get(self, base_url: str, model: str) -> Window | None:
         key = self.key(base_url, model)
         if key in self._memory:
             return self._memory[key]
-        entry = self._read().get(key)
-        if not isinstance(entry, dict):
-            return None
-        tokens, at = _positive(entry.get("tokens")), entry.get("at")
-        if not tokens or not isinstance(at, int | float) or self.clock() - at > CACHE_TTL_S:
-            return None
-        window = Window(tokens, str(entry.get("source") or "server"))
-        self._memory[key] = window
+        window = _entry_window(self._read().get(key), self.clock())
+        if window is not None:
+            self._memory[key] = window
         return window
 
     def put(self, base_url: str, model: str, window: Window) -> None:
+        if not believable(window.tokens) or window.source not in SOURCES:
+            return  # never kept: a later process must ask again
         key = self.key(base_url, model)
         self._memory[key] = window
         if self.path is None:
             return
+        now = self.clock()
         entries = self._read()
-        entries[key] = {"tokens": window.tokens, "source": window.source, "at": self.clock()}
-        with contextlib.suppress(OSError):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(entries), encoding="utf-8")
-            os.replace(tmp, self.path)
+        if self.problems:
+            return  # a file that could not be read is not written over either
+        entries = {k: v for k, v in entries.items()
+                   if k != key and _entry_window(v, now) is not None}
+        entries[key] = {"tokens": window.tokens, "source": window.source, "at": now}
+        self._problem(save_entries(self.path, entries))
 
-    def _read(self) -> dict[str, Any]:
+    def _read(self) -> dict[str, dict[str, Any]]:
         if self.path is None:
             return {}
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
+        entries, problem = load_entries(self.path)
+        self._problem(problem)
+        # entries an older version keyed with a URL's userinfo are dropped (and so not rewritten)
+        return {k: v for k, v in entries.items() if k.split("|", 1)[0] == public_url(k)}
+
+    def _problem(self, problem: str | None) -> None:
+        if problem and problem not in self.problems:
+            self.problems.append(problem)
 
 
-async def ask_server(config: ProviderConfig, *,
-                     timeout_s: float = DISCOVERY_TIMEOUT_S) -> tuple[Window | None, bool]:
+def public_url(base_url: str) -> str:
+    """``base_url`` without userinfo, query or fragment, and without a trailing slash."""
+    url = base_url.split("|", 1)[0].rstrip("/")
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if not parts.scheme or not parts.netloc:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", "")).rstrip("/")
+
+
+def _entry_window(entry: Any, now: float) -> Window | None:
+    """A cached entry as a window, or None when it is stale or not believable."""
+    if not isinstance(entry, dict):
+        return None
+    tokens, at, source = _positive(entry.get("tokens")), entry.get("at"), entry.get("source")
+    if (not tokens or not believable(tokens) or source not in SOURCES
+            or type(at) not in (int, float) or not 0 <= now - at <= CACHE_TTL_S):
+        return None
+    return Window(tokens, source)
+
+
+async def ask_server(config: ProviderConfig, *, timeout_s: float = DISCOVERY_TIMEOUT_S,
+                     max_bytes: int = MAX_ANSWER_BYTES) -> tuple[Window | None, bool, list[str]]:
     """The window as the server tells it, asking its three places at once.
 
-    Returns (the window or None, whether the server answered at all): a server
-    that is down now may tell its window later, so only an answer is cached.
+    Returns (the window or None, whether the server answered at all, problems):
+    a server that is down now may tell its window later, so only an answer is
+    cached. All of it ends within ``timeout_s``: a place that has not answered
+    by then counts as silent, and an answer over ``max_bytes`` is given up on
+    without reading the rest.
     """
     import openai
 
     root = server_root(config.base_url)
     answered: list[bool] = []
-    # The openai client (whatever HTTP library it carries) with its auth and
-    # headers; absolute URLs reach the server root, where /props and /api live.
-    client = openai.AsyncOpenAI(
-        base_url=config.base_url, api_key=config.api_key or "not-needed", max_retries=0,
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    headers = {"Accept": "application/json", "Accept-Encoding": "identity"}
+    if config.api_key:
+        headers["Authorization"] = f"Bearer {config.api_key}"
+    # The HTTP client the openai package carries (its defaults: proxies from the
+    # environment, redirects), asked directly so that a body is read as a stream
+    # and can be given up on: the openai client reads every body whole.
+    http = openai.DefaultAsyncHttpxClient(
         timeout=openai.Timeout(timeout_s, connect=min(timeout_s, config.connect_timeout_s)))
 
-    async def ask(method: str, path: str, body: Any = None) -> Any:
+    failures = (TimeoutError, OSError, ValueError, RecursionError, *_http_errors(http))
+
+    async def ask(method: str, url: str, body: Any = None) -> Any:
         try:
-            if method == "GET":
-                answer = await client.get(path, cast_to=object)
-            else:
-                answer = await client.post(path, body=body, cast_to=object)
-        except openai.APIStatusError:
-            answered.append(True)
+            async with asyncio.timeout_at(deadline):
+                return await _read_json(http, method, url, headers, body, max_bytes, answered)
+        except failures:
             return None
-        except (openai.APIError, ValueError):
-            return None
-        answered.append(True)
-        return answer
 
     try:
         models, props, show = await asyncio.gather(
-            ask("GET", "/models"),
+            ask("GET", f"{config.base_url.rstrip('/')}/models"),
             ask("GET", f"{root}/props"),
             ask("POST", f"{root}/api/show", {"model": config.model}),
         )
     finally:
-        await client.close()
+        await http.aclose()
+    problems: list[str] = []
     for tokens, source in ((window_from_models(models, config.model), "server /v1/models"),
                            (window_from_props(props), "server /props"),
                            (window_from_ollama(show), "server /api/show")):
+        if tokens and believable(tokens):
+            return Window(tokens, source), True, problems
         if tokens:
-            return Window(tokens, source), True
-    return None, bool(answered)
+            problems.append(not_believed(tokens, f"the server's {source.split()[-1]}"))
+    return None, bool(answered), problems
+
+
+def _http_errors(http: Any) -> tuple[type[BaseException], ...]:
+    """The HTTP library's errors (``httpx`` or ``httpx2``, whichever openai carries)."""
+    library = sys.modules.get(type(http).__mro__[1].__module__.split(".")[0])
+    return tuple(error for error in (getattr(library, "HTTPError", None),
+                                     getattr(library, "InvalidURL", None),
+                                     getattr(library, "StreamError", None))
+                 if isinstance(error, type) and issubclass(error, BaseException))
+
+
+async def _read_json(http: Any, method: str, url: str, headers: dict[str, str], body: Any,
+                     max_bytes: int, answered: list[bool]) -> Any:
+    """One JSON answer, read as it streams in and given up on past ``max_bytes``.
+
+    A refusal, a whole answer and one that is too large count as answers
+    (``answered``); an answer still arriving at the deadline does not.
+    """
+    async with http.stream(method, url, headers=headers, json=body) as response:
+        if response.status_code >= 300:
+            answered.append(True)
+            return None  # the body is not read: it may never end
+        declared = response.headers.get("content-length", "")
+        data = bytearray()
+        if not (declared.isdigit() and int(declared) > max_bytes):
+            async for chunk in response.aiter_raw():
+                data += chunk
+                if len(data) > max_bytes:
+                    break
+        answered.append(True)
+        if not data or len(data) > max_bytes:
+            return None
+    return json.loads(data)
 
 
 async def resolve_window(config: ProviderConfig, cache: WindowCache | None = None) -> Window:
-    """The window for ``config``: configured, else the server's (cached), else known, else 8k."""
+    """The window for ``config``: configured, else the server's (cached), else known, else 8k.
+
+    What went wrong on the way (a window not believed, a cache file refused)
+    comes back in the window's ``problems``.
+    """
     if config.context_window:
         return Window(config.context_window, config.window_source or "profile")
     cache = cache if cache is not None else WindowCache()
     cached = cache.get(config.base_url, config.model)
     if cached is not None:
-        return cached
-    window, answered = None, False
+        return replace(cached, problems=tuple(cache.problems))
+    window, answered, problems = None, False, []
     if config.base_url and not _never_tells(config.base_url):
-        window, answered = await ask_server(config)
+        window, answered, problems = await ask_server(config)
     if window is None:
         known = known_window(config.model)
         window = Window(known, "known model") if known else Window(ASSUMED_WINDOW, "assumed")
-    if answered or not window.assumed:
+    if (answered and not problems) or not window.assumed:
         cache.put(config.base_url, config.model, window)
-    return window
+    return replace(window, problems=(*problems, *cache.problems))
 
 
 def _never_tells(base_url: str) -> bool:

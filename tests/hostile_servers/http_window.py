@@ -1,0 +1,138 @@
+"""An OpenAI-style HTTP server whose window answers are hostile.
+
+``/v1/models``, llama.cpp's ``/props`` and Ollama's ``/api/show`` each answer as
+their option says:
+
+- ``endless``: a 200 whose chunked JSON body never ends (64 KB chunks, as fast
+  as the client reads);
+- ``trickle``: a 200 whose body arrives one byte every ``--interval`` seconds,
+  forever (each read is quick, the answer never comes);
+- ``absurd``: a 200 naming the window ``--n-ctx`` (any digits: 400 of them, or 1);
+- ``missing`` (the default): 404.
+
+``POST /v1/chat/completions`` streams a one-word answer ("ok"), so ``ask``
+can finish once the window is given up on. ``GET /stats`` says, per path, how
+many body bytes were handed to the client and whether the answer is over
+(``done``: the body ended or the client went away), so a test can wait for
+that state and check how much a client read before it gave up.
+``--stop-after-mb`` ends an endless body after that much: a safety net, so a
+client without a limit fails its test instead of eating the machine. Prints
+``ready URL`` (the base URL, ``…/v1``) when it listens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+
+MODES = ("endless", "trickle", "absurd", "missing")
+#: path → {"sent": body bytes written, "done": the answer is over}
+STATS: dict[str, dict[str, int | bool]] = {}
+
+
+def _head(status: str, kind: str, extra: str = "") -> bytes:
+    return (f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\n{extra}"
+            "Connection: close\r\n\r\n").encode()
+
+
+def _sized(body: bytes) -> bytes:
+    return _head("200 OK", "application/json", f"Content-Length: {len(body)}\r\n") + body
+
+
+def _window_body(path: str, n_ctx: str) -> bytes:
+    if path == "/v1/models":
+        return (b'{"object":"list","data":[{"id":"hostile","object":"model","max_model_len":'
+                + n_ctx.encode() + b"}]}")
+    if path == "/props":
+        return b'{"default_generation_settings":{"n_ctx":' + n_ctx.encode() + b"}}"
+    return b'{"model_info":{"x.context_length":' + n_ctx.encode() + b"}}"
+
+
+def _answer_chat(writer: asyncio.StreamWriter) -> None:
+    writer.write(_head("200 OK", "text/event-stream"))
+    for delta, finish in (({"role": "assistant", "content": "ok"}, None), ({}, "stop")):
+        chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "hostile",
+                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        writer.write(f"data: {json.dumps(chunk)}\n\n".encode())
+    writer.write(b"data: [DONE]\n\n")
+
+
+async def _endless(writer: asyncio.StreamWriter, stats: dict, stop_after: int) -> None:
+    writer.write(_head("200 OK", "application/json", "Transfer-Encoding: chunked\r\n"))
+    block = b" " * 65536
+    chunk = f"{len(block):x}\r\n".encode() + block + b"\r\n"
+    writer.write(b'b\r\n{"data": [ \r\n')
+    while not stop_after or stats["sent"] < stop_after:
+        writer.write(chunk)
+        stats["sent"] += len(block)
+        await writer.drain()
+    writer.write(b"0\r\n\r\n")
+
+
+async def _trickle(writer: asyncio.StreamWriter, interval: float, stats: dict) -> None:
+    writer.write(_head("200 OK", "application/json", "Transfer-Encoding: chunked\r\n"))
+    writer.write(b"1\r\n{\r\n")
+    await writer.drain()
+    while True:
+        await asyncio.sleep(interval)
+        writer.write(b"1\r\n \r\n")
+        stats["sent"] += 1
+        await writer.drain()
+
+
+async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 options: argparse.Namespace) -> None:
+    stats: dict[str, int | bool] = {"sent": 0, "done": False}
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        method, target = lines[0].split(" ")[:2]
+        path = target.split("?", 1)[0]
+        length = next((int(line.split(":", 1)[1]) for line in lines[1:]
+                       if line.lower().startswith("content-length:")), 0)
+        if length:
+            await reader.readexactly(length)
+        mode = {"/v1/models": options.models, "/props": options.props,
+                "/api/show": options.show}.get(path)
+        if path != "/stats":
+            STATS[path] = stats
+        if method == "POST" and path == "/v1/chat/completions":
+            _answer_chat(writer)
+        elif path == "/stats":
+            writer.write(_sized(json.dumps(STATS).encode()))
+        elif mode == "endless":
+            await _endless(writer, stats, int(options.stop_after_mb * 1024 * 1024))
+        elif mode == "trickle":
+            await _trickle(writer, options.interval, stats)
+        elif mode == "absurd":
+            writer.write(_sized(_window_body(path, options.n_ctx)))
+        else:
+            writer.write(_head("404 Not Found", "application/json", "Content-Length: 2\r\n")
+                         + b"{}")
+        await writer.drain()
+    except (ConnectionError, asyncio.IncompleteReadError, ValueError):
+        pass
+    finally:
+        writer.close()
+        stats["done"] = True
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--models", choices=MODES, default="missing")
+    parser.add_argument("--props", choices=MODES, default="missing")
+    parser.add_argument("--show", choices=MODES, default="missing")
+    parser.add_argument("--n-ctx", default="4096", help="the digits an absurd answer names")
+    parser.add_argument("--interval", type=float, default=1.0)
+    parser.add_argument("--stop-after-mb", type=float, default=0.0)
+    options = parser.parse_args()
+    server = await asyncio.start_server(lambda r, w: _serve(r, w, options), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    print(f"ready http://127.0.0.1:{port}/v1", flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
