@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -34,6 +35,124 @@ def sniff_mime(data: bytes) -> str | None:
     if data.startswith((b"GIF87a", b"GIF89a")):
         return "image/gif"
     return None
+
+
+#: the most images one tool result carries to the model (the rest are named in its text):
+#: 200 tiny ones once made every later request of a key too large for a 128k window
+MAX_RESULT_IMAGES = 8
+#: what an image costs when its size cannot be read: a 1024x1024 high-detail image
+TOKENS_PER_IMAGE = 765
+#: the most one image may cost, whatever its size: vision models scale images down
+#: (OpenAI's high detail tops out at 1,445 tokens, Anthropic's at about 1,600)
+MAX_IMAGE_TOKENS = 1_600
+#: the most JPEG segments read looking for the size (a real file has a few dozen)
+_JPEG_SEGMENTS = 512
+#: JPEG start-of-frame markers (C4, C8 and CC share the range but are not frames)
+_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+
+
+def image_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) from the header of a PNG, JPEG, WebP or GIF; None when unreadable."""
+    return _size(lambda start, n: data[start:start + n])
+
+
+def url_image_size(url: str) -> tuple[int, int] | None:
+    """The size of a base64 ``data:`` URL's image, decoding only the header's bytes.
+
+    A 20 MB image is 27 MB of base64: counting its tokens must not decode it.
+    """
+    if not isinstance(url, str) or not url.startswith("data:"):
+        return None
+    head, sep, payload = url.partition(",")
+    if not sep or not head.endswith(";base64"):
+        return None
+
+    def read(start: int, n: int) -> bytes:
+        first = start // 3 * 4
+        try:
+            chunk = base64.b64decode(payload[first:-(-(start + n) // 3) * 4], validate=True)
+        except (binascii.Error, ValueError):
+            return b""
+        return chunk[start - start // 3 * 3:][:n]
+
+    return _size(read)
+
+
+def _size(read: Any) -> tuple[int, int] | None:
+    head = read(0, 30)
+    if head.startswith(b"\x89PNG\r\n\x1a\n") and head[12:16] == b"IHDR":
+        width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+    elif head.startswith((b"GIF87a", b"GIF89a")):
+        width, height = int.from_bytes(head[6:8], "little"), int.from_bytes(head[8:10], "little")
+    elif head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        kind = head[12:16]
+        if kind == b"VP8X":
+            width = int.from_bytes(head[24:27], "little") + 1
+            height = int.from_bytes(head[27:30], "little") + 1
+        elif kind == b"VP8L":
+            bits = int.from_bytes(head[21:25], "little")
+            width, height = (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+        elif kind == b"VP8 ":
+            width = int.from_bytes(head[26:28], "little") & 0x3FFF
+            height = int.from_bytes(head[28:30], "little") & 0x3FFF
+        else:
+            return None
+    elif head.startswith(b"\xff\xd8"):
+        found = _jpeg_size(read)
+        if found is None:
+            return None
+        width, height = found
+    else:
+        return None
+    return (width, height) if width > 0 and height > 0 else None
+
+
+def _jpeg_size(read: Any) -> tuple[int, int] | None:
+    """Walk a JPEG's segments to its frame header (EXIF may come first and be long)."""
+    position = 2
+    for _ in range(_JPEG_SEGMENTS):
+        marker = read(position, 4)
+        if len(marker) < 4 or marker[0] != 0xFF:
+            return None
+        kind = marker[1]
+        if kind == 0xFF:  # fill byte
+            position += 1
+            continue
+        if kind in (0x01, *range(0xD0, 0xD9)):  # markers without a length
+            position += 2
+            continue
+        if kind in _SOF:
+            frame = read(position + 5, 4)
+            if len(frame) < 4:
+                return None
+            return int.from_bytes(frame[2:4], "big"), int.from_bytes(frame[0:2], "big")
+        position += 2 + int.from_bytes(marker[2:4], "big")
+    return None
+
+
+def image_tokens(size: tuple[int, int] | None) -> int:
+    """What a vision model charges for an image of ``size`` pixels, at most MAX_IMAGE_TOKENS.
+
+    OpenAI's high-detail rule, the dearest of the common ones for most sizes:
+    fit in 2048x2048, shortest side down to 768, then 170 per 512-pixel tile
+    plus 85. An unreadable size costs :data:`TOKENS_PER_IMAGE`.
+    """
+    if size is None:
+        return TOKENS_PER_IMAGE
+    width, height = float(size[0]), float(size[1])
+    if max(width, height) > 2048:
+        scale = 2048 / max(width, height)
+        width, height = width * scale, height * scale
+    if min(width, height) > 768:
+        scale = 768 / min(width, height)
+        width, height = width * scale, height * scale
+    tiles = math.ceil(width / 512) * math.ceil(height / 512)
+    return min(85 + 170 * max(1, tiles), MAX_IMAGE_TOKENS)
+
+
+def url_tokens(url: str) -> int:
+    """:func:`image_tokens` of an image URL (a ``data:`` URL's size read from its header)."""
+    return image_tokens(url_image_size(url))
 
 
 def data_url(mime: str, data: bytes) -> str:

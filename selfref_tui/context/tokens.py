@@ -15,6 +15,8 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .images import TOKENS_PER_IMAGE, part_url, url_tokens
+
 Encode = Callable[[str], list[int]]
 
 # OpenAI's chat format: every message costs a few tokens of framing, a name one
@@ -24,9 +26,9 @@ TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 TOKENS_PER_TOOL_CALL = 3
 REPLY_PRIMING = 3
-# An image part is billed by its size, which we do not know here; assume a
-# 1024x1024 high-detail image so the meter errs towards "full".
-TOKENS_PER_IMAGE = 765
+# An image part is billed by its size, read from the data URL's header (see
+# context/images.py); an image whose size cannot be read counts as a 1024x1024
+# high-detail one, TOKENS_PER_IMAGE.
 # Tool schemas ride in the prompt too (OpenAI renders them into the system
 # message, llama.cpp and vLLM through the chat template): their JSON text plus
 # a little framing per function and once for the block. The framing figures
@@ -165,7 +167,8 @@ class TokenCounter:
                 if not isinstance(part, dict):
                     continue
                 if part.get("type") == "image_url" or "image_url" in part:
-                    total += TOKENS_PER_IMAGE
+                    url = part_url({**part, "type": "image_url"})
+                    total += url_tokens(url) if url else TOKENS_PER_IMAGE
                 else:
                     total += self.count_text(str(part.get("text", "")))
         name = message.get("name")
@@ -187,7 +190,9 @@ def _cache_key(message: dict[str, Any]) -> Hashable:
     """What the count depends on. Strings hash once and keep their hash, so
     keys of long stored messages are cheap to rebuild on every count."""
     content = message.get("content")
-    if not isinstance(content, str | None):
+    if isinstance(content, list):
+        content = tuple(map(_part_key, content))
+    elif not isinstance(content, str | None):
         content = repr(content)
     calls = message.get("tool_calls")
     calls_key: Hashable = None
@@ -209,6 +214,20 @@ def _cache_key(message: dict[str, Any]) -> Hashable:
         _str_or_none(message.get("name")),
         _str_or_none(message.get("tool_call_id")),
     )
+
+
+def _part_key(part: Any) -> Hashable:
+    """A content part's key: its text or URL as the same string object (an image's
+    ``data:`` URL is megabytes: a ``repr`` of the list copied it at every count)."""
+    if not isinstance(part, dict) or not set(part) <= {"type", "text", "image_url"}:
+        return repr(part)
+    inner = part.get("image_url")
+    if isinstance(inner, dict) and set(inner) <= {"url", "detail"}:
+        inner = (inner.get("url"), inner.get("detail"))
+    fields = (part.get("type"), part.get("text"), *(inner if type(inner) is tuple else (inner,)))
+    if all(value is None or type(value) is str for value in fields):
+        return (type(inner) is tuple, *fields)
+    return repr(part)
 
 
 def _str_or_none(value: Any) -> str | None:

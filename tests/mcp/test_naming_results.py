@@ -9,8 +9,10 @@ from types import SimpleNamespace as NS
 from selfref_tui.agent.mcp.manager import McpManager
 from selfref_tui.agent.mcp.naming import MAX_LEN, exposed_name, server_tags
 from selfref_tui.agent.mcp.results import MAX_IMAGE_BYTES, map_result
+from selfref_tui.context.images import MAX_RESULT_IMAGES
 
 from .conftest import server_config
+from .server import tiny_png
 
 VALID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -73,13 +75,13 @@ def test_text_error_and_structured_results():
 
 
 def test_images_become_user_message_parts_and_oddities_are_named():
-    png = b"\x89PNG fake"
+    png = tiny_png()
     result = map_result(NS(is_error=False, content=[
         NS(type="text", text="caption"),
         _image(png),
         _image(b"x", "image/tiff"),
         NS(type="image", data="not base64!!", mime_type="image/png"),
-        _image(b"\0" * (MAX_IMAGE_BYTES + 1)),
+        _image(png + b"\0" * MAX_IMAGE_BYTES),
         NS(type="audio", data=base64.b64encode(b"RIFF").decode(), mime_type="audio/wav"),
         NS(type="resource", resource=NS(uri="file:///a.bin", mime_type="application/x",
                                         blob=base64.b64encode(b"123").decode(), text=None)),
@@ -108,3 +110,29 @@ def test_the_overview_hides_credentials_in_targets():
     rows = {r["name"]: r for r in McpManager([docs, tool]).overview()}
     assert "s3cret" not in rows["docs"]["target"] and "127.0.0.1:9/mcp" in rows["docs"]["target"]
     assert "abc.def.ghi" not in rows["t"]["target"]
+
+
+def test_the_bytes_decide_an_images_type_not_the_server():
+    script = b"#!/bin/sh\nrm -rf ~\n"
+    result = map_result(NS(is_error=False, content=[
+        _image(script, "image/png"), _image(tiny_png(), "image/jpeg"),
+        _image(script, "image/png\x1b]52;c;aGk=\x07" + "x" * 100)]))
+    [image] = result.images
+    assert image.mime_type == "image/png"  # a PNG declared JPEG is a PNG
+    assert image.data_url().startswith("data:image/png;base64,iVBOR")
+    lines = result.text.splitlines()
+    assert lines[0] == (f"[an image declared image/png, {len(script)} bytes: its bytes are not "
+                        "a PNG, JPEG, WebP or GIF image, dropped]")
+    assert lines[1].startswith("[image 1: image/png,")
+    assert "\x1b" not in lines[2] and len(lines[2]) < 200  # the declared type is shown inert
+    [message] = result.user_messages("mcp__s__pic")
+    assert base64.b64encode(script).decode() not in str(message)
+
+
+def test_a_result_carries_at_most_a_few_images_and_names_the_rest():
+    result = map_result(NS(is_error=False, content=[_image(tiny_png())] * 200))
+    assert len(result.images) == MAX_RESULT_IMAGES
+    lines = result.text.splitlines()
+    assert lines[-1] == f"[{200 - MAX_RESULT_IMAGES} more images left out: one result carries " \
+                        f"at most {MAX_RESULT_IMAGES}]"
+    assert len(lines) == MAX_RESULT_IMAGES + 1

@@ -16,9 +16,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...context.images import MAX_RESULT_IMAGES, sniff_mime
+from ...safety import inert_line
+
 #: the most image data (decoded bytes) one result may carry into the context
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
-IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
 
 
 @dataclass(frozen=True)
@@ -49,11 +51,16 @@ class MappedResult:
         return [{"role": "user", "content": parts}]
 
 
-def _decoded_size(data: str) -> int | None:
+def _decoded(data: str) -> bytes | None:
     try:
-        return len(base64.b64decode(data, validate=True))
+        return base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
         return None
+
+
+def _decoded_size(data: str) -> int | None:
+    decoded = _decoded(data)
+    return None if decoded is None else len(decoded)
 
 
 def _field(block: Any, *names: str) -> Any:
@@ -76,30 +83,47 @@ def _resource_text(resource: Any) -> str:
     return f"[resource {uri}: {mime}, {amount}, not shown]"
 
 
+def _image(block: Any, budget: int, number: int) -> tuple[str, Image | None]:
+    """An image block: the line the text gets, and the image when it may go to the model.
+
+    Its bytes decide its type (a shell script declared ``image/png`` is not an
+    image, and a PNG declared ``image/jpeg`` is a PNG): the declared type is
+    only named, shortened, when the bytes are not an image.
+    """
+    declared = inert_line(str(_field(block, "mime_type", "mimeType") or "no type"), 40)
+    data = str(getattr(block, "data", "") or "")
+    raw = _decoded(data)
+    if raw is None:
+        return f"[image ({declared}) with data that is not valid base64, dropped]", None
+    mime = sniff_mime(raw)
+    if mime is None:
+        return (f"[an image declared {declared}, {len(raw)} bytes: its bytes are not a PNG, "
+                "JPEG, WebP or GIF image, dropped]"), None
+    if len(raw) > budget:
+        return (f"[image ({mime}, {len(raw)} bytes) over the {MAX_IMAGE_BYTES} byte limit, "
+                "not shown]"), None
+    return f"[image {number}: {mime}, {len(raw)} bytes]", Image(mime, data, len(raw))
+
+
 def map_result(result: Any) -> MappedResult:
     """Map a ``CallToolResult`` (or anything with ``content`` and ``is_error``)."""
     texts: list[str] = []
     images: list[Image] = []
     budget = MAX_IMAGE_BYTES
+    beyond = 0  # images past MAX_RESULT_IMAGES, named in one line at the end
     for block in getattr(result, "content", None) or []:
         kind = getattr(block, "type", None)
         if kind == "text":
             texts.append(str(getattr(block, "text", "")))
         elif kind == "image":
-            mime = str(_field(block, "mime_type", "mimeType") or "")
-            data = str(getattr(block, "data", "") or "")
-            size = _decoded_size(data)
-            if size is None:
-                texts.append(f"[image ({mime}) with data that is not valid base64, dropped]")
-            elif mime not in IMAGE_TYPES:
-                texts.append(f"[image of type {mime}, {size} bytes: not a type models accept]")
-            elif size > budget:
-                texts.append(f"[image ({mime}, {size} bytes) over the {MAX_IMAGE_BYTES} byte "
-                             "limit, not shown]")
-            else:
-                budget -= size
-                images.append(Image(mime, data, size))
-                texts.append(f"[image {len(images)}: {mime}, {size} bytes]")
+            if len(images) >= MAX_RESULT_IMAGES:
+                beyond += 1
+                continue
+            text, image = _image(block, budget, len(images) + 1)
+            texts.append(text)
+            if image is not None:
+                budget -= image.size
+                images.append(image)
         elif kind == "audio":
             mime = _field(block, "mime_type", "mimeType") or "unknown type"
             size = _decoded_size(str(getattr(block, "data", "") or ""))
@@ -115,6 +139,9 @@ def map_result(result: Any) -> MappedResult:
             texts.append(f"{line} {description}" if description else line)
         else:
             texts.append(f"[content of type {kind!r} that this client does not support]")
+    if beyond:
+        texts.append(f"[{beyond} more image{'s' if beyond > 1 else ''} left out: one result "
+                     f"carries at most {MAX_RESULT_IMAGES}]")
     structured = getattr(result, "structured_content", None)
     if not texts and structured is not None:
         texts.append(json.dumps(structured, ensure_ascii=False, default=str))

@@ -1,0 +1,71 @@
+"""Images from a hostile MCP server (a real subprocess) through the loop, over real HTTP.
+
+The server (``tests/hostile_servers/mcp_images.py``) returns 200 images in one
+result, a shell script declared ``image/png``, a PNG declared ``image/jpeg``:
+what reaches the model is checked, and the key stays usable afterwards.
+"""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+import pytest_asyncio
+
+from selfref_tui.agent.mcp.manager import McpManager
+from selfref_tui.config import McpServerConfig
+from selfref_tui.context.images import MAX_RESULT_IMAGES, image_urls
+from selfref_tui.demo.script import Reply, ToolCall
+from tests.agent.conftest import Harness
+from tests.hostile_servers import command
+from tests.hostile_servers.mcp_images import SCRIPT
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def images():
+    argv = command("mcp_images")
+    manager = McpManager([McpServerConfig(name="img", command=argv[0], args=tuple(argv[1:]),
+                                          trust=("*",))])
+    await manager.wait_started(timeout=60)
+    assert manager.statuses()[0].state == "ready", manager.statuses()[0].error
+    yield manager
+    await manager.aclose()
+
+
+def _images_in(body: dict) -> list[str]:
+    return [url for m in body["messages"] for url in image_urls(m.get("content"))]
+
+
+async def test_two_hundred_images_in_one_result_leave_the_key_usable(tmp_path, images):
+    script = [Reply(tool_calls=[ToolCall("mcp__img__many_images", {"count": 200}, id="c1")]),
+              Reply(text="Squares."), Reply(text="Still here.")]
+    async with Harness(tmp_path, script) as h:
+        h.agent.tool_sources.append(images)
+        assert await h.agent.run_turn("main", "draw") == "done"
+        assert await h.agent.run_turn("main", "again") == "done"
+        sent = _images_in(h.server.requests[2])
+    assert len(sent) == MAX_RESULT_IMAGES
+    assert (f"[{200 - MAX_RESULT_IMAGES} more images left out: one result carries at most"
+            in str(h.server.requests[1]["messages"][-1]["content"]))
+
+
+async def test_bytes_that_are_not_an_image_never_reach_the_model_as_one(tmp_path, images):
+    script = [Reply(tool_calls=[ToolCall("mcp__img__not_an_image", {}, id="c1"),
+                                ToolCall("mcp__img__mislabelled", {}, id="c2")]),
+              Reply(text="Seen."), Reply(tool_calls=[ToolCall("mcp__img__mislabelled", {},
+                                                              id="c3")]), Reply(text="Again.")]
+    async with Harness(tmp_path, script) as h:
+        h.agent.tool_sources.append(images)
+        assert await h.agent.run_turn("main", "show me") == "done"
+        assert await h.agent.run_turn("main", "once more") == "done"
+        first, later = h.server.requests[1], h.server.requests[3]
+    body = str(first)
+    assert base64.b64encode(SCRIPT).decode() not in body
+    # the one real picture, declared JPEG, goes as the PNG its bytes say it is
+    assert [url[:31] for url in _images_in(first)] == ["data:image/png;base64,iVBORw0KG"]
+    assert "its bytes are not a PNG, JPEG, WebP or GIF image, dropped" in body
+    # images still go to this server: nothing was refused, nothing is left out from then on
+    assert len(_images_in(later)) == 2
+    assert "image omitted" not in str(later)
