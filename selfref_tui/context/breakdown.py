@@ -22,8 +22,8 @@ from typing import Any
 
 from .compile import InvocationConfig, system_prompt_text
 from .experiences import EXPERIENCES_KEY
+from .images import image_part_tokens, is_image_part
 from .summary import COMPACTION_KEY
-from .tokens import TOKENS_PER_IMAGE
 
 #: the parts, in the order people read them (and the JSON keeps)
 PARTS: tuple[str, ...] = (
@@ -92,10 +92,7 @@ def token_breakdown(
     for message in rendered:
         content = message.get("content")
         if type(content) is list:
-            images += TOKENS_PER_IMAGE * sum(
-                1 for part in content
-                if isinstance(part, Mapping)
-                and (part.get("type") == "image_url" or "image_url" in part))
+            images += sum(image_part_tokens(part) for part in content if is_image_part(part))
     raw = {
         "system_prompt": system_tokens - experiences,
         "experiences": experiences,

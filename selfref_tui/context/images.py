@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 #: what vision models accept (and what the transcript can draw)
@@ -153,6 +153,18 @@ def image_tokens(size: tuple[int, int] | None) -> int:
 def url_tokens(url: str) -> int:
     """:func:`image_tokens` of an image URL (a ``data:`` URL's size read from its header)."""
     return image_tokens(url_image_size(url))
+
+
+def is_image_part(part: Any) -> bool:
+    """Whether a content part is an image (``image_url``, however its type is spelled)."""
+    return isinstance(part, Mapping) and (part.get("type") == "image_url" or "image_url" in part)
+
+
+def image_part_tokens(part: Any) -> int:
+    """What an image content part costs (the counter's and the breakdown's one rule)."""
+    inner = part.get("image_url") if isinstance(part, Mapping) else None
+    url = inner.get("url") if isinstance(inner, Mapping) else inner
+    return url_tokens(url) if isinstance(url, str) else TOKENS_PER_IMAGE
 
 
 def data_url(mime: str, data: bytes) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .images import TOKENS_PER_IMAGE, part_url, url_tokens
+from .images import image_part_tokens, is_image_part
 
 Encode = Callable[[str], list[int]]
 
@@ -28,7 +28,7 @@ TOKENS_PER_TOOL_CALL = 3
 REPLY_PRIMING = 3
 # An image part is billed by its size, read from the data URL's header (see
 # context/images.py); an image whose size cannot be read counts as a 1024x1024
-# high-detail one, TOKENS_PER_IMAGE.
+# high-detail one.
 # Tool schemas ride in the prompt too (OpenAI renders them into the system
 # message, llama.cpp and vLLM through the chat template): their JSON text plus
 # a little framing per function and once for the block. The framing figures
@@ -166,9 +166,8 @@ class TokenCounter:
             for part in content:
                 if not isinstance(part, dict):
                     continue
-                if part.get("type") == "image_url" or "image_url" in part:
-                    url = part_url({**part, "type": "image_url"})
-                    total += url_tokens(url) if url else TOKENS_PER_IMAGE
+                if is_image_part(part):
+                    total += image_part_tokens(part)
                 else:
                     total += self.count_text(str(part.get("text", "")))
         name = message.get("name")

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from selfref_tui.context.apply import apply_mutations
 from selfref_tui.context.breakdown import PARTS, auto_compact_line, scaled, token_breakdown
 from selfref_tui.context.compile import InvocationConfig, render_provider_messages
+from selfref_tui.context.images import url_tokens
 from selfref_tui.context.mutations import (
     AssistantMessageMutation,
     ExperienceRememberMutation,
@@ -16,7 +17,7 @@ from selfref_tui.context.mutations import (
     UserMessageMutation,
 )
 from selfref_tui.context.summary import Summary, summary_mutation
-from selfref_tui.context.tokens import TOKENS_PER_IMAGE, TokenCounter
+from selfref_tui.context.tokens import TokenCounter
 
 CFG = InvocationConfig(base_system_prompt="You are a helpful agent.")
 PNG = "data:image/png;base64,iVBORw0KGgo="
@@ -83,7 +84,7 @@ def test_a_summary_merged_with_a_picture_is_still_the_summary():
     summary_text = summary_mutation(SUMMARY).summary_message["content"]
     assert result.parts["summary"] == counter.count_message({"role": "user",
                                                              "content": summary_text})
-    assert result.parts["images"] == TOKENS_PER_IMAGE
+    assert result.parts["images"] == url_tokens(PNG)
     assert sum(result.parts.values()) == result.total
 
 
@@ -98,7 +99,7 @@ def test_images_are_counted_per_picture():
             {"type": "image_url", "image_url": {"url": PNG}}]}]),
         AssistantMessageMutation("two pictures"),
     ])
-    assert result.parts["images"] == 2 * TOKENS_PER_IMAGE
+    assert result.parts["images"] == 2 * url_tokens(PNG)
     assert result.parts["messages"] > 0
     assert sum(result.parts.values()) == result.total
 
