@@ -23,6 +23,7 @@ from .experiences import (
     with_forgotten,
     with_remembered,
 )
+from .history import HistoryBuilder, HistoryEntry
 from .mutations import (
     AssistantMessageMutation,
     AssistantTruncatedMutation,
@@ -33,6 +34,7 @@ from .mutations import (
     ExperienceRememberMutation,
     MultimodalToolResultMutation,
     MutationDecodeError,
+    RewindMutation,
     ToolCancelledMutation,
     ToolResultMutation,
     TurnFailedMutation,
@@ -53,9 +55,12 @@ __all__ = [
     "DataFromSelfRef",
     "ExperienceForgetMutation",
     "ExperienceRememberMutation",
+    "HistoryBuilder",
+    "HistoryEntry",
     "InvocationConfig",
     "MultimodalToolResultMutation",
     "MutationDecodeError",
+    "RewindMutation",
     "Summary",
     "TokenCounter",
     "ToolCancelledMutation",

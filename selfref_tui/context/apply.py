@@ -29,6 +29,7 @@ from .mutations import (
     ExperienceForgetMutation,
     ExperienceRememberMutation,
     MultimodalToolResultMutation,
+    RewindMutation,
     ToolCancelledMutation,
     ToolResultMutation,
     TurnFailedMutation,
@@ -156,7 +157,7 @@ class TranscriptBuilder:
             self.append_message(message)
         elif isinstance(mutation, AssistantTruncatedMutation):
             self._close_block()
-            self.messages.append(
+            self._push(
                 {
                     "role": "assistant",
                     "content": mutation.partial_content,
@@ -170,6 +171,9 @@ class TranscriptBuilder:
             self._summarise(mutation)
         elif isinstance(mutation, TurnFailedMutation):
             self._mark_failed(mutation.reason)
+        elif isinstance(mutation, RewindMutation):
+            raise TypeError("a rewind needs the history it goes back in: fold the log from its "
+                            "start with context.history.HistoryBuilder")
         else:  # pragma: no cover - the Union is closed
             raise TypeError(f"not a ContextMutation: {mutation!r}")
 
@@ -185,7 +189,7 @@ class TranscriptBuilder:
         for m in batch:
             if isinstance(m, ExperienceRememberMutation):
                 system, _ = with_remembered(system, m.text)
-        self.messages[0] = system
+        self._set(0, system)
 
     def append_message(self, message: dict[str, Any]) -> None:
         """Append a raw message of any role, repairing structure as needed."""
@@ -194,11 +198,9 @@ class TranscriptBuilder:
             if self.messages and self.messages[0].get("role") == "system":
                 # Only one system message may lead; a later one is kept as user text.
                 self._close_block()
-                self.messages.append(
-                    {"role": "user", "content": f"[system] {message.get('content', '')}"}
-                )
+                self._push({"role": "user", "content": f"[system] {message.get('content', '')}"})
             else:
-                self.messages.insert(0, dict(message))
+                self._insert(0, dict(message))
                 self._shift(1)
         elif role == "tool":
             self._append_tool_result(
@@ -212,14 +214,35 @@ class TranscriptBuilder:
             self._start_block(dict(message))
         else:
             self._close_block()
-            self.messages.append(dict(message))
+            self._push(dict(message))
+
+    # -------------------------------------------------------------- primitives
+    # Every change to ``messages`` goes through these five, so a subclass can
+    # keep a record of each (``context.history.HistoryBuilder`` numbers the
+    # messages and can undo the changes: that is how a rewind is folded).
+
+    def _push(self, message: dict[str, Any]) -> None:
+        self.messages.append(message)
+
+    def _insert(self, index: int, message: dict[str, Any]) -> None:
+        self.messages.insert(index, message)
+
+    def _set(self, index: int, message: dict[str, Any]) -> None:
+        self.messages[index] = message
+
+    def _delete(self, index: int) -> None:
+        del self.messages[index]
+
+    def _reset(self, messages: list[dict[str, Any]]) -> None:
+        """The whole list becomes ``messages`` (a compaction or a replace)."""
+        self.messages[:] = messages
 
     # ----------------------------------------------------------------- helpers
 
     def _system_for_update(self) -> dict[str, Any]:
         if self.messages and self.messages[0].get("role") == "system":
             return self.messages[0]
-        self.messages.insert(0, {"role": "system", "content": ""})
+        self._insert(0, {"role": "system", "content": ""})
         self._shift(1)
         return self.messages[0]
 
@@ -262,7 +285,7 @@ class TranscriptBuilder:
             if before["id"] != after["id"]:  # stored before ids were made unique
                 self._repeats.setdefault(before["id"], []).append(after["id"])
         message["tool_calls"] = calls
-        self.messages.append(message)
+        self._push(message)
         self._open_idx = len(self.messages) - 1
         self._unresolved = [c["id"] for c in calls]
         self._answered = set()
@@ -277,7 +300,7 @@ class TranscriptBuilder:
         self._open_idx = None
 
     def _insert_result(self, call_id: str, content: Any, extra: dict[str, Any]) -> None:
-        self.messages.insert(
+        self._insert(
             self._insert_at, {"role": "tool", "tool_call_id": call_id, "content": content, **extra}
         )
         self._insert_at += 1
@@ -308,7 +331,7 @@ class TranscriptBuilder:
         if self._open_idx is not None:
             owner = dict(self.messages[self._open_idx])
             owner["tool_calls"] = [*owner["tool_calls"], call]
-            self.messages[self._open_idx] = owner
+            self._set(self._open_idx, owner)
             self._unresolved.append(call_id)
         else:
             self._start_block({"role": "assistant", "content": None, "tool_calls": [call]})
@@ -327,7 +350,7 @@ class TranscriptBuilder:
             message["tool_calls"] = list(m.tool_calls)
             self._start_block(message)
         else:
-            self.messages.append(message)
+            self._push(message)
 
     def _apply_multimodal(self, m: MultimodalToolResultMutation) -> None:
         note = {
@@ -343,25 +366,27 @@ class TranscriptBuilder:
             owner["tool_calls"] = [c for c in owner["tool_calls"] if c["id"] != m.tool_call_id]
             self._unresolved.remove(m.tool_call_id)
             if owner["tool_calls"]:
-                self.messages[self._open_idx] = owner
+                self._set(self._open_idx, owner)
             else:
                 owner.pop("tool_calls")
                 if owner.get("content"):
-                    self.messages[self._open_idx] = owner
+                    self._set(self._open_idx, owner)
                 else:
-                    del self.messages[self._open_idx]
+                    self._delete(self._open_idx)
                     self._insert_at -= 1
             if not self._unresolved:
                 self._open_idx = None
-            self.messages.extend([note, *users])
+            for message in (note, *users):
+                self._push(message)
             return
         if self._open_idx is not None and m.tool_call_id in self._answered:
             return
         self._close_block()
-        self.messages.extend([note, *users])
+        for message in (note, *users):
+            self._push(message)
 
     def _replace(self, messages: list[dict[str, Any]]) -> None:
-        self.messages.clear()
+        self._reset([])
         self._open_idx = None
         for message in messages:
             if isinstance(message, dict):
@@ -371,10 +396,8 @@ class TranscriptBuilder:
         system = (
             self.messages[0] if self.messages and self.messages[0].get("role") == "system" else None
         )
-        self.messages.clear()
+        self._reset([system] if system is not None else [])
         self._open_idx = None
-        if system is not None:
-            self.messages.append(system)
         summary = dict(m.summary_message)
         summary.setdefault("role", "user")
         self.append_message(summary)
@@ -386,7 +409,7 @@ class TranscriptBuilder:
             updated = self._system_for_update()
             for text in texts:
                 updated, _ = with_remembered(updated, text)
-            self.messages[0] = updated
+            self._set(0, updated)
 
     def _mark_failed(self, reason: str) -> None:
         """Mark (or, for "", unmark) the user messages at the end of the transcript.
@@ -407,7 +430,7 @@ class TranscriptBuilder:
             updated = {k: v for k, v in message.items() if k != "failed"}
             if reason:
                 updated["failed"] = reason
-            self.messages[index] = updated
+            self._set(index, updated)
             index -= 1
 
 
@@ -421,9 +444,17 @@ def apply_mutations(
     """Apply ``mutations`` in order to a copy of ``messages`` and return it.
 
     Neither argument is modified. Remember/forget patches are batched and
-    committed before the next other patch and at the end, forgets first.
+    committed before the next other patch and at the end, forgets first. A
+    :class:`RewindMutation` names a patch by its position in ``mutations``, so
+    it can only be folded from the start of a log (``messages`` empty).
     """
-    builder = TranscriptBuilder(list(messages))
+    mutations = list(mutations)
+    if not messages and any(isinstance(m, RewindMutation) for m in mutations):
+        from .history import HistoryBuilder  # a whole log with rewinds: the fold that undoes
+
+        builder: TranscriptBuilder = HistoryBuilder()
+    else:
+        builder = TranscriptBuilder(list(messages))
     for mutation in mutations:
         builder.apply(mutation)
     builder.flush_experiences()

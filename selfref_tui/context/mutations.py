@@ -114,6 +114,23 @@ class TurnFailedMutation:
     reason: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class RewindMutation:
+    """The person took the conversation back: the state becomes what it was before a patch.
+
+    ``to_patch`` is the 0-based position, among the key's patches, of the first
+    patch undone: folding this restores the working transcript, experiences,
+    refs and summary exactly as they were before that patch was applied. The
+    patches in between stay in the log (the person still reads their messages,
+    marked rewound); a later rewind may name a patch among them, or this one
+    (which undoes the rewind). ``first_message`` is the first message number it took
+    out of the context, for people reading the log; the fold does not need it.
+    """
+
+    to_patch: int
+    first_message: int = 0
+
+
 ContextMutation = Union[  # noqa: UP007 - the protocol names this a Union
     AssistantMessageMutation,
     ToolResultMutation,
@@ -126,6 +143,7 @@ ContextMutation = Union[  # noqa: UP007 - the protocol names this a Union
     AssistantTruncatedMutation,
     ToolCancelledMutation,
     TurnFailedMutation,
+    RewindMutation,
 ]
 
 MUTATION_TYPES: dict[str, type] = {
@@ -142,6 +160,7 @@ MUTATION_TYPES: dict[str, type] = {
         AssistantTruncatedMutation,
         ToolCancelledMutation,
         TurnFailedMutation,
+        RewindMutation,
     )
 }
 
@@ -190,6 +209,7 @@ _STR_FIELDS = {
 }
 _LIST_FIELDS = {"tool_calls", "reasoning_details", "user_messages", "messages", "remember"}
 _DICT_FIELDS = {"message", "summary_message"}
+_INT_FIELDS = {"to_patch", "first_message"}
 
 
 def _check_field(cls_name: str, name: str, value: Any) -> None:
@@ -200,7 +220,14 @@ def _check_field(cls_name: str, name: str, value: Any) -> None:
         ok = isinstance(value, list) and all(isinstance(v, dict) for v in value)
     elif name in _DICT_FIELDS:
         ok = isinstance(value, dict)
+    elif name in _INT_FIELDS:
+        ok = _count(value)
     elif name == "content":
         ok = value is None or isinstance(value, str)
     if not ok:
         raise MutationDecodeError(f"{cls_name}.{name} has the wrong type ({type(value).__name__})")
+
+
+def _count(value: Any) -> bool:
+    """A whole number from 0 (``True`` is not one, though Python says it is an int)."""
+    return type(value) is int and value >= 0

@@ -55,10 +55,10 @@ import secrets
 import socket
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..refs.export import export_plan
 from ..refs.fds import FdError, attrs
@@ -368,11 +368,16 @@ def write_file(
     create: bool = True,
     roots: Sequence[str | os.PathLike[str]] | None = None,
     separate: bool = False,
+    checkpoint: Callable[[Path, bytes | None, bytes], None] | None = None,
 ) -> Path:
     """Write ``content`` atomically; returns the path written.
 
     ``separate`` (a person's append): the content starts on a new line after
     one blank line, so a second export does not run into the first.
+    ``checkpoint(target, before, after)`` is called just before the file is
+    replaced, with its previous bytes (None: it did not exist) and the new
+    ones, read through the same descriptors as the write; if it raises, nothing
+    is written (see checkpoints.py).
     """
     if mode not in MODES:
         raise FileWriteError(f"mode must be write, append or insert, not {mode!r}",
@@ -407,14 +412,57 @@ def write_file(
             raise FileWriteError(f"{raw} does not exist; pass create=true to create it",
                                  "not_found")
         old = _read_old(walk.fds[-1], name, raw) if st is not None and mode != "write" else b""
+        before = old if mode != "write" else None
         if mode == "append":
             if separate and old.strip():
                 old = old.rstrip(b"\n") + b"\n\n"
             data = old + data
         elif mode == "insert":
             data = _insert(old, data, insert_at_line, raw)
+        if checkpoint is not None:
+            if st is not None and before is None:
+                before = _read_old(walk.fds[-1], name, raw)
+            _checkpoint(checkpoint, target, before if st is not None else None, data)
         _atomic_write(walk, name, data, stat.S_IMODE(st.st_mode) if st is not None else None,
                       raw)
+        return target
+    finally:
+        walk.close()
+
+
+def _checkpoint(checkpoint: Callable[[Path, bytes | None, bytes], None], target: Path,
+                before: bytes | None, after: bytes) -> None:
+    from .checkpoints import CheckpointError
+
+    try:
+        checkpoint(target, before, after)
+    except CheckpointError as exc:
+        raise FileWriteError(str(exc)) from None
+
+
+def remove_file(path: str | os.PathLike[str],
+                roots: Sequence[str | os.PathLike[str]] | None) -> Path:
+    """Remove a regular file, confined like :func:`write_file` (a rewind undoing a create).
+
+    Never follows a link at the end (a link or other non-file there is refused),
+    and the directory is reached through descriptors from the root.
+    """
+    raw = _checked(path)
+    try:
+        walk, name, st = _resolve(raw, roots, make_dirs=False)
+    except _MissingDir:
+        raise FileWriteError(f"{raw} does not exist", "not_found") from None
+    try:
+        target = walk.path(name)
+        if st is None:
+            raise FileWriteError(f"{raw} does not exist", "not_found")
+        if not stat.S_ISREG(st.st_mode):
+            raise FileWriteError(f"{raw} is not a regular file; it was left as it is")
+        try:
+            os.unlink(name, dir_fd=walk.fds[-1])
+            os.fsync(walk.fds[-1])
+        except OSError as exc:
+            raise FileWriteError(f"could not remove {raw}: {exc.strerror or exc}") from None
         return target
     finally:
         walk.close()
@@ -582,12 +630,14 @@ def fd_to_file(
     create: bool = True,
     roots: Sequence[str | os.PathLike[str]] | None = None,
     raw: bool = False,
+    checkpoint: Any = None,
 ) -> str:
     """The model's tool: write an fd or ref to a file inside ``roots`` (default: cwd).
 
     A ref that is exactly one fenced block is written as the bare code, as the
     person's export does (``raw=True`` keeps the fence lines): the fence is
-    Markdown around the file, not part of it.
+    Markdown around the file, not part of it. ``checkpoint`` (a
+    ``checkpoints.Recorder``) keeps what the write replaces, for a rewind.
     """
     allowed = tuple(roots) if roots is not None else (Path.cwd(),)
     try:
@@ -603,10 +653,15 @@ def fd_to_file(
             content, fence = plan.content, "removed"
     try:
         written = write_file(file_path, content, mode=mode, insert_at_line=insert_at_line,
-                             exist_ok=exist_ok, create=create, roots=allowed)
+                             exist_ok=exist_ok, create=create, roots=allowed,
+                             checkpoint=checkpoint)
     except PathNotAllowed as exc:
+        if checkpoint is not None:
+            checkpoint.discard()
         return FdError("path_not_allowed", str(exc)).xml()
     except FileWriteError as exc:
+        if checkpoint is not None:
+            checkpoint.discard()
         return FdError(exc.kind, str(exc)).xml()
     result = attrs(fd=fd_id, path=written, mode=mode, chars=len(content), fence=fence)
     return f"<fd_to_file_result{result} />"

@@ -158,10 +158,19 @@ class ImageStore:
 
 def copy_images(src_dir: Path, dst_dir: Path) -> None:
     """Copy a key's images into another key folder (renaming a key copies its files)."""
-    src = src_dir / IMAGES_DIR
+    copy_blobs(src_dir, dst_dir, IMAGES_DIR)
+
+
+def copy_blobs(src_dir: Path, dst_dir: Path, folder: str) -> None:
+    """Copy a key's hash-named files (``images/``, ``files/``) into another key folder.
+
+    Only regular files named by a hash are copied; links are neither followed
+    nor copied.
+    """
+    src = src_dir / folder
     if not src.is_dir() or src.is_symlink():
         return
-    ensure_dir(dst_dir / IMAGES_DIR)
+    ensure_dir(dst_dir / folder)
     for entry in os.scandir(src):
         if _HEX.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
-            shutil.copyfile(entry.path, dst_dir / IMAGES_DIR / entry.name, follow_symlinks=False)
+            shutil.copyfile(entry.path, dst_dir / folder / entry.name, follow_symlinks=False)

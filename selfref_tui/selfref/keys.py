@@ -19,10 +19,11 @@ import unicodedata
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .checkpoints import FILES_DIR
 from .checksum import seal
 from .errors import InvalidKeyError, StoreError
 from .fsutil import atomic_write, ensure_dir, fsync_dir, read_regular
-from .images import copy_images
+from .images import copy_blobs, copy_images
 
 MAX_KEY_LENGTH = 128
 _MAX_DIRNAME = 180
@@ -177,7 +178,32 @@ def copy_key_dir(src: Path, dst: Path, new_key: str) -> None:
         meta["key"] = new_key
         atomic_write(tmp / "meta.json", json.dumps(meta, ensure_ascii=True).encode("ascii"))
     copy_images(src, tmp)
+    copy_blobs(src, tmp, FILES_DIR)
     os.rename(tmp, dst)
+    fsync_dir(dst.parent)
+
+
+def write_branch_dir(src: Path, dst: Path, log: bytes) -> None:
+    """A new key folder ``dst`` holding ``log`` and ``src``'s stored images and file copies.
+
+    Made in a temporary sibling and renamed into place, like
+    :func:`copy_key_dir`, so a crash leaves no half branch. The meta file is
+    written when the key is first opened (from its log).
+    """
+    if dst.exists():
+        raise InvalidKeyError(f"A key folder named {dst.name!r} already exists; pick another name.")
+    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    ensure_dir(tmp)
+    try:
+        atomic_write(tmp / "log.jsonl", log)
+        copy_images(src, tmp)
+        copy_blobs(src, tmp, FILES_DIR)
+        os.rename(tmp, dst)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     fsync_dir(dst.parent)
 
 

@@ -26,10 +26,22 @@ from .keys import (
     key_from_dirname,
     move_to_trash,
     validate_key,
+    write_branch_dir,
     write_empty_meta,
 )
 from .lock import WriterLock
-from .store import LOG_NAME, META_NAME, SCHEMA, KeyInfo, MemoryKey, _denied
+from .store import (
+    LOG_NAME,
+    META_NAME,
+    SCHEMA,
+    KeyInfo,
+    MemoryKey,
+    _denied,
+    header_line,
+    log_prefix,
+    now_iso,
+    sealed_record,
+)
 
 KEYS_DIR = "keys"
 
@@ -151,6 +163,35 @@ class SelfReference:
                 with self._exclusive(info.key):
                     move_to_trash(self.key_dir(info.key), self.data_dir)
         return where
+
+    def branch(self, key: str, n: int, new: str) -> MemoryKey:
+        """A new key ``new`` holding ``key``'s messages before message ``n`` and its state then.
+
+        Its log is the source log's records up to that point (folded, they give
+        exactly that state: messages with their numbers, experiences, refs and
+        their versions, the summary) and an ``origin`` record naming where it
+        came from. The source key is not changed. Returns the new key, open
+        for writing.
+        """
+        validate_key(new)
+        if self._exists(new):
+            raise InvalidKeyError(f"A key named {new!r} already exists; pick another name.")
+        source = self.open(key, write=False) if key not in self._open else self._open[key]
+        try:
+            patch = source.patch_of(n)
+        except IndexError:
+            raise InvalidKeyError(
+                f"no message {n} in key {key!r}: its messages are numbered 1 to "
+                f"{source.last_number}") from None
+        data = read_regular(self.key_dir(key) / LOG_NAME) or b""
+        created = now_iso()
+        lines = [header_line(new, created), *log_prefix(data, patch),
+                 sealed_record({"t": "origin", "key": key, "message": n, "created": created,
+                                "ts": created})]
+        self._ensure_root()
+        write_branch_dir(self.key_dir(key), self.key_dir(new),
+                         b"".join(line + b"\n" for line in lines))
+        return self.open(new)
 
     def _exists(self, key: str) -> bool:
         d = self.key_dir(key)

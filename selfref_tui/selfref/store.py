@@ -56,16 +56,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..context.apply import TranscriptBuilder
 from ..context.experiences import experiences_of
+from ..context.history import HistoryBuilder, HistoryEntry
 from ..context.mutations import (
     MUTATION_TYPES,
     ContextMutation,
-    ContextReplaceMutation,
     ContextSummaryMutation,
     MutationDecodeError,
+    RewindMutation,
     mutation_to_dict,
 )
+from .checkpoints import Checkpoints
 from .checksum import seal, seal_bytes, verify
 from .decode import decode_mutation
 from .errors import (
@@ -122,12 +123,16 @@ _RECORD_SHAPES: dict[str, tuple[dict[str, _Types], dict[str, _Types]]] = {
             "error": (str, type(None)), "created": str, "updated": str,
         },
     ),
+    # a file the model's write changed (checkpoints.py): its bytes before and after
+    "file": ({"path": str, "after": str},
+             {"before": (str, type(None)), "call_id": str, "created": str}),
+    # where a branch came from (the key and message it was made at)
+    "origin": ({"key": str}, {"message": int, "created": str}),
 }
 _LINE_ONLY = ("t", "ts", "more", "c")
 #: a longer line is damage, not parsed (a real record is far smaller: fds hold big outputs
 #: in pages, and the largest tool output seen is a few MB)
 MAX_LINE_BYTES = 256 * 1024 * 1024
-_ARCHIVING = (ContextSummaryMutation, ContextReplaceMutation)
 
 
 def now_iso() -> str:
@@ -186,18 +191,22 @@ class MemoryKey:
         self.refs: dict[str, list[dict[str, Any]]] = {}
         self.fds: dict[str, dict[str, Any]] = {}
         self.forks: dict[str, dict[str, Any]] = {}
+        #: the model's file writes: (number of the tool result they came with, record)
+        self._file_writes: list[tuple[int, dict[str, Any]]] = []
+        #: set on a branch: {"key": the key it came from, "message": N, "created": ...}
+        self.origin: dict[str, Any] | None = None
         self.created = ""
         self.updated = ""
-        self._builder = TranscriptBuilder()
-        self._archive: list[dict[str, Any]] = []
-        self._archived_count = 0
+        self._builder = HistoryBuilder(self._archive_working)
         self.last_compacted = 0
         self._history_cache: tuple[int, list[dict[str, Any]]] | None = None
+        self._entries_cache: tuple[int, tuple[HistoryEntry, ...]] | None = None
         self._version = 0
         self._size = 0
         self._fd: int | None = None
         self._mutex = threading.Lock()
         self._images = ImageStore(key_dir)
+        self.checkpoints = Checkpoints(key_dir)
         self._load()
         for problem in self._images.problems:
             self._warn(problem)
@@ -220,22 +229,66 @@ class MemoryKey:
 
     @property
     def history(self) -> list[dict[str, Any]]:
-        """Everything a person can read: archived copies, compaction markers, current messages."""
+        """Everything a person can read, in order: every message the key held, and markers.
+
+        Compacted messages are copies marked ``archived``, rewound ones copies
+        marked ``rewound``; compaction markers are ``{"role": "compaction"}``
+        dicts. Runtime notes and summaries are there too (a view skips them).
+        """
         cached = self._history_cache
         if cached is not None and cached[0] == self._version:
             return cached[1]
-        msgs = self._builder.messages
-        start = 1 if msgs and msgs[0].get("role") == "system" else 0
-        history = self._archive + msgs[start:]
+        history = self._builder.history()
         self._history_cache = (self._version, history)
         return history
 
+    def entries(self) -> tuple[HistoryEntry, ...]:
+        """The numbered messages (see ``context.history``), cached until the next commit."""
+        cached = self._entries_cache
+        if cached is not None and cached[0] == self._version:
+            return cached[1]
+        entries = tuple(self._builder.entries())
+        self._entries_cache = (self._version, entries)
+        return entries
+
+    def entry(self, n: int) -> HistoryEntry:
+        """Message ``n`` (IndexError when the key has no such message)."""
+        return self._builder.entry(n)
+
+    @property
+    def last_number(self) -> int:
+        """The highest message number handed out (0 for an empty key)."""
+        return self._builder.last_number
+
+    def file_writes(self) -> list[tuple[int, dict[str, Any]]]:
+        """The model's file writes, oldest first: (its tool result's number, ``file`` record)."""
+        return list(self._file_writes)
+
+    def history_numbers(self) -> list[int]:
+        """The number of each item of :attr:`history` (0 for unnumbered ones and markers)."""
+        return [n for n, _ in self._builder.numbered_history()]
+
+    def patch_of(self, n: int) -> int:
+        """The position among the key's patches of the one that brought message ``n``."""
+        return self._builder.patch_of(n)
+
+    def rewind_patch(self, n: int) -> RewindMutation:
+        """The patch that takes the context back to just before message ``n``.
+
+        IndexError when the key has no message ``n``. Committing it changes the
+        working context only; message ``n`` and those after it stay readable.
+        """
+        return RewindMutation(to_patch=self._builder.patch_of(n), first_message=n)
+
+    @property
+    def patch_count(self) -> int:
+        """Patches folded so far: a rewind to this position undoes what comes after it."""
+        return self._builder.patch_count
+
     @property
     def message_count(self) -> int:
-        """Readable messages in ``history`` (compaction markers excluded)."""
-        msgs = self._builder.messages
-        start = 1 if msgs and msgs[0].get("role") == "system" else 0
-        return self._archived_count + len(msgs) - start
+        """Numbered messages the person can read (compacted and rewound ones included)."""
+        return self._builder.count_readable()
 
     @property
     def log_size(self) -> int:
@@ -348,13 +401,15 @@ class MemoryKey:
         return fd
 
     def _write_meta(self) -> None:
-        meta = {
+        meta: dict[str, Any] = {
             "schema": SCHEMA,
             "key": self.key,
             "messages": self.message_count,
             "created": self.created,
             "updated": self.updated,
         }
+        if self.origin is not None:
+            meta["origin"] = {"key": self.origin["key"], "message": self.origin.get("message", 0)}
         try:
             # No fsync: a cache, rebuilt from the (fsynced) log; see the module docstring.
             atomic_write(
@@ -441,8 +496,8 @@ class MemoryKey:
     def _reset_state(self) -> None:
         self.summary = None
         self.refs, self.fds, self.forks = {}, {}, {}
-        self._builder = TranscriptBuilder()
-        self._archive, self._archived_count = [], 0
+        self._file_writes, self.origin = [], None
+        self._builder = HistoryBuilder(self._archive_working)
         self.last_compacted = 0
 
     def _refold(self, lines: list[bytes], kept: list[tuple[int, int, bool]]) -> None:
@@ -527,8 +582,7 @@ class MemoryKey:
                 mutation = decode_mutation(self._images.resolve(rec.get("m")))
             except MutationDecodeError as exc:
                 return f"bad patch: {exc}"
-            if isinstance(mutation, _ARCHIVING):
-                self._archive_working(mutation)
+            self._builder.stamp = rec.get("ts", "")
             self._builder.apply(mutation)
             return None
         problem = check_record(rec)
@@ -537,30 +591,55 @@ class MemoryKey:
         entry = {k: v for k, v in rec.items() if k not in _LINE_ONLY}
         if kind == "ref":
             self.refs.setdefault(entry["id"], []).append(entry)
+            self._builder.journal_entry(self._undo_ref, entry["id"])
         elif kind == "fd":
             self.fds[entry["id"]] = entry
-        else:
+        elif kind == "fork":
             self.forks[entry["fork_id"]] = entry
+        elif kind == "file":
+            # committed with its call's result, the newest numbered message
+            self._file_writes.append((self._builder.last_number, entry))
+        else:
+            self.origin = entry
         return None
 
     def _archive_working(self, mutation: ContextMutation) -> None:
-        before = self._archived_count
-        for message in self._builder.messages:
-            if message.get("role") != "system":
-                self._archive.append({**message, "archived": True})
-                self._archived_count += 1
+        """Before a compaction or replace: its marker, summary and count, each undoable."""
+        builder = self._builder
+        hidden = sum(1 for message in builder.messages if message.get("role") != "system")
         summary: dict[str, Any] = {}
         if isinstance(mutation, ContextSummaryMutation):
             compaction = mutation.summary_message.get("compaction")
             summary = dict(compaction) if isinstance(compaction, dict) else {}
+            builder.journal_entry(self._undo_attr, "summary", self.summary)
             self.summary = summary
-        elif self._archived_count == before:
+        elif not hidden:
             return  # a replace on an empty transcript (a fork's seed) hides nothing: no marker
         #: how many messages the latest compaction took out of the model's view
-        self.last_compacted = self._archived_count - before
-        self._archive.append(
+        builder.journal_entry(self._undo_attr, "last_compacted", self.last_compacted)
+        self.last_compacted = hidden
+        builder.add_marker(
             {"role": "compaction", "summary": summary, "messages_before": self.last_compacted}
         )
+
+    def _undo_ref(self, entry: tuple[Any, ...]) -> tuple[Any, ...]:
+        ref_id = entry[1]
+        versions = self.refs[ref_id]
+        version = versions.pop()
+        if not versions:
+            del self.refs[ref_id]
+        return (self._redo_ref, ref_id, version)
+
+    def _redo_ref(self, entry: tuple[Any, ...]) -> tuple[Any, ...]:
+        _, ref_id, version = entry
+        self.refs.setdefault(ref_id, []).append(version)
+        return (self._undo_ref, ref_id)
+
+    def _undo_attr(self, entry: tuple[Any, ...]) -> tuple[Any, ...]:
+        _, name, value = entry
+        current = getattr(self, name)
+        setattr(self, name, value)
+        return (self._undo_attr, name, current)
 
     def _repair(self, good_end: int, reason: str) -> None:
         message = (
@@ -614,8 +693,9 @@ class _Scan:
             self.header_ok = True
         self.ts = memory.created
         sealed = self.sealed
-        builder_apply = memory._builder.apply
-        flush = memory._builder.flush_experiences
+        builder = memory._builder
+        builder_apply = builder.apply
+        flush = builder.flush_experiences
         decode = decode_mutation
         resolve = memory._images.resolve  # image references → data URLs
         batch = 0
@@ -631,8 +711,7 @@ class _Scan:
                     except MutationDecodeError as exc:
                         problem = f"bad patch: {exc}"
                     else:
-                        if isinstance(mutation, _ARCHIVING):
-                            memory._archive_working(mutation)
+                        builder.stamp = rec.get("ts", "")
                         builder_apply(mutation)
                 else:
                     problem = memory._apply_record(rec, index + 1)
@@ -711,6 +790,54 @@ def _resealed(raw: bytes, *, more: bool, had_more: bool) -> bytes:
     if more:
         rec["more"] = True
     return seal(json.dumps(rec, ensure_ascii=True, separators=(",", ":"))).encode()
+
+
+def log_prefix(data: bytes, patches: int) -> list[bytes]:
+    """The records of a log (sealed lines, header left out) before its ``patches``-th patch.
+
+    A branch starts from them: folded, they give exactly the state the source
+    key had before that patch. Lines are checked as a load checks them; a
+    damaged one is left out (and the line before it closes its batch, as the
+    load treats it), and the last line kept closes its batch.
+    """
+    lines = data.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    sealed = len(lines) > 0 and verify(lines[0]) is True
+    out: list[bytes] = []
+    mores: list[bool] = []
+    count = 0
+    for raw in lines[1:]:
+        rec, problem = _parse(raw, sealed)
+        if problem is None and rec.get("t") == "m":
+            if count == patches:
+                break
+            try:
+                decode_mutation(rec.get("m"))
+            except MutationDecodeError:
+                problem = "bad patch"
+            else:
+                count += 1
+        elif problem is None:
+            problem = check_record(rec)
+        if problem is not None:
+            if mores and mores[-1]:
+                out[-1], mores[-1] = _resealed(out[-1], more=False, had_more=True), False
+            continue
+        out.append(raw if verify(raw) else seal_bytes(raw.rstrip()))
+        mores.append(bool(rec.get("more")))
+    if mores and mores[-1]:
+        out[-1] = _resealed(out[-1], more=False, had_more=True)
+    return out
+
+
+def sealed_record(record: dict[str, Any]) -> bytes:
+    """One log line for ``record`` (a whole batch of its own), sealed."""
+    return seal(json.dumps(record, ensure_ascii=True, separators=(",", ":"))).encode("ascii")
+
+
+def header_line(key: str, created: str) -> bytes:
+    return sealed_record({"t": "header", "schema": SCHEMA, "key": key, "created": created})
 
 
 def _keep_copy(path: Path, data: bytes) -> None:

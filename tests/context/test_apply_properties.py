@@ -108,8 +108,9 @@ def test_decode_rejects_wrong_shapes(data):
         mutation_from_dict(data)
 
 
-def test_decode_ignores_unknown_extra_keys_and_knows_all_eleven_types():
-    assert len(MUTATION_TYPES) == 11  # the ten of the patch protocol + TurnFailedMutation
+def test_decode_ignores_unknown_extra_keys_and_knows_all_twelve_types():
+    # the ten of the patch protocol + TurnFailedMutation + RewindMutation
+    assert len(MUTATION_TYPES) == 12
     m = mutation_from_dict({"type": "ExperienceRememberMutation", "text": "t", "extra": 1})
     assert mutation_to_dict(m) == {"type": "ExperienceRememberMutation", "text": "t"}
 

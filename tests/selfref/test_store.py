@@ -117,7 +117,10 @@ def test_compaction_archives_history_and_keeps_the_summary(tmp_path):
     ]
     assert memory.summary == {"goal": "answer"}
     assert [e["text"] for e in memory.experiences] == ["keep this"]
-    assert memory.message_count == 7
+    # the person's messages: four compacted and two after; the summary has no number
+    assert memory.message_count == 6
+    assert [(e.n, e.compacted) for e in memory.entries()] == [
+        (1, True), (2, True), (3, True), (4, True), (5, False), (6, False)]
     memory.commit([ContextReplaceMutation([{"role": "user", "content": "fresh"}])])
     assert memory.history[-2] == {"role": "compaction", "summary": {}, "messages_before": 3}
     seeded = SelfReference(tmp_path).open("main::fork::1")

@@ -211,6 +211,9 @@ class ToolContext:
     #: the person allowed changing existing files when no one can be asked (``ask``)
     allow_overwrite: bool = False
     records: list[dict] = field(default_factory=list)
+    #: the key's file checkpoints (``selfref.checkpoints.Checkpoints``): what a write
+    #: replaces is kept, so a rewind can put it back
+    checkpoints: Any = None
 
 
 def now_iso() -> str:
@@ -360,6 +363,8 @@ async def _fd_to_file(args: dict[str, Any], ctx: ToolContext) -> str:
         create=bool(args.get("create", True)),
         roots=ctx.roots,
         raw=args.get("raw") is True,
+        checkpoint=(ctx.checkpoints.recorder(ctx.call_id, ctx.records, now_iso())
+                    if ctx.checkpoints is not None else None),
     )
 
 

@@ -816,6 +816,7 @@ class Agent:
                 roots=self.settings.allowed_roots or (_cwd(),),
                 call_id=call_id,
                 allow_overwrite=self.settings.allow_overwrite,
+                checkpoints=getattr(turn.memory, "checkpoints", None),
             )
 
         def stage() -> str:

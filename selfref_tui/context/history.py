@@ -1,0 +1,444 @@
+"""The person's side of the log: numbered messages, and a fold that can go back.
+
+Two folds of one log serve two readers. The model reads the working
+transcript (``messages``); the person reads every message the key ever held,
+numbered from 1 in the order they entered, each marked working, compacted (a
+compaction took it out of the model's view) or rewound (a rewind did). Both
+are kept here, by :class:`HistoryBuilder`, a :class:`TranscriptBuilder` that
+records each change it makes to ``messages``.
+
+Why a record of changes (a journal) rather than snapshots: a rewind must give
+back the state as of any earlier patch — messages, experiences, refs and their
+versions, the summary — and must cost what it undoes, not what the key holds.
+Every change to the message list is journaled with what undoes it; undoing the
+entries after a patch's mark restores the state at that mark exactly. Undoing
+appends the inverse entries instead of dropping the undone ones (as Emacs's
+undo does), so a later rewind to any mark — one inside a rewound stretch, or
+the mark of a rewind, which undoes that rewind — is the same walk back. The
+store adds entries of its own (refs, the summary) to the same journal.
+
+Numbers: every message of role user, assistant or tool gets the next number
+when it enters, except runtime notes and compaction summaries (not the
+person's or the model's words). Numbers are never reused or changed: a rewind
+keeps them, and messages after it continue from the highest. A message taken
+out by a multimodal tool result (an empty assistant message whose only call
+became a note) keeps its number but is hidden; numbers may therefore skip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .apply import MULTIMODAL_MARK, TranscriptBuilder
+from .experiences import SEQ_KEY, last_seq
+from .mutations import (
+    EXPERIENCE_MUTATIONS,
+    AssistantMessageMutation,
+    ContextMutation,
+    ContextReplaceMutation,
+    ContextSummaryMutation,
+    RewindMutation,
+    UserMessageMutation,
+)
+
+#: what a message (a slot) is now, for the person
+WORKING, COMPACTED, REWOUND, HIDDEN = 0, 1, 2, 3
+#: roles that get a number
+NUMBERED_ROLES = frozenset({"user", "assistant", "tool"})
+#: the key a compaction summary message carries (see summary.py)
+_SUMMARY_KEY = "compaction"
+_RUNTIME_NOTE = "runtime_note"
+_COMPACTING = frozenset({ContextSummaryMutation, ContextReplaceMutation})
+_EXPERIENCE_TYPES = frozenset(EXPERIENCE_MUTATIONS)
+
+#: a journal entry: (undo function, *arguments); the function undoes it and
+#: returns the entry that would redo it
+Entry = tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One numbered message as the person reads it.
+
+    ``message`` is the stored dict (images as ``data:`` URLs): treat it as
+    read-only. ``time`` is the ISO-8601 UTC time of the record that committed
+    it ("" when not known).
+    """
+
+    n: int
+    role: str
+    message: dict[str, Any]
+    time: str
+    rewound: bool = False
+    compacted: bool = False
+    pinned: bool = False
+
+
+def is_numbered(message: dict[str, Any]) -> bool:
+    """Whether a message entering the transcript gets a number."""
+    return (
+        message.get("role") in NUMBERED_ROLES
+        and not message.get(_RUNTIME_NOTE)
+        and _SUMMARY_KEY not in message
+    )
+
+
+class HistoryBuilder(TranscriptBuilder):
+    """A transcript fold that numbers its messages and can rewind to any earlier patch.
+
+    Each non-system message that enters has a *slot* (0-based, in order of
+    entry) holding its latest dict and its state; a numbered one also has the
+    patch that brought it and the time of that patch's record. Compaction
+    markers are slots too (``add_marker``), so the person's history is the
+    slots in order. ``stamp`` is the time the caller is folding (the store sets
+    it per record).
+
+    Written for load speed (a store folds every message of a key on open): a
+    push, by far the most common change, is journaled as a bare int (its index)
+    rather than a tuple, and only numbered messages carry per-number data.
+    """
+
+    def __init__(
+        self, before_compaction: Callable[[ContextMutation], None] | None = None
+    ) -> None:
+        """``before_compaction`` runs before a summary or replace patch is folded, after
+        its mark, so what it journals (the store's marker and summary) is undone with it."""
+        self._before_compaction = before_compaction
+        #: slot of each message in ``messages`` (-1 for the system message)
+        self.slots: list[int] = []
+        #: undo entries: an int is a push at that index, a tuple is (undo function, *args)
+        self.journal: list[Entry | int] = []
+        #: journal length before each patch (index: the patch's position in the log)
+        self.marks: list[int] = []
+        #: experience patches still batched (not yet folded) at a patch's mark, by position
+        self._batched_at: dict[int, tuple[ContextMutation, ...]] = {}
+        #: the time of the record being folded (any JSON value a log holds; text is used)
+        self.stamp: Any = ""
+        self._msg: list[dict[str, Any]] = []
+        self._state = bytearray()
+        #: per number (index n - 1): its slot, the patch that brought it, that record's time
+        self._slot_of: list[int] = []
+        self._patch_of: list[int] = []
+        self._time_of: list[str] = []
+        #: the highest experience number ever handed out (ids are never reused,
+        #: even when a rewind takes their experience away)
+        self._exp_high = 0
+        super().__init__()
+
+    # ------------------------------------------------------------------ public
+
+    @property
+    def patch_count(self) -> int:
+        """How many patches were folded (the next patch's position)."""
+        return len(self.marks)
+
+    @property
+    def last_number(self) -> int:
+        return len(self._slot_of)
+
+    def apply(self, mutation: ContextMutation) -> None:
+        kind = type(mutation)
+        if kind is UserMessageMutation or kind is AssistantMessageMutation:
+            # the common patches, dispatched here rather than by the base's chain of checks
+            if self._pending_experiences:
+                self.flush_experiences()
+            self.marks.append(len(self.journal))
+            if kind is UserMessageMutation:
+                message = dict(mutation.message)  # type: ignore[union-attr]
+                if message.setdefault("role", "user") == "user":
+                    if self._open_idx is not None:
+                        self._close_block()
+                    self._push(message)  # what append_message does for a user message
+                else:
+                    self.append_message(message)
+            else:
+                self._append_assistant(mutation)  # type: ignore[arg-type]
+            return
+        if kind in _EXPERIENCE_TYPES:
+            if self._pending_experiences:
+                self._batched_at[len(self.marks)] = tuple(self._pending_experiences)
+            self.marks.append(len(self.journal))
+            self._pending_experiences.append(mutation)
+            return
+        if self._pending_experiences:  # the batched ones belong before this patch's mark
+            self.flush_experiences()
+        self.marks.append(len(self.journal))
+        if kind is RewindMutation:
+            target = mutation.to_patch  # type: ignore[union-attr]
+            if target < len(self.marks) - 1:
+                self.undo_to(self.marks[target])
+                # what was batched then is batched again (folded at the batch's end)
+                self._pending_experiences = list(self._batched_at.get(target, ()))
+            return  # a rewind to a patch not in this log (a damaged one) changes nothing
+        if kind in _COMPACTING and self._before_compaction is not None:
+            self._before_compaction(mutation)
+        super().apply(mutation)
+
+    def undo_to(self, mark: int) -> None:
+        """Undo every journal entry after ``mark`` (newest first); their inverses are kept."""
+        self.flush_experiences()
+        journal = self.journal
+        undo_push = self._undo_push
+        inverses = [
+            undo_push(entry) if type(entry) is int else entry[0](entry)
+            for entry in reversed(journal[mark:])
+        ]
+        journal.extend(inverses)
+        self._open_idx = None
+        self._unresolved, self._answered, self._repeats = [], set(), {}
+        self._find_open_block()
+        self._keep_experience_ids()
+
+    def journal_entry(self, undo: Callable[[Entry], Entry], *args: Any) -> None:
+        """Record a change made outside the builder (the store's refs and summary)."""
+        self.journal.append((undo, *args))
+
+    def patch_of(self, n: int) -> int:
+        """The position of the patch that brought message ``n`` (IndexError when none)."""
+        self._check(n)
+        return self._patch_of[n - 1]
+
+    def entry(self, n: int) -> HistoryEntry:
+        """Message ``n`` as the person reads it (IndexError when there is none)."""
+        self._check(n)
+        return self._entry(n)
+
+    def entries(self) -> list[HistoryEntry]:
+        """Every numbered message, in order, hidden ones left out."""
+        state, slot_of, make = self._state, self._slot_of, self._entry
+        return [make(n) for n in range(1, len(slot_of) + 1) if state[slot_of[n - 1]] != HIDDEN]
+
+    def is_working(self, n: int) -> bool:
+        self._check(n)
+        return self._state[self._slot_of[n - 1]] == WORKING
+
+    def history(self) -> list[dict[str, Any]]:
+        """What the person reads, in order: every slot's message, marked when not working.
+
+        Compacted messages carry ``archived: True``, rewound ones ``rewound: True``
+        (copies; working messages are the stored dicts). Markers are
+        ``{"role": "compaction", ...}`` dicts.
+        """
+        return [message for _, message in self.numbered_history()]
+
+    def numbered_history(self) -> list[tuple[int, dict[str, Any]]]:
+        """:meth:`history` with each message's number (0 for unnumbered ones and markers)."""
+        out: list[tuple[int, dict[str, Any]]] = []
+        add = out.append
+        state, slot_of = self._state, self._slot_of
+        n = 0
+        numbered = len(slot_of)
+        for sid, message in enumerate(self._msg):
+            number = 0
+            if n < numbered and slot_of[n] == sid:
+                n += 1
+                number = n
+            s = state[sid]
+            if s == WORKING:
+                add((number, message))
+            elif s == COMPACTED:
+                add((number, {**message, "archived": True}))
+            elif s == REWOUND:
+                add((number, {**message, "rewound": True}))
+        return out
+
+    def count_readable(self) -> int:
+        """Numbered messages the person can read (rewound and compacted included)."""
+        # only a numbered message is ever hidden (a multimodal result's emptied owner)
+        return len(self._slot_of) - self._state.count(HIDDEN)
+
+    def add_marker(self, marker: dict[str, Any]) -> None:
+        """A compaction marker in the person's history, undone with its compaction."""
+        sid = len(self._msg)
+        self._msg.append(marker)
+        self._state.append(WORKING)
+        self.journal.append((self._undo_state, sid, REWOUND))
+
+    # --------------------------------------------------------------- slots
+
+    def _check(self, n: int) -> None:
+        if not 1 <= n <= len(self._slot_of):
+            raise IndexError(f"no message {n}")
+
+    def _entry(self, n: int) -> HistoryEntry:
+        sid = self._slot_of[n - 1]
+        message = self._msg[sid]
+        s = self._state[sid]
+        time = self._time_of[n - 1]
+        return HistoryEntry(
+            n=n, role=str(message.get("role", "")), message=message,
+            time=time if type(time) is str else "", rewound=s == REWOUND, compacted=s == COMPACTED,
+        )
+
+    def _new_slot(self, message: dict[str, Any]) -> int:
+        """A slot for a message entering the list (-1 for a system message)."""
+        role = message.get("role")
+        if role == "system":
+            self._exp_high = max(self._exp_high, last_seq(message))
+            return -1
+        sid = len(self._msg)
+        self._msg.append(message)
+        self._state.append(WORKING)
+        if role in NUMBERED_ROLES and _RUNTIME_NOTE not in message and _SUMMARY_KEY not in message:
+            self._slot_of.append(sid)
+            self._patch_of.append(len(self.marks) - 1)
+            self._time_of.append(self.stamp)
+        return sid
+
+    # ---------------------------------------------------------- primitives
+
+    def _push(self, message: dict[str, Any]) -> None:
+        messages = self.messages
+        role = message.get("role")
+        if role == "system":
+            self.slots.append(self._new_slot(message))
+        else:  # _new_slot inlined: this runs once per message of every key loaded
+            sid = len(self._msg)
+            self._msg.append(message)
+            self._state.append(WORKING)
+            if (role in NUMBERED_ROLES and _RUNTIME_NOTE not in message
+                    and _SUMMARY_KEY not in message):
+                self._slot_of.append(sid)
+                self._patch_of.append(len(self.marks) - 1)
+                self._time_of.append(self.stamp)
+            self.slots.append(sid)
+        self.journal.append(len(messages))
+        messages.append(message)
+
+    def _insert(self, index: int, message: dict[str, Any]) -> None:
+        self.slots.insert(index, self._new_slot(message))
+        self.messages.insert(index, message)
+        self.journal.append(index)
+
+    def _set(self, index: int, message: dict[str, Any]) -> None:
+        old = self.messages[index]
+        self.messages[index] = message
+        sid = self.slots[index]
+        if sid >= 0:
+            self._msg[sid] = message
+        else:
+            self._exp_high = max(self._exp_high, last_seq(message))
+        self.journal.append((self._undo_set, index, old))
+
+    def _delete(self, index: int) -> None:
+        # only a multimodal result's emptied owner: its number stays, hidden
+        message = self.messages.pop(index)
+        sid = self.slots.pop(index)
+        if sid >= 0:
+            self._state[sid] = HIDDEN
+        self.journal.append((self._undo_del, index, message, sid, WORKING))
+
+    def _reset(self, messages: list[dict[str, Any]]) -> None:
+        old, old_slots = list(self.messages), list(self.slots)
+        states = bytes(self._state[s] for s in old_slots if s >= 0)
+        for sid in old_slots:
+            if sid >= 0:
+                self._state[sid] = COMPACTED
+        self.messages[:] = []
+        self.slots[:] = []
+        for message in messages:
+            self.slots.append(self._new_slot(message))
+            self.messages.append(message)
+        self.journal.append((self._undo_swap, old, old_slots, states, None))
+
+    # ---------------------------------------------------------------- undo
+
+    def _undo_push(self, index: int) -> Entry:
+        return self._undo_ins((None, index, REWOUND))
+
+    def _undo_ins(self, entry: Entry) -> Entry:
+        _, index, state = entry
+        message = self.messages.pop(index)
+        sid = self.slots.pop(index)
+        before = WORKING
+        if sid >= 0:
+            before = self._state[sid]
+            self._state[sid] = state
+        return (self._undo_del, index, message, sid, before)
+
+    def _undo_del(self, entry: Entry) -> Entry:
+        _, index, message, sid, state = entry
+        self.messages.insert(index, message)
+        self.slots.insert(index, sid)
+        before = REWOUND
+        if sid >= 0:
+            before = self._state[sid]
+            self._state[sid] = state
+            self._msg[sid] = message
+        return (self._undo_ins, index, before)
+
+    def _undo_set(self, entry: Entry) -> Entry:
+        _, index, message = entry
+        current = self.messages[index]
+        self.messages[index] = message
+        sid = self.slots[index]
+        if sid >= 0:
+            self._msg[sid] = message
+        return (self._undo_set, index, current)
+
+    def _undo_swap(self, entry: Entry) -> Entry:
+        """Put a whole earlier list back; the messages it replaces get ``removed`` states.
+
+        ``states`` are the restored messages' states, ``removed`` those of the
+        messages taken away (None: rewound). The inverse carries the states
+        both sides have now, so redoing a compaction marks its messages
+        compacted again.
+        """
+        _, messages, slots, states, removed = entry
+        state = self._state
+        current, current_slots = list(self.messages), list(self.slots)
+        current_before = bytes(state[s] for s in current_slots if s >= 0)
+        restored_before = bytes(state[s] for s in slots if s >= 0)
+        given = iter(removed) if removed is not None else None
+        for sid in current_slots:
+            if sid >= 0:
+                state[sid] = next(given, REWOUND) if given is not None else REWOUND
+        restored = iter(states)
+        for sid, message in zip(slots, messages, strict=True):
+            if sid >= 0:
+                state[sid] = next(restored, WORKING)
+                self._msg[sid] = message
+        self.messages[:] = messages
+        self.slots[:] = slots
+        return (self._undo_swap, current, current_slots, current_before, restored_before)
+
+    def _undo_state(self, entry: Entry) -> Entry:
+        _, sid, state = entry
+        before = self._state[sid]
+        self._state[sid] = state
+        return (self._undo_state, sid, before)
+
+    # ------------------------------------------------------------- helpers
+
+    def _keep_experience_ids(self) -> None:
+        """After a rewind, the experience counter stays at the highest id handed out.
+
+        Eagerly, on the stored system message (an empty one if the key had none
+        then: it renders as none), so the session's forecast of the next id reads
+        the same counter the fold will use.
+        """
+        if not self._exp_high:
+            return
+        messages = self.messages
+        if messages and messages[0].get("role") == "system":
+            if last_seq(messages[0]) < self._exp_high:
+                self._set(0, {**messages[0], SEQ_KEY: self._exp_high})
+        else:
+            self._insert(0, {"role": "system", "content": "", SEQ_KEY: self._exp_high})
+
+
+def rewound_tail(entries: Sequence[HistoryEntry]) -> list[HistoryEntry]:
+    """The rewound entries, in order (for a front end's "what left the context")."""
+    return [e for e in entries if e.rewound]
+
+
+def is_person_message(message: dict[str, Any]) -> bool:
+    """A message the person wrote (not a tool's image result, a note or a summary)."""
+    return (
+        message.get("role") == "user"
+        and MULTIMODAL_MARK not in message
+        and not message.get(_RUNTIME_NOTE)
+        and _SUMMARY_KEY not in message
+    )

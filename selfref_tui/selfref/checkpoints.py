@@ -1,0 +1,208 @@
+"""File checkpoints: what the model's writes replaced, kept so a rewind can put it back.
+
+Rewinding the conversation without the files the agent wrote is the first
+complaint people have about other agents' undo. So before ``fd_to_file``
+changes a file, its previous bytes (or the fact that it did not exist) are
+kept in the key's folder, content-addressed like images (``files/<sha256>``,
+written and fsynced before the write they protect), and a ``file`` record
+committed with the tool's result names them::
+
+    {"t": "file", "path": "/abs/path", "before": "<sha256>" | null,
+     "after": "<sha256>", "call_id": "...", "created": "..."}
+
+A restore (:func:`restore`) works from those records: for each path the
+oldest ``before`` among the writes being undone is put back (or the file is
+removed when it did not exist), but only when the file still holds what the
+newest of those writes left (``after``); a file changed since by someone else
+is reported, never overwritten unasked. Restores are confined like the
+model's writes (``files.write_file`` / :func:`files.remove_file` with the
+allowed roots): a log is input, and a path it names outside the roots is
+refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .fsutil import atomic_write, check_dir, ensure_dir, fsync_dir, read_regular
+
+FILES_DIR = "files"
+_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+class CheckpointError(Exception):
+    """A checkpoint could not be kept or read; the write it protects must not happen."""
+
+
+class Checkpoints:
+    """The ``files/`` folder of one key: blobs named by the sha256 of their bytes."""
+
+    def __init__(self, key_dir: Path) -> None:
+        self.folder = key_dir / FILES_DIR
+
+    def keep(self, data: bytes) -> str:
+        """Store ``data`` (once per content, fsynced); its hash."""
+        digest = hashlib.sha256(data).hexdigest()
+        path = self.folder / digest
+        try:
+            existing = read_regular(path) if self.folder.is_dir() else None
+            if existing is not None and hashlib.sha256(existing).hexdigest() == digest:
+                return digest
+            created = ensure_dir(self.folder)
+            check_dir(self.folder)
+            atomic_write(path, data, sync_dir=True)
+            if created:
+                fsync_dir(self.folder.parent)
+        except OSError as exc:
+            raise CheckpointError(f"could not keep a copy of the file in {self.folder}: "
+                                  f"{exc.strerror or exc}; nothing was written") from None
+        return digest
+
+    def read(self, digest: str) -> bytes:
+        """The bytes kept under ``digest``; CheckpointError when missing or changed."""
+        if not _HEX.fullmatch(digest):
+            raise CheckpointError(f"not a checkpoint name: {digest[:80]!r}")
+        try:
+            data = read_regular(self.folder / digest)
+        except OSError as exc:
+            raise CheckpointError(f"cannot read {self.folder / digest}: {exc}") from None
+        if data is None:
+            raise CheckpointError(f"the copy {self.folder / digest} is missing")
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise CheckpointError(f"the copy {self.folder / digest} was changed")
+        return data
+
+    def recorder(self, call_id: str, records: list[dict[str, Any]], created: str
+                 ) -> Recorder:
+        """The ``checkpoint`` callback of :func:`files.write_file` for one tool call."""
+        return Recorder(self, call_id, records, created)
+
+
+class Recorder:
+    """Keeps the bytes before and after one write and stages its ``file`` record.
+
+    The record goes into ``records`` (committed with the call's result);
+    :meth:`discard` takes it back when the write then fails.
+    """
+
+    def __init__(self, checkpoints: Checkpoints, call_id: str, records: list[dict[str, Any]],
+                 created: str) -> None:
+        self.checkpoints = checkpoints
+        self.call_id = call_id
+        self.records = records
+        self.created = created
+        self._staged: dict[str, Any] | None = None
+
+    def __call__(self, target: Path, before: bytes | None, after: bytes) -> None:
+        record = {
+            "t": "file", "path": str(target),
+            "before": None if before is None else self.checkpoints.keep(before),
+            "after": self.checkpoints.keep(after), "call_id": self.call_id,
+            "created": self.created,
+        }
+        self.records.append(record)
+        self._staged = record
+
+    def discard(self) -> None:
+        if self._staged is not None and self._staged in self.records:
+            self.records.remove(self._staged)
+        self._staged = None
+
+
+@dataclass
+class FileChange:
+    """One path the writes being undone changed: what to put back, and what to expect."""
+
+    path: str
+    #: the bytes' hash to restore, None: the file did not exist (restore removes it)
+    before: str | None
+    #: the hash the last of those writes left (the file must still hold it; None: missing)
+    after: str | None
+    writes: int = 1
+
+    def reversed(self) -> FileChange:
+        """The change that redoes these writes (an undone rewind puts them back)."""
+        return FileChange(self.path, self.after, self.before, self.writes)
+
+
+def changes(records: Iterable[dict[str, Any]]) -> list[FileChange]:
+    """The files ``records`` (``file`` records, oldest first) changed, one per path."""
+    out: dict[str, FileChange] = {}
+    for record in records:
+        path, after = record.get("path"), record.get("after")
+        if not isinstance(path, str) or not isinstance(after, str):
+            continue
+        before = record.get("before")
+        before = before if isinstance(before, str) else None
+        known = out.get(path)
+        if known is None:
+            out[path] = FileChange(path, before, after)
+        else:
+            known.after = after
+            known.writes += 1
+    return list(out.values())
+
+
+@dataclass
+class RestoreReport:
+    """What :func:`restore` did, one line per file for people."""
+
+    restored: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    #: (path, why) for files left as they are
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        out = [f"restored {p}" for p in self.restored]
+        out += [f"removed {p} (it did not exist before)" for p in self.removed]
+        out += [f"left {p} as it is: {why}" for p, why in self.skipped]
+        return out
+
+
+def state_of(path: str) -> str | None:
+    """The sha256 of the file at ``path`` now (None when missing); read without following
+    a link or blocking (a link or FIFO there reads as changed)."""
+    try:
+        data = read_regular(Path(path))
+    except Exception:  # a link, FIFO or unreadable file: not what the write left
+        return "unreadable"
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def restore(checkpoints: Checkpoints, wanted: Sequence[FileChange],
+            roots: Sequence[str | Path]) -> RestoreReport:
+    """Put each file of ``wanted`` back as it was before the writes being undone.
+
+    A file that no longer holds what the last write left was changed by
+    someone else: it is skipped and said, never overwritten. Paths outside
+    ``roots`` are refused as the model's writes are.
+    """
+    from .files import FileWriteError, PathNotAllowed, remove_file, write_file
+
+    report = RestoreReport()
+    for change in wanted:
+        now = state_of(change.path)
+        if now != change.after:
+            why = ("it was removed since" if now is None
+                   else "it was created again since" if change.after is None
+                   else "it was changed since the model wrote it")
+            report.skipped.append((change.path, why))
+            continue
+        if now == change.before:
+            continue  # already as it should be
+        try:
+            if change.before is None:
+                remove_file(change.path, roots=list(roots))
+                report.removed.append(change.path)
+            else:
+                data = checkpoints.read(change.before)
+                write_file(change.path, data, roots=list(roots))
+                report.restored.append(change.path)
+        except (CheckpointError, FileWriteError, PathNotAllowed) as exc:
+            report.skipped.append((change.path, str(exc)))
+    return report

@@ -1,0 +1,124 @@
+"""Rewind and branch, as the person asks for them: one call each, and what changed.
+
+The fold does the work (``context.history``: a rewind patch restores the state
+as of an earlier patch). This module commits the patch and says, for a front
+end to show, what left the model's context: the messages (they stay readable,
+marked rewound), the experiences and refs that go with them, the files the
+model wrote after that point (their checkpoints, to restore on request) and
+the MCP tools that ran there (they may have changed things nothing recorded).
+A rewind is undone by another rewind, to the position of its own patch, so no
+step loses work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..context.history import HistoryEntry
+from ..context.mutations import RewindMutation
+from .checkpoints import FileChange, changes
+
+MCP_PREFIX = "mcp__"
+
+
+class RewindError(ValueError):
+    """The rewind was not done; the message says why and what to do."""
+
+
+@dataclass
+class RewindReport:
+    """What one rewind (or its undo) changed in the model's context."""
+
+    key: str
+    #: the message the context went back to just before (0 for an undo)
+    message: int
+    #: messages that left the model's context (still readable, marked rewound)
+    left: list[HistoryEntry] = field(default_factory=list)
+    #: messages that came back (an undo, or a rewind into a rewound stretch)
+    back: list[HistoryEntry] = field(default_factory=list)
+    #: experiences that left ({"id", "text"}) and those that came back
+    forgotten: list[dict[str, Any]] = field(default_factory=list)
+    remembered: list[dict[str, Any]] = field(default_factory=list)
+    #: refs no longer offered, and refs whose current content changed
+    refs_gone: list[str] = field(default_factory=list)
+    refs_reverted: list[str] = field(default_factory=list)
+    #: files the undone writes changed: what to put back (see checkpoints.restore)
+    files: list[FileChange] = field(default_factory=list)
+    #: MCP tools that ran in what left (they may have changed files or more)
+    mcp_tools: list[str] = field(default_factory=list)
+    #: the patch position that undoes this rewind (``undo``)
+    undo_patch: int = -1
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.left or self.back)
+
+
+def check_message(memory: Any, n: int) -> HistoryEntry:
+    """Message ``n`` of the key, or a RewindError saying which numbers exist."""
+    last = memory.last_number
+    if last == 0:
+        raise RewindError(f"key '{memory.key}' has no messages yet")
+    try:
+        return memory.entry(n)
+    except IndexError:
+        raise RewindError(f"no message {n} in key '{memory.key}': its messages are numbered "
+                          f"1 to {last}; see `selfref-tui history --all`") from None
+
+
+def rewind(memory: Any, n: int) -> RewindReport:
+    """Take ``memory``'s context back to just before message ``n``; what changed."""
+    check_message(memory, n)
+    return _commit(memory, memory.rewind_patch(n), n)
+
+
+def undo(memory: Any, report: RewindReport) -> RewindReport:
+    """Undo the rewind ``report`` describes (a rewind to its own patch); what changed."""
+    if report.undo_patch < 0:
+        raise RewindError("nothing to undo")
+    return _commit(memory, RewindMutation(to_patch=report.undo_patch), 0)
+
+
+def _commit(memory: Any, patch: RewindMutation, n: int) -> RewindReport:
+    before = {e.n: e for e in memory.entries()}
+    experiences = {e["id"]: e for e in memory.experiences}
+    refs = {ref_id: versions[-1].get("content") for ref_id, versions in memory.refs.items()}
+    memory.commit([patch])
+    report = RewindReport(memory.key, n, undo_patch=memory.patch_count - 1)
+    after = memory.entries()
+    for entry in after:
+        old = before.get(entry.n)
+        if old is None:
+            continue
+        if _in_context(old) and not _in_context(entry):
+            report.left.append(entry)
+        elif not _in_context(old) and _in_context(entry):
+            report.back.append(entry)
+    now = {e["id"]: e for e in memory.experiences}
+    report.forgotten = [e for i, e in experiences.items() if i not in now]
+    report.remembered = [e for i, e in now.items() if i not in experiences]
+    for ref_id, content in refs.items():
+        versions = memory.refs.get(ref_id)
+        if not versions:
+            report.refs_gone.append(ref_id)
+        elif versions[-1].get("content") != content:
+            report.refs_reverted.append(ref_id)
+    report.refs_reverted += [r for r in memory.refs if r not in refs]
+    left = {e.n for e in report.left}
+    back = {e.n for e in report.back}
+    undone = [record for number, record in memory.file_writes() if number in left]
+    redone = [record for number, record in memory.file_writes() if number in back]
+    report.files = changes(undone) + [c.reversed() for c in changes(redone)]
+    report.mcp_tools = sorted({
+        str((call.get("function") or {}).get("name", ""))
+        for entry in report.left if entry.role == "assistant"
+        for call in entry.message.get("tool_calls") or ()
+        if str((call.get("function") or {}).get("name", "")).startswith(MCP_PREFIX)
+    })
+    return report
+
+
+def _in_context(entry: HistoryEntry) -> bool:
+    """In the model's view, or out of it only by a compaction (which a rewind can undo)."""
+    return not entry.rewound
