@@ -5,10 +5,11 @@ change without a major version. Heavy modules (Textual, openai, the runtime)
 are imported inside the commands that need them so ``--help`` and ``keys list``
 start fast.
 
-One module per command group (``ask``, ``compact``, ``refs``, ``experiences``, ``keys``,
-``context``, ``mcp``), each with ``register(commands)`` adding its sub-commands, every
-one with a ``handler`` default (and ``writes`` when it changes the key, so that
-``--read-only`` refuses it); ``common`` holds the shared flags, exit codes and output.
+One module per command group (``ask``, ``compact``, ``history`` with ``rewind`` and
+``branch``, ``refs``, ``experiences``, ``keys``, ``context``, ``mcp``), each with
+``register(commands)`` adding its sub-commands, every one with a ``handler`` default
+(and ``writes`` when it changes the key, so that ``--read-only`` refuses it);
+``common`` holds the shared flags, exit codes and output.
 A new group is a new module listed in :data:`GROUPS`.
 """
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from selfref_tui.cli import ask, compact, context, experiences, keys, mcp, refs
+from selfref_tui.cli import ask, compact, context, experiences, history, keys, mcp, refs
 from selfref_tui.cli.common import (
     EPILOG,
     EXIT_ERROR,
@@ -36,7 +37,7 @@ from selfref_tui.cli.common import (
 from selfref_tui.config import ConfigError
 
 #: the command groups, in the order ``--help`` lists them
-GROUPS = (ask, compact, refs, experiences, keys, context, mcp)
+GROUPS = (ask, compact, history, refs, experiences, keys, context, mcp)
 
 __all__ = ["GROUPS", "build_parser", "main", "run"]
 

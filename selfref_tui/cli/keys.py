@@ -18,7 +18,11 @@ from selfref_tui.cli.common import (
 
 def _keys_list(args: argparse.Namespace) -> int:
     infos = open_store(args).keys(forks=args.all)
-    rows = [{"key": i.key, "messages": i.messages, "updated": i.updated} for i in infos]
+    rows: list[dict[str, Any]] = [
+        {"key": i.key, "messages": i.messages, "updated": i.updated} for i in infos]
+    for info, row in zip(infos, rows, strict=True):
+        if info.origin_key:
+            row["origin"] = {"key": info.origin_key, "message": info.origin_message}
     if args.json:
         print_json(rows)
     elif not rows:
@@ -27,8 +31,9 @@ def _keys_list(args: argparse.Namespace) -> int:
         width = max(len(r["key"]) for r in rows)
         for info, row in zip(infos, rows, strict=True):
             problem = f"  ({info.problem})" if getattr(info, "problem", "") else ""
+            origin = f"  ({info.origin_text()})" if info.origin_key else ""
             say(f"{row['key']:<{width}}  {row['messages']:>6} messages  {row['updated']}"
-                f"{problem}")
+                f"{origin}{problem}")
     return EXIT_OK
 
 
@@ -38,5 +43,6 @@ def register(commands: Any) -> None:
                     "ones too); the agent's fork keys only with --all")
     common_flags(p, key=False)
     p.add_argument("--all", action="store_true", help="include fork keys (main::fork::1, ...)")
-    p.add_argument("--json", action="store_true", help='[{"key","messages","updated"}]')
+    p.add_argument("--json", action="store_true",
+                   help='[{"key","messages","updated"[,"origin":{"key","message"}]}]')
     p.set_defaults(handler=_keys_list)

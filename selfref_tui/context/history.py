@@ -112,6 +112,8 @@ class HistoryBuilder(TranscriptBuilder):
         self.journal: list[Entry | int] = []
         #: journal length before each patch (index: the patch's position in the log)
         self.marks: list[int] = []
+        #: positions of the rewind patches folded, oldest first
+        self.rewinds: list[int] = []
         #: experience patches still batched (not yet folded) at a patch's mark, by position
         self._batched_at: dict[int, tuple[ContextMutation, ...]] = {}
         #: the time of the record being folded (any JSON value a log holds; text is used)
@@ -166,6 +168,7 @@ class HistoryBuilder(TranscriptBuilder):
             self.flush_experiences()
         self.marks.append(len(self.journal))
         if kind is RewindMutation:
+            self.rewinds.append(len(self.marks) - 1)
             target = mutation.to_patch  # type: ignore[union-attr]
             if target < len(self.marks) - 1:
                 self.undo_to(self.marks[target])

@@ -317,10 +317,14 @@ def _read_info(key_dir: Path) -> KeyInfo | None:
         if isinstance(meta, dict) and isinstance(meta.get("key"), str):
             messages = meta.get("messages")
             updated = meta.get("updated")
+            origin = meta.get("origin") if isinstance(meta.get("origin"), dict) else {}
+            origin_key, at = origin.get("key"), origin.get("message")
             return KeyInfo(
                 key=meta["key"],
                 messages=messages if isinstance(messages, int) else 0,
                 updated=updated if isinstance(updated, str) else "",
+                origin_key=origin_key if isinstance(origin_key, str) else "",
+                origin_message=at if type(at) is int else 0,
             )
         problem = "meta.json has the wrong shape"
     except FileNotFoundError:

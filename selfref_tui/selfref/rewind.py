@@ -54,6 +54,49 @@ class RewindReport:
     def changed(self) -> bool:
         return bool(self.left or self.back)
 
+    def lines(self, *, restore_hint: str = "") -> list[str]:
+        """What changed, for people: plain text lines (untrusted: show them inert).
+
+        ``restore_hint`` says how to restore the files listed (a CLI flag, a key).
+        """
+        out = [self.headline()]
+        if self.forgotten:
+            out.append("experiences taken back: " + "; ".join(
+                f"{e.get('id')} {e.get('text')}" for e in self.forgotten))
+        if self.remembered:
+            out.append("experiences back: " + "; ".join(
+                f"{e.get('id')} {e.get('text')}" for e in self.remembered))
+        if self.refs_gone:
+            out.append("refs no longer offered: " + ", ".join(self.refs_gone))
+        if self.refs_reverted:
+            out.append("refs back to another version: " + ", ".join(self.refs_reverted))
+        if self.files:
+            out.append("files the model wrote there:")
+            out += [f"  {c.path}  ({_what_restore_does(c)})" for c in self.files]
+            if restore_hint:
+                out.append(restore_hint)
+        if self.mcp_tools:
+            out.append(f"MCP tools ran there ({', '.join(self.mcp_tools)}): they may have "
+                       "changed files or other things that nothing here can restore")
+        return out
+
+    def headline(self) -> str:
+        def span(entries: list[HistoryEntry]) -> str:
+            first, last = entries[0].n, entries[-1].n
+            return (f"message {first}" if len(entries) == 1 and first == last
+                    else f"{len(entries)} messages ({first}–{last})")
+
+        if self.message:
+            what = (f"{span(self.left)} left the model's context (still readable, marked "
+                    "rewound)" if self.left else "no message left the model's context")
+            out = f"rewound key '{self.key}' to just before message {self.message}: {what}"
+        else:
+            out = f"undid the rewind of key '{self.key}'" + (
+                f": {span(self.back)} back in the model's context" if self.back else "")
+        if self.message and self.back:
+            out += f"; {span(self.back)} back in it"
+        return out
+
 
 def check_message(memory: Any, n: int) -> HistoryEntry:
     """Message ``n`` of the key, or a RewindError saying which numbers exist."""
@@ -73,11 +116,13 @@ def rewind(memory: Any, n: int) -> RewindReport:
     return _commit(memory, memory.rewind_patch(n), n)
 
 
-def undo(memory: Any, report: RewindReport) -> RewindReport:
-    """Undo the rewind ``report`` describes (a rewind to its own patch); what changed."""
-    if report.undo_patch < 0:
-        raise RewindError("nothing to undo")
-    return _commit(memory, RewindMutation(to_patch=report.undo_patch), 0)
+def undo(memory: Any, report: RewindReport | None = None) -> RewindReport:
+    """Undo the rewind ``report`` describes (default: the key's newest), by a rewind to
+    its own patch; what changed. Undoing an undo redoes the rewind."""
+    position = report.undo_patch if report is not None else memory.last_rewind
+    if position is None or position < 0:
+        raise RewindError(f"key '{memory.key}' has no rewind to undo")
+    return _commit(memory, RewindMutation(to_patch=position), 0)
 
 
 def _commit(memory: Any, patch: RewindMutation, n: int) -> RewindReport:
@@ -117,6 +162,14 @@ def _commit(memory: Any, patch: RewindMutation, n: int) -> RewindReport:
         if str((call.get("function") or {}).get("name", "")).startswith(MCP_PREFIX)
     })
     return report
+
+
+def _what_restore_does(change: FileChange) -> str:
+    if change.before is None:
+        return "restoring removes it: it did not exist before"
+    if change.after is None:
+        return "restoring writes it again"
+    return "restoring puts back its earlier content"
 
 
 def _in_context(entry: HistoryEntry) -> bool:

@@ -148,6 +148,16 @@ class KeyInfo:
     updated: str
     #: Non-empty when the key's files could not be read normally (shown, not hidden).
     problem: str = ""
+    #: a branch's origin: the key it came from and the message it was made before
+    origin_key: str = ""
+    origin_message: int = 0
+
+    def origin_text(self) -> str:
+        """"branch of main before message 5", or "" for a key that is not a branch."""
+        if not self.origin_key:
+            return ""
+        at = f" before message {self.origin_message}" if self.origin_message else ""
+        return f"branch of {self.origin_key}{at}"
 
 
 def check_record(record: dict[str, Any]) -> str | None:
@@ -279,6 +289,12 @@ class MemoryKey:
         working context only; message ``n`` and those after it stay readable.
         """
         return RewindMutation(to_patch=self._builder.patch_of(n), first_message=n)
+
+    @property
+    def last_rewind(self) -> int | None:
+        """The position of the newest rewind patch (a rewind to it undoes it), or None."""
+        rewinds = self._builder.rewinds
+        return rewinds[-1] if rewinds else None
 
     @property
     def patch_count(self) -> int:

@@ -1,0 +1,173 @@
+"""``selfref-tui history``, ``rewind`` and ``branch``: the person's side of the log.
+
+``history`` prints the key's messages with the numbers every other command
+takes ("message N"); ``rewind N`` takes the model's context back to just before
+message N (nothing is deleted: ``history --all`` still shows what left it, and
+``rewind --undo`` brings it back); ``branch N --name NEW`` starts a new key from
+the state before message N, leaving the original as it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from selfref_tui.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+    add_command,
+    app_config,
+    common_flags,
+    key_of,
+    open_store,
+    print_json,
+    read_memory,
+    say,
+    store_notes,
+)
+
+
+def entry_row(entry: Any) -> dict[str, Any]:
+    """One message as ``history --json`` prints it (images as short lines of text)."""
+    from selfref_tui.context.images import readable
+
+    message = entry.message
+    row: dict[str, Any] = {
+        "n": entry.n, "role": entry.role, "content": readable(message.get("content")),
+        "time": entry.time, "rewound": entry.rewound, "compacted": entry.compacted,
+        "pinned": entry.pinned,
+    }
+    calls = message.get("tool_calls")
+    if calls:
+        row["tool_calls"] = [
+            {"id": str(c.get("id", "")), "name": str((c.get("function") or {}).get("name", "")),
+             "arguments": str((c.get("function") or {}).get("arguments", ""))}
+            for c in calls if isinstance(c, dict)
+        ]
+    if entry.role == "tool":
+        row["tool_call_id"] = str(message.get("tool_call_id", ""))
+    for flag in ("failed", "truncated", "cancelled"):
+        if message.get(flag):
+            row[flag] = True
+    return row
+
+
+def _history(args: argparse.Namespace) -> int:
+    memory = read_memory(args)
+    entries = [e for e in memory.entries() if args.all or not e.rewound]
+    rows = [entry_row(e) for e in entries]
+    if args.json:
+        print_json(rows)
+        return EXIT_OK
+    if not rows:
+        print(f"no messages under key '{memory.key}'")
+        return EXIT_OK
+    hidden = sum(1 for e in memory.entries() if e.rewound) if not args.all else 0
+    for row in rows:
+        marks = [m for m in ("rewound", "compacted", "pinned", "failed", "truncated")
+                 if row.get(m)]
+        when = row["time"][:19].replace("T", " ")
+        say(f"#{row['n']}  {row['role']}  {when}" + (f"  [{', '.join(marks)}]" if marks else ""))
+        if row["content"]:
+            say(row["content"])
+        for call in row.get("tool_calls", ()):
+            say(f"→ {call['name']}({call['arguments']})")
+        say("")
+    if hidden:
+        say(f"({hidden} rewound messages not shown; `selfref-tui history --all` shows them)")
+    return EXIT_OK
+
+
+def _rewind(args: argparse.Namespace) -> int:
+    from selfref_tui.selfref.rewind import RewindError, rewind, undo
+
+    if args.n is None and not args.undo:
+        raise CliError("give the message number to rewind to (see `selfref-tui history`), "
+                       "or --undo", EXIT_USAGE)
+    store = open_store(args)
+    try:
+        memory = store_notes(store.open(key_of(args)))
+        try:
+            report = undo(memory) if args.undo else rewind(memory, args.n)
+        except RewindError as exc:
+            raise CliError(str(exc)) from None
+        hint = "" if args.restore_files else (
+            "they are left as they are; rewind with --restore-files to restore them")
+        for line in report.lines(restore_hint=hint):
+            say(line)
+        if args.restore_files and report.files:
+            _restore(args, memory, report)
+        if report.message:
+            say(f"to undo: selfref-tui rewind --undo --key {memory.key}")
+    finally:
+        store.close()
+    return EXIT_OK
+
+
+def _restore(args: argparse.Namespace, memory: Any, report: Any) -> None:
+    from pathlib import Path
+
+    from selfref_tui.selfref.checkpoints import restore
+
+    config = app_config(args)
+    roots = list(config.agent.allowed_roots) or [Path.cwd()]
+    done = restore(memory.checkpoints, report.files, roots)
+    for line in done.lines():
+        say(line)
+    if done.skipped:
+        raise CliError(f"{len(done.skipped)} of {len(report.files)} files were not restored "
+                       "(see above); the conversation was rewound")
+
+
+def _branch(args: argparse.Namespace) -> int:
+    from selfref_tui.selfref.errors import InvalidKeyError
+    from selfref_tui.selfref.keys import validate_key
+
+    new = validate_key(args.name)
+    key = key_of(args)
+    store = open_store(args)
+    try:
+        source = store_notes(store.open(key, write=False))
+        if not 1 <= args.n <= source.last_number:
+            raise CliError(f"no message {args.n} in key '{key}': its messages are numbered 1 "
+                           f"to {source.last_number}; see `selfref-tui history --all`")
+        try:
+            branch = store.branch(key, args.n, new)
+        except InvalidKeyError as exc:
+            raise CliError(str(exc), EXIT_USAGE) from None
+        count = branch.message_count
+    finally:
+        store.close()
+    say(f"branched key '{new}' from '{key}' before message {args.n}: {count} messages, "
+        f"with the experiences and refs of that point ('{key}' is unchanged)")
+    return EXIT_OK
+
+
+def register(commands: Any) -> None:
+    p = add_command(commands, "history", "the key's messages, numbered from 1 as the person "
+                    "reads them (other commands take these numbers)")
+    common_flags(p)
+    p.add_argument("--all", action="store_true", help="include rewound messages (marked)")
+    p.add_argument("--json", action="store_true",
+                   help='[{"n","role","content","time","rewound","compacted",...}]')
+    p.set_defaults(handler=_history)
+
+    p = add_command(commands, "rewind", "take the model's context back to just before "
+                    "message N (nothing is deleted; --undo brings it back)")
+    p.add_argument("n", metavar="N", type=int, nargs="?", help="a message number from "
+                   "`selfref-tui history`")
+    p.add_argument("--undo", action="store_true", help="undo the key's last rewind")
+    p.add_argument("--restore-files", action="store_true",
+                   help="also put back the files the model wrote after that point (a file "
+                        "changed since by someone else is left as it is, and said)")
+    common_flags(p)
+    p.set_defaults(handler=_rewind, writes="rewind")
+
+    p = add_command(commands, "branch", "start a new key from the state just before message "
+                    "N of this one (this key is not changed)")
+    p.add_argument("n", metavar="N", type=int, help="a message number from "
+                   "`selfref-tui history`")
+    p.add_argument("--name", metavar="NEW", required=True, help="the new key's name")
+    common_flags(p)
+    p.set_defaults(handler=_branch, writes="branch")

@@ -1,0 +1,206 @@
+"""``history``, ``rewind`` and ``branch`` on the command line, over real HTTP.
+
+Every command is a fresh load of the key from its log (``cli`` makes a new
+store each time), so each check after a rewind is also a check that the log
+replays to the same state.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from selfref_tui.demo import DemoServer, Reply
+from selfref_tui.demo.script import ToolCall
+from tests.cli.helpers import cli
+
+ENV = {"OPENAI_API_KEY": "sk-test"}
+
+
+@pytest.fixture
+def server():
+    servers: list[DemoServer] = []
+
+    def start(replies: list[Reply]) -> tuple[DemoServer, str]:
+        s = DemoServer(replies, api_key="sk-test", models=("m1",), context_window=32000)
+        servers.append(s)
+        return s, s.start_in_thread()
+
+    yield start
+    for s in servers:
+        s.stop_thread()
+
+
+def run(url: str, *args: str) -> tuple[int, str, str]:
+    result = cli(*args, "--base-url", url, "--model", "m1", env=ENV) if args[0] in (
+        "ask", "context") else cli(*args, env=ENV)
+    return result.returncode, result.stdout, result.stderr
+
+
+def said(messages: list[dict]) -> list[tuple[str, str]]:
+    return [(m["role"], m["content"]) for m in messages if m["role"] != "system"]
+
+
+def history(*args: str) -> list[dict]:
+    result = cli("history", "--json", *args)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_rewind_then_ask_sends_the_prefix_and_history_keeps_the_rest(server):
+    srv, url = server([Reply(text="answer one"), Reply(text="answer two"),
+                       Reply(text="answer three")])
+    assert run(url, "ask", "one")[0] == 0
+    assert run(url, "ask", "two")[0] == 0
+    assert [(h["n"], h["role"], h["content"]) for h in history()] == [
+        (1, "user", "one"), (2, "assistant", "answer one"), (3, "user", "two"),
+        (4, "assistant", "answer two")]
+
+    code, out, err = run(url, "rewind", "3")
+    assert code == 0, err
+    assert "2 messages (3–4) left the model's context" in out
+
+    code, out, err = run(url, "context", "show", "--json")
+    assert code == 0, err
+    shown = json.loads(out)["messages"]
+    assert shown[0]["role"] == "system"
+    assert said(shown) == [("user", "one"), ("assistant", "answer one")]
+
+    assert run(url, "ask", "three")[0] == 0
+    sent = srv.requests[-1]["messages"]
+    assert said(sent) == [("user", "one"), ("assistant", "answer one"), ("user", "three")]
+
+    rows = history("--all")
+    assert [(h["n"], h["content"], h["rewound"]) for h in rows] == [
+        (1, "one", False), (2, "answer one", False), (3, "two", True),
+        (4, "answer two", True), (5, "three", False), (6, "answer three", False)]
+    assert all(h["time"].endswith("+00:00") for h in rows)
+    assert [h["n"] for h in history()] == [1, 2, 5, 6]  # rewound ones only with --all
+    text = cli("history").stdout
+    assert "#5  user" in text and "2 rewound messages not shown" in text
+
+    result = cli("rewind", "9")
+    assert result.returncode == 1
+    assert "no message 9" in result.stderr and "1 to 6" in result.stderr
+
+
+def test_undoing_a_rewind_brings_the_messages_back(server):
+    _, url = server([Reply(text="a1"), Reply(text="a2")])
+    run(url, "ask", "q1")
+    run(url, "ask", "q2")
+    assert cli("rewind", "2").returncode == 0
+    code, out, _ = run(url, "rewind", "--undo")
+    assert code == 0 and "3 messages (2–4) back in the model's context" in out
+    assert not any(h["rewound"] for h in history("--all"))
+    shown = json.loads(run(url, "context", "show", "--json")[1])["messages"]
+    assert said(shown) == [("user", "q1"), ("assistant", "a1"), ("user", "q2"),
+                           ("assistant", "a2")]
+
+
+def test_rewinding_past_a_remember_takes_the_experience_away(server):
+    _, url = server([Reply(tool_calls=[ToolCall("remember", {"text": "likes tea"})]),
+                     Reply(text="Noted.")])
+    assert run(url, "ask", "remember that I like tea")[0] == 0
+    listed = json.loads(cli("experiences", "list", "--json").stdout)
+    assert [e["text"] for e in listed] == ["likes tea"]
+    assert [h["role"] for h in history()] == ["user", "assistant", "tool", "assistant"]
+
+    code, out, err = run(url, "rewind", "2")
+    assert code == 0, err
+    assert "experiences taken back: exp_001 likes tea" in out
+    assert json.loads(cli("experiences", "list", "--json").stdout) == []
+
+
+@pytest.fixture
+def work(tmp_path: Path, monkeypatch) -> Path:
+    folder = tmp_path / "work"
+    folder.mkdir()
+    (folder / "exists.txt").write_text("old\n")
+    monkeypatch.chdir(folder)
+    return folder
+
+
+def writes() -> list[Reply]:
+    return [Reply(text='<ref id="note">new text</ref>', tool_calls=[
+        ToolCall("fd_to_file", {"fd": "ref:note", "file_path": "new.txt"}, id="w1"),
+        ToolCall("fd_to_file", {"fd": "ref:note", "file_path": "exists.txt",
+                                "exist_ok": True}, id="w2"),
+    ]), Reply(text="Both written.")]
+
+
+def test_rewinding_past_file_writes_lists_them_and_restores_on_request(server, work):
+    _, url = server(writes())
+    assert run(url, "ask", "--allow-overwrite", "save it")[0] == 0
+    assert (work / "new.txt").read_text() == "new text"
+    assert (work / "exists.txt").read_text() == "new text"
+
+    code, out, err = run(url, "rewind", "2")
+    assert code == 0, err
+    assert f"{work / 'new.txt'}  (restoring removes it: it did not exist before)" in out
+    assert f"{work / 'exists.txt'}  (restoring puts back its earlier content)" in out
+    assert "--restore-files" in out
+    assert (work / "exists.txt").read_text() == "new text"  # listed, not restored
+
+    assert cli("rewind", "--undo").returncode == 0
+    code, out, err = run(url, "rewind", "2", "--restore-files")
+    assert code == 0, err
+    assert (work / "exists.txt").read_text() == "old\n"
+    assert not (work / "new.txt").exists()
+    assert f"restored {work / 'exists.txt'}" in out
+    assert f"removed {work / 'new.txt'} (it did not exist before)" in out
+
+    # undoing the rewind can put the model's files back, too
+    code, out, err = run(url, "rewind", "--undo", "--restore-files")
+    assert code == 0, err
+    assert (work / "new.txt").read_text() == "new text"
+    assert (work / "exists.txt").read_text() == "new text"
+
+
+def test_a_file_changed_since_is_never_overwritten_unasked(server, work):
+    _, url = server(writes())
+    run(url, "ask", "--allow-overwrite", "save it")
+    (work / "exists.txt").write_text("the person's own edit\n")
+    code, out, err = run(url, "rewind", "2", "--restore-files")
+    assert code == 1
+    assert "was changed since the model wrote it" in out
+    assert "1 of 2 files were not restored" in err
+    assert (work / "exists.txt").read_text() == "the person's own edit\n"
+    assert not (work / "new.txt").exists()  # the other one was restored
+
+
+def test_rewinding_past_an_mcp_call_says_it_may_have_changed_files(server):
+    _, url = server([Reply(tool_calls=[ToolCall("mcp__fs__write", {"path": "x"})]),
+                     Reply(text="done")])
+    run(url, "ask", "write with the server")
+    code, out, _ = run(url, "rewind", "2")
+    assert code == 0
+    assert "MCP tools ran there (mcp__fs__write)" in out
+
+
+def test_a_branch_holds_the_prefix_and_the_original_is_unchanged(server):
+    _, url = server([Reply(tool_calls=[ToolCall("remember", {"text": "likes tea"})]),
+                     Reply(text="Noted."), Reply(text="a2")])
+    run(url, "ask", "remember tea")
+    run(url, "ask", "q2")
+    before = json.loads(run(url, "context", "show", "--json")[1])["messages"]
+
+    code, out, err = run(url, "branch", "5", "--name", "side")
+    assert code == 0, err
+    assert "branched key 'side' from 'main' before message 5: 4 messages" in out
+    branch = json.loads(run(url, "context", "show", "--json", "--key", "side")[1])["messages"]
+    assert said(branch) == said(before)[:4]
+    assert "likes tea" in branch[0]["content"]  # the experiences of that point
+    assert json.loads(run(url, "context", "show", "--json")[1])["messages"] == before
+    assert [h["n"] for h in history("--key", "side")] == [1, 2, 3, 4]
+
+    keys = {k["key"]: k for k in json.loads(cli("keys", "list", "--json").stdout)}
+    assert keys["side"]["origin"] == {"key": "main", "message": 5}
+    assert "origin" not in keys["main"]
+    assert "(branch of main before message 5)" in cli("keys", "list").stdout
+
+    result = cli("branch", "3", "--name", "side")
+    assert result.returncode == 2 and "already exists" in result.stderr
+    result = cli("branch", "40", "--name", "other")
+    assert result.returncode == 1 and "no message 40" in result.stderr
