@@ -293,6 +293,30 @@ def load_config(
                      mcp_servers=mcp, config_path=path)
 
 
+def profile_provider(config: AppConfig, name: str,
+                     env: Mapping[str, str] = os.environ) -> ProviderConfig:
+    """The ``[providers.NAME]`` profile as ``--profile NAME`` would start it, for a switch
+    inside the app (``/profile``); ConfigError names the known profiles."""
+    profile = config.profiles.get(name)
+    if profile is None:
+        known = ", ".join(sorted(config.profiles)) or "none defined"
+        where = config.config_path or default_config_path(env)
+        raise ConfigError(f"no provider profile named '{name}' in {where} (known: {known}); "
+                          f"add a [providers.{name}] table there")
+    if profile.context_window is not None:
+        profile = replace(profile, window_source="profile")
+    api_key = env.get(profile.api_key_env, "") if profile.api_key_env else ""
+    return replace(profile, api_key=api_key, base_url=profile.base_url.rstrip("/"))
+
+
+def with_model(provider: ProviderConfig, model: str) -> ProviderConfig:
+    """``provider`` asked for another model. The window configured (or learnt) for the
+    old model is dropped: the runtime learns the new model's (agent/window.py)."""
+    if model == provider.model:
+        return provider
+    return replace(provider, model=model, context_window=None, window_source="")
+
+
 def _check_url(url: str, source: str) -> None:
     """A base URL the client can use, or a usage error that says the fix.
 

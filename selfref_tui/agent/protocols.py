@@ -8,9 +8,12 @@ only has to offer these) and lets a type checker catch a renamed method.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..context.mutations import ContextMutation
+
+if TYPE_CHECKING:
+    from ..selfref.key_settings import KeySettings
 
 
 class MemoryLike(Protocol):
@@ -30,6 +33,11 @@ class MemoryLike(Protocol):
 
     @property
     def experiences(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def settings(self) -> KeySettings: ...
+
+    def save_settings(self, settings: KeySettings) -> None: ...
 
     def commit(
         self, mutations: Sequence[ContextMutation] = (), *, records: Sequence[dict] = ()

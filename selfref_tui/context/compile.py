@@ -61,10 +61,15 @@ class DataFromSelfRef:
 
 @dataclass(frozen=True)
 class InvocationConfig:
-    """How this call renders: the base prompt and whether refs are explained."""
+    """How this call renders: the base prompt, whether refs are explained, and the
+    conversation's own instructions (the person's, kept beside the key, never a patch)."""
 
     base_system_prompt: str
     refs_enabled: bool = True
+    instructions: str = ""
+
+
+INSTRUCTIONS_HEADING = "## Instructions for this conversation"
 
 
 def snapshot_of(messages: list[dict], base_system_prompt: str) -> DataFromSelfRef:
@@ -83,16 +88,21 @@ def snapshot_of(messages: list[dict], base_system_prompt: str) -> DataFromSelfRe
 
 
 def system_prompt_text(config: InvocationConfig, system: dict[str, Any] | None) -> str:
-    """The system prompt for this call: base prompt, ref instructions, experiences.
+    """The system prompt for this call: base prompt, the conversation's instructions,
+    ref instructions, experiences.
 
     The stored system message normally has empty ``content`` (the base prompt
     belongs to the invocation, so changing it needs no migration); text a
-    replace put there (a fork's brief, say) is kept after the base prompt.
+    replace put there (a fork's brief, say) is kept after the base prompt. The
+    person's instructions for the conversation are invocation configuration
+    too: changing them changes the next request, and nothing in the log.
     """
     parts = [config.base_system_prompt.strip()]
     stored = system.get("content") if system else None
     if isinstance(stored, str) and stored.strip() and stored.strip() != parts[0]:
         parts.append(stored.strip())
+    if config.instructions.strip():
+        parts.append(f"{INSTRUCTIONS_HEADING}\n{config.instructions.strip()}")
     if config.refs_enabled:
         parts.append(REF_INSTRUCTIONS)
     base = "\n\n".join(p for p in parts if p)

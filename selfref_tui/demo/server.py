@@ -16,7 +16,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from selfref_tui.demo.script import (
@@ -97,6 +97,7 @@ class DemoServer:
         refuse_images: bool = False,
         keep_alive: bool = False,
         host: str = "127.0.0.1",
+        model_windows: Mapping[str, int] | None = None,
     ) -> None:
         self.script: Script = script if script is not None else []
         self.tokens_per_s = tokens_per_s
@@ -107,6 +108,9 @@ class DemoServer:
         self.context_window = context_window
         self.window_sources = tuple(window_sources)
         self.window_requests: list[str] = []
+        #: a window per model in its ``/v1/models`` entry (``max_model_len``), beside
+        #: ``context_window`` for the others: a model switch learns another window
+        self.model_windows = dict(model_windows or {})
         self.enforce_window = enforce_window
         self.refuse_images = refuse_images
         #: streamed answers keep the connection open for the next request (as real
@@ -240,7 +244,9 @@ class DemoServer:
             extra = {f: self.context_window for f in self.window_sources
                      if f not in ("props", "ollama") and self.context_window}
             await self._send_json(writer, 200, {"object": "list", "data": [
-                {"id": n, "object": "model", "created": 0, "owned_by": "selfref-tui", **extra}
+                {"id": n, "object": "model", "created": 0, "owned_by": "selfref-tui", **extra,
+                 **({"max_model_len": self.model_windows[n]} if n in self.model_windows
+                    else {})}
                 for n in names]})
             return keep_alive
         if (method == "GET" and path == "/props" and "props" in self.window_sources

@@ -177,6 +177,9 @@ def copy_key_dir(src: Path, dst: Path, new_key: str) -> None:
     if isinstance(meta, dict):
         meta["key"] = new_key
         atomic_write(tmp / "meta.json", json.dumps(meta, ensure_ascii=True).encode("ascii"))
+    settings = read_regular(src / "settings.json")  # model, profile, instructions
+    if settings is not None:
+        atomic_write(tmp / "settings.json", settings)
     copy_images(src, tmp)
     copy_blobs(src, tmp, FILES_DIR)
     os.rename(tmp, dst)

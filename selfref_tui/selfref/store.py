@@ -90,6 +90,7 @@ from .fsutil import (
     write_all,
 )
 from .images import ImageStore
+from .key_settings import KeySettings, read_settings, write_settings
 from .keys import validate_key
 from .lock import WriterLock
 
@@ -211,6 +212,7 @@ class MemoryKey:
         self.last_compacted = 0
         self._history_cache: tuple[int, list[dict[str, Any]]] | None = None
         self._entries_cache: tuple[int, tuple[HistoryEntry, ...]] | None = None
+        self._settings: KeySettings | None = None
         self._version = 0
         self._size = 0
         self._fd: int | None = None
@@ -309,6 +311,26 @@ class MemoryKey:
     @property
     def log_size(self) -> int:
         return self._size
+
+    @property
+    def settings(self) -> KeySettings:
+        """The conversation's model, profile and instructions (key_settings.py)."""
+        if self._settings is None:
+            self._settings = read_settings(self.key_dir)
+        return self._settings
+
+    def save_settings(self, settings: KeySettings) -> None:
+        """Replace the key's settings on disk, then here; refused on a read-only key."""
+        if not self.writable:
+            raise StoreError(
+                f"Memory key {self.key!r} is open read-only; its settings cannot change."
+            )
+        with self._mutex:
+            try:
+                write_settings(self.key_dir, settings)
+            except OSError as exc:
+                raise _denied(exc, self.key_dir / "settings.json", "write") from exc
+            self._settings = settings
 
     # ------------------------------------------------------------ write side
 

@@ -38,6 +38,7 @@ from selfref_tui.ui.key_actions import KeyActions
 from selfref_tui.ui.keymap import BINDINGS, check_keymap
 from selfref_tui.ui.lazy_import import LazyModule
 from selfref_tui.ui.ref_actions import RefActions
+from selfref_tui.ui.settings_actions import SettingsActions
 from selfref_tui.ui.widgets.app_footer import NARROW_BELOW, AppFooter
 from selfref_tui.ui.widgets.app_header import AppHeader
 from selfref_tui.ui.widgets.chat_input import ChatInput
@@ -73,7 +74,7 @@ ESC_REPEAT_S = 0.5
 PLACEHOLDER = "Message  (Enter send · shift+enter/ctrl+j newline · / commands · F1 help)"
 
 
-class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
+class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, SettingsActions, App[int]):
     #: absolute, so subclasses (tests, benchmarks) in other directories find it
     CSS_PATH = str(Path(__file__).with_name("app.tcss"))
     TITLE = "selfref-tui"
@@ -285,6 +286,19 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, App[int]):
     async def load_runtime(self) -> None:
         """openai takes ~0.5 s to import: in a thread, so keys stay live (tests gate it)."""
         await self.controller.load_runtime()
+
+    def provider_switched(self) -> None:
+        """The key on screen runs on another endpoint or model (/model, /profile, or the
+        one it chose before): the header says which, and its window is learnt again."""
+        provider = self.controller.provider
+        self.header.provider, self.header.model = provider.name, provider.model
+        self.header.demo = provider.demo
+        self.header.provider_note = ""
+        if not provider.context_window:
+            self.learn_window()
+        if not provider.demo:
+            self._check_provider()
+        self._refresh_usage()
 
     @work(exclusive=True, group="window", exit_on_error=False)
     async def learn_window(self) -> None:

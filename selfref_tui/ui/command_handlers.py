@@ -103,6 +103,25 @@ async def _key(app: CommandHost, command: Command) -> bool:
     return await app.switch_key(command.args[0])
 
 
+@handler("model")
+async def _model(app: SelfRefApp, command: Command) -> bool:
+    if not command.args:
+        app.pick_model()
+        return True
+    return await app.switch_model(command.args[0])
+
+
+@handler("profile")
+async def _profile(app: SelfRefApp, command: Command) -> bool:
+    return await app.switch_profile(command.args[0])
+
+
+@handler("instructions")
+async def _instructions(app: SelfRefApp, command: Command) -> bool:
+    app.edit_instructions()
+    return True
+
+
 @handler("context")
 async def _context(app: CommandHost, command: Command) -> bool:
     app.action_show_context()

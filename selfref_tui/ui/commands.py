@@ -65,6 +65,24 @@ COMMANDS: tuple[CommandSpec, ...] = (
         "key", "/key NAME", "Switch to memory key NAME (created when new)", min_args=1, max_args=1
     ),
     CommandSpec("new", "/new", "Start a fresh memory key"),
+    CommandSpec(
+        "model",
+        "/model [NAME]",
+        "Switch this conversation's model (without NAME: pick from the server's list)",
+        max_args=1,
+    ),
+    CommandSpec(
+        "profile",
+        "/profile NAME",
+        "Switch this conversation to a [providers.NAME] profile of config.toml",
+        min_args=1,
+        max_args=1,
+    ),
+    CommandSpec(
+        "instructions",
+        "/instructions",
+        "Edit this conversation's instructions (added to its system prompt)",
+    ),
     CommandSpec("context", "/context", "Show exactly what the model will see next"),
     CommandSpec("mcp", "/mcp", "MCP servers: their state and tools"),
     CommandSpec("retry", "/retry", "Send the message whose turn failed again (not typed twice)"),

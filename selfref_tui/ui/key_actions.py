@@ -48,6 +48,7 @@ class KeyActions:
         def _refresh_sidebar(self, memory: Any | None = None) -> None: ...
         def _refresh_usage(self) -> Any: ...
         def collect_when_idle(self, *, everything: bool = False) -> None: ...
+        def provider_switched(self) -> None: ...
         async def push_screen_wait(self, screen: Any) -> Any: ...
 
     async def open_key(self, key: str) -> bool:
@@ -71,6 +72,8 @@ class KeyActions:
             self.notify(opened.salvaged, title=f"Memory key {key!r}", severity="error", timeout=10)
         for warning in opened.warnings:  # skipped damaged records, a torn write
             self.notify(warning, title="Memory key", severity="warning", timeout=15)
+        if opened.provider_changed:  # the key runs on the model it chose last
+            self.provider_switched()
         memory = opened.memory
         # Early inputs are about to be sent: no hint to flash up before them.
         early = self.controller.early_inputs

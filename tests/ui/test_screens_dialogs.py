@@ -183,6 +183,15 @@ async def test_welcome_choices():
         text = app.screen.query_one("Markdown").source
         for needle in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "localhost:11434/v1", "8000/v1"):
             assert needle in text
+        # each setup names every variable it needs: a local server needs its model too
+        lines = text.splitlines()
+        urls = [n for n, line in enumerate(lines) if line.startswith("export OPENAI_BASE_URL=")]
+        assert len(urls) == 2
+        for n in urls:
+            assert lines[n + 1].startswith("export SELFREF_MODEL="), lines[n + 1]
+        # the hints fit the panel at 80 columns (a cut line hides the value)
+        block = text.split("```bash\n", 1)[1].split("```", 1)[0]
+        assert max(len(line) for line in block.splitlines()) <= 74
         assert "/cfg/config.toml" in text and "[providers.local]" in text
         await pilot.press("d")
         await pilot.pause()

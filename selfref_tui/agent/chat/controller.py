@@ -7,9 +7,11 @@ nothing to do with how it is drawn. It lives here, without a Textual import,
 so it is tested without a screen (real store files, the in-package server
 over HTTP) and the app only shows what it returns.
 
-Two parts, one module each: :mod:`~selfref_tui.agent.chat.startup` builds the
+Three parts, one module each: :mod:`~selfref_tui.agent.chat.startup` builds the
 runtime after the first frame and closes it; :mod:`~selfref_tui.agent.chat.key_lifecycle`
-holds the key on screen (open, switch, let go, rename, trash, early inputs).
+holds the key on screen (open, switch, let go, rename, trash, early inputs);
+:mod:`~selfref_tui.agent.chat.conversation_settings` runs it on the model, profile
+and instructions it remembers (``/model``, ``/profile``, ``/instructions``).
 This class adds what the person does with them: send, compact, retry, stop,
 answer, remember, and what the screen reads.
 
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from selfref_tui.config import AppConfig
 
+from .conversation_settings import ConversationSettings
 from .key_lifecycle import KeyLifecycle, OpenedKey
 from .refusals import STARTING, KeyOpenError, Refused, Severity
 from .startup import PROVIDER_CHECK_S, Startup
@@ -43,7 +46,7 @@ class SidebarLists:
     refs: list[dict]
 
 
-class ChatController(Startup, KeyLifecycle):
+class ChatController(Startup, KeyLifecycle, ConversationSettings):
     """One window's runtime: the agent, its router, the key on screen and its lifecycle."""
 
     def __init__(self, config: AppConfig, *, read_only: bool = False) -> None:

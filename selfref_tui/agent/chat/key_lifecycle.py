@@ -40,6 +40,8 @@ class OpenedKey:
     salvaged: str = ""
     #: damaged records skipped, a torn write repaired…
     warnings: list[str] = field(default_factory=list)
+    #: it runs on another endpoint or model than the key before (its /model, /profile)
+    provider_changed: bool = False
 
 
 class KeyLifecycle:
@@ -55,6 +57,7 @@ class KeyLifecycle:
         def busy(self) -> bool: ...
         def _agent(self) -> Agent: ...
         def _store(self) -> SelfReference | ReadOnlyReference: ...
+        async def use_key_settings(self, memory: MemoryLike) -> tuple[bool, list[str]]: ...
         async def _in_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
 
     def __init__(self, key: str) -> None:
@@ -103,7 +106,8 @@ class KeyLifecycle:
             agent.release(previous)  # another window may write it now
         if self.router is not None:
             self.router.key = key
-        return OpenedKey(key, memory, salvaged, warnings)
+        changed, notes = await self.use_key_settings(memory)
+        return OpenedKey(key, memory, salvaged, warnings + notes, changed)
 
     async def resume_key(self) -> str:
         """The key to open first: the one shown last under this data dir, when the

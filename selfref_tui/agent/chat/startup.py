@@ -54,6 +54,8 @@ class Startup:
         self.mcp: McpManager | None = None
         #: the demo server's provider, once it runs
         self._demo_provider: ProviderConfig | None = None
+        #: the provider the key on screen chose (/model, /profile); None: the window's
+        self._chosen: ProviderConfig | None = None
         #: the runtime runs (the key may still be opening)
         self.ready = False
         self._closed = False
@@ -70,8 +72,9 @@ class Startup:
 
     @property
     def provider(self) -> ProviderConfig:
-        """The provider the agent talks to: the config's, or the demo server's once it runs."""
-        return self._demo_provider or self.config.provider
+        """The provider the agent talks to: the one the key on screen chose, else the
+        config's, or the demo server's once it runs."""
+        return self._chosen or self._demo_provider or self.config.provider
 
     async def start_server(self) -> None:
         """The demo server, when the config asks for it (paced like a real model)."""

@@ -16,12 +16,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...config import AgentSettings
 from ...context.apply import MULTIMODAL_MARK, unique_call_ids
 from ...context.breakdown import Breakdown, auto_compact_line
+from ...context.compile import InvocationConfig
 from ...context.images import omitted_text, person_images, text_of, without_tool_images
 from ...context.mutations import (
     AssistantMessageMutation,
@@ -848,9 +849,18 @@ class Agent:
     def _compile(self, key: str, base: list[dict], pending: list) -> tuple[list[dict], int]:
         """``compile_messages`` and its token count, incrementally per key."""
         compiler = self._compilers.get(key)
-        if compiler is None:
-            compiler = self._compilers[key] = IncrementalCompile(self.config, self.tokens)
+        config = self.invocation(key)
+        if compiler is None or compiler.config != config:
+            compiler = self._compilers[key] = IncrementalCompile(config, self.tokens)
         return compiler.compile(base, pending)
+
+    def invocation(self, key: str) -> InvocationConfig:
+        """How ``key``'s requests render: the window's config plus the key's instructions."""
+        settings = getattr(self.memory(key), "settings", None)
+        instructions = getattr(settings, "instructions", "")
+        if not instructions:
+            return self.config
+        return replace(self.config, instructions=instructions)
 
     def _commit(self, session: SelfRefSession, mutations: list[ContextMutation],
                 records: list[dict] | None = None) -> None:

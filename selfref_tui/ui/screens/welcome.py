@@ -19,12 +19,17 @@ from selfref_tui.safety import inert_line
 
 def welcome_markdown(config_path: str) -> str:
     return f"""\
-No model provider is configured yet. Choose one, then start `selfref-tui` again:
+No model provider is configured yet. Set one up, then start `selfref-tui` again:
 
 ```bash
-export OPENAI_API_KEY=sk-...                       # OpenAI
-export OPENAI_BASE_URL=http://localhost:11434/v1   # Ollama
-export OPENAI_BASE_URL=http://localhost:8000/v1    # vLLM
+# OpenAI (model: gpt-4o-mini unless SELFREF_MODEL names another)
+export OPENAI_API_KEY=sk-...
+# Ollama: its URL and a model it has pulled (no key needed)
+export OPENAI_BASE_URL=http://localhost:11434/v1
+export SELFREF_MODEL=qwen2.5-coder:7b
+# vLLM, llama.cpp, LM Studio: the URL and the model it serves
+export OPENAI_BASE_URL=http://localhost:8000/v1
+export SELFREF_MODEL=the-served-model  # and OPENAI_API_KEY if it asks
 ```
 
 or add a profile to `{config_path}` and run `selfref-tui --profile local`:

@@ -1,0 +1,195 @@
+"""The model, profile and instructions of the conversation on screen.
+
+``/model`` and ``/profile`` switch the endpoint and model for the rest of the
+conversation, ``/instructions`` sets text the system prompt carries; the key
+remembers all three (``selfref/key_settings.py``), so opening it again — in
+this window after a switch, or in the next start — runs it the way it was
+left. A key that chose nothing runs on the window's provider (the config's,
+or the demo server's).
+
+They are invocation configuration, not history: a switch writes the key's
+settings file, never a patch, and the next compile renders with them. The
+model's window is learnt again after a switch (the app asks, as at start-up).
+A mixin of :class:`~selfref_tui.agent.chat.controller.ChatController`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import unicodedata
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from selfref_tui.config import ConfigError, ProviderConfig, profile_provider, with_model
+
+from .refusals import Refused
+
+if TYPE_CHECKING:
+    from selfref_tui.agent.protocols import MemoryLike
+    from selfref_tui.agent.turn.loop import Agent
+    from selfref_tui.config import AppConfig
+    from selfref_tui.selfref.key_settings import KeySettings
+
+T = TypeVar("T")
+
+#: how long the model picker waits for the server's list before offering a typed name only
+MODELS_WAIT_S = 5.0
+MAX_MODEL_NAME = 200
+
+
+class ConversationSettings:
+    """What the key on screen remembers of how it is run, and the switches that change it."""
+
+    if TYPE_CHECKING:  # from Startup and KeyLifecycle
+        config: AppConfig
+        key: str
+        agent: Agent | None
+        _demo_provider: ProviderConfig | None
+        _chosen: ProviderConfig | None
+
+        @property
+        def busy(self) -> bool: ...
+        def _agent(self) -> Agent: ...
+        def check_ready(self) -> None: ...
+        def check_writable(self, what: str) -> None: ...
+        async def _in_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
+
+    # ------------------------------------------------------------ reading
+
+    @property
+    def base_provider(self) -> ProviderConfig:
+        """The window's provider: the config's, or the demo server's once it runs."""
+        return self._demo_provider or self.config.provider
+
+    def key_settings(self) -> KeySettings:
+        """The settings of the key on screen (defaults while none is open)."""
+        from selfref_tui.selfref.key_settings import KeySettings
+
+        if self.agent is None:
+            return KeySettings()
+        try:
+            settings = getattr(self.agent.memory(self.key), "settings", None)
+        except Exception:
+            return KeySettings()
+        return settings if settings is not None else KeySettings()
+
+    @property
+    def instructions(self) -> str:
+        return self.key_settings().instructions
+
+    def provider_for(self, settings: KeySettings) -> ProviderConfig:
+        """The endpoint and model a key with ``settings`` runs on (ConfigError: the profile
+        it names is not in config.toml)."""
+        provider = self.base_provider
+        if settings.profile:
+            provider = profile_provider(self.config, settings.profile)
+        if settings.model:
+            provider = with_model(provider, settings.model)
+        return provider
+
+    async def server_models(self) -> list[str] | None:
+        """The server's models (``/v1/models``), sorted; None when it does not answer."""
+        try:
+            names = await asyncio.wait_for(self._agent().provider.list_models(), MODELS_WAIT_S)
+        except Exception:  # down, refused, not listing: the picker takes a typed name
+            return None
+        return sorted({str(n) for n in names if n})
+
+    # ------------------------------------------------------------ opening a key
+
+    async def use_key_settings(self, memory: MemoryLike) -> tuple[bool, list[str]]:
+        """Run the key just opened the way it remembers: (provider changed, warnings)."""
+        from selfref_tui.selfref.key_settings import KeySettings
+
+        settings = getattr(memory, "settings", None) or KeySettings()
+        warnings: list[str] = []
+        try:
+            provider = self.provider_for(settings)
+        except ConfigError:
+            warnings.append(
+                f"This conversation last used the profile {settings.profile!r}, which "
+                "config.toml no longer has; it runs on the default provider — /profile "
+                "picks another."
+            )
+            provider = self.provider_for(replace(settings, profile=""))
+        return await self._use_provider(provider), warnings
+
+    # ------------------------------------------------------------ switching
+
+    async def choose_model(self, name: str) -> ProviderConfig:
+        """``/model NAME``: this conversation runs on ``name`` from now on."""
+        name = _model_name(name)
+        settings = self._check_switch("switch models")
+        return await self._switch(replace(settings, model=name))
+
+    async def choose_profile(self, name: str) -> ProviderConfig:
+        """``/profile NAME``: the ``[providers.NAME]`` endpoint, with its own model."""
+        settings = self._check_switch("switch profiles")
+        return await self._switch(replace(settings, profile=name.strip(), model=""))
+
+    async def set_instructions(self, text: str) -> str:
+        """``/instructions``: the conversation's own instructions (empty: none); the text
+        kept, trimmed."""
+        from selfref_tui.selfref.key_settings import check_instructions
+
+        self.check_ready()
+        self.check_writable("change instructions")
+        try:
+            text = check_instructions(text)
+        except ValueError as exc:
+            raise Refused(str(exc)) from None
+        memory = self._agent().memory(self.key)
+        await self._in_thread(memory.save_settings, replace(memory.settings, instructions=text))
+        return text
+
+    def _check_switch(self, what: str) -> KeySettings:
+        self.check_ready()
+        self.check_writable(what)
+        if self.busy:
+            raise Refused(f"A turn is running; press Esc first, then {what.split()[0]}.")
+        return self.key_settings()
+
+    async def _switch(self, settings: KeySettings) -> ProviderConfig:
+        try:
+            provider = self.provider_for(settings)
+        except ConfigError as exc:
+            raise Refused(str(exc), "error") from None
+        memory = self._agent().memory(self.key)
+        await self._in_thread(memory.save_settings, settings)
+        await self._use_provider(provider)
+        return provider
+
+    async def _use_provider(self, provider: ProviderConfig) -> bool:
+        """Make the agent talk to ``provider``; False when it already does."""
+        agent = self._agent()
+        if getattr(agent.provider, "config", None) == provider:
+            return False
+        from selfref_tui.agent.provider.client import Provider
+        from selfref_tui.context.tokens import Calibration
+
+        old = agent.provider
+        agent.provider = Provider(provider)
+        agent.model = provider.model
+        if provider.context_window:
+            agent.context_window = provider.context_window
+        # counts were calibrated against the old server's usage reports
+        agent.calibration = Calibration()
+        self._chosen = provider if provider != self.base_provider else None
+        await old.aclose()
+        return True
+
+
+def _model_name(name: str) -> str:
+    name = name.strip()
+    if not name:
+        raise Refused("Give a model name, for example /model gpt-4o; /model alone lists them.")
+    if len(name) > MAX_MODEL_NAME or any(
+        ch.isspace() or unicodedata.category(ch).startswith("C") for ch in name
+    ):
+        raise Refused("A model name is one word without spaces or control characters; "
+                      "/model alone lists the server's models.")
+    return name
+
+
+__all__ = ["ConversationSettings"]

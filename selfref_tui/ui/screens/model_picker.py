@@ -1,0 +1,170 @@
+"""``/model`` without a name: the server's models to pick from, or a name to type.
+
+The list comes from the server's ``/v1/models`` (the app asks, then opens
+this); a server that does not answer leaves the list empty and the field
+takes any name. Model ids are the server's text: shown through ``safety``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from selfref_tui.safety import content, inert_line
+
+#: row ids: a listed model, and the row that uses the typed name as it is
+LISTED, TYPED = "model:", "typed:"
+
+
+def _name(option_id: str) -> str:
+    return option_id.split(":", 1)[1]
+
+
+def filter_models(models: Sequence[str], query: str) -> list[str]:
+    """Case-insensitive substring match; names starting with the query first."""
+    needle = query.strip().lower()
+    if not needle:
+        return list(models)
+    hits = [m for m in models if needle in m.lower()]
+    return sorted(hits, key=lambda m: not m.lower().startswith(needle))
+
+
+class ModelPicker(ModalScreen[str | None]):
+    """Dismisses with the chosen or typed model name, or None (Esc)."""
+
+    DEFAULT_CSS = """
+    ModelPicker { align: center top; background: $background 60%; }
+    ModelPicker > #dialog {
+        width: 70;
+        max-width: 100%;
+        height: auto;
+        max-height: 80%;
+        margin-top: 3;
+        padding: 0 1 1 1;
+        border: round $primary;
+        border-title-color: $primary;
+        background: $surface;
+    }
+    ModelPicker Input { margin-bottom: 1; }
+    ModelPicker OptionList {
+        height: auto; max-height: 14; border: none; background: transparent; padding: 0;
+    }
+    ModelPicker OptionList:focus { border: none; }
+    ModelPicker OptionList > .option-list--option-highlighted {
+        background: $primary 30%; text-style: none;
+    }
+    ModelPicker #note { color: $text-muted; padding: 0 1; height: auto; }
+    ModelPicker #hint { color: $text-muted; padding: 0 1; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="model.cancel"),
+        Binding("down", "move(1)", "Next", show=False, id="model.down"),
+        Binding("up", "move(-1)", "Previous", show=False, id="model.up"),
+    ]
+
+    def __init__(self, models: Sequence[str] | None, current: str) -> None:
+        """``models`` None: the server did not answer (a name can still be typed)."""
+        super().__init__()
+        self.models = list(models or [])
+        self.answered = models is not None
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog") as dialog:
+            dialog.border_title = "Model for this conversation"
+            yield Input(placeholder="filter, or type a model name", id="filter")
+            yield OptionList()
+            if not self.answered:
+                note = "The server did not list its models; type the name of one."
+            elif not self.models:
+                note = "The server lists no models; type the name of one."
+            else:
+                note = ""
+            yield Static(note, id="note")
+            yield Static(
+                Content.assemble(
+                    ("↑↓", "bold $primary"), " choose  ", ("enter", "bold $primary"),
+                    " use  ", ("esc", "bold $primary"), " cancel",
+                ),
+                id="hint",
+            )
+
+    def on_mount(self) -> None:
+        field = self.query_one(Input)
+        field.cursor_blink = False
+        field.focus()
+        self._refilter("")
+
+    @property
+    def option_list(self) -> OptionList:
+        return self.query_one(OptionList)
+
+    @property
+    def shown(self) -> list[str]:
+        """The rows listed, in order: ``model:NAME``, and ``typed:NAME`` for a typed one."""
+        return [option.id or "" for option in self.option_list.options]
+
+    def _refilter(self, query: str) -> None:
+        options = [
+            Option(
+                Content.assemble(
+                    ("● " if name == self.current else "  ", "$primary"),
+                    content(inert_line(name, 64), line=True),
+                ),
+                id=LISTED + name,
+            )
+            for name in filter_models(self.models, query)
+        ]
+        typed = query.strip()
+        if typed and typed not in self.models:
+            # Last, so Enter after a partial filter picks the listed match.
+            options.append(Option(
+                Content.assemble(("  use ", "$text-muted"),
+                                 content(inert_line(typed, 60), "bold $primary", line=True)),
+                id=TYPED + typed,
+            ))
+        option_list = self.option_list
+        option_list.set_options(options)
+        option_list.display = bool(options)
+        if options:
+            rows, current = self.shown, LISTED + self.current
+            option_list.highlighted = (
+                rows.index(current) if not query and current in rows else 0
+            )
+
+    @on(Input.Changed)
+    def _changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self._refilter(event.value)
+
+    def action_move(self, delta: int) -> None:
+        option_list = self.option_list
+        if option_list.option_count:
+            current = option_list.highlighted or 0
+            option_list.highlighted = max(0, min(option_list.option_count - 1, current + delta))
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        option = self.option_list.highlighted_option
+        if option is not None and option.id and self.option_list.display:
+            self.dismiss(_name(option.id))
+
+    @on(OptionList.OptionSelected)
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if event.option.id:
+            self.dismiss(_name(event.option.id))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,96 @@
+"""``/model``, ``/profile`` and ``/instructions``, mixed into the app.
+
+The controller (``agent/conversation_settings.py``) switches and remembers;
+this mixin asks (the model picker, the instructions editor) and shows the
+outcome: the header names the new model, the window is learnt again, one
+notification says what changed and for how long.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from textual import work
+
+from selfref_tui.agent.chat.controller import Refused
+
+if TYPE_CHECKING:
+    from selfref_tui.agent.chat.controller import ChatController
+    from selfref_tui.config import ProviderConfig
+
+
+class SettingsActions:
+    """What a conversation runs on: its model, its profile, its instructions."""
+
+    if TYPE_CHECKING:  # what the app provides
+        controller: ChatController
+        key: str
+
+        def notify(self, message: str, **kwargs: Any) -> None: ...
+        def refused(self, exc: Refused, extra: str = "") -> None: ...
+        def provider_switched(self) -> None: ...
+        def _refresh_usage(self) -> Any: ...
+        async def push_screen_wait(self, screen: Any) -> Any: ...
+
+    async def switch_model(self, name: str) -> bool:
+        """``/model NAME``; False (the command stays in the input) when refused."""
+        try:
+            provider = await self.controller.choose_model(name)
+        except Refused as exc:
+            self.refused(exc)
+            return False
+        self._switched(provider, f"Model {provider.model}")
+        return True
+
+    async def switch_profile(self, name: str) -> bool:
+        """``/profile NAME``; False when refused (an unknown profile names the known ones)."""
+        try:
+            provider = await self.controller.choose_profile(name)
+        except Refused as exc:
+            self.refused(exc)
+            return False
+        self._switched(provider, f"Profile {provider.name} ({provider.model})")
+        return True
+
+    def _switched(self, provider: ProviderConfig, what: str) -> None:
+        self.provider_switched()
+        self.notify(f"{what} for the rest of this conversation; it is remembered.", timeout=5)
+
+    @work(exclusive=True, group="model-picker")
+    async def pick_model(self) -> None:
+        """``/model`` alone: the server's models (when it answers), or a typed name."""
+        from selfref_tui.ui.screens.model_picker import ModelPicker
+
+        try:
+            self.controller.check_ready()
+        except Refused as exc:
+            self.refused(exc)
+            return
+        models = await self.controller.server_models()
+        chosen = await self.push_screen_wait(ModelPicker(models, self.controller.provider.model))
+        if chosen:
+            await self.switch_model(chosen)
+
+    @work(exclusive=True, group="instructions")
+    async def edit_instructions(self) -> None:
+        """``/instructions``: the editor, then the text kept for this conversation."""
+        from selfref_tui.ui.screens.instructions_editor import InstructionsEditor
+
+        try:
+            self.controller.check_ready()
+            self.controller.check_writable("change instructions")
+        except Refused as exc:
+            self.refused(exc)
+            return
+        key = self.key
+        text = await self.push_screen_wait(InstructionsEditor(self.controller.instructions, key))
+        if text is None or key != self.key:
+            return
+        try:
+            kept = await self.controller.set_instructions(text)
+        except Refused as exc:
+            self.refused(exc)
+            return
+        self._refresh_usage()
+        self.notify("Instructions saved for this conversation." if kept else
+                    "This conversation has no instructions now.", timeout=5)

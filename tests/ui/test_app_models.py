@@ -1,0 +1,127 @@
+"""/model, /profile and /instructions in the whole app, over real HTTP to the demo server."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from textual.widgets import TextArea
+
+from selfref_tui.config import ProviderConfig
+from selfref_tui.context.compile import INSTRUCTIONS_HEADING
+from selfref_tui.demo.script import Reply
+from selfref_tui.demo.server import DemoServer
+from selfref_tui.selfref.reference import SelfReference
+from tests.ui.helpers import SIZE, make_app, started, turn_done, type_and_send, wait_until
+
+MODELS = ("small-model", "big-model")
+WINDOWS = {"small-model": 4096, "big-model": 65536}
+
+
+def _app(tmp_path, url, **config):
+    app = make_app(tmp_path, url, context_window=None)  # the window is asked of the server
+    app.config = replace(app.config, provider=replace(app.config.provider, model="small-model"),
+                         **config)
+    return app
+
+
+def _screen(app) -> str:
+    return type(app.screen).__name__
+
+
+async def test_model_picker_switches_the_conversation_and_it_is_remembered(tmp_path):
+    server = DemoServer([Reply(text="from big"), Reply(text="still big")], models=MODELS,
+                        model_windows=WINDOWS, window_sources=("max_model_len",))
+    async with server as url:
+        app = _app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await wait_until(pilot, lambda: app.agent.context_window == 4096, what="window")
+            assert app.header.model == "small-model"
+            await type_and_send(pilot, "/model")
+            await wait_until(pilot, lambda: _screen(app) == "ModelPicker", what="the picker")
+            assert app.screen.shown == ["model:big-model", "model:small-model"]
+            await pilot.press(*"big")
+            assert app.screen.shown == ["model:big-model", "typed:big"]  # the match first
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: app.header.model == "big-model", what="header")
+            # the new model's window is learnt again, and the meter shows it
+            await wait_until(pilot, lambda: app.agent.context_window == 65536,
+                             what="big-model's window")
+            await wait_until(pilot, lambda: app.sidebar.meter.window == 65536, what="meter")
+            await type_and_send(pilot, "hello")
+            await turn_done(pilot, app)
+            assert server.requests[-1]["model"] == "big-model"
+            await pilot.press("ctrl+q")
+        # the conversation remembers it: the next start runs it on big-model
+        again = _app(tmp_path, url)
+        async with again.run_test(size=SIZE) as pilot:
+            await started(pilot, again)
+            assert again.header.model == "big-model"
+            await type_and_send(pilot, "again")
+            await turn_done(pilot, again)
+            assert server.requests[-1]["model"] == "big-model"
+            # another conversation chose nothing: it runs on the window's model
+            await type_and_send(pilot, "/key other")
+            await wait_until(pilot, lambda: again.key == "other"
+                             and again.header.status == "ready", what="other open")
+            assert again.header.model == "small-model"
+            assert again.agent.model == "small-model"
+
+
+async def test_a_typed_model_and_a_profile_switch_and_refusals(tmp_path):
+    server = DemoServer([Reply(text="ok")])
+    async with server as url:
+        profiles = {"local": ProviderConfig(name="local", base_url=url + "/", api_key_env="",
+                                            model="local-model", context_window=2048)}
+        app = _app(tmp_path, url, profiles=profiles)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "/model my-own:7b")
+            await wait_until(pilot, lambda: app.header.model == "my-own:7b", what="typed model")
+            await type_and_send(pilot, "/profile nowhere")
+            await wait_until(pilot, lambda: any("nowhere" in n.message and "local" in n.message
+                                                for n in app._notifications), what="refusal")
+            assert app.chat_input.text == "/profile nowhere"  # kept to fix
+            app.chat_input.clear()
+            await type_and_send(pilot, "/profile local")
+            await wait_until(pilot, lambda: app.header.model == "local-model", what="profile")
+            assert app.header.provider == "local"
+            assert app.agent.context_window == 2048  # the profile's own window
+            await type_and_send(pilot, "hi")
+            await turn_done(pilot, app)
+            assert server.requests[-1]["model"] == "local-model"
+    with SelfReference(tmp_path / "data") as store:
+        settings = store.open("main", write=False).settings
+    assert (settings.profile, settings.model) == ("local", "")
+
+
+async def test_instructions_are_edited_kept_and_sent_in_the_system_prompt(tmp_path):
+    server = DemoServer([Reply(text="ok"), Reply(text="ok again")])
+    async with server as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "/instructions")
+            await wait_until(pilot, lambda: _screen(app) == "InstructionsEditor", what="editor")
+            app.screen.query_one(TextArea).insert("Answer in French. [@click=app.quit]")
+            await pilot.press("ctrl+s")
+            await wait_until(pilot, lambda: _screen(app) != "InstructionsEditor", what="saved")
+            await wait_until(pilot, lambda: app.controller.instructions.startswith("Answer"),
+                             what="kept")
+            await type_and_send(pilot, "bonjour")
+            await turn_done(pilot, app)
+            system = server.requests[-1]["messages"][0]
+            assert system["role"] == "system"
+            assert f"{INSTRUCTIONS_HEADING}\nAnswer in French. [@click=app.quit]" in (
+                system["content"])
+            # the editor opens with them; emptied, the next request has none
+            await type_and_send(pilot, "/instructions")
+            await wait_until(pilot, lambda: _screen(app) == "InstructionsEditor", what="editor")
+            area = app.screen.query_one(TextArea)
+            assert area.text == "Answer in French. [@click=app.quit]"
+            area.clear()
+            await pilot.press("ctrl+s")
+            await wait_until(pilot, lambda: not app.controller.instructions, what="cleared")
+            await type_and_send(pilot, "plain")
+            await turn_done(pilot, app)
+            assert INSTRUCTIONS_HEADING not in server.requests[-1]["messages"][0]["content"]
