@@ -32,6 +32,7 @@ from selfref_tui.agent.chat.controller import ChatController, Refused
 from selfref_tui.config import AppConfig
 from selfref_tui.safety import inert, inert_line, redact
 from selfref_tui.ui.event_bridge import EventBridge
+from selfref_tui.ui.find_actions import FindActions
 from selfref_tui.ui.focus_ring import FocusRing
 from selfref_tui.ui.gc_pauses import QUIET_S, GcPauses
 from selfref_tui.ui.key_actions import KeyActions
@@ -43,6 +44,7 @@ from selfref_tui.ui.widgets.app_footer import NARROW_BELOW, AppFooter
 from selfref_tui.ui.widgets.app_header import AppHeader
 from selfref_tui.ui.widgets.chat_input import ChatInput
 from selfref_tui.ui.widgets.experience_list import ExperienceList
+from selfref_tui.ui.widgets.find_bar import FindBar
 from selfref_tui.ui.widgets.ref_list import RefList
 from selfref_tui.ui.widgets.sidebar import Sidebar
 from selfref_tui.ui.widgets.transcript import Transcript
@@ -74,7 +76,9 @@ ESC_REPEAT_S = 0.5
 PLACEHOLDER = "Message  (Enter send · shift+enter/ctrl+j newline · / commands · F1 help)"
 
 
-class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, SettingsActions, App[int]):
+class SelfRefApp(
+    EventBridge, KeyActions, FocusRing, RefActions, SettingsActions, FindActions, App[int]
+):
     #: absolute, so subclasses (tests, benchmarks) in other directories find it
     CSS_PATH = str(Path(__file__).with_name("app.tcss"))
     TITLE = "selfref-tui"
@@ -174,6 +178,7 @@ class SelfRefApp(EventBridge, KeyActions, FocusRing, RefActions, SettingsActions
             with Vertical(id="chat"):
                 self._transcript = Transcript(id="transcript", clock=self.clock)
                 yield self._transcript
+                yield FindBar(id="find")
                 yield ChatInput(id="input", placeholder=PLACEHOLDER)
             # The fork panel starts hidden: boot() mounts it after the first frame;
             # the sidebar's lists and meter come just after that frame too.

@@ -122,6 +122,12 @@ async def _instructions(app: SelfRefApp, command: Command) -> bool:
     return True
 
 
+@handler("find", needs_agent=False)
+async def _find(app: SelfRefApp, command: Command) -> bool:
+    await app.find_text(command.text)
+    return True
+
+
 @handler("context")
 async def _context(app: CommandHost, command: Command) -> bool:
     app.action_show_context()

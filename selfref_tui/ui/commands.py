@@ -54,6 +54,14 @@ COMMANDS: tuple[CommandSpec, ...] = (
         rest_is_text=True,
     ),
     CommandSpec(
+        "find",
+        "/find TEXT",
+        "Find TEXT in this conversation (ctrl+f: the find bar)",
+        min_args=1,
+        max_args=1,
+        rest_is_text=True,
+    ),
+    CommandSpec(
         "attach",
         "/attach PATH",
         "Add an image (PNG, JPEG, WebP or GIF, up to 20 MB) to your next message",

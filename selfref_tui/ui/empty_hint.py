@@ -17,7 +17,7 @@ def empty_hint(key: str, label: Callable[[str, str], str], *, demo: bool) -> Con
         label: a binding id and its default key → the key the person has bound.
         demo: the offline demo model answers, so its prompts are suggested.
     """
-    sidebar, forks = label("toggle_sidebar", "ctrl+b"), label("toggle_forks", "ctrl+f")
+    sidebar, forks = label("toggle_sidebar", "ctrl+b"), label("toggle_forks", "ctrl+t")
     export, helps = label("export_ref", "ctrl+s"), label("help", "f1")
     parts: list[str | tuple[str, str]] = [
         "A new conversation on key ",

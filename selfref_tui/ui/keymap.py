@@ -90,7 +90,19 @@ BINDINGS: list[Binding] = [
         tooltip="Show or hide experiences, refs and the context meter",
     ),
     Binding(
-        "ctrl+f", "toggle_forks", "Forks", id="toggle_forks", tooltip="Show or hide the fork panel"
+        "ctrl+f",
+        "find",
+        "Find",
+        id="find",
+        tooltip="Find text in this conversation (collapsed and older parts too)",
+    ),
+    Binding(
+        "ctrl+t",
+        "toggle_forks",
+        "Forks",
+        id="toggle_forks",
+        show=False,  # room for Find at 80 columns; the panel opens when forks start
+        tooltip="Show or hide the fork panel",
     ),
     Binding(
         "ctrl+n",

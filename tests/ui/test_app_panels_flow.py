@@ -224,11 +224,11 @@ async def test_hiding_the_fork_panel_that_holds_focus_returns_it_to_the_input(tm
         app = make_app(tmp_path, url)
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
-            await pilot.press("ctrl+f")
+            await pilot.press("ctrl+t")
             assert app.fork_panel.display
             app.fork_panel.table.focus()
             await pilot.pause()
-            await pilot.press("ctrl+f")
+            await pilot.press("ctrl+t")
             assert not app.fork_panel.display and app.focused is app.chat_input
 
 
@@ -244,7 +244,7 @@ async def test_under_100_columns_panels_open_over_the_chat_not_beside_it(tmp_pat
             await pilot.pause()
             assert app.sidebar.display and app.sidebar.region.width >= 30
             assert chat.size.width == 80  # the chat keeps its width under the drawer
-            await pilot.press("ctrl+b", "ctrl+f")
+            await pilot.press("ctrl+b", "ctrl+t")
             await pilot.pause()
             panel = app.fork_panel
             assert panel.display and chat.size.width == 80

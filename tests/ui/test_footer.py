@@ -11,7 +11,7 @@ from tests.ui.helpers import DOWN_URL, make_app, started
 
 #: what the footer shows at any width (ctrl+up/down share "Ref")
 SHOWN = {"abort", "ref_prev", "ref_next", "export_ref", "copy_ref", "toggle_sidebar",
-         "toggle_forks", "switch_key", "help", "quit"}
+         "find", "switch_key", "help", "quit"}
 
 
 @pytest.mark.parametrize(("width", "compact"), [(80, True), (120, False)])

@@ -192,3 +192,23 @@ def test_error_block(snap_compare, tmp_path):
         app.clear_notifications()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_find_bar(snap_compare, tmp_path):
+    """ctrl+f and "fib": every occurrence marked, the current one most, and the count."""
+    with thread_server([Reply(text=TWO_REFS)]) as url:
+        app = make_app(tmp_path, url, clock=fixed_clock)
+
+        async def run_before(pilot) -> None:
+            await ask_for_two_refs(pilot, app)
+            await steady_usage(pilot, app)
+            await pilot.press("ctrl+f", *"fib")
+            bar = app.query_one("#find")
+            total = sum(text.lower().count("fib") for text in ("write fibonacci two ways",
+                                                                  TWO_REFS))
+            await wait_until(pilot, lambda: bar.count == f"{total} of {total}", what="found")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: bar.count == f"{total - 1} of {total}",
+                             what="the one above")
+
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

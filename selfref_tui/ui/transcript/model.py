@@ -154,6 +154,16 @@ class ToolItem(Item):
         return f"{self.title}\narguments:\n{self.arguments}\nresult:\n{self.result or ''}"
 
 
+def pretty_arguments(arguments: str) -> str:
+    """A tool call's JSON arguments indented for reading (as they are when not JSON)."""
+    import json
+
+    try:
+        return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
+    except (ValueError, TypeError):
+        return arguments
+
+
 _SECTIONS = (
     ("goal", "Goal"),
     ("instruction", "Instruction"),

@@ -19,7 +19,6 @@ was written.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -42,6 +41,7 @@ from selfref_tui.ui.transcript.model import (
     RefInfo,
     ToolItem,
     UserItem,
+    pretty_arguments,
     summary_text,
 )
 
@@ -321,7 +321,7 @@ class Painter:
             if item.status == "running" and len(arguments) > MAX_SHOWN:
                 body += self._text(_tail(arguments), inner)  # the newest part as it streams
             else:
-                body += self._text(_clip(_pretty(arguments)), inner)
+                body += self._text(_clip(pretty_arguments(arguments)), inner)
             body += self._text("result", inner, f"bold {self.p.muted.hex}")
             body += self._text(_clip(item.result or ""), inner)
         return self._bar_lines(self._with_bg(body, bg), bar, bg, indent=2,
@@ -649,13 +649,6 @@ def _highlight(code: str, lang: str, theme: str) -> Any:
 
     syntax = Syntax(code, _lexer(lang), theme=theme)
     return syntax.highlight(code)
-
-
-def _pretty(arguments: str) -> str:
-    try:
-        return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
-    except (ValueError, TypeError):
-        return arguments
 
 
 def _tail(text: str) -> str:

@@ -22,6 +22,7 @@ code continuation marks.
 
 from __future__ import annotations
 
+import re
 import time
 from bisect import bisect_right
 from collections import deque
@@ -32,6 +33,8 @@ from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
 from textual import events
 from textual.content import Content
 from textual.geometry import Size
@@ -41,6 +44,7 @@ from textual.selection import Selection
 from textual.strip import Strip
 
 from selfref_tui.ui.lazy_import import LazyModule
+from selfref_tui.ui.transcript.find import Hit, find_hits, open_for, pattern, spans
 from selfref_tui.ui.transcript.model import (
     AnswerItem,
     Block,
@@ -166,6 +170,12 @@ class Transcript(ScrollView, can_focus=False):
         #: kept for helpers that report on the old event pump: events are applied at once
         self._queue: deque[Any] = deque()
         self._pump = None
+        #: find: what is highlighted on screen, every occurrence, and the one gone to
+        self._found: re.Pattern[str] | None = None
+        self._hits: list[Hit] = []
+        self._hit = -1
+        #: where the current occurrence is drawn: (row, line in the row, start, end)
+        self._hit_at: tuple[Row, int, int, int] | None = None
 
     # ---------------------------------------------------------------- state
 
@@ -266,6 +276,7 @@ class Transcript(ScrollView, can_focus=False):
         self._highlighted = None
         self._hint_loaded = False
         self._stuck = True
+        self.find_clear()
         self._relayout()
 
     async def load_history(self, history: Sequence[dict], *, tail: int = TAIL_ITEMS) -> None:
@@ -583,6 +594,8 @@ class Transcript(ScrollView, can_focus=False):
             return Strip.blank(width, self.rich_style)
         line = row.lines[offset]
         strip = line.strip
+        if self._found is not None:
+            strip = self._mark_found(strip, row, offset)
         selection = self.text_selection
         if selection is not None:
             span = selection.get_span(line_y)
@@ -600,6 +613,32 @@ class Transcript(ScrollView, can_focus=False):
         style = self.screen.get_component_rich_style("screen--selection")
         before, chosen, after = strip.divide([a, b, strip.cell_length])
         return Strip.join([before, chosen.apply_style(style), after])
+
+    def _mark_found(self, strip: Strip, row: Row, offset: int) -> Strip:
+        """``strip`` with every occurrence of the find text marked, the current one most."""
+        assert self._found is not None
+        text = strip.text
+        found = spans(text, self._found)
+        palette = self._palette
+        if not found or palette is None:
+            return strip
+        current = self._hit_at
+        here = current[2:] if current is not None and current[0] is row and current[1] == offset \
+            else None
+        other = Style(bgcolor=palette.mix(palette.warning, 0.4))
+        chosen = Style(bgcolor=palette.accent.hex, color=palette.bg.hex, bold=True)
+        cuts: list[int] = []
+        for start, end in found:
+            cuts += [cell_len(text[:start]), cell_len(text[:end])]
+        pieces = strip.divide([*cuts, strip.cell_length])
+        marked = [
+            # over the row's own colours (a code block's background would hide a base style)
+            piece if n % 2 == 0 else Strip(
+                Segment.apply_style(piece, post_style=chosen if found[n // 2] == here
+                                    else other), piece.cell_length)
+            for n, piece in enumerate(pieces)
+        ]
+        return Strip.join(marked)
 
     def get_selection(self, selection: Selection) -> tuple[str, str] | None:
         """The selected text, without bars, frames, padding or code continuation marks."""
@@ -744,6 +783,93 @@ class Transcript(ScrollView, can_focus=False):
                 return row
         return None
 
+    # ----------------------------------------------------------------- find
+
+    @property
+    def find_state(self) -> tuple[int, int]:
+        """(the current occurrence's number from 1, how many): (0, 0) when none."""
+        return (self._hit + 1 if self._hits else 0), len(self._hits)
+
+    async def find(self, query: str, step: int = 0) -> tuple[int, int]:
+        """Mark every occurrence of ``query`` and go to one: a new query goes to the
+        newest, ``step`` +1 / -1 to the next / previous (wrapping around).
+
+        Everything is searched, shown or not (transcript/find.py): an occurrence in
+        a collapsed part opens it, one behind the banner loads the older messages
+        down to it. Returns :attr:`find_state`.
+        """
+        found = pattern(query)
+        if found is None:
+            self.find_clear()
+            return 0, 0
+        same = self._found is not None and self._found.pattern == found.pattern
+        current = self._hits[self._hit] if same and 0 <= self._hit < len(self._hits) else None
+        self._found = found
+        hits = find_hits(self.model.items, self.model.older, found)
+        self._hits, self._hit_at = hits, None
+        if not hits:
+            self._hit = -1
+            self.refresh()
+            return 0, 0
+        at = _position(hits, current) if current is not None else None
+        if at is None:
+            self._hit = len(hits) - 1 if step >= 0 else 0
+        else:
+            self._hit = (at + step) % len(hits)
+        await self._show_hit()
+        return self.find_state
+
+    def find_clear(self) -> None:
+        """No find text marked any more."""
+        self._found, self._hits, self._hit, self._hit_at = None, [], -1, None
+        self.refresh()
+
+    async def _show_hit(self) -> None:
+        hit = self._hits[self._hit]
+        if hit.item is None:  # behind the banner: load the older messages down to it
+            number = self._hit
+            await self.load_older(len(self.model.older) - hit.older)
+            assert self._found is not None
+            self._hits = find_hits(self.model.items, self.model.older, self._found)
+            if not self._hits:
+                self._hit = -1
+                return
+            self._hit = min(number, len(self._hits) - 1)
+            hit = self._hits[self._hit]
+            if hit.item is None:
+                return
+        item = hit.item
+        if hit.hidden:
+            open_for(item)
+        self.highlight(item)
+        self._hit_at = self._locate(item, hit.occurrence)
+        if self._hit_at is not None:
+            self._relayout()  # drawing the item's rows may have corrected their heights
+            row, offset = self._hit_at[:2]
+            y = self._row_start(row) + offset
+            height = self.scrollable_content_region.height
+            top, bottom = int(self.scroll_y), int(self.scroll_y) + height
+            if not top <= y < bottom:
+                self.scroll_to(y=max(0, y - height // 2), animate=False, immediate=True,
+                               force=True)
+            self._stuck = self.scroll_y >= self.max_scroll_y
+        self.refresh()
+
+    def _locate(self, item: Item, occurrence: int) -> tuple[Row, int, int, int] | None:
+        """The drawn line holding ``item``'s n-th occurrence (None when drawing changed
+        the words, say Markdown syntax inside the match: the item is still shown)."""
+        assert self._found is not None
+        width = self._width()
+        n = 0
+        for row in self._rows_of(item):
+            self._draw(row, width)
+            for offset, line in enumerate(row.lines):
+                for start, end in spans(line.strip.text, self._found):
+                    if n == occurrence:
+                        return row, offset, start, end
+                    n += 1
+        return None
+
     def highlight_ref_id(self, ref_id: str) -> RefInfo | None:
         """The current (last, not superseded) block with ``ref_id``."""
         blocks = [b for b in self.ref_blocks() if b.ref_id == ref_id]
@@ -764,3 +890,12 @@ class Transcript(ScrollView, can_focus=False):
     def target(self) -> Target | None:
         """What copy acts on: whatever is highlighted, else the newest closed ref."""
         return self._highlighted or self.target_ref()
+
+
+def _position(hits: Sequence[Hit], hit: Hit) -> int | None:
+    """Where ``hit`` is among ``hits`` found again (the same item and occurrence)."""
+    for index, other in enumerate(hits):
+        if (other.item is hit.item and other.older == hit.older
+                and other.occurrence == hit.occurrence):
+            return index
+    return None

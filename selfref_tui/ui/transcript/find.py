@@ -1,0 +1,134 @@
+"""Find in the conversation on screen: where a text occurs, without a screen.
+
+Everything the transcript holds is searched, shown or not: collapsed tool
+calls (their arguments and results), reasoning, compaction summaries, an
+error's full text, and the older messages still behind the "earlier
+messages" banner. A hit says which item (or which older message) and which
+occurrence in it, and whether that occurrence sits in a part drawn only when
+the item is opened — the view opens it before showing the hit.
+
+Matching is case-insensitive and literal (the person types text, not a
+pattern). Each item's text is listed in the order it is drawn, so the n-th
+occurrence in the text is, as far as drawing keeps the words, the n-th one
+on its drawn lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from selfref_tui.ui.transcript.model import (
+    AnswerItem,
+    DividerItem,
+    ErrorItem,
+    Item,
+    ToolItem,
+    UserItem,
+    pretty_arguments,
+    summary_text,
+)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One occurrence: in ``item``, or in ``model.older[older]`` when not shown yet."""
+
+    item: Item | None
+    #: index into the older messages (``item`` is None), -1 for a shown item
+    older: int
+    #: which occurrence in the item (or message), from 0, in drawing order
+    occurrence: int
+    #: inside a part drawn only when the item is opened (a collapsed call, reasoning…)
+    hidden: bool = False
+
+
+def pattern(query: str) -> re.Pattern[str] | None:
+    """The query as a literal, case-insensitive pattern; None for an empty one."""
+    if not query:
+        return None
+    return re.compile(re.escape(query), re.IGNORECASE)
+
+
+def item_parts(item: Item) -> Iterator[tuple[str, bool]]:
+    """(text, hidden until opened) of ``item``, in the order they are drawn."""
+    if isinstance(item, UserItem):
+        yield item.text, False
+    elif isinstance(item, AnswerItem):
+        yield item.reasoning, True
+        yield item.text, False
+        yield item.marker, False
+    elif isinstance(item, ToolItem):
+        yield item.title, False
+        yield pretty_arguments(item.arguments), True
+        yield item.result or "", True
+    elif isinstance(item, ErrorItem):
+        yield item.message, False
+        yield item.detail if item.has_detail else "", True
+    elif isinstance(item, DividerItem):
+        yield item.title, False
+        yield summary_text(item.summary), True
+    else:  # an image: its title
+        yield str(getattr(item, "title", "") or ""), False
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """What of a stored message the transcript would show (for messages not shown yet)."""
+    from selfref_tui.context.images import text_of
+
+    role = message.get("role")
+    if role == "compaction":
+        return summary_text(dict(message.get("summary") or {}))
+    if role == "user" and (message.get("compaction") is not None
+                           or message.get("runtime_note")):
+        return ""  # never shown as a message (the summary has its divider)
+    reasoning = message.get("reasoning_details") or message.get("reasoning_content")
+    if isinstance(reasoning, list):  # as the transcript shows it (reducer._stored_answer)
+        reasoning = "\n".join(str(r.get("text", "")) if isinstance(r, dict) else str(r)
+                              for r in reasoning)
+    parts = [str(reasoning or ""), text_of(message.get("content"))]
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            parts.append(f"{function.get('name', '')} {function.get('arguments', '')}")
+    return "\n".join(p for p in parts if p)
+
+
+def find_hits(items: Sequence[Item], older: Sequence[dict], found: re.Pattern[str]
+              ) -> list[Hit]:
+    """Every occurrence, in reading order: the older messages first, then the items."""
+    hits: list[Hit] = []
+    for index, message in enumerate(older):
+        count = len(found.findall(message_text(message)))
+        hits += [Hit(None, index, k) for k in range(count)]
+    for item in items:
+        k = 0
+        for text, hidden in item_parts(item):
+            if not text:
+                continue
+            for _match in found.finditer(text):
+                hits.append(Hit(item, -1, k, hidden and _closed(item)))
+                k += 1
+    return hits
+
+
+def _closed(item: Item) -> bool:
+    if isinstance(item, AnswerItem):
+        return not item.reasoning_expanded
+    return not getattr(item, "expanded", True)
+
+
+def open_for(item: Item) -> None:
+    """Open what hides a hit in ``item`` (a call's card, reasoning, a summary, the detail)."""
+    if isinstance(item, AnswerItem):
+        item.reasoning_expanded = True
+    elif isinstance(item, (ToolItem, DividerItem, ErrorItem)):
+        item.expanded = True
+    item.touch()
+
+
+def spans(text: str, found: re.Pattern[str]) -> list[tuple[int, int]]:
+    """(start, end) character offsets of every occurrence in one drawn line."""
+    return [m.span() for m in found.finditer(text)]

@@ -1,0 +1,98 @@
+"""Find in the conversation on screen: ctrl+f, /find, marks, count, older and collapsed parts."""
+
+from __future__ import annotations
+
+from textual.widgets import Input
+
+from selfref_tui.context.mutations import (
+    AssistantMessageMutation,
+    ToolResultMutation,
+    UserMessageMutation,
+)
+from selfref_tui.demo.server import DemoServer
+from selfref_tui.selfref.reference import SelfReference
+from selfref_tui.ui.transcript.model import ToolItem, UserItem
+from selfref_tui.ui.widgets.find_bar import FindBar
+from tests.ui.helpers import SIZE, make_app, started, type_and_send, wait_until
+
+
+def _seed(tmp_path) -> None:
+    """60 turns: "needle" in the first question (behind the banner), in a collapsed tool
+    result, and in the last answer."""
+    with SelfReference(tmp_path / "data") as store:
+        memory = store.open("main")
+        memory.commit([UserMessageMutation({"role": "user", "content": "a needle at the start"}),
+                       AssistantMessageMutation(content="noted")])
+        for i in range(60):
+            memory.commit([UserMessageMutation({"role": "user", "content": f"question {i}"}),
+                           AssistantMessageMutation(content=f"answer {i}")])
+        call = {"id": "c1", "type": "function",
+                "function": {"name": "read_file", "arguments": '{"path": "hay.txt"}'}}
+        memory.commit([UserMessageMutation({"role": "user", "content": "read the file"}),
+                       AssistantMessageMutation(content="", tool_calls=[call]),
+                       ToolResultMutation("c1", "hay hay NEEDLE hay"),
+                       AssistantMessageMutation(content="Found a needle. Done.")])
+
+
+def _marked(app, word: str) -> list[tuple[str, bool]]:
+    """(text, current) of every marked occurrence of ``word`` on screen."""
+    transcript = app.transcript
+    out = []
+    for y in range(transcript.scrollable_content_region.height):
+        for segment in transcript.render_line(y):
+            style = segment.style
+            if segment.text.lower() == word and style is not None and style.bgcolor is not None:
+                out.append((segment.text, bool(style.bold)))
+    return out
+
+
+async def test_find_marks_counts_and_reaches_collapsed_and_older_parts(tmp_path):
+    _seed(tmp_path)
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            transcript = app.transcript
+            assert transcript.older_count  # the first question waits behind the banner
+            bar = app.query_one(FindBar)
+            assert not bar.display
+            await pilot.press("ctrl+f")
+            assert bar.display and app.focused is bar.query_one(Input)
+            await pilot.press(*"needle")
+            await wait_until(pilot, lambda: bar.count == "3 of 3", what="three found")
+            # the newest first: the last answer, marked on screen as the current one
+            assert "needle" in transcript.highlighted.copy_text.lower()
+            assert ("needle", True) in _marked(app, "needle")
+            # on up: the one in the collapsed tool result, opened to show it
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: bar.count == "2 of 3", what="the tool's")
+            tool = transcript.highlighted
+            assert isinstance(tool, ToolItem) and tool.expanded
+            await wait_until(pilot, lambda: ("NEEDLE", True) in _marked(app, "needle"),
+                             what="the tool's result marked")
+            # up again: the first question, loaded from behind the banner
+            await pilot.press("up")
+            await wait_until(pilot, lambda: bar.count == "1 of 3", what="the oldest")
+            first = transcript.highlighted
+            assert isinstance(first, UserItem) and first.text == "a needle at the start"
+            assert not transcript.older_count
+            # and round again to the newest
+            await pilot.press("up")
+            await wait_until(pilot, lambda: bar.count == "3 of 3", what="wrapped")
+            await pilot.press("down")
+            await wait_until(pilot, lambda: bar.count == "1 of 3", what="down wraps too")
+            # text that is nowhere
+            bar.query_one(Input).value = "nowhere-to-be-found"
+            await wait_until(pilot, lambda: bar.count == "no match", what="no match")
+            # Esc: the bar, the marks and the count go; typing goes to the input again
+            bar.query_one(Input).value = "needle"
+            await wait_until(pilot, lambda: bar.count.endswith("of 3"), what="found again")
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: app.focused is app.chat_input, what="input")
+            assert not bar.display
+            assert not _marked(app, "needle")
+            # /find opens it with its text
+            await type_and_send(pilot, "/find question 59")
+            await wait_until(pilot, lambda: bar.display and bar.count == "1 of 1",
+                             what="/find")
+            assert transcript.highlighted.copy_text == "question 59"
