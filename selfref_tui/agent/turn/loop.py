@@ -607,7 +607,7 @@ class Agent:
             from ...context.breakdown import token_breakdown
 
             plan.breakdown = token_breakdown(
-                self.config, apply_mutations(base, pending), messages, message_tokens,
+                self.invocation(key), apply_mutations(base, pending), messages, message_tokens,
                 tool_tokens, plan.tokens, self.tokens)
         return plan
 
