@@ -311,7 +311,7 @@ def profile_provider(config: AppConfig, name: str,
 
 def with_model(provider: ProviderConfig, model: str) -> ProviderConfig:
     """``provider`` asked for another model. The window configured (or learnt) for the
-    old model is dropped: the runtime learns the new model's (agent/window.py)."""
+    old model is dropped: the runtime learns the new model's (agent/provider/window.py)."""
     if model == provider.model:
         return provider
     return replace(provider, model=model, context_window=None, window_source="")
