@@ -45,6 +45,11 @@ class CommandHost(Protocol):
     async def switch_key(self, key: str) -> bool: ...
     def forget(self, exp_id: str) -> None: ...
     def export_ref_by_id(self, ref_id: str, path: str | None) -> None: ...
+    def pick_model(self) -> Any: ...
+    async def switch_model(self, name: str) -> bool: ...
+    async def switch_profile(self, name: str) -> bool: ...
+    def edit_instructions(self) -> Any: ...
+    async def find_text(self, text: str) -> None: ...
     def _refresh_sidebar(self, memory: Any | None = None) -> None: ...
 
 
@@ -104,7 +109,7 @@ async def _key(app: CommandHost, command: Command) -> bool:
 
 
 @handler("model")
-async def _model(app: SelfRefApp, command: Command) -> bool:
+async def _model(app: CommandHost, command: Command) -> bool:
     if not command.args:
         app.pick_model()
         return True
@@ -112,18 +117,18 @@ async def _model(app: SelfRefApp, command: Command) -> bool:
 
 
 @handler("profile")
-async def _profile(app: SelfRefApp, command: Command) -> bool:
+async def _profile(app: CommandHost, command: Command) -> bool:
     return await app.switch_profile(command.args[0])
 
 
 @handler("instructions")
-async def _instructions(app: SelfRefApp, command: Command) -> bool:
+async def _instructions(app: CommandHost, command: Command) -> bool:
     app.edit_instructions()
     return True
 
 
 @handler("find", needs_agent=False)
-async def _find(app: SelfRefApp, command: Command) -> bool:
+async def _find(app: CommandHost, command: Command) -> bool:
     await app.find_text(command.text)
     return True
 
