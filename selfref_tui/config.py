@@ -122,6 +122,10 @@ class McpServerConfig:
     trust: tuple[str, ...] = ()
     enabled: bool = True
     start_timeout_s: float = 30.0
+    #: a tools/call not answered within this is cancelled and becomes a tool error
+    call_timeout_s: float = 300.0
+    #: a message from the server larger than this is refused and the connection dropped
+    max_message_mb: float = 20.0
 
     @property
     def transport(self) -> str:
@@ -504,6 +508,7 @@ def _keymap(path: Path, raw: dict[str, Any]) -> dict[str, str]:
 _MCP_TYPES: dict[str, tuple[type, ...]] = {
     "command": (str,), "args": (list,), "env": (dict,), "cwd": (str,), "url": (str,),
     "headers": (dict,), "trust": (list,), "enabled": (bool,), "start_timeout_s": (int, float),
+    "call_timeout_s": (int, float), "max_message_mb": (int, float),
 }
 _SECRET_REF = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}|^\$[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -545,13 +550,16 @@ def _mcp_server(path: Path, name: str, raw: Any) -> McpServerConfig:
                               f"variable (e.g. \"Bearer ${{DOCS_TOKEN}}\"), never hold the value")
     if command and tables["headers"]:
         raise ConfigError(f"{path}: [{where}] headers are for url servers; use env for a command")
-    timeout = float(raw.get("start_timeout_s", 30.0))
-    if timeout <= 0:
-        raise ConfigError(f"{path}: [{where}] start_timeout_s must be above 0")
+    limits = {}
+    for key, default, low in (("start_timeout_s", 30.0, 0.0), ("call_timeout_s", 300.0, 0.0),
+                              ("max_message_mb", 20.0, 0.0)):
+        limits[key] = float(raw.get(key, default))
+        if not low < limits[key] < float("inf"):
+            raise ConfigError(f"{path}: [{where}] {key} must be a number above 0")
     return McpServerConfig(
         name=name, command=command, args=lists["args"], env=tables["env"],
         cwd=raw.get("cwd"), url=url, headers=tables["headers"], trust=lists["trust"],
-        enabled=raw.get("enabled", True), start_timeout_s=timeout,
+        enabled=raw.get("enabled", True), **limits,
     )
 
 

@@ -37,13 +37,3 @@ def time_server() -> McpServerConfig:
     """Conformance: a server this project did not write."""
     return McpServerConfig(name="time", command=time_server_command(),
                            args=("--local-timezone", "UTC"), trust=("*",))
-
-
-def alive(pid: int) -> bool:
-    """Running, not a zombie (nobody may reap it when PID 1 of a container is a shell)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")

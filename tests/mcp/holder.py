@@ -1,13 +1,13 @@
-"""A process that starts the test server through a manager, prints the server's pid and waits.
+"""A process that starts one MCP server through a manager, says "ready" and waits.
 
-tests/mcp/test_orphans.py kills this process (SIGKILL) or interrupts it (SIGINT)
-and checks that the server goes too.
+``python holder.py COMMAND ARGS...``. tests/mcp/test_orphans.py ends this process
+in every way a process can end (SIGKILL, SIGTERM, SIGINT) and checks that the
+server and every helper it started go too.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 
 from selfref_tui.agent.mcp.manager import McpManager
@@ -15,23 +15,14 @@ from selfref_tui.config import McpServerConfig
 
 
 async def main() -> None:
-    server = McpServerConfig(name="t", command=sys.executable, args=(sys.argv[1], "--linger"))
+    server = McpServerConfig(name="t", command=sys.argv[1], args=tuple(sys.argv[2:]))
     manager = McpManager([server])
     try:
         await manager.wait_started(timeout=60)
-        children = [p for p in os.listdir("/proc") if p.isdigit() and _parent(p) == os.getpid()]
-        print(" ".join(children), flush=True)
+        print(manager.statuses()[0].state, flush=True)
         await asyncio.Event().wait()
     finally:
         await manager.aclose()
-
-
-def _parent(pid: str) -> int:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except OSError:
-        return -1
 
 
 if __name__ == "__main__":

@@ -18,8 +18,9 @@ from selfref_tui.agent.mcp.manager import McpManager
 from selfref_tui.agent.tools.builtin import ToolError
 from selfref_tui.refs.fds import FdTable
 from tests.agent.helpers import wait_until
+from tests.hostile_servers import alive
 
-from .conftest import alive, server_config
+from .conftest import server_config
 from .server import LONG_TEXT_CHARS, tiny_png
 
 # One server process serves every test below that does not need its own set-up:

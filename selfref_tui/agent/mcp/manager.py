@@ -3,11 +3,12 @@
 Each server lives in one asyncio task that enters the SDK's ``Client`` and leaves
 it (anyio requires a cancel scope to be left by the task that entered it); calls
 come from the loop's tool tasks and only use the client's streams. A server that
-fails to start, or dies later, becomes a ``Notice`` and loses its tools; the
-others keep working. Stopping closes each client, which closes the server's stdin
-and then kills its process group. For a crash of this process, stdio servers are
-started through a tiny launcher that asks Linux to send SIGTERM when we die
-(``PR_SET_PDEATHSIG``); other systems rely on the orderly stop.
+fails to start, breaks the protocol, or dies later, becomes a ``Notice`` and
+loses its tools; the others keep working. Every call has a deadline
+(``call_timeout_s``), after which it is cancelled the protocol's way. Stdio
+servers run through our own transport (``stdio.py``: bounded reads, a size cap
+per message, a bounded stderr tail) under a supervisor (``supervisor.py``) that
+kills the server's process group however this process ends.
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fnmatch
+import json
 import os
 import shutil
 import sys
-import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any
 
 from ...config import ConfigError, McpServerConfig
 from ...safety import redact
@@ -30,26 +31,10 @@ from ..events import EventSink, Notice, discard
 from ..tools.batch import MultimodalOutput
 from ..tools.builtin import ToolError, now_iso
 from .approval import APPROVAL_CHOICES, APPROVE_ALWAYS, APPROVE_ONCE, DENY, approval_prompt
+from .listing import MAX_SCHEMA_DEPTH, prune_listing
 from .naming import exposed_name, server_tags
 from .results import MappedResult, map_result
-
-#: Sets the parent-death signal, checks the parent is still there, then becomes the server.
-#: Run with ``python -I -S -c`` so it imports nothing beyond ctypes.
-LAUNCHER = """\
-import ctypes, os, signal, sys
-parent = int(sys.argv[1])
-try:
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
-except Exception:
-    pass
-if os.getppid() != parent:
-    sys.exit(0)
-try:
-    os.execvp(sys.argv[2], sys.argv[2:])
-except OSError as exc:
-    sys.stderr.write(f"cannot run {sys.argv[2]}: {exc.strerror}\\n")
-    sys.exit(127)
-"""
+from .stdio import Link, stdio_transport
 
 
 @dataclass(frozen=True)
@@ -120,6 +105,7 @@ class McpManager:
         self._trusted: dict[str, set[str]] = {s.name: set(s.trust) for s in servers}
         self._tools: dict[str, McpTool] = {}
         self._clients: dict[str, Any] = {}
+        self._links: dict[str, Link] = {}
         self._tasks: dict[str, asyncio.Task] = {}
         self._stop = asyncio.Event()
         self._started = False
@@ -229,19 +215,43 @@ class McpManager:
         return text
 
     async def call_raw(self, tool: McpTool, args: dict[str, Any]) -> MappedResult:
-        """One ``tools/call``; cancelling the caller sends the protocol's cancellation."""
+        """One ``tools/call`` within the server's ``call_timeout_s``.
+
+        Cancelling the caller, or the deadline passing, sends the protocol's
+        cancellation (``notifications/cancelled``) before the call ends.
+        """
         client = self._clients.get(tool.server)
+        link = self._links.get(tool.server)
         if client is None:
-            state = self.status[tool.server].state
-            raise ToolError(f"the MCP server '{tool.server}' is {state}; this tool is unavailable")
+            raise ToolError(self._unavailable(tool.server))
+        if link is not None and link.failure:  # broken, not yet taken down: fail fast
+            raise ToolError(_dropped(tool.server, link.failure))
+        config = self.configs[tool.server]
+        deadline = asyncio.timeout(config.call_timeout_s)
         try:
-            result = await client.call_tool(tool.name, args)
+            async with deadline:
+                result = await client.call_tool(tool.name, args)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # protocol errors, a server that died mid-call
+        except TimeoutError:
+            if not deadline.expired():
+                raise ToolError(f"the MCP server '{tool.server}' failed the call: it timed "
+                                "out") from None
+            raise ToolError(
+                f"the MCP server '{tool.server}' did not answer {tool.name} within "
+                f"{config.call_timeout_s:g} s ([mcp.servers.{tool.server}] call_timeout_s); the "
+                "call was cancelled") from None
+        except Exception as exc:  # protocol errors, a server that died or broke mid-call
+            if link is not None and link.failure:
+                raise ToolError(_dropped(tool.server, link.failure)) from None
             raise ToolError(f"the MCP server '{tool.server}' failed the call: "
                             f"{_one_line(str(exc) or type(exc).__name__)}") from None
         return map_result(result)
+
+    def _unavailable(self, server: str) -> str:
+        status = self.status[server]
+        why = f" ({_one_line(status.error, 200)})" if status.error else ""
+        return f"the MCP server '{server}' is {status.state}{why}; this tool is unavailable"
 
     async def _approve(self, tool: McpTool, args: dict[str, Any], ctx: Any) -> None:
         prompt = approval_prompt(tool.server, tool.name, args)
@@ -261,12 +271,12 @@ class McpManager:
 
     async def _run(self, config: McpServerConfig) -> None:
         status = self.status[config.name]
-        closed = asyncio.Event()
+        link = self._links[config.name] = Link()
         started = time.perf_counter()
-        errlog: TextIO | None = None
+        ready = False
         try:
             await _import_sdk()
-            transport, errlog = self._transport(config, closed)
+            transport = self._transport(config, link)
             from mcp import Client
 
             async with contextlib.AsyncExitStack() as stack:
@@ -276,49 +286,61 @@ class McpManager:
                 self._register(config.name, listing)
                 status.start_s = time.perf_counter() - started
                 status.state = "ready"
+                ready = True
                 self._clients[config.name] = client
                 self._settled[config.name].set()
                 stop = asyncio.create_task(self._stop.wait())
-                died = asyncio.create_task(closed.wait())
+                died = asyncio.create_task(link.closed.wait())
                 try:
                     await asyncio.wait({stop, died}, return_when=asyncio.FIRST_COMPLETED)
                 finally:
                     stop.cancel()
                     died.cancel()
                 self._unregister(config.name)
-                if not self._stop.is_set():
+                if self._stop.is_set():
+                    status.state = "stopped"
+                elif link.failure:
+                    self._failed(config.name, link.failure, "failed")
+                else:
                     status.state = "exited"
-                    status.error = _tail(errlog) or "the server closed the connection"
+                    status.error = _one_line(link.stderr.last_line()) or \
+                        "the server closed the connection"
                     self._notice(f"MCP server '{config.name}' stopped: {status.error}; its tools "
                                  "are gone until the app restarts", "error")
-                else:
-                    status.state = "stopped"
         except asyncio.CancelledError:
             status.state = "stopped"
             raise
         except BaseException as exc:  # anyio's exception groups, OSError, timeouts
             if isinstance(exc, KeyboardInterrupt | SystemExit):
                 raise
-            status.state = "failed"
-            status.error = _failure(config, exc, errlog)
-            self._notice(f"MCP server '{config.name}' did not start: {status.error}", "error")
+            if self._stop.is_set():
+                status.state = "stopped"  # stopped by us while starting or closing: no news
+            else:
+                self._failed(config.name, link.failure or _failure(config, exc, link),
+                             "failed" if ready else "did not start")
         finally:
             self._unregister(config.name)
             self._settled[config.name].set()
-            if errlog is not None:
-                errlog.close()
 
-    def _transport(self, config: McpServerConfig, closed: asyncio.Event) -> tuple[Any, TextIO]:
-        # The server's stderr: kept off the terminal, read back to explain a failure.
-        errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-        try:
-            if config.url:
-                return _watched(_http(config.url, config.resolved_headers(self.env)), closed), \
-                    errlog
-            return _watched(_stdio(config, self.env, errlog), closed), errlog
-        except BaseException:
-            errlog.close()
-            raise
+    def _failed(self, server: str, error: str, what: str) -> None:
+        status = self.status[server]
+        status.state = "failed"
+        status.error = error
+        stopped = "; it was stopped and its tools are gone until the app restarts" if \
+            what == "failed" else ""
+        self._notice(f"MCP server '{server}' {what}: {error}{stopped}", "error")
+
+    def _transport(self, config: McpServerConfig, link: Link) -> Any:
+        if config.url:
+            return _watched(_http(config.url, config.resolved_headers(self.env)), link)
+        command = find_command(config.command, self.env)
+        if command is None:
+            raise ToolError(f"command not found: {config.command}; install it or fix "
+                            f"[mcp.servers.{config.name}] command")
+        return stdio_transport(
+            [command, *config.args], server_env(config, self.env), config.cwd, link,
+            max_bytes=int(config.max_message_mb * 2**20),
+            setting=f"[mcp.servers.{config.name}] max_message_mb")
 
     def _register(self, server: str, listing: Iterable[Any]) -> None:
         # Unique tags keep servers apart, so only this server's own names are taken:
@@ -326,10 +348,18 @@ class McpManager:
         taken: set[str] = set()
         tools: list[McpTool] = []
         for item in listing:
+            schema = getattr(item, "input_schema", None) or {}
             exposed = exposed_name(server, item.name, taken, tag=self._tags[server])
             taken.add(exposed)
-            schema = getattr(item, "input_schema", None) or {}
             tools.append(McpTool(server, item.name, exposed, item.description or "", schema))
+        link = self._links.get(server)
+        left_out = link.left_out if link is not None else []
+        if left_out:
+            names = ", ".join(json.dumps(n, ensure_ascii=False) for n in left_out[:5])
+            more = f" and {len(left_out) - 5} more" if len(left_out) > 5 else ""
+            self.status[server].error = (
+                f"left out {names}{more}: schema nested more than {MAX_SCHEMA_DEPTH} levels deep")
+            self._notice(f"MCP server '{server}' {self.status[server].error}", "warning")
         self.status[server].tools = tools
         for tool in tools:
             self._tools[tool.exposed] = tool
@@ -375,26 +405,22 @@ async def _list_tools(client: Any) -> list[Any]:
     return tools
 
 
-def launch_command(command: str, args: Sequence[str]) -> tuple[str, list[str]]:
-    """The command and arguments to spawn: behind the parent-death launcher on Linux."""
-    if not sys.platform.startswith("linux"):
-        return command, list(args)
-    return sys.executable, ["-I", "-S", "-c", LAUNCHER, str(os.getpid()), command, *args]
+def find_command(command: str, env: Mapping[str, str]) -> str | None:
+    """The executable a stdio server's ``command`` names (None when there is none)."""
+    return shutil.which(command, path=env.get("PATH"))
 
 
-@contextlib.asynccontextmanager
-async def _stdio(config: McpServerConfig, env: dict[str, str], errlog: TextIO) -> AsyncIterator:
-    from mcp import StdioServerParameters
-    from mcp.client.stdio import stdio_client
+def server_env(config: McpServerConfig, env: Mapping[str, str]) -> dict[str, str]:
+    """What a stdio server's environment holds: a few safe variables plus its own ``env``.
 
-    if shutil.which(config.command, path=env.get("PATH")) is None:
-        raise ToolError(f"command not found: {config.command}; install it or fix "
-                        f"[mcp.servers.{config.name}] command")
-    command, args = launch_command(config.command, config.args)
-    params = StdioServerParameters(command=command, args=args, env=config.resolved_env(env),
-                                   cwd=config.cwd)
-    async with stdio_client(params, errlog=errlog) as streams:
-        yield streams
+    As the SDK's stdio client does: the app's secrets (API keys) are not handed to
+    every server; a shell function (``()`` …) is never passed.
+    """
+    from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS
+
+    base = {k: env[k] for k in DEFAULT_INHERITED_ENV_VARS
+            if k in env and not env[k].startswith("()")}
+    return base | config.resolved_env(env)
 
 
 @contextlib.asynccontextmanager
@@ -408,8 +434,8 @@ async def _http(url: str, headers: dict[str, str]) -> AsyncIterator:
 
 
 @contextlib.asynccontextmanager
-async def _watched(transport: Any, closed: asyncio.Event) -> AsyncIterator:
-    """``transport`` whose read side sets ``closed`` when the server goes away.
+async def _watched(transport: Any, link: Link) -> AsyncIterator:
+    """``transport`` whose read side sets ``link.closed`` when the server goes away.
 
     The SDK notices a dead server only when a request fails; the pump between
     its read stream and the session's sees the end at once, idle or not.
@@ -423,11 +449,12 @@ async def _watched(transport: Any, closed: asyncio.Event) -> AsyncIterator:
             try:
                 async with send:
                     async for item in read:
+                        link.left_out += prune_listing(item)
                         await send.send(item)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
                 pass
             finally:
-                closed.set()
+                link.closed.set()
 
         async with anyio.create_task_group() as group:
             group.start_soon(pump)
@@ -437,25 +464,17 @@ async def _watched(transport: Any, closed: asyncio.Event) -> AsyncIterator:
                 group.cancel_scope.cancel()
 
 
+def _dropped(server: str, failure: str) -> str:
+    return (f"the MCP server '{server}' {failure}; the connection was dropped and the server "
+            "stopped")
+
+
 def _one_line(text: str, limit: int = 300) -> str:
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def _tail(errlog: TextIO | None) -> str:
-    """The last non-empty line the server wrote to stderr (it often says why)."""
-    if errlog is None:
-        return ""
-    try:
-        errlog.flush()
-        errlog.seek(0)
-        lines = [ln.strip() for ln in errlog.read()[-8_000:].splitlines() if ln.strip()]
-    except (OSError, ValueError):
-        return ""
-    return _one_line(lines[-1]) if lines else ""
-
-
-def _failure(config: McpServerConfig, exc: BaseException, errlog: TextIO | None) -> str:
+def _failure(config: McpServerConfig, exc: BaseException, link: Link) -> str:
     """One line: why the server did not start, preferring what the server itself said."""
     leaf = exc
     while isinstance(leaf, BaseExceptionGroup) and leaf.exceptions:
@@ -465,7 +484,7 @@ def _failure(config: McpServerConfig, exc: BaseException, errlog: TextIO | None)
     if isinstance(leaf, TimeoutError):
         return (f"no answer within {config.start_timeout_s:g} s; check the command or raise "
                 f"[mcp.servers.{config.name}] start_timeout_s")
-    said = _tail(errlog)
+    said = _one_line(link.stderr.last_line())
     what = said or _one_line(str(leaf) or type(leaf).__name__)
     where = config.url or config.command
     return f"{what} ({where})"
