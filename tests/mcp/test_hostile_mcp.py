@@ -14,7 +14,7 @@ import pytest
 from selfref_tui.agent.events import Notice
 from selfref_tui.agent.mcp.manager import McpManager
 from selfref_tui.agent.mcp.stdio import TAIL_BYTES
-from selfref_tui.agent.tools import ToolError
+from selfref_tui.agent.tools.builtin import ToolError
 from selfref_tui.config import McpServerConfig
 from tests.agent.helpers import wait_until
 from tests.hostile_servers import alive, mcp_stdio_command, read_pids, wait_gone

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from selfref_tui.agent.mcp.manager import McpManager
-from selfref_tui.agent.tools import ToolError
+from selfref_tui.agent.tools.builtin import ToolError
 from selfref_tui.config import McpServerConfig
 from tests.agent.helpers import wait_until
 from tests.hostile_servers import alive, mcp_stdio_command, read_pids, wait_gone
