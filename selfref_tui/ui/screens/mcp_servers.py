@@ -3,21 +3,25 @@
 Takes plain rows (``McpManager.overview()``), so it renders without a running
 manager and a test can hand it any data. Names, descriptions and errors come
 from the servers: all of it is shown through ``selfref_tui.safety.content``.
+The list is one Line-API widget (``ServerList``): a server with 10,000 tools
+opens as fast as one with ten.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from selfref_tui.safety import content
+from selfref_tui.ui.widgets.server_list import ListRow, ServerList
 
 STATE_STYLES = {
     "ready": "$success",
@@ -45,10 +49,7 @@ class McpServersScreen(ModalScreen[None]):
         background: $surface;
     }
     McpServersScreen #servers { height: auto; max-height: 100%; padding: 0 1; }
-    McpServersScreen .server { text-style: bold; margin-top: 1; }
-    McpServersScreen .error { color: $error; padding-left: 2; }
-    McpServersScreen .tool { padding-left: 2; }
-    McpServersScreen .empty { color: $text-muted; text-style: italic; margin: 1 0; }
+    McpServersScreen .empty { color: $text-muted; text-style: italic; margin: 1 1; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -64,34 +65,43 @@ class McpServersScreen(ModalScreen[None]):
         with Vertical(id="dialog") as dialog:
             dialog.border_title = "MCP servers"
             dialog.border_subtitle = "esc close"
-            with VerticalScroll(id="servers"):
-                if not self.rows:
-                    yield Static("No MCP servers configured: add an [mcp.servers.NAME] table "
-                                 "to config.toml (see the README).", classes="empty",
-                                 markup=False)
-                for row in self.rows:
-                    yield from self._server(row)
+            if not self.rows:
+                yield Static("No MCP servers configured: add an [mcp.servers.NAME] table "
+                             "to config.toml (see the README).", classes="empty", markup=False)
+            else:
+                yield ServerList([line for row in self.rows for line in self._server(row)],
+                                 id="servers")
 
-    def _server(self, row: Mapping[str, Any]) -> ComposeResult:
+    @property
+    def server_list(self) -> ServerList:
+        return self.query_one("#servers", ServerList)
+
+    def _server(self, row: Mapping[str, Any]) -> list[ListRow]:
         state = str(row.get("state", ""))
         took = f" in {row['start_s']:.1f}s" if row.get("start_s") is not None else ""
-        yield Static(Content.assemble(
+        rows = [ListRow(Content("")), ListRow(Content.assemble(
             content(str(row.get("name", "")), "bold", line=True),
             "  ",
             (f"{state}{took}", STATE_STYLES.get(state, "")),
             "  ",
             content(f"{row.get('transport', '')}: {row.get('target', '')}", "$text-muted",
                     line=True),
-        ), classes="server")
+        ).stylize_before("bold"), wrap=True)]
         if row.get("error"):
-            yield Static(content(str(row["error"]), line=True), classes="error")
-        for tool in row.get("tools", []):
-            first = (str(tool.get("description", "")).strip().splitlines() or [""])[0]
-            trusted = ("trusted", "$success") if tool.get("trusted") else ("asks", "$warning")
-            yield Static(Content.assemble(
-                content(str(tool.get("name", "")), line=True), "  ", trusted, "  ",
-                content(first, "$text-muted", line=True),
-            ), classes="tool")
+            rows.append(ListRow(content(str(row["error"]), "$error", line=True), wrap=True,
+                                indent=2))
+        # built when first drawn: a server may list thousands
+        rows += [ListRow(partial(_tool_line, tool), indent=2) for tool in row.get("tools", [])]
+        return rows
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+def _tool_line(tool: Mapping[str, Any]) -> Content:
+    first = (str(tool.get("description", "")).strip().splitlines() or [""])[0]
+    trusted = ("trusted", "$success") if tool.get("trusted") else ("asks", "$warning")
+    return Content.assemble(
+        content(str(tool.get("name", "")), line=True), "  ", trusted, "  ",
+        content(first, "$text-muted", line=True),
+    )
