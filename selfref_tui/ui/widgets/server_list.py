@@ -41,7 +41,7 @@ class ServerList(ScrollView, can_focus=True):
     """Scrolls with the keys and the wheel; draws only the lines it shows."""
 
     DEFAULT_CSS = """
-    ServerList { height: auto; max-height: 100%; padding: 0 1; }
+    ServerList { height: auto; max-height: 100%; padding: 0 1; overflow-x: hidden; }
     """
 
     def __init__(self, rows: Sequence[ListRow], *, id: str | None = None) -> None:
