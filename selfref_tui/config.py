@@ -84,6 +84,10 @@ def demo_provider(base_url: str) -> ProviderConfig:
                           window_source="demo", max_retries=0, timeout_s=30.0, demo=True)
 
 
+#: the values of ``[agent] memory_writes``
+MEMORY_WRITES = ("allow", "ask")
+
+
 @dataclass(frozen=True)
 class AgentSettings:
     """How the runtime loop behaves, independent of the endpoint."""
@@ -99,6 +103,13 @@ class AgentSettings:
     allowed_roots: tuple[Path, ...] = ()
     #: a run that cannot ask the person (``ask``) may change existing files; the app always asks
     allow_overwrite: bool = False
+    #: the app shows the model's compaction summary before it is applied (edit, accept, cancel)
+    review_compaction: bool = False
+    #: "allow": the model's remember/forget apply at once; "ask": the person says yes first
+    #: (a run that cannot ask refuses them unless ``allow_memory``)
+    memory_writes: str = "allow"
+    #: ``ask --allow-memory``: memory writes go ahead when no one can be asked
+    allow_memory: bool = False
 
 
 @dataclass(frozen=True)
@@ -453,7 +464,8 @@ def _table(path: Path, data: Mapping[str, Any], name: str) -> dict[str, Any]:
 
 
 def _check(path: Path, where: str, name: str, value: Any, types: tuple[type, ...]) -> Any:
-    if isinstance(value, bool) or not isinstance(value, types):
+    # bool is an int to isinstance: a true/false is refused where a number is wanted
+    if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
         wanted = " or ".join(t.__name__ for t in types)
         raise ConfigError(f"{path}: [{where}] {name} must be {wanted}, not {value!r}")
     return value
@@ -497,6 +509,10 @@ def _agent(path: Path, raw: dict[str, Any]) -> AgentSettings:
         raise ConfigError(f"{path}: [agent] step_limit must be at least 1")
     if not 0 < settings.auto_compact_ratio <= 1:
         raise ConfigError(f"{path}: [agent] auto_compact_ratio must be between 0 and 1")
+    if settings.memory_writes not in MEMORY_WRITES:
+        raise ConfigError(f"{path}: [agent] memory_writes must be one of "
+                          f"{', '.join(repr(v) for v in MEMORY_WRITES)}, not "
+                          f"{settings.memory_writes!r}")
     return settings
 
 

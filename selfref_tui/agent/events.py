@@ -130,6 +130,14 @@ class ExperienceForgotten(AgentEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class ExperienceEdited(AgentEvent):
+    """The person corrected an experience's text (its id and provenance stay)."""
+
+    experience_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class CompactionApplied(AgentEvent):
     summary: dict[str, Any]
     messages_before: int

@@ -19,13 +19,14 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from .experiences import with_forgotten, with_remembered
+from .experiences import provenance, with_edited, with_forgotten, with_remembered
 from .mutations import (
     AssistantMessageMutation,
     AssistantTruncatedMutation,
     ContextMutation,
     ContextReplaceMutation,
     ContextSummaryMutation,
+    ExperienceEditMutation,
     ExperienceForgetMutation,
     ExperienceRememberMutation,
     MultimodalToolResultMutation,
@@ -134,7 +135,8 @@ class TranscriptBuilder:
     # ------------------------------------------------------------------ public
 
     def apply(self, mutation: ContextMutation) -> None:
-        if isinstance(mutation, ExperienceRememberMutation | ExperienceForgetMutation):
+        if isinstance(mutation, ExperienceRememberMutation | ExperienceForgetMutation
+                      | ExperienceEditMutation):
             self._pending_experiences.append(mutation)
             return
         self.flush_experiences()
@@ -178,18 +180,11 @@ class TranscriptBuilder:
             raise TypeError(f"not a ContextMutation: {mutation!r}")
 
     def flush_experiences(self) -> None:
-        """Commit the batched remember/forget patches: forgets first, then remembers."""
+        """Commit the batched experience patches: forgets first, then edits, then remembers."""
         if not self._pending_experiences:
             return
         batch, self._pending_experiences = self._pending_experiences, []
-        system = self._system_for_update()
-        for m in batch:
-            if isinstance(m, ExperienceForgetMutation):
-                system, _ = with_forgotten(system, m.experience_id)
-        for m in batch:
-            if isinstance(m, ExperienceRememberMutation):
-                system, _ = with_remembered(system, m.text)
-        self._set(0, system)
+        self._set(0, fold_experiences(self._system_for_update(), batch))
 
     def append_message(self, message: dict[str, Any]) -> None:
         """Append a raw message of any role, repairing structure as needed."""
@@ -401,14 +396,13 @@ class TranscriptBuilder:
         summary = dict(m.summary_message)
         summary.setdefault("role", "user")
         self.append_message(summary)
-        texts = [
-            str(item.get("text", "")) if isinstance(item, dict) else str(item)
-            for item in m.remember
-        ]
-        if any(t.strip() for t in texts):
+        items = [item if isinstance(item, dict) else {"text": str(item)} for item in m.remember]
+        if any(str(item.get("text", "")).strip() for item in items):
             updated = self._system_for_update()
-            for text in texts:
-                updated, _ = with_remembered(updated, text)
+            for item in items:
+                updated, _ = with_remembered(updated, str(item.get("text", "")), provenance(
+                    source=_str(item.get("source")), message=_int(item.get("message")),
+                    created=_str(item.get("created"))))
             self._set(0, updated)
 
     def _mark_failed(self, reason: str) -> None:
@@ -432,6 +426,36 @@ class TranscriptBuilder:
                 updated["failed"] = reason
             self._set(index, updated)
             index -= 1
+
+
+def fold_experiences(system: dict[str, Any], batch: Iterable[ContextMutation]) -> dict[str, Any]:
+    """``system`` after one batch of experience patches: forgets, then edits, then remembers.
+
+    The order makes a batch mean the same however its patches were queued (a
+    forget and a remember of the same text in one step keep the text); the
+    session simulates the queue with this same function, so the id a tool
+    returns is the id the fold gives.
+    """
+    batch = list(batch)
+    for m in batch:
+        if isinstance(m, ExperienceForgetMutation):
+            system, _ = with_forgotten(system, m.experience_id)
+    for m in batch:
+        if isinstance(m, ExperienceEditMutation):
+            system, _ = with_edited(system, m.experience_id, m.text, m.edited)
+    for m in batch:
+        if isinstance(m, ExperienceRememberMutation):
+            system, _ = with_remembered(system, m.text, provenance(
+                m.source, m.from_message, m.created))
+    return system
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _int(value: Any) -> int:
+    return value if type(value) is int else 0
 
 
 def _extra(message: dict[str, Any]) -> dict[str, Any]:

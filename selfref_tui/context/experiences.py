@@ -5,6 +5,11 @@ list of ``{"id", "text"}``, and ``exp_seq``: the last number handed out) and
 are rendered into the prompt only at compile time. Keeping them structured
 means a forget never has to parse XML back out of a prompt, and keeping the
 counter means an id is never reused after a forget.
+
+Each experience also says where it came from (:data:`PROVENANCE`: ``created``,
+``source`` — "agent", "person" or "compaction" — and ``message``, the number
+of the message it came from); the model reads only id and text, the person
+reads all of it (sidebar, ``experiences list --json``).
 """
 
 from __future__ import annotations
@@ -13,6 +18,9 @@ from typing import Any
 
 EXPERIENCES_KEY = "experiences"
 SEQ_KEY = "exp_seq"
+#: where an experience came from, beside its id and text (absent on older keys)
+PROVENANCE = ("created", "source", "message")
+SOURCES = ("agent", "person", "compaction")
 
 
 def normalize_text(text: str) -> str:
@@ -63,11 +71,26 @@ def next_id(system_message: dict[str, Any] | None) -> str:
     return format_id(last_seq(system_message) + 1)
 
 
-def with_remembered(system_message: dict[str, Any], text: str) -> tuple[dict[str, Any], str]:
+def provenance(source: str = "", message: int = 0, created: str = "") -> dict[str, Any]:
+    """The provenance fields worth storing (empty ones are left out)."""
+    out: dict[str, Any] = {}
+    if created:
+        out["created"] = created
+    if source:
+        out["source"] = source
+    if message:
+        out["message"] = message
+    return out
+
+
+def with_remembered(
+    system_message: dict[str, Any], text: str, meta: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], str]:
     """A copy of ``system_message`` that holds ``text``, and the id it has there.
 
-    Remembering text that is already there returns the existing id unchanged.
-    Empty text is not stored and gets an empty id.
+    Remembering text that is already there returns the existing id unchanged
+    (with its first provenance). Empty text is not stored and gets an empty
+    id. ``meta``: provenance fields (:func:`provenance`) stored with it.
     """
     clean = text.strip()
     if not clean:
@@ -79,10 +102,30 @@ def with_remembered(system_message: dict[str, Any], text: str) -> tuple[dict[str
     seq = last_seq(system_message) + 1
     exp_id = format_id(seq)
     updated = dict(system_message)
-    updated[EXPERIENCES_KEY] = [*experiences, {"id": exp_id, "text": clean}]
+    updated[EXPERIENCES_KEY] = [*experiences, {"id": exp_id, "text": clean, **(meta or {})}]
     updated[SEQ_KEY] = seq
     return updated, exp_id
 
+
+def with_edited(
+    system_message: dict[str, Any], experience_id: str, text: str, edited: str = ""
+) -> tuple[dict[str, Any], bool]:
+    """A copy of ``system_message`` where ``experience_id`` says ``text``; whether it was there.
+
+    The id and provenance stay (the fact is the same one, corrected); ``edited``
+    records when. Empty text changes nothing (forgetting is its own patch).
+    """
+    clean = text.strip()
+    experiences = experiences_of(system_message)
+    index = next((i for i, e in enumerate(experiences) if e.get("id") == experience_id), None)
+    if index is None or not clean:
+        return system_message, False
+    changed = {**experiences[index], "text": clean}
+    if edited:
+        changed["edited"] = edited
+    updated = dict(system_message)
+    updated[EXPERIENCES_KEY] = [*experiences[:index], changed, *experiences[index + 1:]]
+    return updated, True
 
 def with_forgotten(
     system_message: dict[str, Any], experience_id: str

@@ -72,9 +72,28 @@ class ContextSummaryMutation:
 
 @dataclass(frozen=True, slots=True)
 class ExperienceRememberMutation:
-    """Add a durable experience to the system message."""
+    """Add a durable experience to the system message.
+
+    Where it came from travels with it, so the person can tell a fact they
+    stated from one the model inferred: ``source`` ("agent", "person",
+    "compaction"), ``from_message`` (the number of the message it came from, 0
+    when none) and ``created`` (ISO-8601 UTC). Logs from before provenance
+    load with these empty.
+    """
 
     text: str
+    source: str = ""
+    from_message: int = 0
+    created: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ExperienceEditMutation:
+    """The person corrected an experience's text; its id and provenance stay."""
+
+    experience_id: str
+    text: str
+    edited: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +159,7 @@ ContextMutation = Union[  # noqa: UP007 - the protocol names this a Union
     ContextSummaryMutation,
     ExperienceRememberMutation,
     ExperienceForgetMutation,
+    ExperienceEditMutation,
     AssistantTruncatedMutation,
     ToolCancelledMutation,
     TurnFailedMutation,
@@ -157,6 +177,7 @@ MUTATION_TYPES: dict[str, type] = {
         ContextSummaryMutation,
         ExperienceRememberMutation,
         ExperienceForgetMutation,
+        ExperienceEditMutation,
         AssistantTruncatedMutation,
         ToolCancelledMutation,
         TurnFailedMutation,
@@ -164,7 +185,8 @@ MUTATION_TYPES: dict[str, type] = {
     )
 }
 
-EXPERIENCE_MUTATIONS = (ExperienceRememberMutation, ExperienceForgetMutation)
+EXPERIENCE_MUTATIONS = (
+    ExperienceRememberMutation, ExperienceForgetMutation, ExperienceEditMutation)
 
 
 class MutationDecodeError(ValueError):
@@ -205,11 +227,11 @@ def mutation_from_dict(data: dict[str, Any]) -> ContextMutation:
 
 _STR_FIELDS = {
     "tool_call_id", "text", "experience_id", "partial_content", "abort_reason",
-    "tool_name", "arguments", "reason",
+    "tool_name", "arguments", "reason", "source", "created", "edited",
 }
 _LIST_FIELDS = {"tool_calls", "reasoning_details", "user_messages", "messages", "remember"}
 _DICT_FIELDS = {"message", "summary_message"}
-_INT_FIELDS = {"to_patch", "first_message"}
+_INT_FIELDS = {"to_patch", "first_message", "from_message"}
 
 
 def _check_field(cls_name: str, name: str, value: Any) -> None:

@@ -15,9 +15,10 @@ from typing import Any
 from ..context.mutations import MUTATION_TYPES, ContextMutation, mutation_from_dict
 
 # Field kinds, from the annotation text (the module uses postponed annotations).
-_STR, _OPT_STR, _DICT, _DICT_LIST = range(4)
+_STR, _OPT_STR, _DICT, _DICT_LIST, _INT = range(5)
 _KINDS: dict[str, int] = {
     "str": _STR,
+    "int": _INT,
     "str | None": _OPT_STR,
     "dict[str, Any]": _DICT,
     "list[dict[str, Any]]": _DICT_LIST,
@@ -58,6 +59,9 @@ def decode_mutation(data: Any) -> ContextMutation:
                             break
                     elif kind == _DICT:
                         if t is not dict:
+                            break
+                    elif kind == _INT:
+                        if t is not int or value < 0:  # counts and numbers: never negative
                             break
                     elif t is not list or (value and not all(type(v) is dict for v in value)):
                         break

@@ -12,18 +12,22 @@ id a tool returns is the id the fold assigns.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
-from ..context.experiences import experiences_of, with_forgotten, with_remembered
+from ..context.apply import fold_experiences
+from ..context.experiences import experiences_of, with_edited, with_forgotten, with_remembered
 from ..context.mutations import (
     ContextMutation,
     ContextSummaryMutation,
+    ExperienceEditMutation,
     ExperienceForgetMutation,
     ExperienceRememberMutation,
 )
 
-_WATCHED = (ExperienceRememberMutation, ExperienceForgetMutation, ContextSummaryMutation)
+_WATCHED = (ExperienceRememberMutation, ExperienceForgetMutation, ExperienceEditMutation,
+            ContextSummaryMutation)
 
 SUMMARY_FIELDS = (
     "goal",
@@ -45,6 +49,8 @@ class CommitReport:
 
     remembered: list[tuple[str, str]] = field(default_factory=list)
     forgotten: list[str] = field(default_factory=list)
+    #: experiences whose text the person changed: (id, new text)
+    edited: list[tuple[str, str]] = field(default_factory=list)
     compactions: list[dict[str, Any]] = field(default_factory=list)
     messages_before: int = 0
 
@@ -66,13 +72,44 @@ class SelfRefSession:
 
     # ------------------------------------------------------------ primitives
 
-    def remember(self, text: str) -> str:
-        """Queue ``text`` as an experience; the id it will have ("" for empty text)."""
+    def remember(self, text: str, *, source: str = "person", message: int | None = None) -> str:
+        """Queue ``text`` as an experience; the id it will have ("" for empty text).
+
+        ``source`` says who wanted it kept ("agent", "person"); ``message`` is
+        the number of the message it came from — by default the latest stored
+        one for the agent (the answer that called ``remember``), none for the
+        person (a fact typed in the sidebar or ``/remember`` is no message).
+        """
         if not text.strip():
             return ""
         _, exp_id = with_remembered(self._simulated_system(), text)
-        self._experience_queue.append(ExperienceRememberMutation(text=text.strip()))
+        if message is None:
+            message = self.latest_message() if source == "agent" else 0
+        self._experience_queue.append(ExperienceRememberMutation(
+            text=text.strip(), source=source, from_message=message, created=now_iso()))
         return exp_id
+
+    def edit(self, experience_id: str, text: str) -> bool:
+        """Queue a new text for ``experience_id`` (the person's correction); False when
+        no such experience is stored or the text is empty."""
+        _, existed = with_edited(self._simulated_system(), experience_id, text)
+        if existed:
+            self._experience_queue.append(ExperienceEditMutation(
+                experience_id=experience_id, text=text.strip(), edited=now_iso()))
+        return existed
+
+    def experience(self, experience_id: str) -> dict[str, Any] | None:
+        """The experience ``experience_id`` as the next step will have it, or None."""
+        return next((e for e in experiences_of(self._simulated_system())
+                     if e.get("id") == experience_id), None)
+
+    def latest_message(self) -> int:
+        """The number of the latest stored message (0 for none): what a fact came from."""
+        entries = getattr(self.memory, "entries", None)
+        if callable(entries):
+            numbered = entries()
+            return int(numbered[-1].n) if numbered else 0
+        return int(getattr(self.memory, "message_count", 0) or 0)
 
     def forget(self, experience_id: str) -> bool:
         """Queue removal of ``experience_id``; False when no such experience is stored."""
@@ -101,7 +138,14 @@ class SelfRefSession:
             relevant_files_directories=_str_list(fields.get("relevant_files_directories")),
             remember=_str_list(fields.get("remember")),
         )
-        self._compaction = summary_mutation(summary)
+        mutation = summary_mutation(summary)
+        if mutation.remember:  # facts the summary keeps: provenance "compaction"
+            meta = {"source": "compaction", "created": now_iso()}
+            message = self.latest_message()
+            if message:
+                meta["message"] = message
+            mutation = replace(mutation, remember=[{**item, **meta} for item in mutation.remember])
+        self._compaction = mutation
         return self._compaction
 
     def inspect(self) -> dict[str, Any]:
@@ -155,6 +199,7 @@ class SelfRefSession:
         after = {e["id"]: e["text"] for e in self.memory.experiences}
         report.forgotten = [exp_id for exp_id in before if exp_id not in after]
         report.remembered = [(i, t) for i, t in after.items() if i not in before]
+        report.edited = [(i, t) for i, t in after.items() if i in before and before[i] != t]
         report.compactions = [
             dict(m.summary_message.get("compaction") or {})
             for m in mutations
@@ -178,14 +223,12 @@ class SelfRefSession:
         return {"role": "system", "content": ""}
 
     def _simulated_system(self) -> dict[str, Any]:
-        system = self._base_system()
-        for m in self._experience_queue:
-            if isinstance(m, ExperienceForgetMutation):
-                system, _ = with_forgotten(system, m.experience_id)
-        for m in self._experience_queue:
-            if isinstance(m, ExperienceRememberMutation):
-                system, _ = with_remembered(system, m.text)
-        return system
+        return fold_experiences(self._base_system(), self._experience_queue)
+
+
+def now_iso() -> str:
+    """When an experience was made or edited: UTC, to the second (as people read it)."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _str_list(value: Any) -> list[str]:

@@ -190,6 +190,7 @@ class EventBridge:
                     ev.TurnEnded: self._on_turn_ended,
                     ev.ExperienceRemembered: self._on_lists_changed,
                     ev.ExperienceForgotten: self._on_lists_changed,
+                    ev.ExperienceEdited: self._on_lists_changed,
                     ev.RefClosed: self._on_lists_changed,
                     ev.CompactionApplied: self._on_lists_changed,
                     ev.ErrorEvent: lambda e: self.notify(e.message, severity="error", timeout=8),
@@ -298,19 +299,8 @@ class EventBridge:
         self.header.status = status
 
     def _ask(self, event: ev.QuestionAsked) -> None:
-        from selfref_tui.agent.mcp.approval import is_approval, parse_approval
-
         asker = "" if event.key == self.key else event.key
-        approval = parse_approval(event.prompt) if is_approval(event.choices) else None
-        screen: Screen[str]
-        if approval is not None:
-            from selfref_tui.ui.screens.approval import ApprovalScreen
-
-            screen = ApprovalScreen(approval, asker=asker)
-        else:
-            from selfref_tui.ui.screens.question import QuestionScreen
-
-            screen = QuestionScreen(event.prompt, event.choices, asker=asker)
+        screen = question_screen(event.prompt, event.choices, asker)
         self._questions[event.question_id] = (event.key, screen)
 
         def answered(choice: str | None) -> None:
@@ -327,6 +317,33 @@ class EventBridge:
                 self._questions.pop(question_id, None)
                 if screen.is_current:
                     screen.dismiss(None)
+
+
+def question_screen(prompt: str, choices: tuple[str, ...], asker: str = "") -> Screen[str]:
+    """The dialog for a tool's question: an MCP approval, a memory write, a summary to
+    review, or any other question (its prompt and choices as they are)."""
+    from selfref_tui.agent.mcp.approval import is_approval, parse_approval
+    from selfref_tui.agent.memory_consent import is_consent, parse_consent
+    from selfref_tui.agent.review import is_review, parse_review
+
+    approval = parse_approval(prompt) if is_approval(choices) else None
+    if approval is not None:
+        from selfref_tui.ui.screens.approval import ApprovalScreen
+
+        return ApprovalScreen(approval, asker=asker)
+    consent = parse_consent(prompt) if is_consent(choices) else None
+    if consent is not None:
+        from selfref_tui.ui.screens.memory_consent import MemoryConsentScreen
+
+        return MemoryConsentScreen(consent, asker=asker)
+    summary = parse_review(prompt) if is_review(choices) else None
+    if summary is not None:
+        from selfref_tui.ui.screens.compaction_review import CompactionReviewScreen
+
+        return CompactionReviewScreen(summary, asker=asker)
+    from selfref_tui.ui.screens.question import QuestionScreen
+
+    return QuestionScreen(prompt, choices, asker=asker)
 
 
 def _coalesce(events: list[ev.AgentEvent]) -> list[ev.AgentEvent]:

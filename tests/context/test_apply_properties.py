@@ -108,11 +108,12 @@ def test_decode_rejects_wrong_shapes(data):
         mutation_from_dict(data)
 
 
-def test_decode_ignores_unknown_extra_keys_and_knows_all_twelve_types():
-    # the ten of the patch protocol + TurnFailedMutation + RewindMutation
-    assert len(MUTATION_TYPES) == 12
+def test_decode_ignores_unknown_extra_keys_and_knows_all_thirteen_types():
+    # the ten of the patch protocol + TurnFailed, Rewind and ExperienceEdit mutations
+    assert len(MUTATION_TYPES) == 13
     m = mutation_from_dict({"type": "ExperienceRememberMutation", "text": "t", "extra": 1})
-    assert mutation_to_dict(m) == {"type": "ExperienceRememberMutation", "text": "t"}
+    assert mutation_to_dict(m) == {"type": "ExperienceRememberMutation", "text": "t",
+                                   "source": "", "from_message": 0, "created": ""}
 
 
 @pytest.mark.parametrize(

@@ -113,12 +113,25 @@ def test_bad_toml_names_file_and_line(tmp_path):
     ('[providers.a]\ncontext_window = 1.5\n', "context_window must be int"),
     ('default_provider = "nope"\n', "no provider profile named 'nope'"),
     ('[agent]\nauto_compact_ratio = 2\n', "auto_compact_ratio must be between 0 and 1"),
+    ('[agent]\nstep_limit = true\n', "step_limit must be int, not True"),
+    ('[agent]\nmemory_writes = "sometimes"\n', "memory_writes must be one of 'allow', 'ask'"),
+    ('[agent]\nreview_compaction = "yes"\n', "review_compaction must be bool"),
     ('colour = "red"\n', "unknown setting 'colour'"),
 ])
 def test_invalid_values_are_one_clear_line(tmp_path, text, fragment):
     with pytest.raises(ConfigError) as info:
         load_config(config_path=write(tmp_path, text), env={})
     assert fragment in str(info.value) and str(tmp_path) in str(info.value)
+
+
+def test_the_person_s_say_over_memory_is_configured_in_agent(tmp_path):
+    path = write(tmp_path, '[agent]\nreview_compaction = true\nmemory_writes = "ask"\n'
+                           'refs_enabled = false\n')
+    agent = load_config(config_path=path, env={}).agent
+    assert agent.review_compaction is True and agent.memory_writes == "ask"
+    assert agent.refs_enabled is False and agent.allow_memory is False
+    defaults = load_config(config_path=tmp_path / "missing.toml", env={}).agent
+    assert (defaults.review_compaction, defaults.memory_writes) == (False, "allow")
 
 
 def test_data_dir_and_key_priority(tmp_path):

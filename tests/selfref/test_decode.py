@@ -9,6 +9,7 @@ from selfref_tui.context.mutations import (
     AssistantTruncatedMutation,
     ContextReplaceMutation,
     ContextSummaryMutation,
+    ExperienceEditMutation,
     ExperienceForgetMutation,
     ExperienceRememberMutation,
     MultimodalToolResultMutation,
@@ -31,7 +32,9 @@ ALL = [
     ContextReplaceMutation([{"role": "user", "content": "x"}]),
     ContextSummaryMutation({"role": "user", "content": "s"}, [{"text": "r"}]),
     ExperienceRememberMutation("t"),
+    ExperienceRememberMutation("t", "agent", 12, "2026-01-02T03:04:05+00:00"),
     ExperienceForgetMutation("exp_001"),
+    ExperienceEditMutation("exp_001", "better text", "2026-01-02T03:04:05+00:00"),
     AssistantTruncatedMutation("par", "esc"),
     ToolCancelledMutation("c", "ls", "esc"),
     TurnFailedMutation("the server refused"),
@@ -58,6 +61,8 @@ BAD = [
     {"type": "AssistantMessageMutation", "content": 3},
     {"type": "AssistantMessageMutation", "tool_calls": ["not a dict"]},
     {"type": "UserMessageMutation", "message": "text"},
+    {"type": "ExperienceRememberMutation", "text": "t", "from_message": "12"},
+    {"type": "ExperienceRememberMutation", "text": "t", "from_message": True},
     {"type": "ContextSummaryMutation", "summary_message": {}, "remember": "x"},
 ]
 

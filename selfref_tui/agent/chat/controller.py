@@ -110,6 +110,12 @@ class ChatController(Startup, KeyLifecycle, ConversationSettings):
         self.check_writable("forget experiences")
         return self._agent().forget_experience(self.key, exp_id)
 
+    def edit_experience(self, exp_id: str, text: str) -> bool:
+        """The person corrects an experience's text; False when there is none by that id."""
+        self.check_ready()
+        self.check_writable("edit experiences")
+        return self._agent().edit_experience(self.key, exp_id, text)
+
     # ----------------------------------------------------------- reading
 
     def preview(self) -> Any:

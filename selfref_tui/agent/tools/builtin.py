@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -210,6 +210,12 @@ class ToolContext:
     call_id: str = ""
     #: the person allowed changing existing files when no one can be asked (``ask``)
     allow_overwrite: bool = False
+    #: ``[agent] memory_writes``: "ask" makes remember/forget wait for the person's yes
+    memory_writes: str = "allow"
+    #: the person allowed memory writes when no one can be asked (``ask --allow-memory``)
+    allow_memory: bool = False
+    #: ``[agent] review_compaction``: the person sees the summary before it is applied
+    review_compaction: bool = False
     records: list[dict] = field(default_factory=list)
     #: the key's file checkpoints (``selfref.checkpoints.Checkpoints``): what a write
     #: replaces is kept, so a rewind can put it back
@@ -251,23 +257,80 @@ async def run_tool(name: str, args: dict[str, Any], ctx: ToolContext) -> str:
 
 
 async def _remember(args: dict[str, Any], ctx: ToolContext) -> str:
-    exp_id = ctx.session.remember(_need_str(args, "text"))
+    text = _need_str(args, "text")
+    await _consent(ctx, "remember", text.strip())
+    exp_id = ctx.session.remember(text, source="agent")
     return json.dumps({"experience_id": exp_id, "status": "stored from the next step on"})
 
 
 async def _forget(args: dict[str, Any], ctx: ToolContext) -> str:
     exp_id = _need_str(args, "experience_id")
-    if not ctx.session.forget(exp_id):
+    known = ctx.session.experience(exp_id)
+    if known is None:
+        raise ToolError(f"no experience with id '{exp_id}'; see the <experiences> block")
+    await _consent(ctx, "forget", f"{exp_id}: {known.get('text', '')}")
+    if not ctx.session.forget(exp_id):  # forgotten meanwhile (the person, in the sidebar)
         raise ToolError(f"no experience with id '{exp_id}'; see the <experiences> block")
     return json.dumps({"experience_id": exp_id, "status": "forgotten"})
 
 
-async def _compact(args: dict[str, Any], ctx: ToolContext) -> str:
-    _need_str(args, "goal")
-    ctx.session.compact(**args)
-    return json.dumps(
-        {"status": "queued", "note": "the summary replaces the conversation after these tool calls"}
+async def _consent(ctx: ToolContext, action: str, text: str) -> bool:
+    """The person's yes to a memory write; raises the refusal the model reads otherwise.
+
+    Only with ``memory_writes = "ask"``: the model's wish does not count as
+    consent, and a run that cannot ask (``ask``) refuses unless the person
+    passed ``--allow-memory``. False when nothing was asked (allowed by config).
+    """
+    if ctx.memory_writes != "ask":
+        return False
+    from .memory_consent import (
+        CONSENT_CHOICES,
+        DENIED_REFUSAL,
+        NOT_ASKED_REFUSAL,
+        consent_prompt,
     )
+
+    choice = await ctx.ask(consent_prompt(action, text), CONSENT_CHOICES, NOT_ASKED)
+    if choice == NOT_ASKED:
+        if ctx.allow_memory:
+            return False
+        raise ToolError(NOT_ASKED_REFUSAL)
+    if choice != CONSENT_CHOICES[0]:
+        raise ToolError(DENIED_REFUSAL)
+    return True
+
+
+async def _compact(args: dict[str, Any], ctx: ToolContext) -> str:
+    from ..context.summary import Summary
+
+    _need_str(args, "goal")
+    fields = dict(args)
+    result: dict[str, Any] = {
+        "status": "queued", "note": "the summary replaces the conversation after these tool calls"}
+    reviewed = False
+    if ctx.review_compaction:
+        from ..context.summary_edit import editable_text, summary_from_text
+        from .review import ACCEPT, CANCELLED_NOTE, EDITED_NOTE, REVIEW_CHOICES, edited_text
+        from .review import review_prompt as prompt_for
+
+        text = editable_text(Summary.from_dict(fields))
+        answer = await ctx.ask(prompt_for(text), REVIEW_CHOICES, NOT_ASKED)
+        edited = edited_text(answer)
+        if answer not in (NOT_ASKED, ACCEPT) and edited is None:
+            return json.dumps({"status": "cancelled", "note": CANCELLED_NOTE})
+        reviewed = answer != NOT_ASKED
+        if edited is not None and edited != text:
+            fields = asdict(summary_from_text(edited))
+            result["note"] = EDITED_NOTE
+    remember = Summary.from_dict(fields).remember
+    if remember and not reviewed:  # a summary the person accepted has their yes already
+        try:
+            await _consent(ctx, "remember", "\n".join(f"- {t}" for t in remember))
+        except ToolError as refusal:
+            fields["remember"] = []
+            result["remember"] = f"not stored: {refusal}"
+    ctx.session.compact(**fields)
+    return json.dumps(result)
 
 
 async def _inspect(args: dict[str, Any], ctx: ToolContext) -> str:

@@ -41,6 +41,7 @@ from ..events import (
     ContextUsage,
     ErrorEvent,
     EventSink,
+    ExperienceEdited,
     ExperienceForgotten,
     ExperienceRemembered,
     LLMCallEnded,
@@ -268,6 +269,17 @@ class Agent:
             return session.forget(exp_id)
         session = SelfRefSession(self.memory(key))
         found = session.forget(exp_id)
+        self._commit(session, session.collect_context_mutations())
+        return found
+
+    def edit_experience(self, key: str, exp_id: str, text: str) -> bool:
+        """The person corrects an experience's text; same queueing as :meth:`remember_experience`.
+        False when there is no such experience (or the text is empty)."""
+        session = self._sessions.get(key)
+        if session is not None:
+            return session.edit(exp_id, text)
+        session = SelfRefSession(self.memory(key))
+        found = session.edit(exp_id, text)
         self._commit(session, session.collect_context_mutations())
         return found
 
@@ -818,6 +830,9 @@ class Agent:
                 call_id=call_id,
                 allow_overwrite=self.settings.allow_overwrite,
                 checkpoints=getattr(turn.memory, "checkpoints", None),
+                memory_writes=self.settings.memory_writes,
+                allow_memory=self.settings.allow_memory,
+                review_compaction=self.settings.review_compaction,
             )
 
         def stage() -> str:
@@ -873,6 +888,8 @@ class Agent:
             self.emit(ExperienceForgotten(key=key, experience_id=exp_id))
         for exp_id, text in report.remembered:
             self.emit(ExperienceRemembered(key=key, experience_id=exp_id, text=text))
+        for exp_id, text in report.edited:
+            self.emit(ExperienceEdited(key=key, experience_id=exp_id, text=text))
         for summary in report.compactions:
             self.compaction.forget(key)
             self.emit(CompactionApplied(key=key, summary=summary,
