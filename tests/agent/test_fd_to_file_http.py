@@ -193,5 +193,5 @@ async def test_two_calls_sharing_an_id_get_their_own_results(harness):
         names = [c["function"]["name"] for m in sent for c in m.get("tool_calls", [])]
         assert names == ["remember", "remember"]  # no invented unknown_tool
     stored = h.reload()
-    assert stored.experiences == [{"id": "exp_001", "text": "one"},
-                                  {"id": "exp_002", "text": "two"}]
+    assert [(e["id"], e["text"], e["source"]) for e in stored.experiences] == [
+        ("exp_001", "one", "agent"), ("exp_002", "two", "agent")]

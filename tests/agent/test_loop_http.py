@@ -83,8 +83,9 @@ async def test_parallel_tool_calls_each_get_a_result(harness):
         assert [e.experience_id for e in h.of(ev.ExperienceRemembered)] == ["exp_001", "exp_002"]
         assert sorted(e.call_id for e in h.of(ev.ToolCallStarted)) == ["c1", "c2", "c3"]
     stored = h.reload()
-    assert stored.experiences == [{"id": "exp_001", "text": "The person likes tea."},
-                                  {"id": "exp_002", "text": "The project uses Python."}]
+    assert [(e["id"], e["text"], e["source"]) for e in stored.experiences] == [
+        ("exp_001", "The person likes tea.", "agent"),
+        ("exp_002", "The project uses Python.", "agent")]
 
 
 async def test_invalid_json_and_unknown_tool_get_error_results_and_loop_goes_on(harness):
@@ -224,7 +225,7 @@ async def test_abort_while_tools_run_keeps_finished_results(harness, tmp_path):
     assert json.loads(tools["fast"]["content"])["experience_id"] == "exp_001"
     assert tools["slow"]["cancelled"] is True
     assert tools["slow"]["abort_reason"] == "Esc during tools"
-    assert stored.experiences == [{"id": "exp_001", "text": "kept fact"}]
+    assert [(e["id"], e["text"]) for e in stored.experiences] == [("exp_001", "kept fact")]
 
 
 async def test_question_answered_through_router_overwrites(harness, tmp_path):
