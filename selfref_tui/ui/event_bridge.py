@@ -323,8 +323,8 @@ def question_screen(prompt: str, choices: tuple[str, ...], asker: str = "") -> S
     """The dialog for a tool's question: an MCP approval, a memory write, a summary to
     review, or any other question (its prompt and choices as they are)."""
     from selfref_tui.agent.mcp.approval import is_approval, parse_approval
-    from selfref_tui.agent.memory_consent import is_consent, parse_consent
-    from selfref_tui.agent.review import is_review, parse_review
+    from selfref_tui.agent.tools.consent import is_consent, parse_consent
+    from selfref_tui.agent.tools.review import is_review, parse_review
 
     approval = parse_approval(prompt) if is_approval(choices) else None
     if approval is not None:

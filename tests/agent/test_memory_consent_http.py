@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 from selfref_tui.agent import events as ev
-from selfref_tui.agent.memory_consent import (
+from selfref_tui.agent.tools.consent import (
     CONSENT_CHOICES,
     DENIED_REFUSAL,
     NOT_ASKED_REFUSAL,
     parse_consent,
 )
-from selfref_tui.agent.router import AgentInputRouter
+from selfref_tui.agent.turn.router import AgentInputRouter
 from selfref_tui.demo.script import Reply, ToolCall
 
 from .helpers import wait_until

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 from selfref_tui.agent import events as ev
-from selfref_tui.agent.review import (
+from selfref_tui.agent.tools.review import (
     CANCELLED_NOTE,
     REVIEW_CHOICES,
     accept_answer,
     parse_review,
 )
-from selfref_tui.agent.router import AgentInputRouter
+from selfref_tui.agent.turn.router import AgentInputRouter
 from selfref_tui.demo.script import Reply, ToolCall
 
 from .helpers import wait_until

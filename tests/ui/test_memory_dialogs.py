@@ -17,8 +17,8 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
-from selfref_tui.agent.memory_consent import consent_prompt, parse_consent
-from selfref_tui.agent.review import CANCEL, accept_answer
+from selfref_tui.agent.tools.consent import consent_prompt, parse_consent
+from selfref_tui.agent.tools.review import CANCEL, accept_answer
 from selfref_tui.context.summary import Summary
 from selfref_tui.context.summary_edit import editable_text
 from selfref_tui.demo.script import Reply, ToolCall

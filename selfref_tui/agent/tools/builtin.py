@@ -283,7 +283,7 @@ async def _consent(ctx: ToolContext, action: str, text: str) -> bool:
     """
     if ctx.memory_writes != "ask":
         return False
-    from .memory_consent import (
+    from .consent import (
         CONSENT_CHOICES,
         DENIED_REFUSAL,
         NOT_ASKED_REFUSAL,
@@ -301,7 +301,7 @@ async def _consent(ctx: ToolContext, action: str, text: str) -> bool:
 
 
 async def _compact(args: dict[str, Any], ctx: ToolContext) -> str:
-    from ..context.summary import Summary
+    from ...context.summary import Summary
 
     _need_str(args, "goal")
     fields = dict(args)
@@ -309,7 +309,7 @@ async def _compact(args: dict[str, Any], ctx: ToolContext) -> str:
         "status": "queued", "note": "the summary replaces the conversation after these tool calls"}
     reviewed = False
     if ctx.review_compaction:
-        from ..context.summary_edit import editable_text, summary_from_text
+        from ...context.summary_edit import editable_text, summary_from_text
         from .review import ACCEPT, CANCELLED_NOTE, EDITED_NOTE, REVIEW_CHOICES, edited_text
         from .review import review_prompt as prompt_for
 

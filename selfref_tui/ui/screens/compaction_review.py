@@ -25,7 +25,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static, TextArea
 
-from selfref_tui.agent.review import CANCEL, accept_answer
+from selfref_tui.agent.tools.review import CANCEL, accept_answer
 from selfref_tui.safety import content, inert
 from selfref_tui.ui.screens import question
 

@@ -16,7 +16,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
-from selfref_tui.agent.memory_consent import CONSENT_CHOICES, Consent
+from selfref_tui.agent.tools.consent import CONSENT_CHOICES, Consent
 from selfref_tui.safety import content
 from selfref_tui.ui.screens.question import QuestionScreen
 
