@@ -105,11 +105,7 @@ class SelfRefSession:
 
     def latest_message(self) -> int:
         """The number of the latest stored message (0 for none): what a fact came from."""
-        entries = getattr(self.memory, "entries", None)
-        if callable(entries):
-            numbered = entries()
-            return int(numbered[-1].n) if numbered else 0
-        return int(getattr(self.memory, "message_count", 0) or 0)
+        return int(getattr(self.memory, "last_number", 0) or 0)
 
     def forget(self, experience_id: str) -> bool:
         """Queue removal of ``experience_id``; False when no such experience is stored."""

@@ -14,6 +14,7 @@ from selfref_tui.context.mutations import (
     ExperienceRememberMutation,
     MultimodalToolResultMutation,
     MutationDecodeError,
+    RewindMutation,
     ToolCancelledMutation,
     ToolResultMutation,
     TurnFailedMutation,
@@ -38,6 +39,7 @@ ALL = [
     AssistantTruncatedMutation("par", "esc"),
     ToolCancelledMutation("c", "ls", "esc"),
     TurnFailedMutation("the server refused"),
+    RewindMutation(3, 7),
 ]
 
 
@@ -63,6 +65,8 @@ BAD = [
     {"type": "UserMessageMutation", "message": "text"},
     {"type": "ExperienceRememberMutation", "text": "t", "from_message": "12"},
     {"type": "ExperienceRememberMutation", "text": "t", "from_message": True},
+    {"type": "ExperienceRememberMutation", "text": "t", "from_message": -1},
+    {"type": "RewindMutation", "to_patch": -2},
     {"type": "ContextSummaryMutation", "summary_message": {}, "remember": "x"},
 ]
 
