@@ -40,6 +40,7 @@ from selfref_tui.ui.keymap import BINDINGS, check_keymap
 from selfref_tui.ui.lazy_import import LazyModule
 from selfref_tui.ui.ref_actions import RefActions
 from selfref_tui.ui.settings_actions import SettingsActions
+from selfref_tui.ui.theme_colors import readable_variables
 from selfref_tui.ui.widgets.app_footer import NARROW_BELOW, AppFooter
 from selfref_tui.ui.widgets.app_header import AppHeader
 from selfref_tui.ui.widgets.chat_input import ChatInput
@@ -647,6 +648,19 @@ class SelfRefApp(
             super().open_url(url, new_tab=new_tab)
         else:
             self.notify(f"Not opened: {inert_line(url, 80)} is not a web link.", timeout=4)
+
+    # -------------------------------------------------------------- theme
+
+    def get_css_variables(self) -> dict[str, str]:
+        """The theme's variables, every text colour readable on its background.
+
+        See :mod:`selfref_tui.ui.theme_colors`: the transcript, the sidebar, the
+        dialogs and Textual's own footer and code highlighting take their text
+        colours from these variables.
+        """
+        variables = readable_variables(super().get_css_variables())
+        self.theme_variables = variables
+        return variables
 
     # ------------------------------------------------------------- palette
 

@@ -43,7 +43,7 @@ class ConfirmScreen(ModalScreen[bool]):
             yield Static(content(self.question), id="question")
             yield Static(
                 Content.assemble(
-                    (" / ".join(self.yes_keys), "bold $primary"),
+                    (" / ".join(self.yes_keys), "bold $text-primary"),
                     " yes   ",
                     ("any other key", "bold"),
                     " no",

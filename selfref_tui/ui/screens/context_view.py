@@ -27,10 +27,10 @@ if TYPE_CHECKING:
     from selfref_tui.context.breakdown import Breakdown
 
 ROLE_STYLES = {
-    "system": "$warning",
-    "user": "$primary",
-    "assistant": "$success",
-    "tool": "$accent",
+    "system": "$text-warning",
+    "user": "$text-primary",
+    "assistant": "$text-success",
+    "tool": "$text-accent",
 }
 
 
@@ -78,7 +78,7 @@ class ContextView(ModalScreen[None]):
         width: 90%;
         height: 90%;
         border: round $primary;
-        border-title-color: $primary;
+        border-title-color: $text-primary;
         border-subtitle-color: $text-muted;
         background: $surface;
     }
@@ -168,15 +168,16 @@ class ContextView(ModalScreen[None]):
                     text = message_text(message)
                     head = Content.assemble(
                         (role, ROLE_STYLES.get(role, "$text")),
-                        (f"  #{index}", "dim"),
-                        (f" · {inert_line(message['name'])}" if message.get("name") else "", "dim"),
+                        (f"  #{index}", "$text-muted"),
+                        (f" · {inert_line(message['name'])}" if message.get("name") else "",
+                         "$text-muted"),
                         (
                             f" · {inert_line(message['tool_call_id'])}"
                             if message.get("tool_call_id")
                             else "",
-                            "dim",
+                            "$text-muted",
                         ),
-                        (f" · {len(text):,} chars", "dim"),
+                        (f" · {len(text):,} chars", "$text-muted"),
                     )
                     yield Static(head, classes=f"role role-{role}")
                     yield Static(content(text), classes="body")

@@ -29,7 +29,7 @@ class ExportDialog(ModalScreen[str | None]):
         height: auto;
         padding: 1 2;
         border: round $primary;
-        border-title-color: $primary;
+        border-title-color: $text-primary;
         background: $surface;
     }
     ExportDialog #preview {
@@ -40,7 +40,7 @@ class ExportDialog(ModalScreen[str | None]):
         background: $background 50%;
     }
     ExportDialog Input { margin: 0; }
-    ExportDialog #error { color: $error; height: auto; }
+    ExportDialog #error { color: $text-error; height: auto; }
     ExportDialog #note { color: $text-muted; height: auto; display: none; }
     ExportDialog #hint { color: $text-muted; margin-top: 1; }
     """
@@ -82,7 +82,8 @@ class ExportDialog(ModalScreen[str | None]):
             yield Static("", id="note")
             yield Static(
                 Content.assemble(
-                    ("enter", "bold $primary"), " write   ", ("esc", "bold $primary"), " cancel"
+                    ("enter", "bold $text-primary"), " write   ",
+                    ("esc", "bold $text-primary"), " cancel"
                 ),
                 id="hint",
             )

@@ -72,7 +72,7 @@ class HelpScreen(ModalScreen[None]):
         max-height: 90%;
         padding: 0 1;
         border: round $primary;
-        border-title-color: $primary;
+        border-title-color: $text-primary;
         border-subtitle-color: $text-muted;
         background: $surface;
     }
@@ -98,7 +98,7 @@ class HelpScreen(ModalScreen[None]):
         return cls(keys_from_app(app), commands)
 
     def _table(self, title: str, rows: Sequence[tuple[str, str]]) -> Table:
-        accent = self.app.current_theme.primary
+        accent = self.app.theme_variables.get("text-primary", "")  # readable on its ground
         table = Table.grid(padding=(0, 2))
         table.add_column(style=f"bold {accent}", no_wrap=True, min_width=18)
         table.add_column()

@@ -51,7 +51,7 @@ class KeySwitcher(ModalScreen[str | None]):
         margin-top: 3;
         padding: 0 1 1 1;
         border: round $primary;
-        border-title-color: $primary;
+        border-title-color: $text-primary;
         background: $surface;
     }
     KeySwitcher Input { margin-bottom: 1; }
@@ -66,9 +66,10 @@ class KeySwitcher(ModalScreen[str | None]):
     KeySwitcher OptionList > .option-list--option { padding: 0 1; }
     KeySwitcher OptionList > .option-list--option-highlighted {
         background: $primary 30%;
+        color: $text;  /* the theme's text can be too faint on this tint (solarized-dark) */
         text-style: none;
     }
-    KeySwitcher #error { color: $error; height: auto; padding: 0 1; }
+    KeySwitcher #error { color: $text-error; height: auto; padding: 0 1; }
     KeySwitcher #hint { color: $text-muted; padding: 0 1; }
     """
 
@@ -115,19 +116,20 @@ class KeySwitcher(ModalScreen[str | None]):
     def _hint(self) -> Content:
         if self.renaming is not None:
             return Content.assemble(
-                ("enter", "bold $primary"), " rename   ", ("esc", "bold $primary"), " back"
+                ("enter", "bold $text-primary"), " rename   ",
+                ("esc", "bold $text-primary"), " back"
             )
         parts: list[str | tuple[str, str]] = [
-            ("↑↓", "bold $primary"),
+            ("↑↓", "bold $text-primary"),
             " choose  ",
-            ("enter", "bold $primary"),
+            ("enter", "bold $text-primary"),
             " switch / create  ",
         ]
         if self._rename is not None:
-            parts += [("f2", "bold $primary"), " rename  "]
+            parts += [("f2", "bold $text-primary"), " rename  "]
         if self._delete is not None:
-            parts += [("shift+del/f8", "bold $primary"), " delete  "]
-        parts += [("esc", "bold $primary"), " cancel"]
+            parts += [("shift+del/f8", "bold $text-primary"), " delete  "]
+        parts += [("esc", "bold $text-primary"), " cancel"]
         return Content.assemble(*parts)
 
     def on_mount(self) -> None:
@@ -156,10 +158,10 @@ class KeySwitcher(ModalScreen[str | None]):
             if updated:
                 details += f" · {updated}"
             label = Content.assemble(
-                ("● " if key == self.current else "  ", "$primary"),
+                ("● " if key == self.current else "  ", "$text-primary"),
                 (inert_line(key, 60), "bold"),
                 "  ",
-                (inert_line(details), "dim"),
+                (inert_line(details), "$text-muted"),
             )
             options.append(Option(label, id=KEY_PREFIX + key))
         if name and all(str(k["key"]) != name for k in self.keys):
@@ -167,7 +169,7 @@ class KeySwitcher(ModalScreen[str | None]):
             options.append(
                 Option(
                     Content.assemble(
-                        ("+ new key ", "$text-muted"), (inert_line(name, 60), "bold $primary")
+                        ("+ new key ", "$text-muted"), (inert_line(name, 60), "bold $text-primary")
                     ),
                     id=NEW_PREFIX + name,
                 )
@@ -243,7 +245,7 @@ class KeySwitcher(ModalScreen[str | None]):
 
     def _say(self, message: str, *, done: bool = False) -> None:
         self.query_one("#error", Static).update(
-            content(message, "$success" if done else "", line=True)
+            content(message, "$text-success" if done else "", line=True)
         )
 
     def action_rename(self) -> None:

@@ -24,10 +24,10 @@ from selfref_tui.safety import content
 from selfref_tui.ui.widgets.server_list import ListRow, ServerList
 
 STATE_STYLES = {
-    "ready": "$success",
-    "starting": "$warning",
-    "failed": "$error",
-    "exited": "$error",
+    "ready": "$text-success",
+    "starting": "$text-warning",
+    "failed": "$text-error",
+    "exited": "$text-error",
     "stopped": "$text-muted",
     "disabled": "$text-muted",
 }
@@ -44,7 +44,7 @@ class McpServersScreen(ModalScreen[None]):
         height: auto;
         max-height: 90%;
         border: round $primary;
-        border-title-color: $primary;
+        border-title-color: $text-primary;
         border-subtitle-color: $text-muted;
         background: $surface;
     }
@@ -88,7 +88,7 @@ class McpServersScreen(ModalScreen[None]):
                     line=True),
         ).stylize_before("bold"), wrap=True)]
         if row.get("error"):
-            rows.append(ListRow(content(str(row["error"]), "$error", line=True), wrap=True,
+            rows.append(ListRow(content(str(row["error"]), "$text-error", line=True), wrap=True,
                                 indent=2))
         # built when first drawn: a server may list thousands
         rows += [ListRow(partial(_tool_line, tool), indent=2) for tool in row.get("tools", [])]
@@ -100,7 +100,7 @@ class McpServersScreen(ModalScreen[None]):
 
 def _tool_line(tool: Mapping[str, Any]) -> Content:
     first = (str(tool.get("description", "")).strip().splitlines() or [""])[0]
-    trusted = ("trusted", "$success") if tool.get("trusted") else ("asks", "$warning")
+    trusted = ("trusted", "$text-success") if tool.get("trusted") else ("asks", "$text-warning")
     return Content.assemble(
         content(str(tool.get("name", "")), line=True), "  ", trusted, "  ",
         content(first, "$text-muted", line=True),

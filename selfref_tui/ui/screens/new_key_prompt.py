@@ -27,11 +27,11 @@ class NewKeyPrompt(ModalScreen[str | None]):
         height: auto;
         padding: 1 2;
         border: round $primary;
-        border-title-color: $primary;
+        border-title-color: $text-primary;
         background: $surface;
     }
     NewKeyPrompt Input { margin: 0; }
-    NewKeyPrompt #error { color: $error; height: auto; }
+    NewKeyPrompt #error { color: $text-error; height: auto; }
     NewKeyPrompt #hint { color: $text-muted; margin-top: 1; }
     """
 
@@ -59,7 +59,8 @@ class NewKeyPrompt(ModalScreen[str | None]):
             yield Static("", id="error")
             yield Static(
                 Content.assemble(
-                    ("enter", "bold $primary"), " create   ", ("esc", "bold $primary"), " cancel"
+                    ("enter", "bold $text-primary"), " create   ",
+                    ("esc", "bold $text-primary"), " cancel"
                 ),
                 id="hint",
             )

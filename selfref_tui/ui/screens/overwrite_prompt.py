@@ -27,7 +27,7 @@ class OverwritePrompt(ModalScreen[str]):
         height: auto;
         padding: 1 2;
         border: round $warning;
-        border-title-color: $warning;
+        border-title-color: $text-warning;
         background: $surface;
     }
     OverwritePrompt #path { color: $text; text-style: bold; margin-bottom: 1; }

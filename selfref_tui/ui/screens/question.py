@@ -34,7 +34,7 @@ class QuestionScreen(ModalScreen[str]):
         height: auto;
         padding: 1 2;
         border: round $warning;
-        border-title-color: $warning;
+        border-title-color: $text-warning;
         background: $surface;
     }
     QuestionScreen #prompt { text-style: bold; }

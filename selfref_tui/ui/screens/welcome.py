@@ -57,7 +57,7 @@ class WelcomeScreen(Screen[str]):
         max-height: 100%;
         padding: 1 2;
         border: round $primary;
-        border-title-color: $primary;
+        border-title-color: $text-primary;
         border-title-style: bold;
         border-subtitle-color: $text-muted;
         background: $surface;

@@ -19,17 +19,22 @@ was written.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
+from rich.color import Color as RichColor
 from rich.segment import Segment
 from rich.style import Style
+from rich.theme import Theme
 from textual.color import Color
+from textual.content import Content
 from textual.strip import Strip
+from textual.style import Style as VisualStyle
 
 from selfref_tui.safety import content, inert, inert_line, redact
+from selfref_tui.ui.theme_colors import fade
 from selfref_tui.ui.transcript.image import ImageItem, decode_in_thread, picture
 from selfref_tui.ui.transcript.image import estimate as estimate_image
 from selfref_tui.ui.transcript.model import (
@@ -51,6 +56,8 @@ if TYPE_CHECKING:
 #: the most of a tool's arguments or result shown (the rest is counted)
 MAX_SHOWN = 4_000
 CONTINUATION = "↪"
+#: how much of the text colour tints the background of code
+CODE_TINT = 0.07
 
 _ERROR_TITLES = {
     "auth": "API key rejected",
@@ -151,9 +158,16 @@ def estimate(row: Row, width: int) -> int:
 
 
 class Palette:
-    """The theme's colours as Rich styles (what the old widgets' CSS said)."""
+    """The theme's colours as Rich styles: every colour the transcript draws comes from here.
 
-    def __init__(self, variables: dict[str, str], dark: bool) -> None:
+    Built from the app's theme variables, so a theme change (and a light theme)
+    is followed everywhere: bars, tints, frames, muted text, Markdown's own
+    elements (inline code, links, headings, quotes) and code blocks. A theme of
+    ANSI colours (``ansi-dark``, ``ansi-light``) leaves the terminal its own
+    colours: its tints are no background at all, its colours the ANSI names.
+    """
+
+    def __init__(self, variables: Mapping[str, str], dark: bool) -> None:
         def color(name: str, default: str) -> Color:
             try:
                 return Color.parse(variables.get(name, default))
@@ -163,18 +177,88 @@ class Palette:
         self.dark = dark
         self.bg = color("background", "#1e1e1e")
         self.fg = color("foreground", "#e0e0e0")
+        #: the terminal's own colours: no blending, no tinted backgrounds
+        self.ansi = self.bg.ansi is not None or self.fg.ansi is not None
         self.primary = color("primary", "#0178d4")
         self.secondary = color("secondary", "#004578")
         self.accent = color("accent", "#ffa62b")
         self.warning = color("warning", "#ffa62b")
         self.error = color("error", "#ba3c5b")
-        self.muted = self.bg.blend(self.fg, 0.6)
+        self.success = color("success", "#4ebf71")
+        #: what Textual's ``$text-muted`` is: the text colour for this background, at 60 %
+        self.muted = self.fg if self.ansi else self.bg + self.bg.get_contrast_text(0.6)
+        #: the muted colour in a Content style: ``$text-muted`` itself is "auto 60%", which
+        #: needs the background under the text, and rows lay their tint only after
+        self.muted_text = self.muted.hex
+        #: text in each colour, readable on this background (``$text-primary``…, which
+        #: the app raises to a contrast floor: ui/theme_colors.py)
+        self.text_primary = color("text-primary", "#57a5e2")
+        self.text_accent = color("text-accent", "#ffc473")
+        self.text_warning = color("text-warning", "#ffc473")
+        #: code blocks and inline code sit on a tint of the text colour
+        self.code_bg = self.tint(self.fg, CODE_TINT)
 
-    def mix(self, color: Color, alpha: float) -> str:
-        return self.bg.blend(color, alpha).hex
+    def mix(self, color: Color, alpha: float) -> RichColor:
+        """``color`` over the background at ``alpha`` (an ANSI colour as it is)."""
+        if self.ansi:
+            return color.rich_color
+        return self.bg.blend(color, alpha).rich_color
 
     def style(self, color: Color | None = None, alpha: float = 1.0, **kw: Any) -> Style:
+        """Text (or a bar) in ``color`` at ``alpha``."""
+        if self.ansi and color is not None and alpha < 0.5:
+            return Style(dim=True, **kw)  # a faint mark: the terminal dims its own colour
         return Style(color=self.mix(color, alpha) if color is not None else None, **kw)
+
+    def tint(self, color: Color, alpha: float) -> Style | None:
+        """A background of ``color`` at ``alpha`` (none under ANSI colours)."""
+        if self.ansi:
+            return None
+        return Style(bgcolor=self.bg.blend(color, alpha).rich_color)
+
+    def card(self, highlighted: bool, bar: tuple[Color, float] | None = None
+             ) -> tuple[Style | None, Style]:
+        """The background and bar of a tool call or image card."""
+        if highlighted:
+            return self.tint(self.primary, 0.12), self.style(self.accent, bold=True)
+        return self.tint(self.fg, 0.04), self.style(*(bar or (self.fg, 0.2)))
+
+    @cached_property
+    def markdown_theme(self) -> Theme:
+        """Rich Markdown's own styles in this theme's colours (its defaults are fixed ANSI:
+        inline code was cyan on black on every theme, light ones too)."""
+        bg = self.code_bg.bgcolor if self.code_bg is not None else None
+        primary, accent = self.text_primary.rich_color, self.text_accent.rich_color
+        muted = self.muted.rich_color
+        return Theme({
+            "markdown.code": Style(color=accent, bgcolor=bg, bold=True),
+            "markdown.code_block": Style(bgcolor=bg),
+            "markdown.block_quote": Style(color=muted, italic=True),
+            "markdown.list": Style(color=primary),
+            "markdown.item.bullet": Style(color=accent, bold=True),
+            "markdown.item.number": Style(color=accent),
+            "markdown.hr": Style(color=muted),
+            "markdown.h1": Style(color=primary, bold=True, underline=True),
+            "markdown.h1.border": Style(color=primary),
+            "markdown.h2": Style(color=primary, bold=True, underline=True),
+            "markdown.h3": Style(color=primary, bold=True),
+            "markdown.h4": Style(color=primary, italic=True),
+            "markdown.h5": Style(italic=True),
+            "markdown.h6": Style(color=muted, italic=True),
+            "markdown.h7": Style(color=muted, italic=True),
+            "markdown.link": Style(color=primary, underline=True),
+            "markdown.link_url": Style(color=primary, underline=True),
+            "markdown.table.border": Style(color=muted),
+            "markdown.table.header": Style(color=primary, bold=True),
+            "markdown.kbd": Style(color=accent, bold=True),
+        }, inherit=True)
+
+
+def _color(color: RichColor | None, default: Color) -> Color:
+    """A segment's colour as Textual's (``default`` where it has none of its own)."""
+    if color is None or color.is_default:
+        return default
+    return Color.from_rich_color(color)
 
 
 def _pad(width: int, style: Style | None = None) -> Segment:
@@ -248,30 +332,47 @@ class Painter:
         lines += getattr(self, f"_draw_{row.part}")(row)
         item = row.item
         base = self.widget.rich_style
-        if item is not None and item.archived:
-            base = base + Style(dim=True)
-        return [Line(x.strip.apply_style(base), x.left, x.right, x.cont, x.size) for x in lines]
+        archived = item is not None and item.archived
+        return [Line(self._faded(x.strip.apply_style(base)) if archived
+                     else x.strip.apply_style(base), x.left, x.right, x.cont, x.size)
+                for x in lines]
+
+    def _faded(self, strip: Strip) -> Strip:
+        """``strip`` set back (archived, superseded) and still readable (theme_colors.fade)."""
+        p = self.p
+        if p.ansi:
+            return strip.apply_style(Style(dim=True))  # the terminal's own colours: its dim
+        segments = []
+        for text, style, control in strip:
+            if control or not text.strip():
+                segments.append(Segment(text, style, control))
+                continue
+            style = style or Style()
+            fg = _color(style.color, p.fg)
+            bg = _color(style.bgcolor, p.bg)
+            segments.append(Segment(text, style + Style(color=fade(fg, bg).rich_color)))
+        return Strip(segments, strip.cell_length)
 
     def _draw_user(self, row: Row) -> list[Line]:
         item = row.item
         assert isinstance(item, UserItem)
         p = self.p
         if item.queued:
-            bg, bar = Style(bgcolor=p.mix(p.warning, 0.08)), p.style(p.warning, 0.6)
+            bg, bar = p.tint(p.warning, 0.08), p.style(p.warning, 0.6)
         elif item.failed:
-            bg, bar = Style(bgcolor=p.mix(p.error, 0.08)), p.style(p.error, 0.6)
+            bg, bar = p.tint(p.error, 0.08), p.style(p.error, 0.6)
         else:
-            bg, bar = Style(bgcolor=p.mix(p.primary, 0.12)), p.style(p.primary)
+            bg, bar = p.tint(p.primary, 0.12), p.style(p.primary)
         if item.highlighted:
-            bg, bar = Style(bgcolor=p.mix(p.primary, 0.3)), p.style(p.accent, bold=True)
+            bg, bar = p.tint(p.primary, 0.3), p.style(p.accent, bold=True)
         inner = self.width - 3
         body = self._text(item.text, inner)
         if item.queued:
-            body += self._text("queued — delivered at the next step", inner, "italic $warning")
+            body += self._text("queued — delivered at the next step", inner, "italic $text-warning")
         if item.failed:
             # The reason may quote a server: plain text, inert, never markup.
             body += self._text(f"failed — not sent again; /retry (F5) sends it: {item.failed}",
-                               inner, "italic $error")
+                               inner, "italic $text-error")
         return self._bar_lines(
             self._with_bg(body, bg), bar, bg, glyph="┃" if item.highlighted else "▌"
         )
@@ -280,12 +381,11 @@ class Painter:
         item = row.item
         assert isinstance(item, ErrorItem)
         p = self.p
-        bg = Style(bgcolor=p.mix(p.error, 0.1 if not item.highlighted else 0.3))
-        from textual.content import Content
-
+        bg = p.tint(p.error, 0.1 if not item.highlighted else 0.3)
         title = _ERROR_TITLES.get(item.error_kind, "Error")
         # Server and store text: inert, never markup, no bearer token or URL userinfo.
-        shown = Content.assemble((f"✖ {title}", "bold $error"), "  ", content(redact(item.message)))
+        shown = Content.assemble((f"✖ {title}", "bold $text-error"), "  ",
+                                 content(redact(item.message)))
         body = self._content(shown, self.width - 3)
         if item.has_detail:
             # The server's own words in full (a click toggles them): the one-line
@@ -302,27 +402,20 @@ class Painter:
         item = row.item
         assert isinstance(item, ToolItem)
         p = self.p
-        bar_color = {"error": (p.error, 1.0), "cancelled": (p.warning, 1.0)}.get(
-            item.status, (p.fg, 0.2)
-        )
         # Highlighted: the bar every highlighted item has (ctrl+up stops here too).
-        bar = p.style(p.accent, bold=True) if item.highlighted else p.style(*bar_color)
-        bg = Style(
-            bgcolor=p.mix(
-                p.primary if item.highlighted else p.fg, 0.12 if item.highlighted else 0.04
-            )
-        )
+        bg, bar = p.card(item.highlighted, {"error": (p.error, 1.0),
+                                            "cancelled": (p.warning, 1.0)}.get(item.status))
         inner = self.width - 2 - 3
         arrow = "▼ " if item.expanded else "▶ "
         body = self._text(arrow + inert_line(item.title), inner, "bold" if item.highlighted else "")
         if item.expanded:
-            body += self._text("arguments", inner, f"bold {self.p.muted.hex}")
+            body += self._text("arguments", inner, f"bold {self.p.muted_text}")
             arguments = item.arguments
             if item.status == "running" and len(arguments) > MAX_SHOWN:
                 body += self._text(_tail(arguments), inner)  # the newest part as it streams
             else:
                 body += self._text(_clip(pretty_arguments(arguments)), inner)
-            body += self._text("result", inner, f"bold {self.p.muted.hex}")
+            body += self._text("result", inner, f"bold {self.p.muted_text}")
             body += self._text(_clip(item.result or ""), inner)
         return self._bar_lines(self._with_bg(body, bg), bar, bg, indent=2,
                                glyph="┃" if item.highlighted else "▌")
@@ -337,16 +430,14 @@ class Painter:
         else:
             item.decode()  # the title names the pixel size
         p = self.p
-        bg = Style(bgcolor=p.mix(p.primary if item.highlighted else p.fg,
-                                 0.12 if item.highlighted else 0.04))
-        bar = p.style(p.accent, bold=True) if item.highlighted else p.style(p.fg, 0.2)
+        bg, bar = p.card(item.highlighted)
         inner = self.width - 2 - 3
         body = self._content(content(item.title, "bold" if item.highlighted else ""), inner)
         if waiting:
             body += self._text("decoding…", inner, "italic")
         elif item.error:
             body += self._text(f"image could not be shown ({item.error})", inner,
-                               "italic $warning")
+                               "italic $text-warning")
         else:
             body += picture(item, inner, p.bg.rgb)
         return self._bar_lines(self._with_bg(body, bg), bar, bg, indent=2)
@@ -357,7 +448,7 @@ class Painter:
         p = self.p
         rule = Line(Strip([Segment("┄" * self.width, p.style(p.accent, 0.5))], self.width))
         arrow = "▼ " if item.expanded else "▶ "
-        body = self._text(arrow + item.title, self.width - 2, "$accent")
+        body = self._text(arrow + item.title, self.width - 2, "$text-accent")
         if item.expanded:
             body += self._text(summary_text(item.summary), self.width - 4)
         lines = [
@@ -383,7 +474,7 @@ class Painter:
         border = p.style(p.fg, 0.15)
         inner = self.width - 4 - 2 - 4
         if isinstance(hint, str):
-            body = self._text(hint, inner, self.p.muted.hex)
+            body = self._text(hint, inner, self.p.muted_text)
         else:
             body = self._content(hint, inner)
         blank = Strip([_pad(inner)], inner)
@@ -431,14 +522,14 @@ class Painter:
             left_frames.append((Segment(box[3] + " ", style + bg if bg else style), bg))
             right_frames.insert(0, (Segment(" " + box[3], style + bg if bg else style), bg))
         inner_bg = self._ref_bg(frames[-1]) if frames else None
-        dim = any(ref.superseded for ref in frames)
+        faded = any(ref.superseded for ref in frames)
         for index, strip in enumerate(body):
             segs = [Segment(glyph, bar), _pad(2)]
             segs += [seg for seg, _ in left_frames]
             if inner_bg is not None:
                 strip = strip.apply_style(inner_bg)
-            if dim:
-                strip = strip.apply_style(Style(dim=True))
+            if faded:
+                strip = self._faded(strip)
             segs += list(strip.crop_extend(0, inner, inner_bg))
             segs += [seg for seg, _ in right_frames]
             segs.append(_pad(1))
@@ -472,10 +563,10 @@ class Painter:
     def _ref_bg(self, ref: RefInfo) -> Style | None:
         p = self.p
         if ref.highlighted:
-            return Style(bgcolor=p.mix(p.primary, 0.1))
+            return p.tint(p.primary, 0.1)
         if ref.superseded:
             return None
-        return Style(bgcolor=p.mix(p.accent, 0.06))
+        return p.tint(p.accent, 0.06)
 
     def _draw_block(self, row: Row) -> list[Line]:
         answer = row.item
@@ -504,14 +595,17 @@ class Painter:
         bg = self._ref_bg(ref)
         full = style + bg if bg else style
         label = ref.title if top else ref.subtitle
-        title_style = full + Style(bold=top, color=None if top else self.p.mix(self.p.muted, 1.0))
-        if top and not ref.highlighted and not ref.superseded:
-            title_color = (
-                self.p.warning
-                if (ref.unfinished or (not ref.closed and ref.live))
-                else self.p.accent
-            )
-            title_style = full + Style(bold=True, color=self.p.mix(title_color, 1.0))
+        p = self.p
+        # The frame may be faint (a superseded ref's); its title and size are text.
+        if not top or ref.superseded:
+            title_color = p.muted
+        elif ref.highlighted:
+            title_color = p.text_primary
+        elif ref.unfinished or (not ref.closed and ref.live):
+            title_color = p.text_warning
+        else:
+            title_color = p.text_accent
+        title_style = full + Style(bold=top, color=p.mix(title_color, 1.0))
         left, right = (box[0], box[2]) if top else (box[4], box[5])
         label = inert_line(label, max(0, width - 6))
         fill = max(0, width - 5 - len(label))
@@ -533,20 +627,27 @@ class Painter:
         return Strip(segs).crop_extend(0, width, bg)
 
     def _markdown(self, text: str, width: int) -> list[Strip]:
-        return self._rich_lines(markdown(inert(text)), width)
+        with self.console.use_theme(self.p.markdown_theme):
+            return self._rich_lines(markdown(inert(text)), width)
 
     def _code(self, block: Block, width: int) -> tuple[list[Strip], list[bool], list[int]]:
-        """Highlighted code, wrapped with a continuation mark; copy text stays the code."""
-        from rich.text import Text
+        """Highlighted code, wrapped with a continuation mark; copy text stays the code.
 
+        The token colours are Textual's highlight theme, which names the theme's
+        variables (``$text-accent``…), on a tint of the text colour: readable on
+        every theme, light or dark, and following a change of theme.
+        """
+        p = self.p
         fence = block.fence
         lang = fence.lang if fence is not None else ""
         code = inert(block.text).expandtabs(4)
-        theme = _syntax_theme(self.p.dark)
-        bg = Style(bgcolor=theme[1])
-        highlighted = _highlight(code, lang, theme[0]) if code else Text("")
-        mark = self.p.style(self.p.primary if fence and fence.highlighted else self.p.muted)
-        edge = Segment("▌" if fence and fence.highlighted else " ", mark + bg)
+        bg = p.code_bg
+        base = VisualStyle(foreground=p.fg,
+                           background=None if bg is None else p.bg.blend(p.fg, CODE_TINT))
+        highlighted = _highlight(code, lang, p) if code else Content("")
+        mark = p.style(p.primary if fence and fence.highlighted else p.muted)
+        mark_bg = mark + bg if bg else mark
+        edge = Segment("▌" if fence and fence.highlighted else " ", mark_bg)
         text_width = max(4, width - 2)
         strips: list[Strip] = []
         marks: list[bool] = []
@@ -554,15 +655,14 @@ class Painter:
         lines = highlighted.split("\n", allow_blank=True)
         while len(lines) > 1 and not lines[-1].plain:
             lines.pop()
-        for line in lines or [Text("")]:
-            pieces = (
-                line.divide(range(text_width, max(len(line.plain), 1), text_width))
-                if len(line.plain) > text_width
-                else [line]
-            )
+        for line in lines or [Content("")]:
+            size = len(line.plain)
+            pieces = (line.divide(range(text_width, size, text_width))
+                      if size > text_width else [line])
             for index, piece in enumerate(pieces):
-                segs = list(piece.render(self.console))
-                first = Segment(CONTINUATION, mark + bg) if index else edge
+                segs = [Segment(text, style.rich_style) for text, style in
+                        piece.render(base, end="", parse_style=VisualStyle.parse)]
+                first = Segment(CONTINUATION, mark_bg) if index else edge
                 strip = Strip([first, *segs]).crop_extend(0, width - 1, bg)
                 strips.append(Strip([*strip, Segment(" ", bg)], width))
                 marks.append(bool(index))
@@ -574,16 +674,17 @@ class Painter:
         assert isinstance(answer, AnswerItem)
         inner = self.width - 4
         arrow = "▼ " if answer.reasoning_expanded else "▶ "
-        body = self._text(arrow + answer.reasoning_title, inner, self.p.muted.hex)
+        body = self._text(arrow + answer.reasoning_title, inner, self.p.muted_text)
         if answer.reasoning_expanded:
-            body += self._text(answer.reasoning, inner - 2, f"italic {self.p.muted.hex}")
+            body += self._text(answer.reasoning, inner - 2, f"italic {self.p.muted_text}")
         return self._answer_lines(answer, body, ())
 
     def _draw_marker(self, row: Row) -> list[Line]:
         answer = row.item
         assert isinstance(answer, AnswerItem)
         inner = self.width - 4
-        body = [Strip([_pad(inner)], inner), *self._text(answer.marker, inner, "italic $warning")]
+        marker = self._text(answer.marker, inner, "italic $text-warning")
+        body = [Strip([_pad(inner)], inner), *marker]
         return self._answer_lines(answer, body, ())
 
 
@@ -624,31 +725,20 @@ def _trim(strips: list[Strip]) -> list[Strip]:
     return strips[start:end] or strips[:1]
 
 
-@lru_cache(maxsize=2)
-def _syntax_theme(dark: bool) -> tuple[str, str]:
-    from rich.syntax import Syntax
+def _highlight(code: str, lang: str, palette: Palette) -> Content:
+    """``code`` as Content whose token styles name the theme's variables.
 
-    name = "monokai" if dark else "default"
-    background = Syntax.get_theme(name).get_background_style().bgcolor
-    return name, background.name if background is not None else ("#272822" if dark else "#f8f8f8")
+    Textual's own highlighting (what its Markdown widget uses), less the
+    ``$text`` it lays under everything: plain code takes the row's text colour.
+    """
+    from textual.highlight import ANSIDarkHighlightTheme, ANSILightHighlightTheme, HighlightTheme
+    from textual.highlight import highlight as textual_highlight
 
-
-@lru_cache(maxsize=64)
-def _lexer(lang: str) -> Any:
-    from pygments.lexers import get_lexer_by_name
-    from pygments.util import ClassNotFound
-
-    try:
-        return get_lexer_by_name(lang or "text")
-    except ClassNotFound:
-        return get_lexer_by_name("text")
-
-
-def _highlight(code: str, lang: str, theme: str) -> Any:
-    from rich.syntax import Syntax
-
-    syntax = Syntax(code, _lexer(lang), theme=theme)
-    return syntax.highlight(code)
+    theme: type[HighlightTheme] = HighlightTheme
+    if palette.ansi:
+        theme = ANSIDarkHighlightTheme if palette.dark else ANSILightHighlightTheme
+    shown = textual_highlight(code, language=lang or "text", theme=theme, tab_size=4)
+    return Content(shown.plain, [span for span in shown.spans if span.style != "$text"])
 
 
 def _tail(text: str) -> str:

@@ -58,19 +58,19 @@ class AppHeader(Widget):
         # demo badge do not ("demo · selfref-demo demo" said one thing three times).
         provider = self.provider if self.provider not in ("", "default", "demo") else ""
         parts: list[Content | str | tuple[str, str]] = [
-            ("selfref", "bold $accent"),
+            ("selfref", "bold $text-accent"),
             "  ",
-            ("key ", "dim"),
+            ("key ", "$text-muted"),
             content(self.key or "—", "bold", line=True),
             "  ",
             # A profile may be named after its URL: never with its userinfo.
-            content(f"{redact(provider)} · " if provider else "", "dim", line=True),
+            content(f"{redact(provider)} · " if provider else "", "$text-muted", line=True),
             content(redact(self.model or ""), line=True),
         ]
         if self.demo:
             parts += [" ", (" demo ", "bold $text on $warning")]
         if self.provider_note:
-            parts += ["  ", content(f"⚠ {self.provider_note}", "bold $error", line=True)]
+            parts += ["  ", content(f"⚠ {self.provider_note}", "bold $text-error", line=True)]
         if self.read_only:
             parts += [" ", (" read-only ", "bold $text on $error")]
         if self.status:

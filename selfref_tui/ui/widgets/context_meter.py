@@ -197,10 +197,10 @@ class ContextMeter(Widget):
     # -- rendering ---------------------------------------------------------------------
     def render(self) -> Content:
         width = max(10, self.content_region.width or self.size.width or 30)
-        colour = {"ok": "$primary", "near": "$warning", "over": "$error"}[self.level]
+        colour = {"ok": "$text-primary", "near": "$text-warning", "over": "$text-error"}[self.level]
         percent = f"{self.ratio * 100:.0f}%" if self.window else ""
         header = Content.from_markup("[b $text-muted]CONTEXT")
-        figures = Content.assemble((self.usage_label, "bold"), " ", (percent, "dim"))
+        figures = Content.assemble((self.usage_label, "bold"), " ", (percent, "$text-muted"))
         gap = max(1, width - header.cell_length - figures.cell_length)
         filled = min(width, round(self.ratio * width))
         mark = min(width - 1, round(self.compact_ratio * width))
@@ -218,18 +218,18 @@ class ContextMeter(Widget):
             # The tick explained where it is seen, not only in the tooltip.
             Content.assemble(
                 ("┃", "$text-muted"),
-                (f" auto-compact at {self.compact_ratio * 100:.0f}%", "dim"),
+                (f" auto-compact at {self.compact_ratio * 100:.0f}%", "$text-muted"),
             ),
         ]
         if self.streaming:
-            lines.append(Content.assemble(("● ", "$primary"), self.speed_label))
+            lines.append(Content.assemble(("● ", "$text-primary"), self.speed_label))
         elif self._stream_end is not None:
             # Sidebar-narrow: speed and time matter more than the count, which must not push
             # the elapsed time off the edge.
             # A call that streamed nothing (a server down) has no speed to show.
             speed = (f"last answer · {self.tokens_per_second:.0f} tok/s"
                      if self.stream_tokens else "no answer")
-            lines.append(Content.styled(f"{speed} · {format_seconds(self.elapsed)}", "dim"))
+            lines.append(Content.styled(f"{speed} · {format_seconds(self.elapsed)}", "$text-muted"))
         return Content("\n").join(lines)
 
     def get_content_height(self, container, viewport, width: int) -> int:  # type: ignore[override]

@@ -57,7 +57,7 @@ class _ForgetConfirm(Static, can_focus=True):
                 "Forget ",
                 (inert_line(experience_id), "bold"),
                 "?  ",
-                ("y", "bold $error"),
+                ("y", "bold $text-error"),
                 " yes · any other key cancels",
             )
         )
@@ -92,7 +92,8 @@ class Experience:
 
     @property
     def prompt(self) -> Content:
-        return Content.assemble((inert_line(self.id), "bold $primary"), "  ", inert_line(self.text))
+        return Content.assemble((inert_line(self.id), "bold $text-primary"), "  ",
+                                inert_line(self.text))
 
 
 class ExperienceList(Vertical):
@@ -127,12 +128,13 @@ class ExperienceList(Vertical):
     }
     ExperienceList > OptionList:focus > .option-list--option-highlighted {
         background: $primary 30%;
+        color: $text;  /* the theme's text can be too faint on this tint (solarized-dark) */
         text-style: none;
     }
     ExperienceList > OptionList > .option-list--option { padding: 0 1; }
     ExperienceList > .empty {
         padding: 0 1;
-        color: $text-disabled;
+        color: $text-muted;
         text-style: italic;
     }
     """
@@ -241,7 +243,7 @@ class ExperienceList(Vertical):
         if figures != self._title:
             self._title = figures
             self.query_one(".section-title", Static).update(
-                Content.assemble("EXPERIENCES ", (figures, "dim"))
+                Content.assemble("EXPERIENCES ", (figures, "$text-muted"))
             )
         empty = self.query_one(".empty", Static)
         if count == 0:

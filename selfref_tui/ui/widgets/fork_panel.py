@@ -54,15 +54,15 @@ def format_elapsed(seconds: float | None) -> str:
 
 def status_content(status: str, step: int = 0) -> Content:
     if status == "completed" or status == "done":
-        return Content.styled("✓ done", "$success")
+        return Content.styled("✓ done", "$text-success")
     if status == "error":
-        return Content.styled("✗ error", "$error")
+        return Content.styled("✗ error", "$text-error")
     if status == "cancelled":
-        return Content.styled("⊘ cancelled", "$warning")
+        return Content.styled("⊘ cancelled", "$text-warning")
     if status == "queued":
-        return Content.styled("○ queued", "dim")
+        return Content.styled("○ queued", "$text-muted")
     label = f"● {inert_line(status)}" + (f" · step {step}" if step else "")
-    return Content.styled(label, "$primary")
+    return Content.styled(label, "$text-primary")
 
 
 @dataclass
@@ -136,7 +136,7 @@ class ForkPanel(Vertical):
     }
     ForkPanel > DataTable > .datatable--header { background: transparent; color: $text-muted; }
     ForkPanel > DataTable > .datatable--cursor { background: $boost; text-style: none; }
-    ForkPanel > DataTable:focus > .datatable--cursor { background: $primary 30%; }
+    ForkPanel > DataTable:focus > .datatable--cursor { background: $primary 30%; color: $text; }
     ForkPanel > .fork-heading {
         padding: 0 1;
         margin: 1 0;
@@ -147,8 +147,8 @@ class ForkPanel(Vertical):
     ForkPanel #fork-transcript > Markdown { margin: 0; padding: 0; background: transparent; }
     ForkPanel #fork-transcript > .fork-tool { color: $text-muted; padding: 0 0 1 0; }
     ForkPanel #fork-transcript > .fork-end { color: $text-muted; }
-    ForkPanel #fork-transcript > .fork-error { color: $error; }
-    ForkPanel #fork-transcript > .fork-placeholder { color: $text-disabled; text-style: italic; }
+    ForkPanel #fork-transcript > .fork-error { color: $text-error; }
+    ForkPanel #fork-transcript > .fork-placeholder { color: $text-muted; text-style: italic; }
     """
 
     @dataclass
@@ -399,7 +399,7 @@ class ForkPanel(Vertical):
 
     def _show_figures(self, figures: str) -> None:
         self.query_one(".section-title", Static).update(
-            Content.assemble("FORKS ", (figures, "dim"))
+            Content.assemble("FORKS ", (figures, "$text-muted"))
         )
 
     def _tick(self) -> None:
@@ -484,7 +484,8 @@ class ForkPanel(Vertical):
                 return
             heading.update(
                 Content.assemble(
-                    (inert_line(fork.fork_id), "bold $primary"), "  ", (inert(fork.task), "italic")
+                    (inert_line(fork.fork_id), "bold $text-primary"), "  ",
+                    (inert(fork.task), "italic"),
                 )
             )
         blocks = self._blocks.get(fork.fork_id, [])
@@ -547,9 +548,9 @@ class ForkPanel(Vertical):
 def _tool_line(block: _Block) -> Content:
     marks = {"running": "…", "started": "…", "done": "✓", "ok": "✓", "error": "✗"}
     mark = marks.get(block.status, "·")
-    style = "$error" if block.status == "error" else "$text-muted"
+    style = "$text-error" if block.status == "error" else "$text-muted"
     return Content.assemble(
-        ("⚙ ", "$primary"),
+        ("⚙ ", "$text-primary"),
         (inert_line(block.name, 80), "bold"),
         (f"  {mark} {inert_line(block.status)}", style),
     )

@@ -67,12 +67,13 @@ class RefRow:
         label = f"ref:{inert_line(self.id, 64)}"
         size = _size_label(self.chars, self.lines)
         if self.superseded:
-            return Content.assemble((label, "dim strike"), "  ", (f"{size} · old", "dim"))
+            return Content.assemble((label, "strike $text-muted"), "  ",
+                                    (f"{size} · old", "$text-muted"))
         if self.open:
             return Content.assemble(
-                (label, "bold $primary"), "  ", (f"{size} · streaming", "dim italic")
+                (label, "bold $text-primary"), "  ", (f"{size} · streaming", "italic $text-muted")
             )
-        return Content.assemble((label, "bold $primary"), "  ", (size, "dim"))
+        return Content.assemble((label, "bold $text-primary"), "  ", (size, "$text-muted"))
 
 
 def ref_rows(refs: Sequence[RefRow | Mapping[str, Any]] | None) -> tuple[RefRow, ...] | None:
@@ -117,12 +118,13 @@ class RefList(Vertical):
     }
     RefList > OptionList:focus > .option-list--option-highlighted {
         background: $primary 30%;
+        color: $text;  /* the theme's text can be too faint on this tint (solarized-dark) */
         text-style: none;
     }
     RefList > OptionList > .option-list--option { padding: 0 1; }
     RefList > .empty {
         padding: 0 1;
-        color: $text-disabled;
+        color: $text-muted;
         text-style: italic;
     }
     """
@@ -213,7 +215,7 @@ class RefList(Vertical):
         if figures != self._title:
             self._title = figures
             self.query_one(".section-title", Static).update(
-                Content.assemble("REFS ", (figures, "dim"))
+                Content.assemble("REFS ", (figures, "$text-muted"))
             )
         empty = self.query_one(".empty", Static)
         if count == 0:

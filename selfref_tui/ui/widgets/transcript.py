@@ -161,6 +161,8 @@ class Transcript(ScrollView, can_focus=False):
         self._width_seen = 0
         self._palette: Palette | None = None
         self._palette_key: Any = None
+        #: how many theme changes this widget has seen (part of every drawn row's key)
+        self._theme_seen = 0
         self._painter: Painter | None = None
         self._pending = False
         self._stuck = True  # at the bottom: new text keeps it there
@@ -424,18 +426,31 @@ class Transcript(ScrollView, can_focus=False):
         return self.scrollable_content_region.width
 
     def _painter_for(self, width: int) -> Painter:
-        app = self.app
-        key = (app.theme, width)
+        """The painter for ``width`` in the current theme (rows drawn in another are stale)."""
+        key = (self._theme_seen, width)
         if self._painter is None or self._palette_key != key:
-            theme = app.current_theme
             if self._palette is None or self._palette_key is None or self._palette_key[0] != key[0]:
-                self._palette = Palette(app.theme_variables, bool(getattr(theme, "dark", True)))
+                app = self.app
+                self._palette = Palette(app.theme_variables, bool(app.current_theme.dark))
             self._palette_key = key
             self._painter = Painter(self, self._palette, width)
         return self._painter
 
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    def _theme_changed(self, _theme: object) -> None:
+        """Every row was drawn in the old theme's colours: draw what is on screen again.
+
+        The signal comes once the stylesheet has the new theme's variables; a row
+        drawn between the change and the signal is stale too, and is redrawn.
+        """
+        self._theme_seen += 1
+        self._relayout()
+
     def _draw(self, row: Row, width: int) -> bool:
         """Draw ``row`` if its lines are stale; True when its height changed."""
+        painter = self._painter_for(width)
         key = (row_key(row, width), self._palette_key)
         if row.part == "banner":
             key = (key, self.older_count)
@@ -450,7 +465,7 @@ class Transcript(ScrollView, can_focus=False):
                 row.height = len(row.lines)
                 return True
             return False
-        row.lines = self._painter_for(width).draw(row)
+        row.lines = painter.draw(row)
         row.key = key
         self._kept_drawn(row)
         row.exact = True
