@@ -29,6 +29,7 @@ class ApprovalScreen(QuestionScreen):
         height: auto;
         max-height: 16;
         border: round $panel;
+        border-title-color: $text-muted;  /* the border's own colour is no text colour */
         padding: 0 1;
         margin-top: 1;
     }
