@@ -187,6 +187,9 @@ class AppConfig:
     mcp_servers: tuple[McpServerConfig, ...] = ()
     #: the config.toml this was read from (an "always allow" answer is saved there)
     config_path: Path | None = None
+    #: the app's colour theme (a Textual theme name; "": Textual's default), saved there
+    #: when the person picks one
+    theme: str = ""
 
 
 # --------------------------------------------------------------------------- loading
@@ -226,7 +229,8 @@ _ENV_NUMBERS = (("SELFREF_CONNECT_TIMEOUT", "connect_timeout_s", float),
                 ("SELFREF_IDLE_TIMEOUT", "idle_timeout_s", float),
                 ("SELFREF_CONTEXT_WINDOW", "context_window", int))
 _AGENT_FIELDS = {f.name for f in fields(AgentSettings)}
-_TOP_LEVEL = {"default_provider", "providers", "agent", "keymap", "data_dir", "key", "mcp"}
+_TOP_LEVEL = {"default_provider", "providers", "agent", "keymap", "data_dir", "key", "mcp",
+              "theme"}
 
 
 def load_config(
@@ -263,12 +267,16 @@ def load_config(
     resolved_dir, dir_source = _data_dir(path, data, data_dir, env)
     check_data_dir(resolved_dir, dir_source)
     memory_key = key or str(data.get("key") or DEFAULT_KEY)
+    theme = data.get("theme", "")
+    if not isinstance(theme, str):
+        raise ConfigError(f"{path}: theme must be a theme's name in quotes (e.g. "
+                          f"theme = \"nord\"), not {theme!r}")
 
     if demo:
         return AppConfig(provider=demo_provider(""), agent=agent, profiles=profiles,
                          keymap=keymap, data_dir=resolved_dir, data_dir_source=dir_source,
                          key=memory_key, resume=key is None, mcp_servers=mcp,
-                         config_path=path)
+                         config_path=path, theme=theme)
 
     chosen = profile or data.get("default_provider")
     if chosen is not None and not isinstance(chosen, str):
@@ -305,7 +313,7 @@ def load_config(
     return AppConfig(provider=provider, agent=agent, profiles=profiles, keymap=keymap,
                      data_dir=resolved_dir, data_dir_source=dir_source, key=memory_key,
                      resume=key is None, unconfigured=not api_key and not explicit_url,
-                     mcp_servers=mcp, config_path=path)
+                     mcp_servers=mcp, config_path=path, theme=theme)
 
 
 def profile_provider(config: AppConfig, name: str,

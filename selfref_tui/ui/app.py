@@ -118,8 +118,17 @@ class SelfRefApp(
         self._transcript: Transcript | None = None
         #: the next idle collection walks the frozen objects too
         self._gc_everything = False
-        keymap, self.keymap_warnings = check_keymap(config.keymap)
+        keymap, self.config_warnings = check_keymap(config.keymap)
         self._user_keymap = keymap
+        #: the theme config.toml holds: a change to another is saved there
+        self._theme_saved = self.theme
+        if config.theme in self.available_themes:
+            self._theme_saved = config.theme
+            self.theme = config.theme  # before the first frame: no flash of another theme
+        elif config.theme:
+            known = ", ".join(sorted(self.available_themes))
+            self.config_warnings.append(f"theme {config.theme!r} in config.toml is not a theme; "
+                                        f"using {self.theme} (known: {known})")
 
     # ------------------------------------------------- the controller's state
     # Read through the app by the event bridge, tests and benchmarks.
@@ -237,7 +246,7 @@ class SelfRefApp(
         self.gc_pauses.install()
         if self._user_keymap:
             self.set_keymap(self._user_keymap)
-        for warning in self.keymap_warnings:
+        for warning in self.config_warnings:
             self.notify(warning, severity="warning", timeout=8)
         if self.is_headless:
             self.chat_input.cursor_blink = False  # tests and snapshots: a steady frame
@@ -650,6 +659,24 @@ class SelfRefApp(
             self.notify(f"Not opened: {inert_line(url, 80)} is not a web link.", timeout=4)
 
     # -------------------------------------------------------------- theme
+
+    def watch_theme(self, name: str) -> None:
+        """The person picked a theme (ctrl+p → Theme): keep it for the next start."""
+        if name != self._theme_saved and not self.read_only:
+            self._theme_saved = name
+            self._save_theme(name)
+
+    @work(exclusive=True, group="theme", exit_on_error=False)
+    async def _save_theme(self, name: str) -> None:
+        import asyncio
+
+        from selfref_tui.config import ConfigError
+
+        try:
+            await asyncio.to_thread(self.controller.save_theme, name)
+        except (ConfigError, OSError) as exc:
+            self.notify(f"The theme {name} is used now but was not saved: {exc}",
+                        severity="warning", timeout=10)
 
     def get_css_variables(self) -> dict[str, str]:
         """The theme's variables, every text colour readable on its background.

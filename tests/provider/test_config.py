@@ -64,6 +64,15 @@ def test_file_profiles_agent_and_keymap(tmp_path):
     assert config.keymap == {"abort": "ctrl+c"}
 
 
+def test_the_theme_is_read_for_the_app_and_for_the_demo(tmp_path):
+    path = write(tmp_path, 'theme = "solarized-light"\n' + TOML)
+    assert load_config(config_path=path, env={}).theme == "solarized-light"
+    assert load_config(config_path=path, env={}, demo=True).theme == "solarized-light"
+    assert load_config(config_path=tmp_path / "missing.toml", env={}).theme == ""
+    with pytest.raises(ConfigError, match=r'theme must be .*theme = "nord"'):
+        load_config(config_path=write(tmp_path, "theme = 3\n"), env={})
+
+
 def test_environment_beats_file_and_flags_beat_environment(tmp_path):
     path = write(tmp_path, TOML)
     env = {"OPENAI_BASE_URL": "http://env:1/v1", "SELFREF_MODEL": "env-model",

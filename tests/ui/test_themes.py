@@ -23,6 +23,7 @@ from textual.theme import BUILTIN_THEMES
 
 from selfref_tui.demo.script import HttpError, Reply, ToolCall
 from selfref_tui.demo.server import DemoServer
+from selfref_tui.ui.app import SelfRefApp
 from tests.ui.contrast import describe, main_background, screen_cells, unreadable
 from tests.ui.helpers import (
     COMPACT_SUMMARY,
@@ -158,3 +159,81 @@ async def test_ansi_themes_leave_the_terminal_its_own_colours(tmp_path):
                 backgrounds = {bg.hex for row in rows
                                for _, _, bg in row[region.x : region.x + region.width]}
                 assert backgrounds == {Color.parse(app.current_theme.background).hex}, name
+
+
+CONFIG = """# my settings: kept as they are
+key = "main"   # the conversation I use
+
+[agent]
+step_limit = 30
+"""
+
+
+async def _pick_theme(pilot, app, name: str) -> None:
+    """ctrl+p → Theme → ``name``, as a person does."""
+    await pilot.press("ctrl+p")
+    await wait_until(pilot, lambda: type(app.screen).__name__ == "CommandPalette", what="palette")
+    await pilot.press(*"theme")
+    await wait_until(pilot, lambda: _palette_shows(app, "Theme"), what="the Theme command")
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: _palette_shows(app, name), what="the theme list")
+    await pilot.press(*name, "enter")
+    await wait_until(pilot, lambda: app.theme == name, what=f"theme {name}")
+
+
+def _palette_shows(app, text: str) -> bool:
+    from textual.command import CommandList
+
+    screen = app.screen
+    if type(screen).__name__ != "CommandPalette":
+        return False
+    options = screen.query_one(CommandList)
+    return any(text in str(option.prompt) for option in options.options)
+
+
+async def test_the_chosen_theme_is_saved_in_config_toml_and_used_at_the_next_start(tmp_path):
+    config_file = tmp_path / "config.toml"  # SELFREF_CONFIG (tests/conftest.py)
+    config_file.write_text(CONFIG)
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await _pick_theme(pilot, app, "solarized-light")
+            await wait_until(pilot, lambda: 'theme = "solarized-light"' in config_file.read_text(),
+                             what="the theme saved")
+        # Only that line was added: every comment and setting is where it was.
+        assert config_file.read_text() == CONFIG.replace(
+            'key = "main"   # the conversation I use\n',
+            'key = "main"   # the conversation I use\ntheme = "solarized-light"\n')
+
+        from selfref_tui.config import load_config
+
+        config = load_config(base_url=url)
+        assert config.theme == "solarized-light"
+        again = SelfRefApp(config)
+        async with again.run_test(size=SIZE) as pilot:
+            await started(pilot, again)
+            assert again.theme == "solarized-light"
+            await again.transcript.settle()
+            expected = Color.parse(again.theme_variables["background"])
+            await wait_until(pilot, lambda: _transcript_background(again) == expected,
+                             what="the transcript in the saved theme")
+            await _pick_theme(pilot, again, "nord")
+            await wait_until(pilot, lambda: 'theme = "nord"' in config_file.read_text(),
+                             what="the new theme saved")
+        assert "solarized-light" not in config_file.read_text()
+
+
+async def test_a_theme_config_toml_names_wrongly_is_said_once_and_the_app_starts(tmp_path):
+    (tmp_path / "config.toml").write_text('theme = "solarised"\n')
+    async with DemoServer([]) as url:
+        from selfref_tui.config import load_config
+
+        app = SelfRefApp(load_config(base_url=url))
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            shown = [str(n.message) for n in app._notifications]
+            assert any("theme 'solarised' in config.toml is not a theme" in n and "nord" in n
+                       for n in shown), shown
+            assert app.theme == "textual-dark"
+    assert (tmp_path / "config.toml").read_text() == 'theme = "solarised"\n'  # left to fix

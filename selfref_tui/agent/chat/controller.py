@@ -23,7 +23,7 @@ imports) runs in a thread, so a caller on the UI's loop is never held up.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from selfref_tui.config import AppConfig
@@ -162,6 +162,23 @@ class ChatController(Startup, KeyLifecycle, ConversationSettings):
         self.check_ready()
         occurrences = self._agent().memory(self.key).refs.get(ref_id.removeprefix("ref:"))
         return occurrences[-1].get("content", "") if occurrences else None
+
+    # ------------------------------------------------------------ settings
+
+    def save_theme(self, name: str) -> bool:
+        """Keep the person's theme for the next start: ``theme = "NAME"`` in config.toml.
+
+        Written by the one config writer (selfref/config_file.py), which changes that
+        line and nothing else; False when the file already said so. Blocking (a file
+        write): call it in a thread. Raises ``ConfigError`` with the line to show.
+        """
+        from selfref_tui.config import default_config_path
+        from selfref_tui.selfref.config_file import set_config_value
+
+        path = self.config.config_path or default_config_path()
+        changed = set_config_value(path, (), "theme", name)
+        self.config = replace(self.config, theme=name)
+        return changed
 
 
 def typed_inputs(history: Sequence[dict]) -> list[str]:
