@@ -661,8 +661,11 @@ class SelfRefApp(
     # -------------------------------------------------------------- theme
 
     def watch_theme(self, name: str) -> None:
-        """The person picked a theme (ctrl+p → Theme): keep it for the next start."""
-        if name != self._theme_saved and not self.read_only:
+        """The person picked a theme (ctrl+p → Theme): keep it for the next start.
+
+        Set before the app runs (a test, a benchmark), it is that run's, not a choice.
+        """
+        if name != self._theme_saved and not self.read_only and self.is_running:
             self._theme_saved = name
             self._save_theme(name)
 
