@@ -31,7 +31,7 @@ class InstructionsEditor(ModalScreen[str | None]):
         min-height: 12;
         padding: 0 1;
         border: round $primary;
-        border-title-color: $primary;
+        border-title-color: $text-primary;
         background: $surface;
     }
     InstructionsEditor #about { color: $text-muted; height: auto; }
@@ -60,7 +60,8 @@ class InstructionsEditor(ModalScreen[str | None]):
             yield TextArea(self.text, id="instructions", soft_wrap=True, show_line_numbers=False)
             yield Static(
                 Content.assemble(
-                    ("ctrl+s", "bold $primary"), " save   ", ("esc", "bold $primary"), " cancel"
+                    ("ctrl+s", "bold $text-primary"), " save   ",
+                    ("esc", "bold $text-primary"), " cancel"
                 ),
                 id="hint",
             )

@@ -51,7 +51,7 @@ class ModelPicker(ModalScreen[str | None]):
         margin-top: 3;
         padding: 0 1 1 1;
         border: round $primary;
-        border-title-color: $primary;
+        border-title-color: $text-primary;
         background: $surface;
     }
     ModelPicker Input { margin-bottom: 1; }
@@ -93,8 +93,8 @@ class ModelPicker(ModalScreen[str | None]):
             yield Static(note, id="note")
             yield Static(
                 Content.assemble(
-                    ("↑↓", "bold $primary"), " choose  ", ("enter", "bold $primary"),
-                    " use  ", ("esc", "bold $primary"), " cancel",
+                    ("↑↓", "bold $text-primary"), " choose  ", ("enter", "bold $text-primary"),
+                    " use  ", ("esc", "bold $text-primary"), " cancel",
                 ),
                 id="hint",
             )
@@ -118,7 +118,7 @@ class ModelPicker(ModalScreen[str | None]):
         options = [
             Option(
                 Content.assemble(
-                    ("● " if name == self.current else "  ", "$primary"),
+                    ("● " if name == self.current else "  ", "$text-primary"),
                     content(inert_line(name, 64), line=True),
                 ),
                 id=LISTED + name,
@@ -130,7 +130,7 @@ class ModelPicker(ModalScreen[str | None]):
             # Last, so Enter after a partial filter picks the listed match.
             options.append(Option(
                 Content.assemble(("  use ", "$text-muted"),
-                                 content(inert_line(typed, 60), "bold $primary", line=True)),
+                                 content(inert_line(typed, 60), "bold $text-primary", line=True)),
                 id=TYPED + typed,
             ))
         option_list = self.option_list

@@ -39,7 +39,7 @@ class FindBar(Horizontal):
     FindBar > Input:focus { border: none; }
     FindBar > #find-count { width: auto; min-width: 10; padding: 0 1; color: $text-muted; }
     FindBar > #find-keys { width: auto; padding: 0 1; color: $text-muted; }
-    FindBar.-none > #find-count { color: $error; }
+    FindBar.-none > #find-count { color: $text-error; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
