@@ -6,8 +6,8 @@ slow call that only ends when it is cancelled. ``SELFREF_MCP_MARK`` names a file
 the slow tool writes "cancelled" to when the client's cancellation reaches it,
 so a test can tell a protocol cancel from a killed process. ``--crash`` fails at
 start; ``--delay S`` waits S seconds before serving; ``--http PORT`` serves
-streamable HTTP instead of stdio; ``--linger`` keeps running after its stdin
-closes, as a careless server would.
+streamable HTTP instead of stdio (``--json``: answers as JSON bodies, not event
+streams); ``--linger`` keeps running after its stdin closes, as a careless server would.
 """
 
 from __future__ import annotations
@@ -106,6 +106,11 @@ def whoami(ctx: Context) -> str:
     return str(headers.get("authorization", "no authorization header"))
 
 
+@server.tool(description="Return `mb` megabytes of text.")
+def big(mb: float = 1.0) -> str:
+    return "x" * int(mb * 2**20)
+
+
 @server.tool(name="odd name.with/chars", description="A tool whose name needs sanitising.")
 def odd() -> str:
     return "odd"
@@ -119,7 +124,8 @@ if __name__ == "__main__":
         sys.exit(3)
     if "--http" in sys.argv:  # streamable HTTP on 127.0.0.1:PORT/mcp
         server.run("streamable-http", host="127.0.0.1",
-                   port=int(sys.argv[sys.argv.index("--http") + 1]))
+                   port=int(sys.argv[sys.argv.index("--http") + 1]),
+                   json_response="--json" in sys.argv)
         sys.exit(0)
     server.run("stdio")
     if "--linger" in sys.argv:

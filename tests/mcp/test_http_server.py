@@ -1,4 +1,5 @@
-"""A streamable HTTP server: headers come from environment variables, never the file."""
+"""A streamable HTTP server: headers come from environment variables, never the file;
+answers are capped as stdio ones are."""
 
 from __future__ import annotations
 
@@ -7,7 +8,11 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from selfref_tui.agent.mcp.manager import McpManager
+from selfref_tui.agent.tools.builtin import ToolError
+from tests.agent.helpers import wait_until
 
 from .conftest import SERVER, server_config
 
@@ -52,3 +57,32 @@ async def test_http_server_gets_the_header_from_the_environment():
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("mode", ["--json", "--sse"])
+async def test_an_http_answer_over_the_cap_fails_the_server_with_the_reason(mode, capfd):
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, str(SERVER), "--http", str(port), mode],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_listening(port, proc)
+        docs = server_config("docs", command="", args=(), url=f"http://127.0.0.1:{port}/mcp",
+                             trust=("*",), max_message_mb=1)
+        events: list = []
+        manager = McpManager([docs], events.append, env={"PATH": ""})
+        try:
+            await manager.wait_started(timeout=60)
+            # the SDK server sends the text twice (content and structuredContent)
+            assert await manager.call("mcp__docs__big", {"mb": 0.25}, None) == "x" * 2**18
+            with pytest.raises(ToolError, match=r"'docs' sent a message over the 1 MB limit "
+                                                r"\(\[mcp.servers.docs\] max_message_mb\)"):
+                await manager.call("mcp__docs__big", {"mb": 2}, None)
+            await wait_until(lambda: manager.statuses()[0].state == "failed", timeout=20,
+                             what="the server marked failed")
+            assert any("over the 1 MB limit" in e.message for e in events)
+        finally:
+            await manager.aclose()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert "Traceback" not in capfd.readouterr().err

@@ -331,16 +331,20 @@ class McpManager:
         self._notice(f"MCP server '{server}' {what}: {error}{stopped}", "error")
 
     def _transport(self, config: McpServerConfig, link: Link) -> Any:
+        max_bytes = int(config.max_message_mb * 2**20)
+        setting = f"[mcp.servers.{config.name}] max_message_mb"
         if config.url:
-            return _watched(_http(config.url, config.resolved_headers(self.env)), link)
+            from .http import http_transport
+
+            return _watched(http_transport(config.url, config.resolved_headers(self.env), link,
+                                           max_bytes=max_bytes, setting=setting), link)
         command = find_command(config.command, self.env)
         if command is None:
             raise ToolError(f"command not found: {config.command}; install it or fix "
                             f"[mcp.servers.{config.name}] command")
         return stdio_transport(
             [command, *config.args], server_env(config, self.env), config.cwd, link,
-            max_bytes=int(config.max_message_mb * 2**20),
-            setting=f"[mcp.servers.{config.name}] max_message_mb")
+            max_bytes=max_bytes, setting=setting)
 
     def _register(self, server: str, listing: Iterable[Any]) -> None:
         # Unique tags keep servers apart, so only this server's own names are taken:
@@ -377,18 +381,27 @@ class McpManager:
 
 
 _SDK_MODULES = ("mcp", "mcp.client.stdio", "mcp.client.streamable_http",
-                "mcp.shared._httpx_utils", "anyio")
+                "mcp.shared._httpx_utils", "anyio", "httpx2")
 
 
 async def _import_sdk() -> None:
-    """Import the SDK in a thread: hundreds of milliseconds the app's loop keeps for keys."""
+    """Import the SDK in a thread: hundreds of milliseconds the app's loop keeps for keys.
+
+    The SDK logs what goes wrong on its side (with tracebacks); with no handler of
+    ours, Python would print those on stderr, under the app's screen and among
+    ``ask``'s output. What matters reaches the person as a notice or a tool error.
+    """
     if all(name in sys.modules for name in _SDK_MODULES):
         return
     import importlib
+    import logging
 
     def load() -> None:
         for name in _SDK_MODULES:
             importlib.import_module(name)
+        sdk_log = logging.getLogger("mcp")
+        if not sdk_log.handlers:
+            sdk_log.addHandler(logging.NullHandler())
 
     await asyncio.to_thread(load)
 
@@ -421,16 +434,6 @@ def server_env(config: McpServerConfig, env: Mapping[str, str]) -> dict[str, str
     base = {k: env[k] for k in DEFAULT_INHERITED_ENV_VARS
             if k in env and not env[k].startswith("()")}
     return base | config.resolved_env(env)
-
-
-@contextlib.asynccontextmanager
-async def _http(url: str, headers: dict[str, str]) -> AsyncIterator:
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
-    async with create_mcp_http_client(headers=headers) as http, \
-            streamable_http_client(url, http_client=http) as streams:
-        yield streams
 
 
 @contextlib.asynccontextmanager
