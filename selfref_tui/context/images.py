@@ -63,14 +63,16 @@ def url_image_size(url: str) -> tuple[int, int] | None:
     """
     if not isinstance(url, str) or not url.startswith("data:"):
         return None
-    head, sep, payload = url.partition(",")
-    if not sep or not head.endswith(";base64"):
+    comma = url.find(",", 0, 256)  # never a copy of the payload: it is megabytes
+    if comma < 0 or not url.endswith(";base64", 0, comma):
         return None
+    payload = comma + 1
 
     def read(start: int, n: int) -> bytes:
-        first = start // 3 * 4
+        first = payload + start // 3 * 4
+        last = payload + -(-(start + n) // 3) * 4
         try:
-            chunk = base64.b64decode(payload[first:-(-(start + n) // 3) * 4], validate=True)
+            chunk = base64.b64decode(url[first:last], validate=True)
         except (binascii.Error, ValueError):
             return b""
         return chunk[start - start // 3 * 3:][:n]
@@ -272,6 +274,44 @@ def without_tool_images(messages: list[dict[str, Any]], placeholder: str) -> lis
         texts = [placeholder if part_url(part) is not None else text_of([part])
                  for part in content]
         out[index] = {**message, "content": "\n".join(t for t in texts if t)}
+    return out
+
+
+#: what stands in a request for an image the same request already carries
+REPEATED_TEXT = "[the same image as shown earlier in this conversation]"
+
+
+def images_once(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with each image carried once: a repeat (the same picture attached
+    again, a tool returning the same screenshot) becomes :data:`REPEATED_TEXT`.
+
+    Why: the API is stateless, so every request carries every image of the
+    conversation; the same megabytes twice in one request (and their tokens
+    twice in the window) tell the model nothing more. The first stays where it
+    was (a request's start stays the same, for servers that cache prompts).
+    Messages without a repeat are the same objects.
+    """
+    seen: set[str] = set()
+    out = messages
+    for index, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            continue
+        parts = None
+        for at, part in enumerate(content):
+            url = part_url(part)
+            if url is None:
+                continue
+            if url not in seen:
+                seen.add(url)
+                continue
+            if parts is None:
+                parts = list(content)
+            parts[at] = {"type": "text", "text": REPEATED_TEXT}
+        if parts is not None:
+            if out is messages:
+                out = list(messages)
+            out[index] = {**message, "content": parts}
     return out
 
 

@@ -367,13 +367,17 @@ class SelfRefApp(
             return
         text = slash.unescape(text)
         images = message.images
+        # one data URL per image, shared by the message and the transcript (each
+        # ``url`` is a new string: megabytes for a large picture)
+        urls = [image.url for image in images]
         try:
-            outcome = self.controller.submit(text, [image.url for image in images])
+            outcome = self.controller.submit(text, urls)
         except Refused as exc:
             self.refused(exc, " Your text is still in the input.")
             return
         message.chat_input.accept(message.text)
-        await self._show_sent(text, outcome, [(image.url, image.name) for image in images])
+        await self._show_sent(text, outcome, [(url, image.name)
+                                              for url, image in zip(urls, images, strict=True)])
 
     async def _send(self, text: str) -> None:
         """Through the controller, then on screen (raises :class:`Refused`)."""

@@ -208,3 +208,26 @@ async def test_a_tools_image_left_out_after_a_persons_image_was_refused_is_told_
         await router.wait_idle()
         assert router.outcomes == ["error", "done", "done"]
         assert len(told()) == 1  # once per server, not once per image
+
+
+async def test_an_image_already_in_the_request_is_not_carried_twice(harness):
+    """The same picture attached again goes once per request; the store keeps both."""
+    from selfref_tui.context.images import REPEATED_TEXT, image_urls
+
+    other = data_url("image/png", PNG + b"\x01")
+    async with harness([Reply(text="A square."), Reply(text="The same square."),
+                        Reply(text="Still.")]) as h:
+        router = AgentInputRouter(h.agent)
+        for text, urls in (("what is this?", [URL]), ("and these?", [URL, other, URL]),
+                           ("thanks", [])):
+            router.submit(text, urls)
+            await router.wait_idle()
+        assert router.outcomes == ["done"] * 3
+        sent = [[url for m in body["messages"] for url in image_urls(m.get("content"))]
+                for body in h.server.requests]
+        assert sent == [[URL], [URL, other], [URL, other]]
+        second = _last_user(h.server.requests[1])["content"]
+        assert [p.get("text") for p in second] == ["and these?", REPEATED_TEXT, None,
+                                                  REPEATED_TEXT]
+    stored = [m for m in h.reload().messages if m["role"] == "user"]
+    assert image_urls(stored[1]["content"]) == [URL, other, URL]

@@ -75,3 +75,4 @@ def test_counter_counts_images_by_their_size_and_keys_them_without_copies():
     assert counter.count_message(message) == framing + 255 + 1445
     key = _cache_key(message)
     assert any(value is tiny for part in key[1] for value in part)  # the URL itself, not a copy
+

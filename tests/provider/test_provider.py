@@ -683,3 +683,20 @@ async def test_a_5xx_naming_image_input_of_a_request_with_images_is_images_refus
     assert error.images_refused and error.kind == "bad_request"
     assert error.message.startswith("model 'test-model' does not accept images")
     assert len(server.requests) == 1 and not provider.images_ok
+
+
+def test_body_encoder_keeps_an_images_url_not_a_copy():
+    """An attached 20 MB picture is a 27 MB data URL: the copy the encoder compares with
+    shares it (a decoded copy of its JSON was 27 MB more per image)."""
+    from selfref_tui.agent.provider.encode import _EncodedMessages
+    from selfref_tui.context.images import data_url
+
+    url = data_url("image/png", b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 64)
+    message = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}
+    encoder = _EncodedMessages()
+    assert json.loads(encoder.body({"messages": [message]})) == {"messages": [message]}
+    [copy] = encoder._slots[0][0]
+    assert copy == message and copy is not message
+    assert copy["content"][0]["image_url"]["url"] is url
+    message["content"].append({"type": "text", "text": "changed in place"})
+    assert b"changed in place" in encoder.body({"messages": [message]})

@@ -238,3 +238,13 @@ def test_older_history_is_never_cut_between_a_call_and_its_images():
     model.load_history(messages, tail=2)  # would start at the images' message
     assert [i.kind for i in model.items] == ["tool", "image", "answer"]
     assert model.items[0].tool_name == "mcp__pics__draw"
+
+
+def test_an_image_block_keeps_its_url_not_its_bytes():
+    """The block reads size and type once, draws from a thumbnail, and decodes the URL
+    again only for an export: a large picture is not in memory twice."""
+    item = ImageItem(url=data_url("image/png", png(64, 64)))
+    item.decode()
+    assert item.error == "" and item.pixels == (64, 64) and item.data == png(64, 64)
+    assert item.mime == "image/png" and "64×64 px" in item.title
+    assert not [v for v in vars(item).values() if isinstance(v, bytes | bytearray)]

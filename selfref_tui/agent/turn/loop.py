@@ -23,7 +23,13 @@ from ...config import AgentSettings
 from ...context.apply import MULTIMODAL_MARK, unique_call_ids
 from ...context.breakdown import Breakdown, auto_compact_line
 from ...context.compile import InvocationConfig
-from ...context.images import omitted_text, person_images, text_of, without_tool_images
+from ...context.images import (
+    images_once,
+    omitted_text,
+    person_images,
+    text_of,
+    without_tool_images,
+)
 from ...context.mutations import (
     AssistantMessageMutation,
     AssistantTruncatedMutation,
@@ -612,6 +618,9 @@ class Agent:
         if not getattr(self.provider, "images_ok", True):
             base = without_tool_images(base, omitted_text(self.model))
         messages, message_tokens = self._compile(key, base, pending)
+        once = images_once(messages)
+        if once is not messages:  # an image the request already carries is said in words
+            messages, message_tokens = once, self.tokens.count_messages(once)
         tool_tokens = self.tokens.count_tools(tools)
         plan = self._fit(messages, message_tokens + tool_tokens, tool_tokens, tools, budget)
         if breakdown:

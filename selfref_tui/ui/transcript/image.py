@@ -70,7 +70,11 @@ class ImageItem(Item):
     source: str = ""
     #: the file name a person attached (untrusted: shown inert)
     name: str = ""
-    _data: bytes | None = None
+    #: the decoded size and the type its bytes say, read once; the bytes themselves
+    #: are decoded from ``url`` when needed and not kept (a large picture would be
+    #: in memory twice: its data URL and its bytes)
+    _size: int = 0
+    _mime: str = ""
     _error: str = ""
     _decoded: bool = False
     _pending: bool = False
@@ -89,20 +93,23 @@ class ImageItem(Item):
         parsed = parse_data_url(self.url)
         if parsed is None:
             self._error = "not a base64 data URL"
-            self._data = b""
         else:
-            self._data = parsed[1]
+            from selfref_tui.context.images import sniff_mime
+
+            self._size, self._mime = len(parsed[1]), sniff_mime(parsed[1][:16]) or ""
 
     @property
     def data(self) -> bytes:
-        return self._data or b""
+        """The picture's bytes, decoded from its URL (for a decode or an export)."""
+        from selfref_tui.context.images import parse_data_url
+
+        parsed = None if self._error == "not a base64 data URL" else parse_data_url(self.url)
+        return parsed[1] if parsed is not None else b""
 
     @property
     def mime(self) -> str:
         """The type its bytes say (not what a sender declared); "" when none of ours."""
-        from selfref_tui.context.images import sniff_mime
-
-        return sniff_mime(self.data) or ""
+        return self._mime
 
     @property
     def extension(self) -> str:
@@ -130,7 +137,7 @@ class ImageItem(Item):
         parts = [f"▣ {kind} image"]
         if self.pixels is not None:
             parts.append(f"{self.pixels[0]}×{self.pixels[1]} px")
-        parts.append(human_size(len(self.data)))
+        parts.append(human_size(self._size))
         if self.name:
             parts.append(self.name)
         if self.source:
@@ -168,10 +175,12 @@ class ImageItem(Item):
         refused before any pixel is decoded, so that refusal is quick)."""
         if self._decoded:
             return False
-        if len(self.data) > SYNC_BYTES:
+        if self._size > SYNC_BYTES:
             return True
         if not self._header_read:
-            self._header = None if self._error else _header_size(self.data)
+            from selfref_tui.context.images import url_image_size
+
+            self._header = None if self._error else url_image_size(self.url)
             self._header_read = True
         if self._header is None:
             return False  # unreadable: decoding fails at the header, at once
@@ -219,26 +228,6 @@ def _thumbnail(data: bytes) -> tuple[Any, tuple[int, int]]:
             image.draft("RGB", (MAX_COLUMNS * 2, MAX_ROWS * 4))  # JPEG: decode at a fraction
             image.thumbnail((MAX_COLUMNS, 2 * MAX_ROWS))
             return image.convert("RGBA"), size
-
-
-def _header_size(data: bytes) -> tuple[int, int] | None:
-    """The picture's size from its header (Pillow reads no pixel here); None when unreadable."""
-    import io
-    import warnings
-
-    from PIL import Image
-
-    from selfref_tui.context.images import sniff_mime
-
-    if sniff_mime(data) is None:
-        return None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data), formats=_FORMATS) as image:
-                return int(image.width), int(image.height)
-    except Exception:  # hostile bytes (or a bomb Pillow refuses at open): decode says why
-        return None
 
 
 def _reason(exc: BaseException) -> str:
