@@ -277,6 +277,44 @@ def without_tool_images(messages: list[dict[str, Any]], placeholder: str) -> lis
     return out
 
 
+#: the share of the window one tool result's images may take: no single result can
+#: make a key's next request too large (its newest turn cannot be left out)
+RESULT_IMAGE_SHARE = 0.25
+
+
+def cap_images(messages: list[dict[str, Any]], budget: int,
+               limit: int = MAX_RESULT_IMAGES) -> list[dict[str, Any]]:
+    """``messages`` (one tool result's) with at most ``limit`` images costing at most
+    ``budget`` tokens together; each image past either is named in words instead.
+
+    Messages without an image left out are the same objects.
+    """
+    kept, spent, out = 0, 0, messages
+    for index, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            continue
+        parts = None
+        for at, part in enumerate(content):
+            if not is_image_part(part):
+                continue
+            cost = image_part_tokens(part)
+            if kept < limit and spent + cost <= budget:
+                kept, spent = kept + 1, spent + cost
+                continue
+            why = (f"one result carries at most {limit} images" if kept >= limit else
+                   f"about {cost:,} tokens, past this result's share of the window "
+                   f"({budget:,} tokens for its images)")
+            if parts is None:
+                parts = list(content)
+            parts[at] = {"type": "text", "text": f"[an image left out: {why}]"}
+        if parts is not None:
+            if out is messages:
+                out = list(messages)
+            out[index] = {**message, "content": parts}
+    return out
+
+
 #: what stands in a request for an image the same request already carries
 REPEATED_TEXT = "[the same image as shown earlier in this conversation]"
 

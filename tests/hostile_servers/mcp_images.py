@@ -1,7 +1,7 @@
 """An MCP stdio server (the official SDK) whose tools return hostile images.
 
-- ``many_images(count, width, height)``: ``count`` valid PNGs in one result
-  (200 tiny ones are 14.6 KB, and cost a vision model far more than that);
+- ``many_images(count, width, height)``: ``count`` valid PNGs in one result, each
+  a different colour (200 tiny ones are 14.6 KB, and cost a vision model far more);
 - ``not_an_image()``: a shell script declared ``image/png``;
 - ``mislabelled()``: a real PNG declared ``image/jpeg``;
 - ``big_image(side)``: one PNG ``side`` pixels square.
@@ -21,9 +21,9 @@ from mcp_types import ImageContent, TextContent
 SCRIPT = b"#!/bin/sh\necho 'not an image'\nrm -rf \"$HOME/.cache/nothing\"\n"
 
 
-def png(width: int = 2, height: int = 2) -> bytes:
-    """A valid red PNG of ``width`` x ``height`` without any imaging library."""
-    raw = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
+def png(width: int = 2, height: int = 2, color: bytes = b"\xff\x00\x00") -> bytes:
+    """A valid PNG of one ``color`` (RGB), ``width`` x ``height``, without an imaging library."""
+    raw = b"".join(b"\x00" + color * width for _ in range(height))
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         body = kind + data
@@ -41,10 +41,11 @@ def _image(data: bytes, mime: str) -> ImageContent:
 server = MCPServer("hostile-images")
 
 
-@server.tool(description="Return `count` PNG images of width x height pixels.")
+@server.tool(description="Return `count` different PNG images of width x height pixels.")
 def many_images(count: int = 200, width: int = 2, height: int = 2) -> list:
-    image = _image(png(width, height), "image/png")
-    return [TextContent(type="text", text=f"{count} images"), *([image] * count)]
+    images = [_image(png(width, height, bytes((n % 256, n // 256 % 256, 7))), "image/png")
+              for n in range(count)]
+    return [TextContent(type="text", text=f"{count} images"), *images]
 
 
 @server.tool(description="Return a shell script declared as a PNG image.")

@@ -14,7 +14,7 @@ import pytest_asyncio
 
 from selfref_tui.agent.mcp.manager import McpManager
 from selfref_tui.config import McpServerConfig
-from selfref_tui.context.images import MAX_RESULT_IMAGES, image_urls
+from selfref_tui.context.images import MAX_RESULT_IMAGES, REPEATED_TEXT, image_urls
 from selfref_tui.demo.script import Reply, ToolCall
 from tests.agent.conftest import Harness
 from tests.hostile_servers import command
@@ -66,6 +66,26 @@ async def test_bytes_that_are_not_an_image_never_reach_the_model_as_one(tmp_path
     # the one real picture, declared JPEG, goes as the PNG its bytes say it is
     assert [url[:31] for url in _images_in(first)] == ["data:image/png;base64,iVBORw0KG"]
     assert "its bytes are not a PNG, JPEG, WebP or GIF image, dropped" in body
-    # images still go to this server: nothing was refused, nothing is left out from then on
-    assert len(_images_in(later)) == 2
+    # images still go to this server: nothing was refused, nothing is left out from then
+    # on (the same picture twice goes once, the repeat said in words)
+    assert len(_images_in(later)) == 1 and REPEATED_TEXT in str(later)
     assert "image omitted" not in str(later)
+
+
+async def test_a_results_images_take_at_most_a_share_of_a_small_window(tmp_path, images):
+    """Eight tall images (1,445 tokens each) in an 8k window: one fits its quarter."""
+    from selfref_tui.context.images import RESULT_IMAGE_SHARE
+
+    script = [Reply(tool_calls=[ToolCall("mcp__img__many_images",
+                                         {"count": 8, "width": 768, "height": 2048}, id="c1")]),
+              Reply(text="Tall."), Reply(text="Still here.")]
+    async with Harness(tmp_path, script, context_window=8192) as h:
+        h.agent.tool_sources.append(images)
+        assert await h.agent.run_turn("main", "draw") == "done"
+        assert await h.agent.run_turn("main", "again") == "done"
+        after = h.server.requests[1]["messages"][-1]["content"]
+    assert len([p for p in after if p["type"] == "image_url"]) == 1
+    left_out = [p["text"] for p in after if p["type"] == "text" and "left out" in p["text"]]
+    budget = int(8192 * RESULT_IMAGE_SHARE)
+    assert left_out == [f"[an image left out: about 1,445 tokens, past this result's share of "
+                        f"the window ({budget:,} tokens for its images)]"] * 7

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ...context.images import image_urls
+from ...context.images import cap_images, image_urls
 from ...context.mutations import (
     MultimodalToolResultMutation,
     ToolCancelledMutation,
@@ -138,6 +138,8 @@ class ToolBatch:
     #: the names the request offered (None: any a source handles); a call to another
     #: tool is refused, so a small window's reduced set is what the model can use
     offered: frozenset[str] | None = None
+    #: the most tokens one result's images may cost (None: no limit); see cap_images
+    image_tokens: int | None = None
     calls: list[_Call] = field(default_factory=list)
     abort_stage: str = "tools"
 
@@ -193,6 +195,9 @@ class ToolBatch:
         ok, text, duration = await self._execute(call.name, args, call.ctx)
         call.finished = True
         if isinstance(text, MultimodalOutput):
+            if self.image_tokens is not None:  # whatever the source: no result fills the window
+                text = MultimodalOutput(text.text, cap_images(text.user_messages,
+                                                              self.image_tokens))
             self.commit([MultimodalToolResultMutation(call.id, call.name, call.arguments,
                                                       text.user_messages)], call.ctx.records)
             call.committed = True

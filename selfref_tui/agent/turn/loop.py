@@ -24,6 +24,7 @@ from ...context.apply import MULTIMODAL_MARK, unique_call_ids
 from ...context.breakdown import Breakdown, auto_compact_line
 from ...context.compile import InvocationConfig
 from ...context.images import (
+    RESULT_IMAGE_SHARE,
     images_once,
     omitted_text,
     person_images,
@@ -856,6 +857,7 @@ class Agent:
             fd_threshold_chars=self.settings.fd_threshold_chars,
             stage_probe=stage,
             offered=offered,
+            image_tokens=int(self.context_window * RESULT_IMAGE_SHARE),
         )
         if await batch.run(calls, turn.abort) == "ok":
             return "ok"
