@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 #: what vision models accept (and what the transcript can draw)
@@ -253,8 +253,10 @@ def omitted_text(model: str) -> str:
     return f"[image omitted: model {model} does not accept images]"
 
 
-def without_tool_images(messages: list[dict[str, Any]], placeholder: str) -> list[dict[str, Any]]:
-    """``messages`` with each image of a tool's result replaced by ``placeholder`` text.
+def without_tool_images(messages: list[dict[str, Any]], placeholder: str,
+                        only: Collection[str] | None = None) -> list[dict[str, Any]]:
+    """``messages`` with each image of a tool's result replaced by ``placeholder`` text
+    (``only``: just those with these URLs).
 
     Why: a model without vision refuses the whole request for one image a tool
     returned (a screenshot, a plot), and the conversation could not go on. Only
@@ -266,11 +268,17 @@ def without_tool_images(messages: list[dict[str, Any]], placeholder: str) -> lis
     out = messages
     for index, message in enumerate(messages):
         content = message.get("content")
-        if message.get("role") != "user" or MULTIMODAL_MARK not in message or not image_urls(
-                content):
+        urls = image_urls(content)
+        if (message.get("role") != "user" or MULTIMODAL_MARK not in message or not urls
+                or (only is not None and not any(url in only for url in urls))):
             continue
         if out is messages:
             out = list(messages)
+        if only is not None:  # the other images stay images
+            out[index] = {**message, "content": [
+                {"type": "text", "text": placeholder} if part_url(part) in only else part
+                for part in content]}
+            continue
         texts = [placeholder if part_url(part) is not None else text_of([part])
                  for part in content]
         out[index] = {**message, "content": "\n".join(t for t in texts if t)}
@@ -351,6 +359,15 @@ def images_once(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 out = list(messages)
             out[index] = {**message, "content": parts}
     return out
+
+
+def tool_image_urls(messages: list[dict[str, Any]]) -> set[str]:
+    """The URLs of the images tools' results hold in ``messages``."""
+    from .apply import MULTIMODAL_MARK
+
+    return {url for message in messages
+            if message.get("role") == "user" and MULTIMODAL_MARK in message
+            for url in image_urls(message.get("content"))}
 
 
 def person_images(messages: list[dict[str, Any]]) -> bool:

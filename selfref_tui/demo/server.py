@@ -79,7 +79,9 @@ class DemoServer:
     of its messages and tools) exceeds ``context_window``, the way
     llama-cpp-python does (:class:`~selfref_tui.demo.script.Overflow`),
     without using up a script step. ``refuse_images`` answers a request holding an
-    ``image_url`` part as OpenAI does for a model without vision (400).
+    ``image_url`` part as OpenAI does for a model without vision (400);
+    ``check_images`` decodes each image (Pillow, imported then) and answers one it
+    cannot read as OpenAI does ("You uploaded an unsupported image", 400).
     """
 
     def __init__(
@@ -95,6 +97,7 @@ class DemoServer:
         window_sources: Sequence[str] = ("props", "max_model_len"),
         enforce_window: bool = False,
         refuse_images: bool = False,
+        check_images: bool = False,
         keep_alive: bool = False,
         host: str = "127.0.0.1",
         model_windows: Mapping[str, int] | None = None,
@@ -113,6 +116,7 @@ class DemoServer:
         self.model_windows = dict(model_windows or {})
         self.enforce_window = enforce_window
         self.refuse_images = refuse_images
+        self.check_images = check_images
         #: streamed answers keep the connection open for the next request (as real
         #: servers do); False sends ``Connection: close`` after each stream
         self.keep_alive = keep_alive
@@ -291,6 +295,12 @@ class DemoServer:
                 "message": "Invalid content type. image_url is only supported by certain "
                            "models.", "type": "invalid_request_error", "param": where,
                 "code": None}})
+            return keep_alive
+        if self.check_images and (where := _unreadable_image(body)) is not None:
+            await self._send_json(writer, 400, {"error": {
+                "message": "You uploaded an unsupported image. Please make sure your image "
+                           "is valid.", "type": "invalid_request_error", "param": where,
+                "code": "invalid_image_format"}})
             return keep_alive
         refusal = strict_refusal(body) if self.strict else None
         if refusal is not None:
@@ -538,6 +548,29 @@ def _image_part(body: dict) -> str | None:
         for j, part in enumerate(content if isinstance(content, list) else []):
             if isinstance(part, dict) and part.get("type") == "image_url":
                 return f"messages.[{i}].content.[{j}].type"
+    return None
+
+
+def _unreadable_image(body: dict) -> str | None:
+    """Where the first image a decoder cannot read is (OpenAI's ``param``), or None."""
+    import io
+
+    from PIL import Image
+
+    from selfref_tui.context.images import parse_data_url, part_url
+
+    for i, message in enumerate(body.get("messages") or []):
+        content = message.get("content") if isinstance(message, dict) else None
+        for j, part in enumerate(content if isinstance(content, list) else []):
+            url = part_url(part)
+            parsed = parse_data_url(url) if url else None
+            if url is None or (parsed is None and not url.startswith("data:")):
+                continue
+            try:
+                with Image.open(io.BytesIO(parsed[1] if parsed else b"")) as image:
+                    image.verify()
+            except Exception:
+                return f"messages.[{i}].content.[{j}].image_url"
     return None
 
 

@@ -14,7 +14,8 @@ from selfref_tui.selfref import SelfReference
 class Harness:
     def __init__(self, tmp_path, script, *, settings: AgentSettings | None = None,
                  context_window: int = 128_000, max_retries: int = 2, base_url: str | None = None,
-                 tokens_per_s: float | None = None) -> None:
+                 tokens_per_s: float | None = None,
+                 server_options: dict[str, Any] | None = None) -> None:
         self.tmp_path = tmp_path
         self.script = script
         self.settings = settings or AgentSettings(base_system_prompt="You are a test agent.")
@@ -22,6 +23,7 @@ class Harness:
         self.max_retries = max_retries
         self.base_url = base_url
         self.tokens_per_s = tokens_per_s
+        self.server_options = server_options or {}
         self.events: list[Any] = []
 
     async def __aenter__(self) -> Harness:
@@ -29,7 +31,8 @@ class Harness:
         from selfref_tui.agent.turn.loop import Agent
         from selfref_tui.demo.server import DemoServer
 
-        self.server = DemoServer(self.script, tokens_per_s=self.tokens_per_s)
+        self.server = DemoServer(self.script, tokens_per_s=self.tokens_per_s,
+                                 **self.server_options)
         url = await self.server.start()
         config = ProviderConfig(base_url=self.base_url or url, api_key="sk-test",
                                 model="selfref-demo", max_retries=self.max_retries,

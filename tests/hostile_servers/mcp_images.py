@@ -4,6 +4,8 @@
   a different colour (200 tiny ones are 14.6 KB, and cost a vision model far more);
 - ``not_an_image()``: a shell script declared ``image/png``;
 - ``mislabelled()``: a real PNG declared ``image/jpeg``;
+- ``broken_png()``: a PNG whose signature and header are sound, its pixels garbage
+  (only a decoder can tell);
 - ``big_image(side)``: one PNG ``side`` pixels square.
 
 Run it as a command in ``[mcp.servers.NAME]`` (see :func:`tests.hostile_servers.command`).
@@ -56,6 +58,13 @@ def not_an_image() -> list:
 @server.tool(description="Return a PNG declared as a JPEG.")
 def mislabelled() -> list:
     return [_image(png(), "image/jpeg")]
+
+
+@server.tool(description="Return a PNG whose header is sound and whose pixels are garbage.")
+def broken_png() -> list:
+    good = png(16, 16)
+    # signature and IHDR kept (type and size read fine), the rest is noise
+    return [_image(good[:33] + bytes(range(7, 250)) * 3, "image/png")]
 
 
 @server.tool(description="Return one PNG `side` pixels square.")

@@ -89,3 +89,25 @@ async def test_a_results_images_take_at_most_a_share_of_a_small_window(tmp_path,
     budget = int(8192 * RESULT_IMAGE_SHARE)
     assert left_out == [f"[an image left out: about 1,445 tokens, past this result's share of "
                         f"the window ({budget:,} tokens for its images)]"] * 7
+
+
+async def test_an_image_the_server_cannot_read_is_not_taken_for_a_model_without_vision(
+        tmp_path, images):
+    """OpenAI's 400 for a corrupt image: the step goes again without the tools' images
+    so far, and later images still go to this server."""
+    script = [Reply(tool_calls=[ToolCall("mcp__img__broken_png", {}, id="c1")]),
+              Reply(text="I could not see it."),
+              Reply(tool_calls=[ToolCall("mcp__img__mislabelled", {}, id="c2")]),
+              Reply(text="A red square.")]
+    async with Harness(tmp_path, script, server_options={"check_images": True}) as h:
+        h.agent.tool_sources.append(images)
+        assert await h.agent.run_turn("main", "look") == "done"
+        assert await h.agent.run_turn("main", "and now?") == "done"
+        bodies = h.server.requests
+        notices = [e.message for e in h.events if type(e).__name__ == "Notice"]
+    assert len(bodies) == 5  # the refused step was sent once more, not given up on
+    assert "could not read an image of the request" in " ".join(notices)
+    assert "does not accept images" not in " ".join(notices)
+    assert _images_in(bodies[2]) == [] and "the server could not read it" in str(bodies[2])
+    assert len(_images_in(bodies[4])) == 1  # the good picture goes; the broken one does not
+    assert h.agent.provider.images_ok

@@ -116,7 +116,8 @@ def test_the_bytes_decide_an_images_type_not_the_server():
     script = b"#!/bin/sh\nrm -rf ~\n"
     result = map_result(NS(is_error=False, content=[
         _image(script, "image/png"), _image(tiny_png(), "image/jpeg"),
-        _image(script, "image/png\x1b]52;c;aGk=\x07" + "x" * 100)]))
+        _image(script, "image/png\x1b]52;c;aGk=\x07" + "x" * 100),
+        _image(b"\x89PNG\r\n\x1a\n" + script, "image/png")]))
     [image] = result.images
     assert image.mime_type == "image/png"  # a PNG declared JPEG is a PNG
     assert image.data_url().startswith("data:image/png;base64,iVBOR")
@@ -125,6 +126,7 @@ def test_the_bytes_decide_an_images_type_not_the_server():
                         "a PNG, JPEG, WebP or GIF image, dropped]")
     assert lines[1].startswith("[image 1: image/png,")
     assert "\x1b" not in lines[2] and len(lines[2]) < 200  # the declared type is shown inert
+    assert "its bytes are not a PNG" in lines[3]  # a signature alone is not an image
     [message] = result.user_messages("mcp__s__pic")
     assert base64.b64encode(script).decode() not in str(message)
 

@@ -187,3 +187,16 @@ def test_a_hostile_windows_json_is_refused_and_ask_answers(tmp_path, kind):
     else:
         assert "windows.json is a " in result.stderr and "window cache is not used" in result.stderr
         assert (stat.S_ISFIFO if kind == "fifo" else stat.S_ISLNK)(os.lstat(cache).st_mode)
+
+
+async def test_the_provider_check_reads_the_status_not_an_endless_model_list():
+    """The app's "is the server there?" asks GET /models: the status is all it reads."""
+    from selfref_tui.agent.provider.probe import status_of
+
+    with spawn("http_window", "--models", "endless", "--stop-after-mb", "64") as url:
+        status = await asyncio.wait_for(status_of(config(url), 5.0), GUARD_S)
+        sent = (await asyncio.wait_for(wait_done(url, "/v1/models"), GUARD_S))["sent"]
+    assert status == 200 and sent < 16 * 1024 * 1024
+    with spawn("http_window", "--models", "trickle", "--interval", "0.05") as url:
+        assert await asyncio.wait_for(status_of(config(url), 1.0), GUARD_S) == 200
+    assert await status_of(config("http://127.0.0.1:9/v1"), 1.0) == "connection"

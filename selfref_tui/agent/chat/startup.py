@@ -174,22 +174,21 @@ class Startup:
         """One quick request, so "ready" never hides a server that is down.
 
         The header's note: "" when the server answered, None when there is
-        nothing to say either way (a server that does not list models is fine).
+        nothing to say either way. Only the status is read, never the body: a
+        server whose model list never ends must not fill the memory.
         """
-        from selfref_tui.agent.provider.errors import ProviderError
+        from selfref_tui.agent.provider.probe import status_of
 
         if self.agent is None:
             return None
         try:
-            await asyncio.wait_for(self.agent.provider.list_models(), PROVIDER_CHECK_S)
-        except TimeoutError:
-            return "provider not answering"
-        except ProviderError as exc:
-            return {"connection": "provider unreachable", "timeout": "provider not answering",
-                    "auth": "API key refused"}.get(exc.kind, "")
+            status = await status_of(self.provider, PROVIDER_CHECK_S)
         except Exception:
             return None
-        return ""
+        if status in (401, 403):
+            return "API key refused"
+        return {"connection": "provider unreachable",
+                "timeout": "provider not answering"}.get(str(status), "")
 
     async def load_token_encoder(self) -> None:
         """Exact token counts from the start, not only after the first turn.

@@ -37,7 +37,8 @@ class ProviderError(Exception):
 
     def __init__(self, kind: str, message: str, *, partial: bool = False,
                  status: int | None = None, detail: str = "", tokens: int | None = None,
-                 window: int | None = None, images_refused: bool = False) -> None:
+                 window: int | None = None, images_refused: bool = False,
+                 bad_image: bool = False) -> None:
         # trust boundary: no bearer token or URL userinfo, ever
         message, detail = redact(message), redact(detail)
         super().__init__(message)
@@ -50,6 +51,8 @@ class ProviderError(Exception):
         self.window = window
         #: the server refused the request's images (it carried ``image_url`` parts)
         self.images_refused = images_refused
+        #: the server takes images but could not read one of this request's
+        self.bad_image = bad_image
 
     def __repr__(self) -> str:
         return f"ProviderError({self.kind!r}, {self.message!r}, partial={self.partial})"
@@ -170,6 +173,16 @@ _IMAGES_REFUSED = re.compile(r"image|vision|multi-?modal|mmproj", re.IGNORECASE)
 
 
 
+#: a refusal of one image, not of images: OpenAI's "You uploaded an unsupported image"
+#: (invalid_image_format), "does not represent a valid image" (image_parse_error), Pillow's
+#: "cannot identify image file" behind vLLM, "Could not process image", "failed to decode"
+_BAD_IMAGE = re.compile(
+    r"invalid[_ ]image|unsupported image|image_parse_error|not (?:represent )?a valid image|"
+    r"cannot identify image|image (?:file |data )?(?:is )?(?:invalid|corrupt|malformed|"
+    r"truncated)|(?:could not|couldn't|cannot|can't|unable to|failed to) (?:decode|process|"
+    r"read|load|parse|open) (?:the |an? )?(?:provided )?image", re.IGNORECASE)
+
+
 #: what a 5xx must say to be read as images refused rather than a failure worth a retry:
 #: llama.cpp's "image input is not supported … mmproj", "… is not a multimodal model"
 _IMAGE_INPUT_REFUSED = re.compile(
@@ -285,6 +298,11 @@ def map_error(config: ProviderConfig, exc: BaseException, *, partial: bool = Fal
             return error("context_overflow", "the conversation no longer fits the "
                          f"model's window{figures} — {url} refused it for length",
                          detail=full, status=status, tokens=tokens, window=window)
+        if images and status in (400, 415, 422) and _BAD_IMAGE.search(full):
+            return error("bad_request", f"{url} could not read an image of the request "
+                         f"(it answered {status}) — send the message again without the "
+                         "attachment, or attach another image", status=status, detail=full,
+                         bad_image=True)
         if images and _refuses_images(status, full):
             return error("bad_request", f"model '{model}' does not accept images — remove "
                          "the attachment (send the message again without it) or pick a "

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from selfref_tui.agent.provider.probe import headers, http_client, http_errors
 from selfref_tui.config import MAX_WINDOW, MIN_WINDOW, ProviderConfig
 from selfref_tui.selfref.window_cache import CACHE_FILE, load_entries, save_entries
 
@@ -257,26 +257,18 @@ async def ask_server(config: ProviderConfig, *, timeout_s: float = DISCOVERY_TIM
     by then counts as silent, and an answer over ``max_bytes`` is given up on
     without reading the rest.
     """
-    import openai
-
     root = server_root(config.base_url)
     answered: list[bool] = []
     deadline = asyncio.get_running_loop().time() + timeout_s
-    headers = {"Accept": "application/json", "Accept-Encoding": "identity"}
-    if config.api_key:
-        headers["Authorization"] = f"Bearer {config.api_key}"
-    # The HTTP client the openai package carries (its defaults: proxies from the
-    # environment, redirects), asked directly so that a body is read as a stream
-    # and can be given up on: the openai client reads every body whole.
-    http = openai.DefaultAsyncHttpxClient(
-        timeout=openai.Timeout(timeout_s, connect=min(timeout_s, config.connect_timeout_s)))
-
-    failures = (TimeoutError, OSError, ValueError, RecursionError, *_http_errors(http))
+    # asked directly (provider/probe.py): a body read as a stream can be given up on
+    http = http_client(config, timeout_s)
+    failures = (TimeoutError, OSError, ValueError, RecursionError, *http_errors(http))
 
     async def ask(method: str, url: str, body: Any = None) -> Any:
         try:
             async with asyncio.timeout_at(deadline):
-                return await _read_json(http, method, url, headers, body, max_bytes, answered)
+                return await _read_json(http, method, url, headers(config), body, max_bytes,
+                                        answered)
         except failures:
             return None
 
@@ -299,23 +291,14 @@ async def ask_server(config: ProviderConfig, *, timeout_s: float = DISCOVERY_TIM
     return None, bool(answered), problems
 
 
-def _http_errors(http: Any) -> tuple[type[BaseException], ...]:
-    """The HTTP library's errors (``httpx`` or ``httpx2``, whichever openai carries)."""
-    library = sys.modules.get(type(http).__mro__[1].__module__.split(".")[0])
-    return tuple(error for error in (getattr(library, "HTTPError", None),
-                                     getattr(library, "InvalidURL", None),
-                                     getattr(library, "StreamError", None))
-                 if isinstance(error, type) and issubclass(error, BaseException))
-
-
-async def _read_json(http: Any, method: str, url: str, headers: dict[str, str], body: Any,
+async def _read_json(http: Any, method: str, url: str, sent: dict[str, str], body: Any,
                      max_bytes: int, answered: list[bool]) -> Any:
     """One JSON answer, read as it streams in and given up on past ``max_bytes``.
 
     A refusal, a whole answer and one that is too large count as answers
     (``answered``); an answer still arriving at the deadline does not.
     """
-    async with http.stream(method, url, headers=headers, json=body) as response:
+    async with http.stream(method, url, headers=sent, json=body) as response:
         if response.status_code >= 300:
             answered.append(True)
             return None  # the body is not read: it may never end

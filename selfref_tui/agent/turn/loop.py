@@ -29,6 +29,7 @@ from ...context.images import (
     omitted_text,
     person_images,
     text_of,
+    tool_image_urls,
     without_tool_images,
 )
 from ...context.mutations import (
@@ -106,6 +107,8 @@ UNFINISHED = {
                        "the answer was stopped by the provider's filter; what arrived is kept, "
                        "marked — rephrase the request"),
 }
+#: what stands in a request for a tool's image the server could not read
+UNREADABLE_IMAGE = "[image omitted: the server could not read it]"
 #: said once per server when a tool's image goes as "[image omitted: …]" (see _tell_images_left_out)
 IMAGES_LEFT_OUT = ("model '{model}' does not accept images: a tool's image is left out of its "
                    "requests (kept in the conversation) — pick a vision model to show it")
@@ -198,6 +201,8 @@ class Agent:
         self._compilers: dict[str, IncrementalCompile] = {}
         #: servers the person was told leave tools' images out (once per server)
         self._images_told: set[str] = set()
+        #: tools' images a server could not read: left out of every later request
+        self._unreadable_images: set[str] = set()
 
     @property
     def interactive(self) -> bool:
@@ -618,6 +623,8 @@ class Agent:
         self._calibrate()
         if not getattr(self.provider, "images_ok", True):
             base = without_tool_images(base, omitted_text(self.model))
+        elif self._unreadable_images:
+            base = without_tool_images(base, UNREADABLE_IMAGE, self._unreadable_images)
         messages, message_tokens = self._compile(key, base, pending)
         once = images_once(messages)
         if once is not messages:  # an image the request already carries is said in words
@@ -703,6 +710,20 @@ class Agent:
             if is_context_overflow(error) and not state.content:
                 turn.overflow_error = error  # _steps names it, compacts and retries once
                 return "overflow", []
+            if (getattr(error, "bad_image", False) and not state.content
+                    and not turn.images_omitted):
+                # The server takes images but not one of these: it is not a model
+                # without vision. Tools' images sent so far are left out (which one
+                # was bad, the server does not say); the step is tried once more.
+                left = tool_image_urls(turn.memory.messages) - self._unreadable_images
+                if left:
+                    turn.images_omitted = True
+                    self._unreadable_images |= left
+                    self.emit(Notice(key=key, severity="warning", message=(
+                        f"{error.message.split(' — ')[0]}: the tools' images sent so far "
+                        "are left out of this request and later ones (the transcript "
+                        "keeps them)")))
+                    return "images", []
             if (getattr(error, "images_refused", False) and not state.content
                     and not turn.images_omitted and not person_images(turn.memory.messages)):
                 # Only tools' images: the provider now remembers this server refuses
