@@ -8,10 +8,11 @@ machine still prints a figure ("killed at …").
 
     .venv/bin/python bench/hostile_bench.py [--limit 30] [--rss-cap 2000] [CASE ...]
 
-Cases: endless, trickle (window discovery: a /v1/models body that never ends,
-one that trickles a byte a second), fifo, zero (windows.json a FIFO, a link to
-/dev/zero), absurd (a 400-digit n_ctx, ``context show``), images (a tool result
-of 200 2x2 PNGs, then a second ``ask``).
+Cases: baseline (the same ``ask`` against a server that answers 404: what a
+case costs beyond it is the hostile part), endless, trickle (window discovery:
+a /v1/models body that never ends, one that trickles a byte a second), fifo,
+zero (windows.json a FIFO, a link to /dev/zero), absurd (a 400-digit n_ctx,
+``context show``), images (a tool result of 200 2x2 PNGs, then a second ``ask``).
 """
 
 from __future__ import annotations
@@ -125,6 +126,7 @@ def case_images(limit: float, rss_cap: float) -> tuple[float, float, str]:
 
 
 CASES = {
+    "baseline": lambda lim, cap: case_window("missing", lim, cap),
     "endless": lambda lim, cap: case_window("endless", lim, cap),
     "trickle": lambda lim, cap: case_window("trickle", lim, cap),
     "fifo": lambda lim, cap: case_cache_file("fifo", lim, cap),
