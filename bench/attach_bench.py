@@ -2,13 +2,14 @@
 
 The real app runs headless (Textual's ``run_test``) against a demo server in
 its own process (its copies of each request are not ours); the image is a
-19 MB PNG of noise, attached with ``/attach`` and sent ``--attaches`` times,
-each with its own question, then ``--turns`` text-only turns follow. After
-each turn the collector runs and the memory the process's allocations hold is
-read (glibc's ``mallinfo2``: RSS also counts what the allocator keeps after a
-free, and moves with it); the server logs each request's size and image count.
+19 MB PNG of noise (a new one each time, or ``--same``), attached with
+``/attach`` and sent ``--attaches`` times, each with its own question, then
+``--turns`` text-only turns follow. After each turn the collector runs and the
+memory the process's allocations hold is read (glibc's ``mallinfo2``: RSS
+also counts what the allocator keeps after a free, and moves with it); the
+server logs each request's size and image count.
 
-    .venv/bin/python bench/attach_bench.py [--attaches 3] [--turns 2] [--mb 19]
+    .venv/bin/python bench/attach_bench.py [--attaches 3] [--turns 2] [--mb 19] [--same]
 """
 
 from __future__ import annotations
@@ -99,8 +100,10 @@ async def run(options: argparse.Namespace, tmp: Path) -> None:
     from selfref_tui.config import AppConfig, ProviderConfig
     from selfref_tui.ui.app import SelfRefApp
 
-    picture = tmp / "big.png"
-    picture.write_bytes(noise_png(options.mb))
+    pictures = []
+    for n in range(1 if options.same else options.attaches):
+        pictures.append(tmp / f"big-{n}.png")
+        pictures[-1].write_bytes(noise_png(options.mb))
     log = tmp / "requests.jsonl"
     server = subprocess.Popen([sys.executable, "-c", _SERVER, str(log), str(ROOT)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -114,9 +117,9 @@ async def run(options: argparse.Namespace, tmp: Path) -> None:
             while not (app.ready and app.header.status == "ready"):
                 await pilot.pause(0.05)
 
-            async def turn(text: str, attach: bool) -> float:
+            async def turn(text: str, picture: Path | None) -> float:
                 started = time.perf_counter()
-                if attach:
+                if picture is not None:
                     app.chat_input.insert(f"/attach {picture}")
                     await pilot.press("enter")
                     await pilot.pause()
@@ -130,12 +133,13 @@ async def run(options: argparse.Namespace, tmp: Path) -> None:
 
             gc.collect()
             base, base_used = rss_mb(), in_use_mb()
-            print(f"PNG {picture.stat().st_size / 2**20:.1f} MB; app at start: RSS "
+            print(f"PNG {pictures[0].stat().st_size / 2**20:.1f} MB; app at start: RSS "
                   f"{base:.0f} MB, in use {base_used:.0f} MB")
             used = base_used
             for n in range(options.attaches + options.turns):
                 attach = n < options.attaches
-                seconds = await turn(f"question {n + 1}", attach)
+                picture = pictures[n % len(pictures)] if attach else None
+                seconds = await turn(f"question {n + 1}", picture)
                 gc.collect()
                 now, before = in_use_mb(), used
                 used = now
@@ -160,6 +164,8 @@ def main() -> None:
     parser.add_argument("--attaches", type=int, default=3)
     parser.add_argument("--turns", type=int, default=2)
     parser.add_argument("--mb", type=float, default=19.0)
+    parser.add_argument("--same", action="store_true",
+                        help="attach the same picture each time (a request carries it once)")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="attach-bench-") as tmp:
         asyncio.run(run(options, Path(tmp)))
