@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 from selfref_tui.agent import events as ev
-from selfref_tui.agent.turn.loop import CUT_OFF_REASON, FILTERED_REASON
+from selfref_tui.agent.turn.llm_step import CUT_OFF_REASON, FILTERED_REASON
 from selfref_tui.agent.turn.router import AgentInputRouter
 from selfref_tui.demo.script import HttpError, Reply, ToolCall
 

@@ -1,0 +1,254 @@
+"""The next request of a key: compile, count, fit the window, choose the tools.
+
+A mixin of :class:`~selfref_tui.agent.turn.loop.Agent` (its state lives there):
+the request a step sends (``_plan``), and the same for a preview (``context show``,
+the context view), the calibration of our counts to the server's, and a refusal
+for length (``_after_refusal``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from ...context.breakdown import Breakdown, auto_compact_line
+from ...context.compile import InvocationConfig
+from ...context.images import images_once, omitted_text, without_tool_images
+from ...context.mutations import ContextMutation
+from ...context.tokens import Calibration
+from ..events import ErrorEvent, Notice
+from ..tools.batch import schemas_of
+from ..tools.offer import ToolOffer, offer_tools
+from .compaction import REQUESTED_COMPACT_NOTE, runtime_note
+from .compile_cache import IncrementalCompile
+from .overflow import fit_request, overflow_message, window_named_in
+from .state import TurnState
+
+if TYPE_CHECKING:
+    from ...config import AgentSettings
+    from ...context.tokens import TokenCounter
+    from ...selfref.session import SelfRefSession
+    from ..events import EventSink
+    from ..protocols import MemoryLike, ProviderLike
+    from ..tools.batch import ToolSource
+    from .compaction import CompactionPolicy
+
+#: what stands in a request for a tool's image the server could not read
+UNREADABLE_IMAGE = "[image omitted: the server could not read it]"
+
+
+@dataclass
+class RequestPlan:
+    """The next request of a key: exactly what is sent, and what it costs."""
+
+    messages: list[dict]
+    tools: list[dict]
+    #: the whole conversation's count (calibrated estimate), even when some is left out
+    tokens: int
+    #: our own count of what is sent (what calibration compares with the server's report)
+    counted: int
+    #: the oldest working messages left out of this request to fit the window (0: none)
+    left_out: int = 0
+    #: False when even the last message does not fit
+    fits: bool = True
+    #: no server report has calibrated the count yet
+    estimated: bool = True
+    #: how many tools there are in all; more than ``len(tools)`` when a small window
+    #: gets a reduced set (see ``tool_offer``); 0 when not known
+    tools_total: int = 0
+    #: ``tokens`` by part (system prompt, experiences, tool schemas, summary, messages,
+    #: images), adding up to ``tokens``; only for previews (``preview_request``)
+    breakdown: Breakdown | None = None
+    #: where auto-compaction reminds the model (0: off), and whether this crossing's
+    #: reminder was already given; only for previews
+    compacts_at: int = 0
+    compaction_asked: bool = False
+    #: the same in words ("compacts at 80 %: 25,600 tokens (…to go)")
+    compaction: str = ""
+
+
+class RequestPlanning:
+    """Compile, count and fit the next request of a key."""
+
+    if TYPE_CHECKING:  # what the agent provides (loop.Agent)
+        settings: AgentSettings
+        provider: ProviderLike
+        emit: EventSink
+        model: str
+        context_window: int
+        config: InvocationConfig
+        tokens: TokenCounter
+        calibration: Calibration
+        compaction: CompactionPolicy
+        _sessions: dict[str, SelfRefSession]
+        _compilers: dict[str, IncrementalCompile]
+        _sample: tuple[list[dict], list[dict], int, bool | None] | None
+        _encoder_task: asyncio.Task | None
+        _unreadable_images: set[str]
+
+        def memory(self, key: str) -> MemoryLike: ...
+        def _sources(self, *, forks: bool) -> list[ToolSource]: ...
+
+    def preview(self, key: str) -> tuple[list[dict], int]:
+        """The exact provider messages the next call would send, and its token count."""
+        plan = self.preview_request(key)
+        return plan.messages, plan.tokens
+
+    def preview_request(self, key: str) -> RequestPlan:
+        """Everything the next call of ``key`` would send: messages, tools, tokens, cuts."""
+        memory = self.memory(key)
+        session = self._sessions.get(key)
+        pending: list[ContextMutation] = session.peek_context_mutations() if session else []
+        offer = self.tool_offer(key)
+        if self.compaction.is_requested(key) and offer.compact_offered:
+            pending.append(runtime_note(REQUESTED_COMPACT_NOTE))
+        plan = self._plan(key, memory.messages, pending, offer.tools, breakdown=True)
+        plan.tools_total = offer.total
+        if offer.compact_offered:
+            plan.compacts_at = self.compaction.threshold(self.context_window)
+            plan.compaction_asked = self.compaction.already_reminded(key, memory.messages)
+            plan.compaction = auto_compact_line(self.compaction.ratio, self.context_window,
+                                                plan.tokens, asked=plan.compaction_asked)
+        else:
+            plan.compaction = ("auto-compaction is off: the window is too small to offer the "
+                               "compact tool")
+        # Copies: the rendered messages are shared with the compile cache.
+        plan.messages = [dict(m) for m in plan.messages]
+        return plan
+
+    def compact_offered(self, key: str) -> bool:
+        """Whether the next request of ``key`` offers ``compact`` (a small window may not):
+        /compact is refused up front when it does not, rather than calling the model for
+        nothing."""
+        return self.tool_offer(key).compact_offered
+
+    def tools_for(self, key: str) -> list[dict]:
+        """The exact tool list of the next call of ``key`` (forks only below the depth limit;
+        a reduced set on a small window, see ``tool_offer``)."""
+        return self.tool_offer(key).tools
+
+    def tool_offer(self, key: str) -> ToolOffer:
+        """The tools of the next call of ``key`` and how many there are in all."""
+        depth = key.count("::fork::")
+        tools = schemas_of(self._sources(forks=depth < self.settings.fork_max_depth))
+        return offer_tools(tools, self._count_tools, self.context_window)
+
+    def _count_tools(self, tools: list[dict]) -> int:
+        return self.calibration.apply(self.tokens.count_tools(tools))
+
+    @staticmethod
+    def _offers_compact(tools: list[dict]) -> bool:
+        return any((t.get("function") or {}).get("name") == "compact" for t in tools)
+
+    def _plan(self, key: str, base: list[dict], pending: list, tools: list[dict],
+              budget: int | None = None, *, breakdown: bool = False) -> RequestPlan:
+        """Compile, count everything the request carries, and fit it into ``budget``.
+
+        ``breakdown``: also split the count by part (``context show``, the context view).
+        """
+        self._calibrate()
+        if not getattr(self.provider, "images_ok", True):
+            base = without_tool_images(base, omitted_text(self.model))
+        elif self._unreadable_images:
+            base = without_tool_images(base, UNREADABLE_IMAGE, self._unreadable_images)
+        messages, message_tokens = self._compile(key, base, pending)
+        once = images_once(messages)
+        if once is not messages:  # an image the request already carries is said in words
+            messages, message_tokens = once, self.tokens.count_messages(once)
+        tool_tokens = self.tokens.count_tools(tools)
+        plan = self._fit(messages, message_tokens + tool_tokens, tool_tokens, tools, budget)
+        if breakdown:
+            from ...context.apply import apply_mutations
+            from ...context.breakdown import token_breakdown
+
+            plan.breakdown = token_breakdown(
+                self.invocation(key), apply_mutations(base, pending), messages, message_tokens,
+                tool_tokens, plan.tokens, self.tokens)
+        return plan
+
+    def _fit(self, messages: list[dict], counted: int, tool_tokens: int, tools: list[dict],
+             budget: int | None) -> RequestPlan:
+        """The plan of a compiled request: as it is, or its newest messages that fit."""
+        from ...context.tokens import REPLY_PRIMING
+
+        calibration = self.calibration
+        tokens = calibration.apply(counted)
+        estimated = not calibration.calibrated
+        budget = budget or self.context_window
+        if tokens <= budget:
+            return RequestPlan(messages, tools, tokens, counted, estimated=estimated)
+        own_budget = int(budget / calibration.factor) if calibration.calibrated else budget
+        fitted = fit_request(messages, self.tokens.count_message, tool_tokens + REPLY_PRIMING,
+                             own_budget, compact=self._offers_compact(tools))
+        if fitted is None:
+            return RequestPlan(messages, tools, tokens, counted, fits=False, estimated=estimated)
+        return RequestPlan(fitted.messages, tools, tokens, fitted.tokens, fitted.left_out,
+                           estimated=estimated)
+
+    def _compile(self, key: str, base: list[dict], pending: list) -> tuple[list[dict], int]:
+        """``compile_messages`` and its token count, incrementally per key."""
+        compiler = self._compilers.get(key)
+        config = self.invocation(key)
+        if compiler is None or compiler.config != config:
+            compiler = self._compilers[key] = IncrementalCompile(config, self.tokens)
+        return compiler.compile(base, pending)
+
+    def _calibrate(self) -> None:
+        """Scale our counts to the server's: its ``prompt_tokens`` for the last request
+        over our count of that same request.
+
+        The request is kept and counted again when our counting changes (estimates
+        until tiktoken has loaded, exact after), so the factor never mixes the two.
+        """
+        sample = self._sample
+        if sample is None or sample[3] is self.tokens.ready:
+            return
+        messages, tools, reported, _ = sample
+        counted = self.tokens.count_messages(messages) + self.tokens.count_tools(tools)
+        self.calibration = Calibration()
+        self.calibration.observe(counted, reported)
+        self._sample = (messages, tools, reported, self.tokens.ready)
+
+    def _ensure_encoder(self) -> None:
+        """Load the tiktoken encoding once, in a thread; estimates are used meanwhile."""
+        if self._encoder_task is not None or self.tokens.ready:
+            return
+        from ...selfref.encodings import load_encoder
+
+        async def load() -> None:
+            try:
+                encode = await asyncio.to_thread(load_encoder, self.model or "gpt-4o-mini")
+            except Exception:  # offline data missing: keep estimating
+                return
+            self.tokens.set_encoder(encode)
+
+        self._encoder_task = asyncio.create_task(load(), name="load-encoder")
+
+    def _after_refusal(self, turn: TurnState, plan: RequestPlan, budget: int) -> bool:
+        """The server refused the request for length: compact and retry once (True)."""
+        key = turn.key
+        named = window_named_in(turn.overflow_error) if turn.overflow_error else None
+        window = min(named or budget, budget)
+        sent = self.calibration.apply(plan.counted)
+        said = overflow_message(sent, window)
+        if turn.overflow_retried:
+            turn.failure = (f"{said}: the server refused it again after compaction — start a new "
+                            "key, or use a model with a larger window")
+            self.emit(ErrorEvent(key=key, message=turn.failure, kind="context_overflow"))
+            return False
+        turn.overflow_retried = True
+        turn.overflow_asked = False
+        # The server counts more than we do: aim well under what it refused.
+        turn.budget = max(1, int(min(window, sent) * 0.8))
+        self.emit(Notice(key=key, severity="warning",
+                         message=f"{said} — compacting and retrying once"))
+        return True
+
+    def invocation(self, key: str) -> InvocationConfig:
+        """How ``key``'s requests render: the window's config plus the key's instructions."""
+        settings = getattr(self.memory(key), "settings", None)
+        instructions = getattr(settings, "instructions", "")
+        if not instructions:
+            return self.config
+        return replace(self.config, instructions=instructions)
