@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .apply import MULTIMODAL_MARK, TranscriptBuilder
+from .builder import MULTIMODAL_MARK, TranscriptBuilder
 from .experiences import SEQ_KEY, last_seq
 from .mutations import (
     EXPERIENCE_MUTATIONS,

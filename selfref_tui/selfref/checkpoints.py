@@ -29,14 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import CheckpointError
 from .fsutil import atomic_write, check_dir, ensure_dir, fsync_dir, read_regular
 
 FILES_DIR = "files"
 _HEX = re.compile(r"[0-9a-f]{64}")
-
-
-class CheckpointError(Exception):
-    """A checkpoint could not be kept or read; the write it protects must not happen."""
 
 
 class Checkpoints:

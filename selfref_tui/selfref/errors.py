@@ -69,3 +69,11 @@ class SalvageReport:
             return f"{head}; the original file is kept as {self.kept_as}."
         return (f"{head}; the file was left as it is — open the key for writing (the app or "
                 "`selfref-tui ask`) to save a repaired copy; the original will be kept.")
+
+
+class CheckpointError(Exception):
+    """A checkpoint could not be kept or read; the write it protects must not happen.
+
+    Here rather than in ``checkpoints.py`` (which still exports it): ``files.py``
+    catches it, and ``checkpoints.py`` restores through ``files.py``.
+    """

@@ -432,7 +432,7 @@ def write_file(
 
 def _checkpoint(checkpoint: Callable[[Path, bytes | None, bytes], None], target: Path,
                 before: bytes | None, after: bytes) -> None:
-    from .checkpoints import CheckpointError
+    from .errors import CheckpointError
 
     try:
         checkpoint(target, before, after)
