@@ -340,6 +340,14 @@ def with_model(provider: ProviderConfig, model: str) -> ProviderConfig:
     return replace(provider, model=model, context_window=None, window_source="")
 
 
+def chosen_provider(config: AppConfig, base: ProviderConfig, profile: str,
+                    model: str) -> ProviderConfig:
+    """What a conversation that chose ``profile`` and ``model`` ("" each: nothing) runs on,
+    ``base`` being the window's own provider (ConfigError: no such profile)."""
+    provider = profile_provider(config, profile) if profile else base
+    return with_model(provider, model) if model else provider
+
+
 def _check_url(url: str, source: str) -> None:
     """A base URL the client can use, or a usage error that says the fix.
 

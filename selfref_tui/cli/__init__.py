@@ -18,7 +18,18 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from selfref_tui.cli import ask, compact, context, experiences, history, keys, mcp, refs
+from selfref_tui.cli import (
+    ask,
+    compact,
+    context,
+    experiences,
+    export,
+    history,
+    keys,
+    mcp,
+    refs,
+    search,
+)
 from selfref_tui.cli.common import (
     EPILOG,
     EXIT_ERROR,
@@ -37,7 +48,7 @@ from selfref_tui.cli.common import (
 from selfref_tui.config import ConfigError
 
 #: the command groups, in the order ``--help`` lists them
-GROUPS = (ask, compact, history, refs, experiences, keys, context, mcp)
+GROUPS = (ask, compact, history, refs, experiences, keys, context, search, export, mcp)
 
 __all__ = ["GROUPS", "build_parser", "main", "run"]
 

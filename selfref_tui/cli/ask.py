@@ -19,6 +19,7 @@ from selfref_tui.cli.common import (
     add_command,
     app_config,
     common_flags,
+    conversation_provider,
     err,
     key_of,
     provider_flags,
@@ -155,7 +156,12 @@ async def one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
     mcp = None
     try:
         # take the key's lock up front: a clear exit 3 if the app holds it
-        store_notes(selfref.open(key))
+        memory = store_notes(selfref.open(key))
+        # the model and profile the conversation chose in the app, unless flags say otherwise
+        chosen = conversation_provider(args, config, getattr(memory, "settings", None))
+        if chosen != config.provider:
+            config = replace(config, provider=chosen)
+            output.secrets = (*output.secrets, chosen.api_key)
         provider = Provider(config.provider)
         window = await resolve_window(config.provider, window_cache(config))
         for line in window.notices():

@@ -10,7 +10,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from selfref_tui.config import DEFAULT_KEY, AppConfig, load_config
+from selfref_tui.config import (
+    DEFAULT_KEY,
+    AppConfig,
+    ConfigError,
+    ProviderConfig,
+    chosen_provider,
+    load_config,
+)
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STORE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -62,8 +69,12 @@ def common_flags(parser: argparse.ArgumentParser, *, key: bool = True, top: bool
     parser.add_argument("--data-dir", metavar="DIR", default=default, help="store directory "
                         "(default: $SELFREF_DATA_DIR or the platform's data dir)")
     if key:
-        parser.add_argument("--key", metavar="K", default=default,
-                            help=f"memory key (default: {DEFAULT_KEY})")
+        parser.add_argument(
+            "--key", metavar="K", default=default,
+            help="the conversation (memory key); default: the app opens the one it "
+                 f"showed last in this data dir ({DEFAULT_KEY} the first time), commands "
+                 f"use {DEFAULT_KEY}" if top else
+                 f"the conversation (memory key); default: {DEFAULT_KEY}")
     parser.add_argument("--read-only", action="store_true", default=False if top else default,
                         help="read a key another selfref-tui is writing (no lock taken; "
                              "commands that change the key are refused)")
@@ -145,6 +156,20 @@ def app_config(args: argparse.Namespace) -> AppConfig:
         data_dir=args.data_dir, key=getattr(args, "key", None),
         profile=getattr(args, "profile", None),
         context_window=getattr(args, "context_window", None))
+
+
+def conversation_provider(args: argparse.Namespace, config: AppConfig,
+                          settings: Any) -> ProviderConfig:
+    """The provider a command runs a conversation on: what its flags say, else what the
+    conversation chose last in the app (``/model``, ``/profile``), else the config's."""
+    flags = ("model", "base_url", "profile", "demo")
+    if settings is None or any(getattr(args, flag, None) for flag in flags):
+        return config.provider
+    try:
+        return chosen_provider(config, config.provider, settings.profile, settings.model)
+    except ConfigError as exc:  # the profile it chose is gone: say so, run on the config's
+        err(f"{exc}; using the configured provider")
+        return config.provider
 
 
 def window_cache(config: AppConfig) -> Any:

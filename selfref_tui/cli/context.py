@@ -13,6 +13,7 @@ from selfref_tui.cli.common import (
     add_group,
     app_config,
     common_flags,
+    conversation_provider,
     err,
     key_of,
     print_json,
@@ -46,7 +47,12 @@ def _context_show(args: argparse.Namespace) -> int:
     if provider_config.demo and not provider_config.base_url:
         provider_config = replace(provider_config, base_url="http://127.0.0.1:9/v1")
     store = ReadOnlyReference(SelfReference(config.data_dir, source=config.data_dir_source))
-    store_notes(store.open(key))  # what loading found (skipped damaged records), once
+    memory = store_notes(store.open(key))  # what loading found (skipped damaged records), once
+    settings = getattr(memory, "settings", None)
+    instructions = getattr(settings, "instructions", "")
+    chosen = conversation_provider(args, replace(config, provider=provider_config), settings)
+    if chosen != provider_config:  # the model the conversation chose in the app
+        provider_config = chosen
     window = asyncio.run(_cached_window(provider_config, config))
     agent = Agent(store, Provider(provider_config), config.agent,
                   model=provider_config.model, context_window=window)
@@ -57,7 +63,7 @@ def _context_show(args: argparse.Namespace) -> int:
     messages, tokens = plan.messages, plan.tokens
     if args.json:
         print_json({"model": provider_config.model, "messages": messages, "tools": plan.tools,
-                     "tokens": tokens, "window": window})
+                    "tokens": tokens, "window": window, "instructions": instructions})
         return EXIT_OK
     names = ", ".join(str((t.get("function") or {}).get("name", "?")) for t in plan.tools)
     estimate = "~" if plan.estimated else ""
@@ -71,6 +77,10 @@ def _context_show(args: argparse.Namespace) -> int:
         say(f"window too small for the full tool set: this request offers "
             f"{len(plan.tools)} of {plan.tools_total} tools")
     say(f"tools: {names or 'none'}")
+    if instructions:
+        first = instructions.splitlines()[0]
+        say(f"instructions (this conversation's, in the system prompt [0]): {first[:100]}"
+            + ("…" if len(instructions) > len(first[:100]) else ""))
     for index, message in enumerate(messages):
         say(f"\n── [{index}] {message.get('role')}"
             + (f" (tool_call_id {message['tool_call_id']})" if "tool_call_id" in message
@@ -103,5 +113,6 @@ def register(commands: Any) -> None:
     common_flags(p)
     provider_flags(p)
     p.add_argument("--json", action="store_true",
-                   help='{"model","messages":[...],"tools":[...],"tokens":N,"window":N}')
+                   help='{"model","messages":[...],"tools":[...],"tokens":N,"window":N,'
+                        '"instructions":"..."}')
     p.set_defaults(handler=_context_show)

@@ -1,18 +1,22 @@
-"""``selfref-tui keys list``."""
+"""``selfref-tui keys list`` and ``keys instructions``."""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from typing import Any
 
 from selfref_tui.cli.common import (
     EXIT_OK,
+    EXIT_USAGE,
+    CliError,
     add_command,
     add_group,
     common_flags,
     open_store,
     print_json,
     say,
+    store_notes,
 )
 
 
@@ -37,6 +41,47 @@ def _keys_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _keys_instructions(args: argparse.Namespace) -> int:
+    """Print a conversation's instructions, or set (TEXT, ``-`` for stdin) or clear them."""
+    import sys
+
+    from selfref_tui.selfref.key_settings import check_instructions
+    from selfref_tui.selfref.keys import validate_key
+
+    key = validate_key(args.conversation)
+    if args.text is not None and args.clear:
+        raise CliError("give TEXT or --clear, not both", EXIT_USAGE)
+    writing = args.text is not None or args.clear
+    if writing and getattr(args, "read_only", False):
+        raise CliError("`keys instructions` with TEXT or --clear changes the conversation, and "
+                       "--read-only was given; leave --read-only out", EXIT_USAGE)
+    store = open_store(args)
+    try:
+        if not writing:
+            if key not in {info.key for info in store.keys(forks=True)}:
+                raise CliError(f"there is no conversation '{key}'; see `selfref-tui keys list`")
+            memory = store_notes(store.open(key, write=False))
+            text = memory.settings.instructions
+            if text:
+                say(text)
+            else:
+                print(f"no instructions for '{key}'; set them with "
+                      f"`selfref-tui keys instructions {key} TEXT`")
+            return EXIT_OK
+        text = "" if args.clear else (sys.stdin.read() if args.text == "-" else args.text)
+        try:
+            text = check_instructions(text)
+        except ValueError as exc:
+            raise CliError(str(exc), EXIT_USAGE) from None
+        memory = store_notes(store.open(key))  # its lock: refused while the app writes it
+        store.create(key)
+        memory.save_settings(replace(memory.settings, instructions=text))
+    finally:
+        store.close()
+    print(f"instructions for '{key}' {'set' if text else 'cleared'}")
+    return EXIT_OK
+
+
 def register(commands: Any) -> None:
     keys = add_group(commands, "keys", "memory keys")
     p = add_command(keys, "list", "memory keys with message counts and last activity (empty "
@@ -46,3 +91,11 @@ def register(commands: Any) -> None:
     p.add_argument("--json", action="store_true",
                    help='[{"key","messages","updated"[,"origin":{"key","message"}]}]')
     p.set_defaults(handler=_keys_list)
+    p = add_command(keys, "instructions", "a conversation's own instructions, added to its "
+                    "system prompt: print them, set them (TEXT, or - to read stdin) or --clear")
+    p.add_argument("conversation", metavar="K", help="the conversation (memory key)")
+    p.add_argument("text", metavar="TEXT", nargs="?", default=None,
+                   help="the new instructions; - reads them from stdin")
+    p.add_argument("--clear", action="store_true", help="remove them")
+    common_flags(p, key=False)
+    p.set_defaults(handler=_keys_instructions)

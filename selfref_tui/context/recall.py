@@ -146,14 +146,16 @@ class HistoryIndex:
         self._numbers += [entry.n for entry in entries[done:]]
 
     def search(self, entries: Sequence[EntryLike], query: str, *, limit: int = DEFAULT_LIMIT,
-               before: int | None = None, include_rewound: bool = False) -> SearchResult:
+               before: int | None = None, include_rewound: bool = False,
+               every: bool = False) -> SearchResult:
         """The newest ``limit`` entries holding every term of ``query`` (numbered below
-        ``before`` when given), and how many match in all."""
+        ``before`` when given), and how many match in all; ``every``: all of them, no
+        limit (a person's search, ``selfref-tui search``)."""
         terms = parse_query(query)
         if not terms:
             raise RecallError("the query is empty; give one or more words, or a \"quoted "
                               "phrase\"")
-        limit = _clamp(limit, DEFAULT_LIMIT, MAX_LIMIT, "limit")
+        limit = 0 if every else _clamp(limit, DEFAULT_LIMIT, MAX_LIMIT, "limit")
         self.update(entries)
         texts = self._texts
         end = len(texts)
@@ -168,7 +170,8 @@ class HistoryIndex:
             found = [i for i in found if term in texts[i]]
         if not include_rewound:
             found = [i for i in found if not getattr(entries[i], "rewound", False)]
-        hits = tuple(_hit(entries[i], terms) for i in reversed(found[-limit:]))
+        hits = tuple(_hit(entries[i], terms) for i in reversed(found[-limit:] if limit
+                                                                else found))
         return SearchResult(tuple(terms), hits, len(found))
 
 

@@ -50,6 +50,7 @@ class CommandHost(Protocol):
     async def switch_profile(self, name: str) -> bool: ...
     def edit_instructions(self) -> Any: ...
     async def find_text(self, text: str) -> None: ...
+    def save_conversation(self, path: str | None = None) -> Any: ...
     def _refresh_sidebar(self, memory: Any | None = None) -> None: ...
 
 
@@ -124,6 +125,12 @@ async def _profile(app: CommandHost, command: Command) -> bool:
 @handler("instructions")
 async def _instructions(app: CommandHost, command: Command) -> bool:
     app.edit_instructions()
+    return True
+
+
+@handler("save")
+async def _save(app: CommandHost, command: Command) -> bool:
+    app.save_conversation(command.text or None)
     return True
 
 

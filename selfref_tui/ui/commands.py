@@ -54,6 +54,13 @@ COMMANDS: tuple[CommandSpec, ...] = (
         rest_is_text=True,
     ),
     CommandSpec(
+        "save",
+        "/save [PATH]",
+        "Export this whole conversation as Markdown (PATH ending .json: as JSON)",
+        max_args=1,
+        rest_is_text=True,
+    ),
+    CommandSpec(
         "find",
         "/find TEXT",
         "Find TEXT in this conversation (ctrl+f: the find bar)",

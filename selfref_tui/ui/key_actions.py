@@ -50,6 +50,7 @@ class KeyActions:
         def collect_when_idle(self, *, everything: bool = False) -> None: ...
         def provider_switched(self) -> None: ...
         def close_find(self) -> None: ...
+        async def find_text(self, text: str) -> None: ...
         async def push_screen_wait(self, screen: Any) -> Any: ...
 
     async def open_key(self, key: str) -> bool:
@@ -127,17 +128,20 @@ class KeyActions:
         from selfref_tui.ui.screens.key_switcher import KeySwitcher
 
         manage = not self.read_only
-        chosen = await self.push_screen_wait(
-            KeySwitcher(
-                await self.controller.person_keys(),
-                self.key,
-                validate=validate_key,
-                rename=self._rename_key if manage else None,
-                delete=self._delete_key if manage else None,
-            )
+        switcher = KeySwitcher(
+            await self.controller.person_keys(),
+            self.key,
+            validate=validate_key,
+            rename=self._rename_key if manage else None,
+            delete=self._delete_key if manage else None,
+            search=self.controller.search_conversations,
         )
-        if chosen:
-            await self.switch_key(chosen)
+        try:
+            chosen = await self.push_screen_wait(switcher)
+        finally:
+            self.controller.end_search()
+        if chosen and await self.switch_key(chosen) and switcher.content_query:
+            await self.find_text(switcher.content_query)  # what it was chosen by, found
 
     async def _rename_key(self, old: str, new: str) -> list[dict[str, Any]]:
         """The switcher's F2: the key on screen is let go, renamed, and opened again."""

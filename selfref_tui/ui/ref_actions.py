@@ -3,18 +3,24 @@
 ctrl+r copies the highlighted message, code block or ref (a ref as an export
 writes it); ctrl+s and ``/export`` write a ref to a file through the export
 dialog, asking before an existing file is overwritten; ctrl+s on a highlighted
-image writes its bytes the same way.
+image writes its bytes the same way; ``/save`` writes the whole conversation
+(context/conversation_export.py) through the same dialog.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual import work
 
+from selfref_tui.agent.chat.controller import Refused
 from selfref_tui.safety import inert_line
 from selfref_tui.ui.transcript.image import ImageItem
+
+#: a conversation's export, made once its file is chosen: the text, and the files beside it
+Render = Callable[[Path], Awaitable[tuple[str, list[tuple[Path, bytes]]]]]
 
 if TYPE_CHECKING:
     from selfref_tui.agent.chat.controller import ChatController
@@ -131,8 +137,35 @@ class RefActions:
         await self._export_file("", "image", image.suggested_name, image.title, image.data,
                                 path)
 
+    @work(exclusive=True, group="export")
+    async def save_conversation(self, path: str | None = None) -> None:
+        """``/save [PATH]``: the whole conversation as Markdown (``.json``: as JSON), its
+        images beside it, through the same dialog, path rules and overwrite question."""
+        from selfref_tui.context.conversation_export import suggested_name
+
+        controller = self.controller
+        try:
+            count = controller.conversation_size()
+        except Refused as exc:
+            self.notify(str(exc), severity=exc.severity)
+            return
+        fmt = "json" if path and path.strip().lower().endswith(".json") else "md"
+        key = controller.key
+        preview = (f"{count} message{'s' if count != 1 else ''} of {inert_line(key, 60)}, as "
+                   "Markdown (a path ending .json: as JSON); images go beside it")
+
+        async def render(target: Path) -> tuple[str, list[tuple[Path, bytes]]]:
+            return await controller.export_conversation(key, target)
+
+        await self._export_file("", "conversation", suggested_name(key, fmt), preview, "", path,
+                                render=render)
+
     async def _export_file(self, ref_id: str, what: str, suggested_name: str, preview: str,
-                           data: str | bytes, path: str | None) -> None:
+                           data: str | bytes, path: str | None, *,
+                           render: Render | None = None) -> None:
+        """``render``: the text is made once the file is chosen (a conversation's Markdown
+        links its images by the file's name), with files to write beside it; it is
+        written whole (no append)."""
         from selfref_tui.selfref.export_path import export_target
         from selfref_tui.selfref.files import write_file
         from selfref_tui.ui.screens.export_dialog import ExportDialog
@@ -141,7 +174,7 @@ class RefActions:
         typed = path
         error = ""
         folder = self._last_export_dir or Path.cwd()
-        text = isinstance(data, str)
+        text = isinstance(data, str) and render is None
         while True:
             if typed is None or error:
                 typed = await self.push_screen_wait(
@@ -169,7 +202,15 @@ class RefActions:
                     return
                 mode = "write" if mode == "overwrite" else "append"
             try:
+                beside: list[tuple[Path, bytes]] = []
+                if render is not None:
+                    data, beside = await render(target)
                 written = write_file(target, data, mode=mode, roots=None, separate=True)
+                for image, image_data in beside:
+                    write_file(image, image_data, roots=None)
+            except Refused as exc:
+                self.notify(str(exc), severity=exc.severity)
+                return
             except Exception as exc:  # the writer's message names the file and the cause
                 message = str(exc)
                 error = message[:1].upper() + message[1:]
@@ -178,4 +219,6 @@ class RefActions:
         resolved = Path(written).resolve()
         self._last_export_dir = resolved.parent
         verb = "Appended" if mode == "append" else "Wrote"
-        self.notify(inert_line(f"{verb} {what} to {resolved}"), timeout=6, markup=False)
+        images = f" and {len(beside)} image{'s' if len(beside) != 1 else ''} beside it" \
+            if beside else ""
+        self.notify(inert_line(f"{verb} {what} to {resolved}{images}"), timeout=6, markup=False)

@@ -120,16 +120,17 @@ def test_a_hostile_store_read_back(hostile_key, tmp_path):
 
     # on a terminal: every listing shows the characters instead of sending them
     for args in (("refs", "show", "evil"), ("refs", "list"), ("experiences", "list"),
-                 ("keys", "list"), ("context", "show")):
+                 ("keys", "list"), ("context", "show"), ("search", "pwned"), ("export",)):
         code, out, err = run_tty(*args)
         assert code == 0, (args, err)
         assert_inert(out)
-        if args[0] in ("experiences", "context") or args[1] == "show":
+        if args[0] in ("experiences", "context", "search", "export") or args[1] == "show":
             assert "␛]0;pwned title␇" in out, args  # visible: something was there
 
     # --json: control characters as \u escapes, the values themselves unchanged
     for args in (("refs", "list", "--json"), ("experiences", "list", "--json"),
-                 ("context", "show", "--json")):
+                 ("context", "show", "--json"), ("search", "pwned", "--json"),
+                 ("export", "--format", "json")):
         result = cli(*args)
         assert result.returncode == 0, result.stderr
         assert_inert(result.stdout)

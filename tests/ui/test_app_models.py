@@ -78,6 +78,10 @@ async def test_a_typed_model_and_a_profile_switch_and_refusals(tmp_path):
             await started(pilot, app)
             await type_and_send(pilot, "/model my-own:7b")
             await wait_until(pilot, lambda: app.header.model == "my-own:7b", what="typed model")
+            assert app.controller.key_settings().model == "my-own:7b"
+            await type_and_send(pilot, "/model small-model")  # the window's own model again
+            await wait_until(pilot, lambda: app.header.model == "small-model", what="back")
+            assert app.controller.key_settings().model == ""  # nothing left to remember
             await type_and_send(pilot, "/profile nowhere")
             await wait_until(pilot, lambda: any("nowhere" in n.message and "local" in n.message
                                                 for n in app._notifications), what="refusal")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from selfref_tui.config import AppConfig
@@ -52,6 +53,8 @@ class ChatController(Startup, KeyLifecycle, ConversationSettings):
     def __init__(self, config: AppConfig, *, read_only: bool = False) -> None:
         Startup.__init__(self, config, read_only=read_only)
         KeyLifecycle.__init__(self, config.key)
+        #: the switcher's content filter, while it is open (conversation_search.py)
+        self._search: Any = None
 
     # ------------------------------------------------------------- input
 
@@ -156,6 +159,55 @@ class ChatController(Startup, KeyLifecycle, ConversationSettings):
                 )
         rows.sort(key=lambda r: r["order"])
         return SidebarLists(list(memory.experiences), rows)
+
+    async def search_conversations(self, text: str) -> list[tuple[str, int, str]]:
+        """The conversations whose messages hold ``text`` (the switcher's content filter):
+        each with how many do and the newest one's snippet, latest activity first. What
+        was read is kept for the next call, until :meth:`end_search`."""
+        from selfref_tui.context.recall import RecallError
+        from selfref_tui.selfref.conversation_search import ConversationSearch
+
+        if self._search is None:
+            self._search = ConversationSearch(self._store().data_dir)
+        search = self._search
+        try:
+            found = await self._in_thread(search.search, text, limit=1)
+        except RecallError:
+            return []
+        return [(key, count, next(m.snippet for m in found.matches if m.key == key))
+                for key, count in found.counts.items()]
+
+    def end_search(self) -> None:
+        """Let go of what the content filter read."""
+        search, self._search = self._search, None
+        if search is not None:
+            search.close()
+
+    def conversation_size(self) -> int:
+        """How many numbered messages the key on screen holds (what ``/save`` writes)."""
+        self.check_ready()
+        return len(self._agent().memory(self.key).entries())
+
+    async def export_conversation(self, key: str, target: Path) -> tuple[str, list[tuple[Path,
+                                                                                      bytes]]]:
+        """``key`` as the file ``target`` (Markdown, or JSON for a ``.json`` name), made in
+        a thread: the text, and the images to write beside it (Markdown only)."""
+        from selfref_tui.context.conversation_export import images_folder, to_json, to_markdown
+
+        memory = self._agent().memory(key)
+
+        def render() -> tuple[str, list[tuple[Path, bytes]]]:
+            entries = memory.entries()
+            if target.suffix.lower() == ".json":
+                from selfref_tui.safety import json_inert
+
+                return json_inert(to_json(key, entries)), []
+            folder = images_folder(target.name)
+            exported = to_markdown(key, entries, images_dir=folder)
+            return exported.text, [(target.parent / folder / image.name, image.data)
+                                   for image in exported.images]
+
+        return await self._in_thread(render)
 
     def ref_content(self, ref_id: str) -> str | None:
         """The latest content of ``ref:ID`` in the key on screen; None when there is none."""

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from selfref_tui.config import ConfigError, ProviderConfig, profile_provider, with_model
+from selfref_tui.config import ConfigError, ProviderConfig, chosen_provider
 
 from .refusals import Refused
 
@@ -81,12 +81,8 @@ class ConversationSettings:
     def provider_for(self, settings: KeySettings) -> ProviderConfig:
         """The endpoint and model a key with ``settings`` runs on (ConfigError: the profile
         it names is not in config.toml)."""
-        provider = self.base_provider
-        if settings.profile:
-            provider = profile_provider(self.config, settings.profile)
-        if settings.model:
-            provider = with_model(provider, settings.model)
-        return provider
+        return chosen_provider(self.config, self.base_provider, settings.profile,
+                               settings.model)
 
     async def server_models(self) -> list[str] | None:
         """The server's models (``/v1/models``), sorted; None when it does not answer."""
@@ -121,6 +117,8 @@ class ConversationSettings:
         """``/model NAME``: this conversation runs on ``name`` from now on."""
         name = _model_name(name)
         settings = self._check_switch("switch models")
+        if not settings.profile and name == self.base_provider.model:
+            name = ""  # back to the window's own model: nothing left to remember
         return await self._switch(replace(settings, model=name))
 
     async def choose_profile(self, name: str) -> ProviderConfig:

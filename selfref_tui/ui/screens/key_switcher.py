@@ -3,6 +3,11 @@
 The same list renames (F2) and deletes (shift+Delete or F8, after a ``y``) a
 key. Both go through callbacks the app passes in, so the screen never touches
 the store; a deleted key's files are moved to the data dir's trash folder.
+
+ctrl+f turns the filter to the conversations' content: the list shows those
+whose messages hold the text (how many, and the newest match), asked of the
+``search`` callback as one types; Enter opens one, and the app finds the text
+in it (:attr:`KeySwitcher.content_query`).
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ KEY_PREFIX = "key:"
 #: Exception whose message is one line for the person
 Rename = Callable[[str, str], Awaitable[Sequence[Mapping[str, Any]]]]
 Delete = Callable[[str], Awaitable[Sequence[Mapping[str, Any]]]]
+#: ``search(text)``: the conversations whose messages hold ``text``, in order, each with
+#: how many do and the newest one's snippet; raises with a one-line message
+Search = Callable[[str], Awaitable[Sequence[tuple[str, int, str]]]]
 
 
 def filter_keys(keys: Sequence[Mapping[str, Any]], query: str) -> list[Mapping[str, Any]]:
@@ -79,6 +87,7 @@ class KeySwitcher(ModalScreen[str | None]):
         Binding("up", "move(-1)", "Previous", show=False, id="keys.up"),
         Binding("f2", "rename", "Rename", show=False, id="keys.rename"),
         Binding("shift+delete,f8", "delete", "Delete", show=False, id="keys.delete"),
+        Binding("ctrl+f", "content", "Content", show=False, id="keys.content"),
     ]
 
     def __init__(
@@ -89,6 +98,7 @@ class KeySwitcher(ModalScreen[str | None]):
         validate: Callable[[str], object] | None = None,
         rename: Rename | None = None,
         delete: Delete | None = None,
+        search: Search | None = None,
     ) -> None:
         """``validate`` raises (any Exception, with a one-line message) on a bad new name."""
         super().__init__()
@@ -101,6 +111,11 @@ class KeySwitcher(ModalScreen[str | None]):
         self.renaming: str | None = None
         #: the key the highlight goes back to when the list shows again unfiltered
         self._select: str | None = None
+        self._search = search
+        #: the filter looks in the conversations' messages, not their names
+        self.by_content = False
+        #: the text a conversation was chosen by (content filter), for the app to find
+        self.content_query = ""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
@@ -129,6 +144,9 @@ class KeySwitcher(ModalScreen[str | None]):
             parts += [("f2", "bold $text-primary"), " rename  "]
         if self._delete is not None:
             parts += [("shift+del/f8", "bold $text-primary"), " delete  "]
+        if self._search is not None:
+            parts += [("ctrl+f", "bold $text-primary"),
+                      " names " if self.by_content else " content  "]
         parts += [("esc", "bold $text-primary"), " cancel"]
         return Content.assemble(*parts)
 
@@ -187,10 +205,69 @@ class KeySwitcher(ModalScreen[str | None]):
     def _changed(self, event: Input.Changed) -> None:
         event.stop()
         self.query_one("#error", Static).update("")
-        if self.renaming is None:
+        if self.renaming is None and self.by_content:
+            self._find_content(event.value)
+        elif self.renaming is None:
             self._refilter(event.value)
             if event.value:
                 self._select = None  # typing a filter starts from its first match
+
+    # -- the content filter ------------------------------------------------------------
+
+    def action_content(self) -> None:
+        """ctrl+f: filter by what the conversations say, or by their names again."""
+        if self._search is None or self.renaming is not None:
+            return
+        self.by_content = not self.by_content
+        field = self.query_one(Input)
+        field.placeholder = ("text in the conversations" if self.by_content
+                             else "filter, or type a new key name")
+        self.query_one("#dialog").border_title = (
+            "Memory keys · by content" if self.by_content else "Memory keys")
+        self.query_one("#hint", Static).update(self._hint())
+        if self.by_content:
+            self._find_content(field.value)
+        else:
+            self._refilter(field.value)
+
+    @work(exclusive=True, group="keys.content")
+    async def _find_content(self, text: str) -> None:
+        option_list = self.option_list
+        if not text.strip():
+            option_list.set_options([])
+            option_list.display = False
+            return
+        assert self._search is not None
+        try:
+            found = await self._search(text)
+        except Exception as error:  # a one-line message meant for people
+            self._say(str(error))
+            return
+        if not self.by_content or self.query_one(Input).value != text:
+            return  # typed on, or back to names, meanwhile
+        options = []
+        for key, count, snippet in found:
+            name = inert_line(key, 30)
+            matches = f"{count} message{'s' if count != 1 else ''}"
+            # one line: the newest match's snippet gets what the name and count leave
+            room = max(8, self.query_one("#dialog").size.width - len(name) - len(matches) - 12)
+            options.append(Option(
+                Content.assemble(
+                    ("● " if key == self.current else "  ", "$text-primary"),
+                    (name, "bold"),
+                    "  ",
+                    (matches, "$accent"),
+                    "  ",
+                    (inert_line(snippet, room), "dim"),
+                ),
+                id=KEY_PREFIX + key,
+            ))
+        option_list.set_options(options)
+        option_list.display = bool(options)
+        if options:
+            option_list.highlighted = 0
+        else:
+            self._say("No conversation holds that text.")
 
     def action_move(self, delta: int) -> None:
         option_list = self.option_list
@@ -218,8 +295,12 @@ class KeySwitcher(ModalScreen[str | None]):
 
     def _choose(self, value: str) -> None:
         if value.startswith(KEY_PREFIX):
+            if self.by_content:
+                self.content_query = self.query_one(Input).value.strip()
             self.dismiss(value[len(KEY_PREFIX) :])
             return
+        if self.by_content:
+            return  # a text to find is not a new key's name
         name = value[len(NEW_PREFIX) :]
         if self._validate is not None:
             try:

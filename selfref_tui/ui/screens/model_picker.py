@@ -90,7 +90,9 @@ class ModelPicker(ModalScreen[str | None]):
                 note = "The server lists no models; type the name of one."
             else:
                 note = ""
-            yield Static(note, id="note")
+            shown = Static(note, id="note")
+            shown.display = bool(note)
+            yield shown
             yield Static(
                 Content.assemble(
                     ("↑↓", "bold $text-primary"), " choose  ", ("enter", "bold $text-primary"),

@@ -43,7 +43,7 @@ class FindBar(Horizontal):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "Close find", id="find.close"),
+        Binding("escape", "close", "Close", id="find.close", tooltip="Close the find bar"),
         Binding("up", "step(-1)", "Older", show=False, id="find.older"),
         Binding("down,shift+enter", "step(1)", "Newer", show=False, id="find.newer"),
     ]

@@ -1,0 +1,153 @@
+"""Search and export benchmark: prints figures, asserts nothing.
+
+    python bench/conversation_bench.py [--runs N] [--quick]
+
+In a temporary data dir, through the public API:
+  * ``selfref-tui search`` over 100,000 stored messages (goal <= 1 s): one conversation of
+    100,000 messages, and 100 conversations of 1,000 each; what the command does
+    (``ConversationSearch``: "cached" when the conversations have not changed since the
+    last search, "cold" with no search cache, so every key that may match is folded), and
+    the whole command as a process (Python's start and imports included);
+  * ``selfref-tui export`` of 20,000 messages as Markdown (goal <= 2 s), and as JSON.
+
+Wall seconds are medians of ``--runs``; CPU seconds beside them are what a busy machine
+cannot inflate (compare those on a shared machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from selfref_tui.context.mutations import (  # noqa: E402
+    AssistantMessageMutation,
+    ToolResultMutation,
+    UserMessageMutation,
+)
+from selfref_tui.selfref import SelfReference  # noqa: E402
+
+FILLER = "Some ordinary chat text about the work at hand, long enough to be realistic. " * 3
+
+
+def turn(i: int) -> list:
+    """A user message and an answer; every tenth turn a tool call and its result too."""
+    out = [UserMessageMutation({"role": "user", "content": f"question {i}: {FILLER}"})]
+    if i % 10 == 0:
+        call = {"id": f"c{i}", "type": "function",
+                "function": {"name": "read_file", "arguments": f'{{"path": "f{i}.txt"}}'}}
+        out += [AssistantMessageMutation(content="", tool_calls=[call]),
+                ToolResultMutation(f"c{i}", f"contents of f{i}.txt: {FILLER}")]
+    out.append(AssistantMessageMutation(
+        content=f"answer {i}: {FILLER}\n\n<ref id=\"r{i}\">\n```python\nx = {i}\n```\n</ref>"))
+    return out
+
+
+def build(store: SelfReference, key: str, messages: int) -> None:
+    memory = store.open(key)
+    batch: list = []
+    count = 0
+    i = 0
+    while count < messages:
+        mutations = turn(i)
+        batch += mutations
+        count += len(mutations)
+        i += 1
+        if len(batch) >= 2000:
+            memory.commit(batch)
+            batch = []
+    if batch:
+        memory.commit(batch)
+    store.release(key)
+
+
+def timed(fn: Callable[[], object], runs: int) -> tuple[float, float]:
+    walls, cpus = [], []
+    for _ in range(runs):
+        w0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        walls.append(time.perf_counter() - w0)
+        cpus.append(time.process_time() - c0)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def search_once(data_dir: Path, query: str) -> int:
+    from selfref_tui.selfref.conversation_search import ConversationSearch
+
+    with ConversationSearch(data_dir) as search:
+        return search.search(query).total
+
+
+def command(args: list[str], data_dir: Path, runs: int) -> tuple[float, float]:
+    """The command as a person runs it: a new process (children's CPU counted)."""
+    walls, cpus = [], []
+    env = dict(os.environ, SELFREF_DATA_DIR=str(data_dir))
+    for _ in range(runs):
+        before = os.times()
+        w0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "selfref_tui", *args], cwd=ROOT, env=env,
+                       stdout=subprocess.DEVNULL)  # search exits 1 when nothing matches
+        walls.append(time.perf_counter() - w0)
+        after = os.times()
+        cpus.append(after.children_user + after.children_system
+                    - before.children_user - before.children_system)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="a tenth of the sizes")
+    args = parser.parse_args()
+    scale = 10 if args.quick else 1
+    runs = args.runs
+    with tempfile.TemporaryDirectory() as tmp:
+        one, many, export = Path(tmp, "one"), Path(tmp, "many"), Path(tmp, "export")
+        with SelfReference(one) as store:
+            build(store, "big", 100_000 // scale)
+        with SelfReference(many) as store:
+            for k in range(100):
+                build(store, f"conversation-{k:03d}", 1_000 // scale)
+        with SelfReference(export) as store:
+            build(store, "main", 20_000 // scale)
+        n = 100_000 // scale
+        print(f"search over {n:,} stored messages (goal <= 1 s), median of {runs}:")
+        for label, data_dir in (("1 conversation", one), ("100 conversations", many)):
+            for query, what in (("question 4242", "a few matches"),
+                                ("ordinary chat", "every message matches"),
+                                ("nowhere-to-be-found", "no match")):
+                total = search_once(data_dir, query)
+                wall, cpu = timed(lambda d=data_dir, q=query: search_once(d, q), runs)
+                cold, cold_cpu = timed(lambda d=data_dir, q=query: (
+                    shutil.rmtree(d / "cache", ignore_errors=True), search_once(d, q)), runs)
+                print(f"  {label:<18} {what:<22} {total:>7,} hits  cached {wall:6.3f} s "
+                      f"(CPU {cpu:.3f} s)  cold {cold:6.3f} s (CPU {cold_cpu:.3f} s)")
+                search_once(data_dir, query)  # cached again for what follows
+            wall, cpu = command(["search", "question 4242"], data_dir, max(1, runs // 2))
+            print(f"  {label:<18} `selfref-tui search` as a process {wall:6.3f} s  "
+                  f"(CPU {cpu:.3f} s)")
+        m = 20_000 // scale
+        print(f"export of {m:,} messages (goal <= 2 s), median of {runs}:")
+        out = Path(tmp, "out")
+        out.mkdir()
+        for fmt in ("md", "json"):
+            target = out / f"chat.{fmt}"
+            wall, cpu = command(["export", "--key", "main", "-o", str(target), "--force"],
+                                export, max(1, runs // 2))
+            size = target.stat().st_size
+            print(f"  {fmt:<4} `selfref-tui export -o` as a process {wall:6.3f} s  "
+                  f"(CPU {cpu:.3f} s)  {size / 1e6:.1f} MB")
+
+
+if __name__ == "__main__":
+    main()

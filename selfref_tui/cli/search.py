@@ -1,0 +1,76 @@
+"""``selfref-tui search TEXT``: every conversation's messages that hold TEXT."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from selfref_tui.cli.common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+    add_command,
+    app_config,
+    common_flags,
+    err,
+    print_json,
+    say,
+)
+
+
+def _search(args: argparse.Namespace) -> int:
+    from selfref_tui.context.recall import RecallError
+    from selfref_tui.selfref.conversation_search import ConversationSearch
+    from selfref_tui.selfref.keys import validate_key
+
+    config = app_config(args)
+    keys = [validate_key(args.key)] if args.key else None
+    if args.limit is not None and args.limit < 1:
+        raise CliError("--limit must be 1 or more", EXIT_USAGE)
+    with ConversationSearch(config.data_dir, source=config.data_dir_source) as search:
+        if keys is not None and keys[0] not in search.keys(forks=True):
+            raise CliError(f"there is no conversation '{keys[0]}'; see `selfref-tui keys list`")
+        try:
+            found = search.search(args.text, keys=keys, limit=args.limit, forks=args.all)
+        except RecallError as exc:
+            raise CliError(str(exc), EXIT_USAGE) from None
+    for problem in found.problems:
+        err(problem)
+    if args.json:
+        print_json([match.as_dict() for match in found.matches])
+        return EXIT_OK if found.matches else EXIT_ERROR
+    if not found.matches:
+        where = f"conversation '{args.key}'" if args.key else "any conversation"
+        print(f"no message in {where} holds all of: {args.text}")
+        return EXIT_ERROR
+    for match in found.matches:
+        flags = "".join(f" ({flag})" for flag, on in (("rewound", match.rewound),
+                                                      ("compacted", match.compacted)) if on)
+        say(f"{match.key} #{match.n} {match.role} {match.time[:16].replace('T', ' ')}{flags}: "
+            f"{match.snippet}")
+    shown, total = len(found.matches), found.total
+    conversations = len(found.counts)
+    summary = (f"{total} message{'s' if total != 1 else ''} in {conversations} conversation"
+               f"{'s' if conversations != 1 else ''}")
+    if shown < total:
+        summary += f" ({shown} shown: at most {args.limit} per conversation)"
+    say(summary)
+    return EXIT_OK
+
+
+def register(commands: Any) -> None:
+    p = add_command(commands, "search", "find the messages holding TEXT in every "
+                    "conversation (or --key K): every word, and every \"quoted phrase\", must "
+                    "occur (case aside); newest first, with their numbers")
+    p.epilog = ("Exit status 1 when nothing matches (as grep). Rewound and compacted messages "
+                "are searched too, and marked.\n\n" + (p.epilog or ""))
+    p.add_argument("text", metavar="TEXT", help="the words to find")
+    p.add_argument("--all", action="store_true", help="the agent's fork conversations too")
+    p.add_argument("--limit", metavar="N", type=int, default=None,
+                   help="at most N matches per conversation, newest first (default: all; "
+                        "at most 100)")
+    p.add_argument("--json", action="store_true",
+                   help='[{"key","n","role","time","snippet","rewound","compacted"}]')
+    common_flags(p)
+    p.set_defaults(handler=_search)

@@ -1,0 +1,190 @@
+"""Search every conversation's stored history: ``selfref-tui search``, the switcher's filter.
+
+The rule is the recall tools' (``context/recall.py``, one implementation): every
+word of the query and every "quoted phrase" must occur in a message, case
+aside; matches come newest first, numbered as everywhere else
+(``MemoryKey.entries()``). Rewound and compacted messages are searched too
+and say so: a person looks for what was said, whatever the model sees now.
+
+Keys are opened read-only (no lock: the app may be writing one), each once
+per :class:`ConversationSearch`; its index is kept and extended as the key
+grows, so the switcher's filter, asked at every key typed, reads the disk
+only for what changed.
+
+Loading a key (folding its whole log) is most of a search's cost, so what a
+search needs of it is kept between searches (``search_cache.py``) for as long
+as its log does not change; and a key is first looked at as bytes: its log
+is JSON with every non-ASCII character escaped, so a word of plain ASCII that
+occurs in a message occurs, as it is, in the log's lower-cased bytes. A key
+whose log lacks one of the query's words cannot match and is never loaded.
+Only words that escaping leaves alone are checked this way (no quote,
+backslash or control character; a phrase is checked word by word, since its
+spaces may be line breaks in the text); and the two characters whose lower
+case is ASCII (İ, and the Kelvin sign) turn the shortcut off for a log that
+holds them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .fsutil import read_regular
+from .reference import SelfReference
+from .store import LOG_NAME
+
+#: the two characters whose lower case holds ASCII (``"İ".lower()`` holds an "i"), as a
+#: log escapes them, and in UTF-8 (a cache)
+_ESCAPED_TO_ASCII = (b"\\u0130", b"\\u212a")
+_UTF8_TO_ASCII = ("\u0130".encode(), "\u212a".encode())
+
+
+@dataclass(frozen=True)
+class Match:
+    """One message that holds the query."""
+
+    key: str
+    n: int
+    role: str
+    time: str
+    snippet: str
+    rewound: bool = False
+    compacted: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Found:
+    """What a search found: the matches shown (newest first within each key, keys by
+    latest activity), how many match in all, and what could not be read."""
+
+    matches: list[Match]
+    total: int
+    #: per key: how many of its messages match (keys without a match left out)
+    counts: dict[str, int]
+    problems: list[str]
+
+
+class ConversationSearch:
+    """Searches a data dir's conversations; keeps what it read for the next search."""
+
+    def __init__(self, data_dir: str | Path | None, *, source: str = "") -> None:
+        # A store of its own: read-only opens, never a lock, nothing shared with a writer.
+        self._store = SelfReference(data_dir, source=source)
+        self._indexes: dict[str, Any] = {}
+        #: per key: (its log's stamp, its entries) from the last search
+        self._entries: dict[str, tuple[Any, Any]] = {}
+
+    def close(self) -> None:
+        self._store.close()
+
+    def __enter__(self) -> ConversationSearch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def keys(self, *, forks: bool = False) -> list[str]:
+        """The conversations, latest activity first (the agent's forks with ``forks``)."""
+        return [info.key for info in self._store.keys(forks=forks)]
+
+    def search(self, query: str, *, keys: list[str] | None = None, limit: int | None = None,
+               forks: bool = False) -> Found:
+        """Messages of ``keys`` (default: every conversation) holding ``query``.
+
+        ``limit``: at most this many matches per key (None: all). Raises
+        ``context.recall.RecallError`` for an empty query.
+        """
+        from ..context.recall import HistoryIndex, parse_query
+        from .errors import StoreError
+
+        if not parse_query(query):
+            from ..context.recall import RecallError
+
+            raise RecallError("the query is empty; give one or more words, or a \"quoted "
+                              "phrase\"")
+        matches: list[Match] = []
+        counts: dict[str, int] = {}
+        problems: list[str] = []
+        total = 0
+        words = _plain_words(parse_query(query))
+        for key in keys if keys is not None else self.keys(forks=forks):
+            try:
+                entries = self._entries_of(key, words, problems)
+            except StoreError as exc:
+                problems.append(str(exc))
+                continue
+            if entries is None:
+                continue  # never loaded: its log (or cache) lacks a word of the query
+            index = self._indexes.get(key)
+            if index is None:
+                index = self._indexes[key] = HistoryIndex()
+            found = index.search(entries, query, limit=limit, every=limit is None,
+                                 include_rewound=True)
+            if not found.total:
+                continue
+            counts[key] = found.total
+            total += found.total
+            matches += [Match(key, hit.n, hit.role, hit.time, hit.snippet, hit.rewound,
+                              hit.compacted) for hit in found.hits]
+        return Found(matches, total, counts, problems)
+
+    def _entries_of(self, key: str, words: list[bytes] | None, problems: list[str]) -> Any:
+        """``key``'s numbered messages: from the last search, or its cache while its log
+        is unchanged, else folded (and cached for the next search); None when its bytes
+        show that it cannot hold all of ``words``."""
+        from . import search_cache
+
+        key_dir = self._store.key_dir(key)
+        stamp = search_cache.stamp_of(key_dir)
+        memo = self._entries.get(key)
+        if memo is not None and stamp is not None and memo[0] == stamp:
+            return memo[1]
+        data_dir = self._store.data_dir
+        cached = search_cache.read(data_dir, key, key_dir)
+        if cached is not None:
+            if words and not _may_hold(cached, words, _UTF8_TO_ASCII):
+                return None
+            entries: Any = search_cache.parse(cached)
+            if entries is not None:
+                self._entries[key] = (stamp, entries)
+                return entries
+        elif words:
+            try:
+                log_bytes = read_regular(key_dir / LOG_NAME)
+            except OSError:
+                log_bytes = b""  # loading it says what is wrong
+            if log_bytes is None:
+                return None  # no log: no messages
+            if log_bytes and not _may_hold(log_bytes, words, _ESCAPED_TO_ASCII):
+                return None
+        memory = self._store.open(key, write=False)
+        problems += memory.take_warnings()
+        entries = memory.entries()
+        self._store.release(key)  # what the search needs is in the entries
+        search_cache.save(data_dir, key, key_dir, stamp, entries)
+        self._entries[key] = (stamp, entries)
+        return entries
+
+
+def _may_hold(data: bytes, words: list[bytes], marks: tuple[bytes, ...]) -> bool:
+    """False when ``data`` (a log, or a cache) cannot hold a message with all of ``words``."""
+    lowered = data.lower()
+    if any(mark in lowered for mark in marks):
+        return True
+    return all(word in lowered for word in words)
+
+
+def _plain_words(terms: list[str]) -> list[bytes] | None:
+    """The query's words as the log's bytes hold them, or None when one cannot be checked
+    that way (not ASCII, or a character JSON escapes)."""
+    words: list[bytes] = []
+    for term in terms:
+        for word in term.split():
+            if not word.isascii() or not word.isprintable() or '"' in word or "\\" in word:
+                return None
+            words.append(word.encode("ascii"))
+    return words

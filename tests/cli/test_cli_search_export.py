@@ -1,0 +1,97 @@
+"""`selfref-tui search` and `selfref-tui export` against real stores."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from selfref_tui.context.images import data_url
+from selfref_tui.context.mutations import (
+    AssistantMessageMutation,
+    ToolResultMutation,
+    UserMessageMutation,
+)
+from selfref_tui.selfref.reference import SelfReference
+from tests.cli.helpers import cli, one_line
+from tests.context.test_conversation_export import PNG
+
+
+def _seed() -> None:
+    with SelfReference(os.environ["SELFREF_DATA_DIR"]) as store:
+        work = store.open("work")
+        work.commit([UserMessageMutation({"role": "user", "content": "Where is the needle?"}),
+                     AssistantMessageMutation(content="In the haystack.")])
+        main = store.open("main")
+        call = {"id": "c1", "type": "function",
+                "function": {"name": "read_file", "arguments": '{"path": "hay.txt"}'}}
+        main.commit([UserMessageMutation({"role": "user", "content": [
+                         {"type": "text", "text": "a picture of a needle"},
+                         {"type": "image_url", "image_url": {"url": data_url("image/png", PNG)}}]}),
+                     AssistantMessageMutation(content="", tool_calls=[call]),
+                     ToolResultMutation("c1", "hay hay NEEDLE hay"),
+                     AssistantMessageMutation(
+                         content='Found it:\n\n<ref id="spot">\n```text\nline 3\n```\n</ref>\n')])
+        main.commit([UserMessageMutation({"role": "user", "content": "forget the needle"}),
+                     AssistantMessageMutation(content="Taken back.")])
+        main.commit([main.rewind_patch(5)])  # messages 5 and 6 are rewound, still stored
+
+
+def test_search_every_conversation_newest_first_with_numbers_and_flags():
+    _seed()
+    result = cli("search", "needle")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[-1] == "4 messages in 2 conversations"
+    assert [line.split(" ")[:3] for line in lines[:-1]] == [
+        ["main", "#5", "user"], ["main", "#3", "tool"], ["main", "#1", "user"],
+        ["work", "#1", "user"]]
+    assert "(rewound)" in lines[0] and "forget the needle" in lines[0]
+    found = json.loads(cli("search", "needle", "--key", "work", "--json").stdout)
+    assert found == [{"key": "work", "n": 1, "role": "user", "time": found[0]["time"],
+                      "snippet": "Where is the needle?", "rewound": False,
+                      "compacted": False}]
+    # every word must occur; a quoted phrase whole
+    assert cli("search", "needle haystack").returncode == 1
+    assert cli("search", '"picture of a"', "--json").stdout.count('"n": 1') == 1
+    limited = cli("search", "needle", "--limit", "1").stdout.splitlines()
+    assert limited[-1] == "4 messages in 2 conversations (2 shown: at most 1 per conversation)"
+    assert [line.split(" ")[:2] for line in limited[:-1]] == [["main", "#5"], ["work", "#1"]]
+    nothing = cli("search", "nowhere")
+    assert nothing.returncode == 1 and "no message in any conversation" in nothing.stdout
+    missing = cli("search", "x", "--key", "nope")
+    assert missing.returncode == 1 and "keys list" in one_line(missing.stderr)
+    assert cli("search", '""').returncode == 2
+
+
+def test_export_markdown_to_stdout_and_to_a_file_with_its_images(tmp_path):
+    _seed()
+    shown = cli("export")
+    assert shown.returncode == 0
+    text = shown.stdout
+    assert text.startswith("# Conversation main\n")
+    assert "## 3 · Tool result (read_file) · " in text
+    assert "**ref:spot**" in text and "```text\nline 3\n```" in text
+    assert "## 5 · You · " in text and " · rewound" in text
+    assert "image 1-1.png: image/png" in text  # stdout: named, not written
+    target = tmp_path / "out" / "chat.md"
+    written = cli("export", "-o", str(target))
+    assert written.returncode == 0, written.stderr
+    assert "and 1 image in" in written.stdout
+    assert "![image 1.1](chat-images/1-1.png)" in target.read_text()
+    assert (tmp_path / "out" / "chat-images" / "1-1.png").read_bytes() == PNG
+    again = cli("export", "-o", str(target))
+    assert again.returncode == 1 and "--force" in one_line(again.stderr)
+    assert cli("export", "-o", str(target), "--force").returncode == 0
+    # a folder gets the conversation's name; .json the stored messages
+    folder = tmp_path / "exports"
+    assert cli("export", "--key", "work", "-o", f"{folder}/").returncode == 0
+    assert (folder / "conversation-work.md").exists()
+    assert cli("export", "-o", str(tmp_path / "all.json")).returncode == 0
+    data = json.loads((tmp_path / "all.json").read_text())
+    assert [m["n"] for m in data["messages"]] == [1, 2, 3, 4, 5, 6]
+    assert data["messages"][4]["rewound"] and data["messages"][2]["role"] == "tool"
+    assert json.loads(cli("export", "--format", "json").stdout)["key"] == "main"
+    missing = cli("export", "--key", "nope")
+    assert missing.returncode == 1 and "keys list" in one_line(missing.stderr)
+    assert not Path("conversation-main.md").exists()

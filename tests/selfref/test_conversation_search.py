@@ -1,0 +1,70 @@
+"""Searching every conversation: the recall tools' rule, and keys never loaded needlessly."""
+
+from __future__ import annotations
+
+from selfref_tui.context.mutations import AssistantMessageMutation, UserMessageMutation
+from selfref_tui.selfref.conversation_search import ConversationSearch
+from selfref_tui.selfref.reference import SelfReference
+
+
+def _say(data_dir, key: str, *texts: str) -> None:
+    with SelfReference(data_dir) as store:
+        memory = store.open(key)
+        for text in texts:
+            memory.commit([UserMessageMutation({"role": "user", "content": text}),
+                           AssistantMessageMutation(content="ok")])
+
+
+def test_a_key_whose_log_lacks_a_word_is_not_loaded(tmp_path):
+    data = tmp_path / "data"
+    _say(data, "tea", "Green tea, please.\nWith \"milk\"?")
+    _say(data, "coffee", "Black coffee.")
+    with ConversationSearch(data) as search:
+        found = search.search("GREEN tea")
+        assert [(m.key, m.n) for m in found.matches] == [("tea", 1)]
+        assert list(search._entries) == ["tea"]  # coffee was only looked at as bytes
+        # a phrase across a line break, and words JSON escapes, still match
+        assert search.search('"please. with"').total == 1
+        assert search.search('"milk"?').total == 1
+
+
+def test_the_two_letters_that_lower_to_ascii_turn_the_shortcut_off(tmp_path):
+    data = tmp_path / "data"
+    _say(data, "lab", "It was 300\u212a inside, at \u0130zmir.")
+    with ConversationSearch(data) as search:
+        assert search.search("300k").total == 1  # the Kelvin sign lower-cases to k
+        assert search.search("i\u0307zmir").total == 1
+    with ConversationSearch(data) as search:  # from the cache this time: the same rule
+        assert search.search("300k").total == 1
+
+
+def test_non_ascii_words_are_found_by_loading(tmp_path):
+    data = tmp_path / "data"
+    _say(data, "fr", "Un café crème.")
+    with ConversationSearch(data) as search:
+        assert [m.snippet for m in search.search("CAFÉ").matches] == ["Un café crème."]
+
+
+def test_an_unchanged_conversation_is_read_from_the_cache_and_a_changed_one_folded(tmp_path):
+    from selfref_tui.selfref import search_cache
+
+    data = tmp_path / "data"
+    _say(data, "tea", "Green tea.", "More tea.")
+    with ConversationSearch(data) as search:
+        first = search.search("tea")
+    key_dir = SelfReference(data).key_dir("tea")
+    cached = search_cache.load(data, "tea", key_dir)
+    assert [(e.n, e.role) for e in cached] == [(1, "user"), (2, "assistant"), (3, "user"),
+                                               (4, "assistant")]
+    with ConversationSearch(data) as search:
+        assert search.search("tea") == first  # the same answer, from the cache
+    _say(data, "tea", "Tea again.")
+    assert search_cache.load(data, "tea", key_dir) is None  # the log changed
+    with ConversationSearch(data) as search:
+        assert search.search("tea").total == 3
+    # a cache that is garbage, or names another key, is not believed
+    path = search_cache._path(data, "tea")
+    path.write_bytes(b"garbage\n\n")
+    assert search_cache.load(data, "tea", key_dir) is None
+    with ConversationSearch(data) as search:
+        assert search.search("tea").total == 3

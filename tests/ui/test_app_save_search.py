@@ -1,0 +1,90 @@
+"""/save writes the whole conversation; the switcher filters conversations by content."""
+
+from __future__ import annotations
+
+import json
+
+from textual.widgets import Input
+
+from selfref_tui.demo.server import DemoServer
+from selfref_tui.ui.widgets.find_bar import FindBar
+from tests.cli.test_cli_search_export import _seed
+from tests.context.test_conversation_export import PNG
+from tests.ui.helpers import SIZE, make_app, started, type_and_send, wait_until
+
+
+def _screen(app) -> str:
+    return type(app.screen).__name__
+
+
+def _said(app, text: str) -> bool:
+    return any(text in n.message for n in app._notifications)
+
+
+async def test_save_writes_markdown_with_its_images_and_asks_before_replacing(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    _seed()
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            target = tmp_path / "notes" / "chat.md"
+            await type_and_send(pilot, f"/save {target}")
+            await wait_until(pilot, target.exists, what="written")
+            text = target.read_text()
+            assert text.startswith("# Conversation main\n")
+            assert "## 3 · Tool result (read_file) · " in text and "**ref:spot**" in text
+            assert (tmp_path / "notes" / "chat-images" / "1-1.png").read_bytes() == PNG
+            await wait_until(pilot, lambda: _said(app, "and 1 image beside it"), what="said")
+            # again: asked first (replace or keep; nothing to append a conversation to)
+            target.write_text("mine")
+            await type_and_send(pilot, f"/save {target}")
+            await wait_until(pilot, lambda: _screen(app) == "OverwritePrompt", what="asked")
+            assert not app.screen.append
+            await pilot.press("c")
+            await wait_until(pilot, lambda: _said(app, "Export cancelled."), what="cancelled")
+            assert target.read_text() == "mine"
+            # no path: the dialog, its suggestion in the folder used last; .json as JSON
+            await type_and_send(pilot, "/save")
+            await wait_until(pilot, lambda: _screen(app) == "ExportDialog", what="dialog")
+            field = app.screen.query_one(Input)
+            assert field.value == str(tmp_path / "notes" / "conversation-main.md")
+            field.value = str(tmp_path / "chat.json")
+            await pilot.press("enter")
+            await wait_until(pilot, (tmp_path / "chat.json").exists, what="json written")
+            data = json.loads((tmp_path / "chat.json").read_text())
+            assert [m["n"] for m in data["messages"]] == [1, 2, 3, 4, 5, 6]
+
+
+async def test_the_switcher_filters_by_content_and_finds_it_in_the_one_chosen(tmp_path):
+    _seed()
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await pilot.press("ctrl+o")
+            await wait_until(pilot, lambda: _screen(app) == "KeySwitcher", what="switcher")
+            switcher = app.screen
+            await pilot.press("ctrl+f", *"haystack")
+            await wait_until(pilot, lambda: switcher.visible_keys == ["key:work"],
+                             what="only work says haystack")
+            await pilot.press("backspace", "backspace", "backspace", "backspace", "backspace",
+                              "backspace", "backspace", "backspace", *"needle")
+            await wait_until(pilot, lambda: sorted(switcher.visible_keys)
+                             == ["key:main", "key:work"], what="both say needle")
+            rows = [str(switcher.option_list.get_option_at_index(i).prompt) for i in (0, 1)]
+            assert "● main  3 messages  forget the needle" in rows  # the newest match
+            await pilot.press("ctrl+f")  # back to names: no new key named "needle" offered
+            await wait_until(pilot, lambda: "new:needle" in switcher.visible_keys, what="names")
+            await pilot.press("ctrl+f")
+            await wait_until(pilot, lambda: "key:work" in switcher.visible_keys, what="content")
+            while switcher.option_list.highlighted_option.id != "key:work":
+                await pilot.press("down")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: app.key == "work" and app.header.status == "ready",
+                             what="work open")
+            bar = app.query_one(FindBar)
+            await wait_until(pilot, lambda: bar.display and bar.count == "1 of 1",
+                             what="the text found in it")
