@@ -15,6 +15,7 @@ from selfref_tui.agent.tools.builtin import ToolError
 from tests.agent.helpers import wait_until
 
 from .conftest import SERVER, server_config
+from .proxy import ForwardProxy
 
 
 def _free_port() -> int:
@@ -86,3 +87,34 @@ async def test_an_http_answer_over_the_cap_fails_the_server_with_the_reason(mode
         proc.terminate()
         proc.wait(timeout=10)
     assert "Traceback" not in capfd.readouterr().err
+
+
+async def test_an_http_server_is_reached_through_the_proxy_the_environment_names(monkeypatch):
+    """HTTP_PROXY is honoured (as the SDK's own client does) and the cap still applies."""
+    proxy = ForwardProxy()
+    monkeypatch.setenv("HTTP_PROXY", await proxy.start())
+    for name in ("NO_PROXY", "no_proxy", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, str(SERVER), "--http", str(port), "--json"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_listening(port, proc)
+        docs = server_config("docs", command="", args=(), url=f"http://127.0.0.1:{port}/mcp",
+                             trust=("*",), max_message_mb=1)
+        manager = McpManager([docs], env={"PATH": ""})
+        try:
+            await manager.wait_started(timeout=60)
+            [status] = manager.statuses()
+            assert status.state == "ready", status.error
+            assert await manager.call("mcp__docs__echo", {"text": "via proxy"}, None) == \
+                "echo: via proxy"
+            assert ("POST", "/mcp") in proxy.requests
+            with pytest.raises(ToolError, match=r"over the 1 MB limit"):
+                await manager.call("mcp__docs__big", {"mb": 2}, None)
+        finally:
+            await manager.aclose()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        await proxy.aclose()

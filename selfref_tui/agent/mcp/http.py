@@ -1,12 +1,16 @@
 """Streamable HTTP MCP servers, with the same cap on a message as stdio ones.
 
 The SDK's HTTP client reads a JSON answer whole (``aread``) however large it is.
-Its client here gets a transport whose response bodies are counted as they
-arrive: a JSON body, or one event of an event stream (counted from the last
-blank line, so a long-lived stream of small events is fine), that passes
-``max_bytes`` ends the read with an error. The reason is kept on the
-connection's :class:`~.stdio.Link` and the link is closed, so the manager marks
-the server failed and every call says why, as it does for stdio.
+Its client here counts response bodies as they arrive: a JSON body, or one
+event of an event stream (counted from the last blank line, so a long-lived
+stream of small events is fine), that passes ``max_bytes`` ends the read with
+an error. The reason is kept on the connection's :class:`~.stdio.Link` and the
+link is closed, so the manager marks the server failed and every call says why,
+as it does for stdio.
+
+The body is wrapped by a response hook, not by a transport of our own: a client
+given a transport ignores the proxies the environment names (``HTTP_PROXY``…),
+which the SDK's own client honours.
 """
 
 from __future__ import annotations
@@ -69,17 +73,14 @@ async def http_transport(url: str, headers: dict[str, str], link: Link, *, max_b
     class Body(CappedBody, httpx2.AsyncByteStream):
         pass
 
-    class CappedTransport(httpx2.AsyncHTTPTransport):
-        async def handle_async_request(self, request: Any) -> Any:
-            response = await super().handle_async_request(request)
-            kind = response.headers.get("content-type", "").lower()
-            response.stream = Body(response.stream, max_bytes,
-                                   kind.startswith("text/event-stream"), over)
-            return response
+    async def capped(response: Any) -> None:  # before the body is read, whoever reads it
+        kind = response.headers.get("content-type", "").lower()
+        response.stream = Body(response.stream, max_bytes,
+                               kind.startswith("text/event-stream"), over)
 
     timeout = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
     async with httpx2.AsyncClient(headers=headers, timeout=timeout,
-                                  transport=CappedTransport()) as http, \
+                                  event_hooks={"response": [capped]}) as http, \
             streamable_http_client(url, http_client=http,
                                    max_sse_event_size=2 * max_bytes) as streams:
         yield streams
