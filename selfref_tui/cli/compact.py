@@ -31,4 +31,4 @@ def register(commands: Any) -> None:
                           "now (its summary replaces the conversation; nothing is deleted)")
     common_flags(compact)
     provider_flags(compact)
-    compact.set_defaults(handler=lambda args: asyncio.run(_compact(args)))
+    compact.set_defaults(handler=lambda args: asyncio.run(_compact(args)), writes="compact")

@@ -88,3 +88,23 @@ def test_compact_command_on_a_window_too_small_for_the_compact_tool_calls_no_mod
     with SelfReference(data) as store:
         stored = store.open("main", write=False).messages
     assert [m["content"] for m in stored] == ["hello", "hi there"]
+
+
+def test_compact_is_refused_under_read_only_and_changes_nothing(tmp_path):
+    """`compact` commits a summary: like `ask`, it is a write that --read-only refuses."""
+    data = tmp_path / "data"
+    server = DemoServer([Reply(text="hi there")], api_key="sk-test", models=("m1",))
+    url = server.start_in_thread()
+    try:
+        env = {"OPENAI_API_KEY": "sk-test", "SELFREF_DATA_DIR": str(data)}
+        base = ("--base-url", url, "--model", "m1")
+        assert cli("ask", *base, "hello", env=env).returncode == 0
+        result = cli("compact", "--read-only", *base, env=env)
+        assert result.returncode == 2
+        assert "`compact` changes the key, and --read-only was given" in result.stderr
+        assert len(server.requests) == 1
+    finally:
+        server.stop_thread()
+    with SelfReference(data) as store:
+        stored = store.open("main", write=False).messages
+    assert [m["content"] for m in stored] == ["hello", "hi there"]
