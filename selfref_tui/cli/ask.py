@@ -137,6 +137,8 @@ async def one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
     config = app_config(args)
     if getattr(args, "allow_overwrite", False):  # ask only; compact never writes files
         config = replace(config, agent=replace(config.agent, allow_overwrite=True))
+    if getattr(args, "allow_memory", False):  # nobody can be asked here: the flag is the yes
+        config = replace(config, agent=replace(config.agent, allow_memory=True))
     key = key_of(args)
     server = None
     if config.provider.demo:
@@ -240,6 +242,9 @@ def register(commands: Any) -> None:
     ask.add_argument("prompt", metavar="PROMPT", help="the message; - reads it from stdin")
     ask.add_argument("--allow-overwrite", action="store_true",
                      help="let the model change files that exist (otherwise they are kept)")
+    ask.add_argument("--allow-memory", action="store_true",
+                     help='with [agent] memory_writes = "ask": let the model remember and '
+                          "forget experiences (otherwise refused; nobody can be asked here)")
     ask.add_argument("--allow-tools", metavar="NAMES", default="",
                      help="MCP tools that may run without being trusted in config.toml: "
                           "mcp__server__tool names, comma-separated, * wildcards ('*' = all)")

@@ -63,7 +63,12 @@ def _context_show(args: argparse.Namespace) -> int:
     messages, tokens = plan.messages, plan.tokens
     if args.json:
         print_json({"model": provider_config.model, "messages": messages, "tools": plan.tools,
-                    "tokens": tokens, "window": window, "instructions": instructions})
+                    "tokens": tokens, "window": window, "instructions": instructions,
+                    "breakdown": plan.breakdown.parts if plan.breakdown else {},
+                    "auto_compaction": {
+                        "ratio": config.agent.auto_compact_ratio if plan.compacts_at else 0,
+                        "at": plan.compacts_at, "asked": plan.compaction_asked,
+                        "next": plan.compaction}})
         return EXIT_OK
     names = ", ".join(str((t.get("function") or {}).get("name", "?")) for t in plan.tools)
     estimate = "~" if plan.estimated else ""
@@ -76,6 +81,11 @@ def _context_show(args: argparse.Namespace) -> int:
     if plan.tools_total > len(plan.tools):
         say(f"window too small for the full tool set: this request offers "
             f"{len(plan.tools)} of {plan.tools_total} tools")
+    if plan.breakdown is not None:
+        say("where the tokens go:")
+        for line in plan.breakdown.lines():
+            say(f"  {line}")
+    say(f"auto-compaction: {plan.compaction}")
     say(f"tools: {names or 'none'}")
     if instructions:
         first = instructions.splitlines()[0]
@@ -114,5 +124,7 @@ def register(commands: Any) -> None:
     provider_flags(p)
     p.add_argument("--json", action="store_true",
                    help='{"model","messages":[...],"tools":[...],"tokens":N,"window":N,'
-                        '"instructions":"..."}')
+                        '"instructions":"...","breakdown":{"system_prompt","experiences",'
+                        '"tool_schemas","summary","messages","images"} (adding up to tokens),'
+                        '"auto_compaction":{"ratio","at","asked","next"}}')
     p.set_defaults(handler=_context_show)

@@ -22,15 +22,20 @@ from selfref_tui.cli.common import (
 
 
 def _experiences_list(args: argparse.Namespace) -> int:
+    from selfref_tui.context.experiences import describe_provenance
+
     memory = read_memory(args)
-    rows = [{"id": e["id"], "text": e["text"]} for e in memory.experiences]
+    rows = [{"id": e["id"], "text": e["text"], "created": e.get("created"),
+             "source": e.get("source"), "message": e.get("message"),
+             "edited": e.get("edited")} for e in memory.experiences]
     if args.json:
         print_json(rows)
     elif not rows:
         print(f"no experiences under key '{memory.key}'")
     else:
-        for row in rows:
-            say(f"{row['id']}  {row['text']}")
+        for exp, row in zip(memory.experiences, rows, strict=True):
+            about = describe_provenance(exp)
+            say(f"{row['id']}  {row['text']}" + (f"  ({about})" if about else ""))
     return EXIT_OK
 
 
@@ -67,11 +72,29 @@ def _experiences_add(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _experiences_edit(args: argparse.Namespace) -> int:
+    if not args.text.strip():
+        raise CliError("the new text is empty; to remove the experience use `selfref-tui "
+                       "experiences forget`", EXIT_USAGE)
+    store, session = _session(args)
+    try:
+        if not session.edit(args.exp_id, args.text):
+            raise CliError(f"no experience '{args.exp_id}' under key '{session.key}'; see "
+                           "`selfref-tui experiences list`")
+        session.commit(session.collect_context_mutations())
+    finally:
+        store.close()
+    print(f"edited {args.exp_id}")
+    return EXIT_OK
+
+
 def register(commands: Any) -> None:
     exps = add_group(commands, "experiences", "durable experiences in the system prompt")
     p = add_command(exps, "list", "experiences of a key")
     common_flags(p)
-    p.add_argument("--json", action="store_true", help='[{"id","text"}]')
+    p.add_argument("--json", action="store_true",
+                   help='[{"id","text","created","source","message","edited"}] (source: '
+                        'agent, person or compaction; message: the number it came from)')
     p.set_defaults(handler=_experiences_list)
     p = add_command(exps, "forget", "remove an experience by id")
     p.add_argument("exp_id", metavar="EXP_ID")
@@ -81,3 +104,8 @@ def register(commands: Any) -> None:
     p.add_argument("text", metavar="TEXT")
     common_flags(p)
     p.set_defaults(handler=_experiences_add, writes="experiences add")
+    p = add_command(exps, "edit", "correct an experience's text (its id and provenance stay)")
+    p.add_argument("exp_id", metavar="EXP_ID")
+    p.add_argument("text", metavar="TEXT")
+    common_flags(p)
+    p.set_defaults(handler=_experiences_edit, writes="experiences edit")

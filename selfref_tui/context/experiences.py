@@ -83,6 +83,39 @@ def provenance(source: str = "", message: int = 0, created: str = "") -> dict[st
     return out
 
 
+def describe_provenance(experience: dict[str, Any], *, local_time: bool = True) -> str:
+    """Where an experience came from, in a few words: "agent · message 12 · 2026-11-26 13:58".
+
+    Empty for an experience stored before provenance. ``local_time`` shows the
+    time in the machine's zone (people's reading), else as stored (UTC).
+    """
+    parts = []
+    source = experience.get("source")
+    if isinstance(source, str) and source:
+        parts.append(source)
+    message = experience.get("message")
+    if type(message) is int and message > 0:
+        parts.append(f"message {message}")
+    created = experience.get("created")
+    if isinstance(created, str) and created:
+        parts.append(_short_time(created, local_time))
+    if experience.get("edited"):
+        parts.append("edited")
+    return " · ".join(parts)
+
+
+def _short_time(stamp: str, local_time: bool) -> str:
+    from datetime import datetime
+
+    try:
+        when = datetime.fromisoformat(stamp)
+    except ValueError:
+        return stamp[:40]
+    if local_time and when.tzinfo is not None:
+        when = when.astimezone()
+    return when.strftime("%Y-%m-%d %H:%M")
+
+
 def with_remembered(
     system_message: dict[str, Any], text: str, meta: dict[str, Any] | None = None
 ) -> tuple[dict[str, Any], str]:

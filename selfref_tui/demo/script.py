@@ -258,9 +258,12 @@ def _after_tools(messages: list[dict], tools: set[str]) -> Step:
         return Reply(text=f"{DEMO_TAG} The helpers are done. Their answers, in short:\n\n"
                      f"{_fork_lines(first)}")
     if "remember" in called:
-        exp_id = _json_field(first, "experience_id") or _clip(first, 80)
-        return Reply(text=f"{DEMO_TAG} Stored it as {exp_id}. It is now part of my "
-                     "system prompt and survives compaction.")
+        exp_id = _json_field(first, "experience_id")
+        if exp_id:
+            return Reply(text=f"{DEMO_TAG} Stored it as {exp_id}. It is now part of my "
+                         "system prompt and survives compaction.")
+        return Reply(text=f"{DEMO_TAG} I could not store it. The remember tool answered: "
+                     f"{_clip(first, 400)}")
     if "forget" in called:
         exp_id = _json_field(first, "experience_id")
         if exp_id:

@@ -88,7 +88,8 @@ def test_ask_reads_stdin_and_keys_list(tmp_path):
     assert [k["key"] for k in keys] == ["work"]
     assert set(keys[0]) == {"key", "messages", "updated"} and keys[0]["messages"] >= 4
     exps = json.loads(cli("experiences", "list", "--key", "work", "--json").stdout)
-    assert exps == [{"id": "exp_001", "text": "The person said: I use vim"}]
+    assert [(e["id"], e["text"], e["source"]) for e in exps] == [
+        ("exp_001", "The person said: I use vim", "agent")]
 
 
 def test_experiences_add_forget_persisted(tmp_path):
@@ -97,8 +98,8 @@ def test_experiences_add_forget_persisted(tmp_path):
     assert cli("experiences", "add", "uses Linux").stdout.strip() == "exp_002"
     forgot = cli("experiences", "forget", "exp_001")
     assert forgot.returncode == 0
-    assert json.loads(cli("experiences", "list", "--json").stdout) == [
-        {"id": "exp_002", "text": "uses Linux"}]
+    assert [(e["id"], e["text"]) for e in json.loads(
+        cli("experiences", "list", "--json").stdout)] == [("exp_002", "uses Linux")]
     again = cli("experiences", "forget", "exp_001")
     assert again.returncode == 1 and "exp_001" in one_line(again.stderr)
     # persisted as patches in the store, visible to a fresh reader
@@ -112,7 +113,8 @@ def test_context_show_is_the_next_request():
     assert cli("ask", "--demo", "hello").returncode == 0
     shown = cli("context", "show", "--json", "--model", "my-model")
     data = json.loads(shown.stdout)
-    assert set(data) == {"model", "messages", "tools", "tokens", "window", "instructions"}
+    assert set(data) == {"model", "messages", "tools", "tokens", "window", "instructions",
+                         "breakdown", "auto_compaction"}
     assert data["model"] == "my-model" and data["window"] > 0
     names = [t["function"]["name"] for t in data["tools"]]
     assert "remember" in names and "fork_spawn" in names  # the exact list of the next call

@@ -1,0 +1,91 @@
+"""The command line and the agent's memory: provenance, consent, edits, where the tokens go.
+
+The demo model runs over real HTTP (``--demo``: the in-package server) and
+calls ``remember`` when asked to remember something (demo/script.py).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from datetime import datetime
+
+from selfref_tui.agent.tools.consent import NOT_ASKED_REFUSAL
+from selfref_tui.context.breakdown import PARTS
+from selfref_tui.selfref import SelfReference
+
+from .helpers import cli, one_line
+
+
+def test_experiences_list_json_carries_provenance():
+    assert cli("ask", "--demo", "remember that I use vim").returncode == 0
+    assert cli("experiences", "add", "prefers short answers").returncode == 0
+    rows = json.loads(cli("experiences", "list", "--json").stdout)
+    assert [set(row) for row in rows] == [
+        {"id", "text", "created", "source", "message", "edited"}] * 2
+    agent, person = rows
+    assert (agent["text"], agent["source"]) == ("The person said: I use vim", "agent")
+    with SelfReference(os.environ["SELFREF_DATA_DIR"]) as store:
+        entries = store.open("main", write=False).entries()
+    called = next(e.n for e in entries if e.role == "assistant" and e.message.get("tool_calls"))
+    assert agent["message"] == called  # the answer that called remember
+    assert (person["source"], person["message"]) == ("person", None)
+    for row in rows:
+        assert datetime.fromisoformat(row["created"]).utcoffset().total_seconds() == 0
+        assert row["edited"] is None
+    listed = cli("experiences", "list").stdout.splitlines()
+    assert listed[0].startswith("exp_001  The person said: I use vim  (agent · message ")
+
+
+def test_experiences_edit_keeps_id_and_provenance():
+    cli("experiences", "add", "likes tee")
+    before = json.loads(cli("experiences", "list", "--json").stdout)[0]
+    edited = cli("experiences", "edit", "exp_001", "likes tea")
+    assert edited.returncode == 0 and edited.stdout.strip() == "edited exp_001"
+    after = json.loads(cli("experiences", "list", "--json").stdout)[0]
+    assert after["text"] == "likes tea" and after["edited"]
+    assert {k: after[k] for k in ("id", "created", "source", "message")} == {
+        k: before[k] for k in ("id", "created", "source", "message")}
+    missing = cli("experiences", "edit", "exp_009", "x")
+    assert missing.returncode == 1 and "exp_009" in one_line(missing.stderr)
+    empty = cli("experiences", "edit", "exp_001", "  ")
+    assert empty.returncode == 2 and "experiences forget" in one_line(empty.stderr)
+
+
+def test_ask_refuses_a_remember_when_memory_writes_ask_and_tells_the_model_why(tmp_path):
+    (tmp_path / "config.toml").write_text('[agent]\nmemory_writes = "ask"\n')
+    refused = cli("ask", "--demo", "remember that I use vim")
+    assert refused.returncode == 0, refused.stderr
+    # the model read why (its tool result) and says so in its answer
+    assert "I could not store it" in refused.stdout and "--allow-memory" in refused.stdout
+    assert json.loads(cli("experiences", "list", "--json").stdout) == []
+    with SelfReference(os.environ["SELFREF_DATA_DIR"]) as store:
+        results = [e.message["content"] for e in store.open("main", write=False).entries()
+                   if e.role == "tool"]
+    assert len(results) == 1 and NOT_ASKED_REFUSAL in results[0]
+    allowed = cli("ask", "--demo", "--allow-memory", "remember that I use vim")
+    assert allowed.returncode == 0 and "Stored it as exp_001" in allowed.stdout
+    assert [r["source"] for r in json.loads(cli("experiences", "list", "--json").stdout)] == [
+        "agent"]
+
+
+def test_context_show_says_where_the_tokens_go():
+    cli("experiences", "add", "likes tea")
+    assert cli("ask", "--demo", "hello").returncode == 0
+    data = json.loads(cli("context", "show", "--json", "--context-window", "32000").stdout)
+    assert list(data["breakdown"]) == list(PARTS)
+    assert sum(data["breakdown"].values()) == data["tokens"]
+    assert data["breakdown"]["experiences"] > 0 and data["breakdown"]["tool_schemas"] > 0
+    auto = data["auto_compaction"]
+    assert auto["at"] == math.ceil(0.8 * 32000) and auto["ratio"] == 0.8 and not auto["asked"]
+    assert auto["next"].startswith("compacts at 80 %: 25,600 tokens (")
+    text = cli("context", "show", "--context-window", "32000").stdout.splitlines()
+    assert text[1] == "where the tokens go:" and text[2].split()[:2] == ["system", "prompt"]
+    assert any(line.startswith("auto-compaction: compacts at 80 %: 25,600 tokens")
+               for line in text)
+
+
+def test_compact_help_says_the_review_is_the_app_s():
+    shown = cli("compact", "--help").stdout
+    assert "review_compaction is for the app" in " ".join(shown.split())
