@@ -6,7 +6,8 @@ are imported inside the commands that need them so ``--help`` and ``keys list``
 start fast.
 
 One module per command group (``ask``, ``compact``, ``history`` with ``rewind`` and
-``branch``, ``refs``, ``experiences``, ``keys``, ``context``, ``mcp``), each with
+``branch``, ``pins`` (``pin``, ``unpin``), ``refs``, ``experiences``, ``keys``,
+``context``, ``mcp``), each with
 ``register(commands)`` adding its sub-commands, every one with a ``handler`` default
 (and ``writes`` when it changes the key, so that ``--read-only`` refuses it);
 ``common`` holds the shared flags, exit codes and output.
@@ -27,6 +28,7 @@ from selfref_tui.cli import (
     history,
     keys,
     mcp,
+    pins,
     refs,
     search,
 )
@@ -48,7 +50,7 @@ from selfref_tui.cli.common import (
 from selfref_tui.config import ConfigError
 
 #: the command groups, in the order ``--help`` lists them
-GROUPS = (ask, compact, history, refs, experiences, keys, context, search, export, mcp)
+GROUPS = (ask, compact, history, pins, refs, experiences, keys, context, search, export, mcp)
 
 __all__ = ["GROUPS", "build_parser", "main", "run"]
 

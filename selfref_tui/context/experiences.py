@@ -84,7 +84,7 @@ def provenance(source: str = "", message: int = 0, created: str = "") -> dict[st
 
 
 def describe_provenance(experience: dict[str, Any], *, local_time: bool = True) -> str:
-    """Where an experience came from, in a few words: "agent · message 12 · 2026-11-26 13:58".
+    """Where an experience came from, in a few words: "agent · #12 · Nov 26 13:58".
 
     Empty for an experience stored before provenance. ``local_time`` shows the
     time in the machine's zone (people's reading), else as stored (UTC).
@@ -95,7 +95,7 @@ def describe_provenance(experience: dict[str, Any], *, local_time: bool = True) 
         parts.append(source)
     message = experience.get("message")
     if type(message) is int and message > 0:
-        parts.append(f"message {message}")
+        parts.append(f"#{message}")
     created = experience.get("created")
     if isinstance(created, str) and created:
         parts.append(_short_time(created, local_time))
@@ -113,7 +113,7 @@ def _short_time(stamp: str, local_time: bool) -> str:
         return stamp[:40]
     if local_time and when.tzinfo is not None:
         when = when.astimezone()
-    return when.strftime("%Y-%m-%d %H:%M")
+    return when.strftime("%b %d %H:%M")
 
 
 def with_remembered(

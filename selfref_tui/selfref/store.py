@@ -51,7 +51,7 @@ import logging
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -129,6 +129,8 @@ _RECORD_SHAPES: dict[str, tuple[dict[str, _Types], dict[str, _Types]]] = {
              {"before": (str, type(None)), "call_id": str, "created": str}),
     # where a branch came from (the key and message it was made at)
     "origin": ({"key": str}, {"message": int, "created": str}),
+    # the person pinned (or unpinned) message n: compactions keep it verbatim
+    "pin": ({"n": int, "pinned": bool}, {}),
 }
 _LINE_ONLY = ("t", "ts", "more", "c")
 #: a longer line is damage, not parsed (a real record is far smaller: fds hold big outputs
@@ -161,6 +163,11 @@ class KeyInfo:
         return f"branch of {self.origin_key}{at}"
 
 
+def pin_record(n: int, pinned: bool = True) -> dict[str, Any]:
+    """The record that pins (or unpins) message ``n``; commit it with ``records=``."""
+    return {"t": "pin", "n": n, "pinned": pinned}
+
+
 def check_record(record: dict[str, Any]) -> str | None:
     """Why ``record`` is not a valid ref/fd/fork record, or None when it is."""
     if not isinstance(record, dict):
@@ -177,6 +184,9 @@ def check_record(record: dict[str, Any]) -> str | None:
         if name in record and not isinstance(record[name], typ):
             wrong = type(record[name]).__name__
             return f"{kind} record field {name!r} has the wrong type ({wrong})"
+    if kind == "pin" and (type(record["n"]) is not int or record["n"] < 1
+                          or type(record["pinned"]) is not bool):
+        return "pin record needs a message number (from 1) and pinned true or false"
     return None
 
 
@@ -206,6 +216,8 @@ class MemoryKey:
         self._file_writes: list[tuple[int, dict[str, Any]]] = []
         #: set on a branch: {"key": the key it came from, "message": N, "created": ...}
         self.origin: dict[str, Any] | None = None
+        #: the message numbers the person pinned (see :attr:`pins`)
+        self._pins: set[int] = set()
         self.created = ""
         self.updated = ""
         self._builder = HistoryBuilder(self._archive_working)
@@ -260,12 +272,39 @@ class MemoryKey:
         if cached is not None and cached[0] == self._version:
             return cached[1]
         entries = tuple(self._builder.entries())
+        if self._pins:
+            pins = self._pins
+            entries = tuple(replace(e, pinned=True) if e.n in pins else e for e in entries)
         self._entries_cache = (self._version, entries)
         return entries
 
+    @property
+    def pins(self) -> frozenset[int]:
+        """The numbers of the messages the person pinned.
+
+        A pin is a record (:func:`pin_record`), not a patch: it changes no
+        message the model reads now, only what every later compaction keeps
+        verbatim. It is the person's mark on a number that never changes, so
+        a rewind leaves it (a pinned message that was rewound is simply not
+        in the model's view, and not carried by a summary).
+        """
+        return frozenset(self._pins)
+
+    def set_pinned(self, n: int, pinned: bool = True) -> bool:
+        """Pin (or unpin) message ``n``; False when it already was (nothing is written).
+
+        IndexError when the key has no message ``n``; a store error as :meth:`commit`.
+        """
+        self.entry(n)  # IndexError: no such message
+        if (n in self._pins) == pinned:
+            return False
+        self.commit(records=[pin_record(n, pinned)])
+        return True
+
     def entry(self, n: int) -> HistoryEntry:
         """Message ``n`` (IndexError when the key has no such message)."""
-        return self._builder.entry(n)
+        entry = self._builder.entry(n)
+        return replace(entry, pinned=True) if n in self._pins else entry
 
     @property
     def last_number(self) -> int:
@@ -535,6 +574,7 @@ class MemoryKey:
         self.summary = None
         self.refs, self.fds, self.forks = {}, {}, {}
         self._file_writes, self.origin = [], None
+        self._pins = set()
         self._builder = HistoryBuilder(self._archive_working)
         self.last_compacted = 0
 
@@ -637,6 +677,11 @@ class MemoryKey:
         elif kind == "file":
             # committed with its call's result, the newest numbered message
             self._file_writes.append((self._builder.last_number, entry))
+        elif kind == "pin":
+            if entry["pinned"]:
+                self._pins.add(entry["n"])
+            else:
+                self._pins.discard(entry["n"])
         else:
             self.origin = entry
         return None

@@ -458,6 +458,20 @@ class SelfRefApp(
     def _forget_requested(self, message: ExperienceList.ForgetRequested) -> None:
         self.forget(message.experience_id)
 
+    @on(ExperienceList.EditRequested)
+    def _edit_requested(self, message: ExperienceList.EditRequested) -> None:
+        try:
+            found = self.controller.edit_experience(message.experience_id, message.text)
+        except Refused as exc:
+            self.refused(exc)
+            return
+        if found:
+            self.notify(f"Edited {message.experience_id}: the model reads the new text from "
+                        "its next step.")
+        else:
+            self.notify(f"No experience {message.experience_id} any more.", severity="warning")
+        self._refresh_sidebar()
+
     @on(RefList.RefChosen)
     async def _ref_chosen(self, message: RefList.RefChosen) -> None:
         transcript = self.transcript

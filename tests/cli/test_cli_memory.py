@@ -35,7 +35,7 @@ def test_experiences_list_json_carries_provenance():
         assert datetime.fromisoformat(row["created"]).utcoffset().total_seconds() == 0
         assert row["edited"] is None
     listed = cli("experiences", "list").stdout.splitlines()
-    assert listed[0].startswith("exp_001  The person said: I use vim  (agent · message ")
+    assert listed[0].startswith(f"exp_001  The person said: I use vim  (agent · #{called} · ")
 
 
 def test_experiences_edit_keeps_id_and_provenance():
@@ -89,3 +89,20 @@ def test_context_show_says_where_the_tokens_go():
 def test_compact_help_says_the_review_is_the_app_s():
     shown = cli("compact", "--help").stdout
     assert "review_compaction is for the app" in " ".join(shown.split())
+
+
+def test_pin_and_unpin_by_number():
+    assert cli("ask", "--demo", "hello").returncode == 0
+    pinned = cli("pin", "1")
+    assert pinned.returncode == 0
+    assert pinned.stdout.strip() == "pinned message 1: every compaction keeps it verbatim"
+    assert cli("pin", "1").stdout.strip() == "message 1 was already pinned"
+    rows = json.loads(cli("history", "--json").stdout)
+    assert [r["n"] for r in rows if r["pinned"]] == [1]
+    assert "[pinned]" in cli("history").stdout.splitlines()[0]
+    missing = cli("pin", "99")
+    assert missing.returncode == 1 and "numbered 1 to 2" in one_line(missing.stderr)
+    refused = cli("pin", "1", "--read-only")
+    assert refused.returncode == 2 and "--read-only" in one_line(refused.stderr)
+    assert cli("unpin", "1").stdout.strip() == "unpinned message 1"
+    assert not any(r["pinned"] for r in json.loads(cli("history", "--json").stdout))

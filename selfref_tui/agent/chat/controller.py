@@ -113,6 +113,31 @@ class ChatController(Startup, KeyLifecycle, ConversationSettings):
         self.check_writable("forget experiences")
         return self._agent().forget_experience(self.key, exp_id)
 
+    def pin(self, n: int, pinned: bool = True) -> bool:
+        """Pin (or unpin) message ``n`` of the key on screen; False when it already was.
+
+        :class:`Refused` when there is no message ``n``.
+        """
+        self.check_ready()
+        self.check_writable("pin messages" if pinned else "unpin messages")
+        memory = self._agent().memory(self.key)
+        try:
+            return memory.set_pinned(n, pinned)
+        except IndexError:
+            last = memory.last_number
+            raise Refused(f"No message {n} in this conversation"
+                          + (f" (its messages are numbered 1 to {last})." if last else ".")
+                          ) from None
+
+    def pins(self) -> frozenset[int]:
+        """The pinned message numbers of the key on screen (none while no key is open)."""
+        if self.agent is None or self.key_error:
+            return frozenset()
+        try:
+            return frozenset(getattr(self.agent.memory(self.key), "pins", ()))
+        except Exception:
+            return frozenset()
+
     def edit_experience(self, exp_id: str, text: str) -> bool:
         """The person corrects an experience's text; False when there is none by that id."""
         self.check_ready()

@@ -1,9 +1,15 @@
-"""The agent's durable experiences, browsable and forgettable by the person.
+"""The agent's durable experiences, browsable, correctable and forgettable by the person.
+
+Each row says where the experience came from under its text (who: the agent,
+the person or a compaction summary; the message it came from; when), so a
+fact the model inferred is not mistaken for one the person stated.
 
 Forgetting is destructive and the Delete key is easy to hit, so it asks a
 one-key question inline (no modal: the person keeps their place in the list).
-The widget never touches the store: it posts :class:`ExperienceList.ForgetRequested`
-and the app routes it through the runtime as an ``ExperienceForgetMutation``.
+Editing (``e``) opens the text in a one-line input in place: Enter keeps the
+correction, Esc leaves it. The widget never touches the store: it posts
+:class:`ExperienceList.ForgetRequested` / :class:`ExperienceList.EditRequested`
+and the app routes them through the runtime as patches.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.reactive import var
-from textual.widgets import OptionList, Static
+from textual.widgets import Input, OptionList, Static
 
 from selfref_tui.safety import inert_line
 from selfref_tui.ui.widgets.option_rows import sync_options
@@ -83,17 +89,74 @@ class _ForgetConfirm(Static, can_focus=True):
             self._close(False)
 
 
+class _ExperienceEditor(Input):
+    """The highlighted experience's text, to correct: Enter keeps it, Esc (or leaving) drops it."""
+
+    DEFAULT_CSS = """
+    _ExperienceEditor { display: none; height: 3; }
+    _ExperienceEditor.-editing { display: block; }
+    """
+
+    @dataclass
+    class Done(Message):
+        """The edit ended: ``text`` is the new text, None when it was abandoned."""
+
+        experience_id: str
+        text: str | None
+
+    def __init__(self) -> None:
+        # Typing adds to the text: a selected whole would be replaced by the first key.
+        super().__init__(id="experience-editor", select_on_focus=False)
+        self.experience_id: str | None = None
+
+    def edit(self, experience_id: str, text: str) -> None:
+        self.experience_id = experience_id
+        self.value = text
+        self.border_title = Content.assemble("edit ", (inert_line(experience_id), "bold"),
+                                             " · Enter keeps · Esc leaves")
+        self.add_class("-editing")
+        self.focus()
+        self.cursor_position = len(text)
+
+    def _close(self, text: str | None) -> None:
+        experience_id = self.experience_id
+        self.experience_id = None
+        self.remove_class("-editing")
+        if experience_id is not None:
+            self.post_message(self.Done(experience_id, text))
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self._close(event.value)
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "escape" and self.experience_id is not None:
+            event.stop()
+            event.prevent_default()
+            self._close(None)
+
+    def _on_blur(self, event: events.Blur) -> None:
+        if self.experience_id is not None:
+            self._close(None)
+
+
 @dataclass(frozen=True)
 class Experience:
     """One experience as the list shows it: a value, so rows compare cheaply."""
 
     id: str
     text: str
+    #: where it came from (``context.experiences.describe_provenance``), "" when not known
+    about: str = ""
 
     @property
     def prompt(self) -> Content:
-        return Content.assemble((inert_line(self.id), "bold $text-primary"), "  ",
+        head = Content.assemble((inert_line(self.id), "bold $text-primary"), "  ",
                                 inert_line(self.text))
+        if not self.about:
+            return head
+        return Content.assemble(head, "\n", (inert_line(self.about), "$text-muted"))
 
 
 class ExperienceList(Vertical):
@@ -147,6 +210,13 @@ class ExperienceList(Vertical):
             id="experiences.forget",
             tooltip="Forget the highlighted experience (asks y/n first)",
         ),
+        Binding(
+            "e",
+            "edit",
+            "Edit",
+            id="experiences.edit",
+            tooltip="Correct the highlighted experience's text (its id and origin stay)",
+        ),
     ]
 
     @dataclass
@@ -154,6 +224,13 @@ class ExperienceList(Vertical):
         """The person confirmed forgetting this experience."""
 
         experience_id: str
+
+    @dataclass
+    class EditRequested(Message):
+        """The person corrected this experience's text."""
+
+        experience_id: str
+        text: str
 
     EMPTY = "Nothing remembered yet. The agent keeps durable facts here."
 
@@ -179,6 +256,7 @@ class ExperienceList(Vertical):
         yield Static(self.EMPTY, classes="empty")
         yield OptionList()
         yield _ForgetConfirm()
+        yield _ExperienceEditor()
 
     def on_mount(self) -> None:
         self._show(self.rows)
@@ -217,6 +295,27 @@ class ExperienceList(Vertical):
         experience_id = self.highlighted_id
         if experience_id is not None:
             self.query_one(_ForgetConfirm).ask(experience_id)
+
+    @property
+    def editing(self) -> str | None:
+        """The experience id being edited, if any."""
+        return self.query_one(_ExperienceEditor).experience_id
+
+    def action_edit(self) -> None:
+        experience_id = self.highlighted_id
+        if experience_id is None:
+            return
+        text = next(row.text for row in self._shown if row.id == experience_id)
+        self.query_one(_ExperienceEditor).edit(experience_id, text)
+
+    @on(_ExperienceEditor.Done)
+    def _edited(self, message: _ExperienceEditor.Done) -> None:
+        message.stop()
+        self.option_list.focus()
+        shown = next((row.text for row in self._shown if row.id == message.experience_id), None)
+        text = (message.text or "").strip()
+        if message.text is not None and text and text != shown:
+            self.post_message(self.EditRequested(message.experience_id, text))
 
     @on(_ForgetConfirm.Answered)
     def _answered(self, message: _ForgetConfirm.Answered) -> None:
@@ -265,13 +364,19 @@ def experience_rows(
     """
     if experiences is None:
         return None
+    if not experiences:
+        return ()
+    # Imported here: the first frame shows the list before any experience arrives.
+    from selfref_tui.context.experiences import describe_provenance
+
     rows: list[Experience] = []
     seen: set[str] = set()
     for exp in experiences:
         row = (
             exp
             if isinstance(exp, Experience)
-            else Experience(str(exp.get("id") or ""), str(exp.get("text") or ""))
+            else Experience(str(exp.get("id") or ""), str(exp.get("text") or ""),
+                            describe_provenance(dict(exp)))
         )
         if not row.id or row.id in seen:
             continue
