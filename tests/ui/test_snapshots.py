@@ -13,8 +13,12 @@ functions and the demo server runs in a thread.
 from __future__ import annotations
 
 import asyncio
+import os
 import tempfile
+import time
 from pathlib import Path
+
+import pytest
 
 from selfref_tui.config import AppConfig
 from selfref_tui.context.mutations import ExperienceRememberMutation, UserMessageMutation
@@ -85,10 +89,28 @@ def test_streamed_answer_at_80_columns(snap_compare, tmp_path):
         assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
 
 
-def test_sidebar_with_experiences(snap_compare, tmp_path):
+@pytest.fixture
+def utc_clock():
+    """Local time is UTC for the test: times shown in the machine's zone render the same."""
+    saved = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    yield
+    if saved is None:
+        os.environ.pop("TZ", None)
+    else:
+        os.environ["TZ"] = saved
+    time.tzset()
+
+
+def test_sidebar_with_experiences(snap_compare, tmp_path, utc_clock):
     store = SelfReference(tmp_path / "data")
     memory = store.open("main")
-    memory.commit([ExperienceRememberMutation(text) for text in EXPERIENCES])
+    # where each came from (shown in the machine's zone: UTC here, see utc_clock)
+    sources = [("agent", 2, "2026-11-26T13:58:00+00:00"),
+               ("person", 0, "2026-11-26T14:02:00+00:00"), ("", 0, "")]
+    memory.commit([ExperienceRememberMutation(text, *source)
+                   for text, source in zip(EXPERIENCES, sources, strict=True)])
     memory.commit([UserMessageMutation({"role": "user", "content": "What do you remember?"})])
     store.close()
     with thread_server([]) as url:
