@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
-from textual.containers import Horizontal, Vertical
+from textual.containers import Container, Horizontal, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import TextArea
@@ -34,6 +34,7 @@ from selfref_tui.safety import inert, inert_line, redact
 from selfref_tui.ui.event_bridge import EventBridge
 from selfref_tui.ui.find_actions import FindActions
 from selfref_tui.ui.focus_ring import FocusRing
+from selfref_tui.ui.fork_actions import ForkActions
 from selfref_tui.ui.gc_pauses import QUIET_S, GcPauses
 from selfref_tui.ui.key_actions import KeyActions
 from selfref_tui.ui.keymap import BINDINGS, check_keymap
@@ -78,7 +79,8 @@ PLACEHOLDER = "Message  (Enter send · shift+enter/ctrl+j newline · / commands 
 
 
 class SelfRefApp(
-    EventBridge, KeyActions, FocusRing, RefActions, SettingsActions, FindActions, App[int]
+    EventBridge, KeyActions, FocusRing, ForkActions, RefActions, SettingsActions, FindActions,
+    App[int],
 ):
     #: absolute, so subclasses (tests, benchmarks) in other directories find it
     CSS_PATH = str(Path(__file__).with_name("app.tcss"))
@@ -186,11 +188,15 @@ class SelfRefApp(
         )
         with Horizontal(id="body"):
             with Vertical(id="chat"):
-                self._transcript = Transcript(id="transcript", clock=self.clock)
-                yield self._transcript
+                # The transcript's own box: the fork panel lies over it (app.tcss),
+                # never over the input below.
+                with Container(id="conversation"):
+                    self._transcript = Transcript(id="transcript", clock=self.clock)
+                    yield self._transcript
                 yield FindBar(id="find")
                 yield ChatInput(id="input", placeholder=PLACEHOLDER)
-            # The fork panel starts hidden: boot() mounts it after the first frame;
+            # The fork panel starts hidden: boot() mounts it over the transcript after the
+            # first frame;
             # the sidebar's lists and meter come just after that frame too.
             yield Sidebar(
                 id="sidebar",
@@ -225,7 +231,7 @@ class SelfRefApp(
         if found:
             return found.first()  # type: ignore[return-value]
         panel = self._new_fork_panel()
-        self.query_one("#body").mount(panel, before=self.sidebar)  # before boot got to it
+        self.query_one("#conversation").mount(panel)  # before boot got to it
         return panel
 
     def _new_fork_panel(self) -> ForkPanel:
@@ -277,7 +283,7 @@ class SelfRefApp(
         """Everything slow, after the first frame: demo server, runtime import, store."""
         controller = self.controller
         if not self.query("#forks"):
-            await self.query_one("#body").mount(self._new_fork_panel(), before=self.sidebar)
+            await self.query_one("#conversation").mount(self._new_fork_panel())
         await self.sidebar.parts_mounted.wait()  # what the key's opening fills
         try:
             if self.sidebar.parts_error is not None:
@@ -521,23 +527,6 @@ class SelfRefApp(
     def action_toggle_sidebar(self) -> None:
         sidebar = self.sidebar
         sidebar.display = not sidebar.display
-        self._keep_focus_visible()
-
-    def action_toggle_forks(self) -> None:
-        self.show_forks(not self.fork_panel.display)
-
-    def show_forks(self, show: bool) -> None:
-        """On a narrow terminal the fork panel takes the sidebar's place, not the chat's."""
-        panel = self.fork_panel
-        if panel.display == show:
-            return
-        panel.display = show
-        if show and self.size.width < 150 and self.sidebar.display:
-            self.sidebar.display = False
-            self._sidebar_hidden_for_forks = True
-        elif not show and getattr(self, "_sidebar_hidden_for_forks", False):
-            self.sidebar.display = True
-            self._sidebar_hidden_for_forks = False
         self._keep_focus_visible()
 
     def action_help(self) -> None:

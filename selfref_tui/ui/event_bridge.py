@@ -115,8 +115,8 @@ class EventBridge:
         _stream_chars: int
 
         # and App's call_from_thread, call_later, set_timer, notify, push_screen, log, plus
-        # the app's show_forks, collect_when_idle, _refresh_sidebar, _refresh_usage and
-        # secret_free
+        # the app's forks_spawned, forks_settled (fork_actions.py), collect_when_idle,
+        # _refresh_sidebar, _refresh_usage and secret_free
 
     # The bridge's own state: class defaults, so the mixin needs no __init__ of its own.
     #: the dispatch tables, built on the first event
@@ -203,9 +203,7 @@ class EventBridge:
                     ev.ForkProgress: lambda e: self.fork_panel.fork_progress(
                         e.fork_id, e.status, e.step
                     ),
-                    ev.ForkFinished: lambda e: self.fork_panel.fork_finished(
-                        e.fork_id, e.status, e.response, e.error
-                    ),
+                    ev.ForkFinished: self._on_fork_finished,
                     ev.TextDelta: lambda e: self.fork_panel.child_text(e.key, e.text),
                     ev.ToolCallStarted: lambda e: self.fork_panel.child_tool(
                         e.key, e.name, "running"
@@ -247,6 +245,7 @@ class EventBridge:
             self.header.provider_note = ""  # it answered: whatever the check saw is over
         self.header.status = TURN_ENDINGS.get(event.outcome, "ready")
         self.chat_input.remove_class("-busy")
+        self.forks_settled(turn_over=True)
         self._refresh_sidebar()
         self._refresh_usage()
         self.collect_when_idle()  # the full GC pass waits for the turn's end
@@ -264,7 +263,11 @@ class EventBridge:
 
     def _on_fork_spawned(self, event: ev.ForkSpawned) -> None:
         self.fork_panel.fork_spawned(event.fork_id, event.child_key, event.task)
-        self.show_forks(True)
+        self.forks_spawned()
+
+    def _on_fork_finished(self, event: ev.ForkFinished) -> None:
+        self.fork_panel.fork_finished(event.fork_id, event.status, event.response, event.error)
+        self.forks_settled(turn_over=False)
 
     def _secret_free(self, event: ev.AgentEvent) -> ev.AgentEvent:
         """Errors and notices quote servers: the configured key never reaches a widget."""

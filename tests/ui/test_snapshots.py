@@ -145,6 +145,8 @@ def test_fork_panel_with_two_forks(snap_compare, tmp_path):
                 timeout=30,
                 what="two finished forks",
             )
+            await wait_until(pilot, lambda: not panel.display, what="the panel gone by itself")
+            await pilot.press("ctrl+t")  # the person looks at the forks again
             steady_durations(app)
             await steady_usage(pilot, app)
 

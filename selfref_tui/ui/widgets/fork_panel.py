@@ -162,8 +162,10 @@ class ForkPanel(Vertical):
     rows: var[dict[str, ForkRow]] = var(dict)
     #: the fork whose transcript is shown
     chosen: var[str | None] = var(None)
-    #: "2 · 1 running"
+    #: "2 · 1 running", "2 · all finished · ctrl+t hides"
     figures: var[str] = var("0")
+    #: the key that hides the panel, offered once every fork has finished ("": none)
+    hide_key: var[str] = var("")
 
     def __init__(
         self,
@@ -241,9 +243,20 @@ class ForkPanel(Vertical):
         ]
 
     # -- reactives -------------------------------------------------------------------
+    @property
+    def all_finished(self) -> bool:
+        """There are forks, and none is still at work."""
+        return bool(self.rows) and all(f.finished for f in self.rows.values())
+
     def compute_figures(self) -> str:
         running = sum(1 for f in self.rows.values() if not f.finished)
-        return f"{len(self.rows)}" + (f" · {running} running" if running else "")
+        if running:
+            return f"{len(self.rows)} · {running} running"
+        if self.rows:
+            # Nothing left to watch: the panel says how to put it away.
+            offer = f" · {self.hide_key} hides" if self.hide_key else ""
+            return f"{len(self.rows)} · all finished{offer}"
+        return "0"
 
     def watch_figures(self, figures: str) -> None:
         if self._ready:

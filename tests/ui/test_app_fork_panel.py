@@ -1,0 +1,107 @@
+"""The fork panel in the whole app: over the transcript, never over the input; away when done.
+
+The demo model spawns two forks and gathers them; its last answer is held here
+(a Stall) so the panel can be looked at while every fork has finished and the
+turn still runs. The panel once took 60 of 120 columns beside the chat, hid the
+sidebar, left an 18-column input at 80×24, and stayed open after the forks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from selfref_tui.demo.script import DEMO_TAG, Reply, Stall, demo_script
+from selfref_tui.demo.server import DemoServer
+from tests.ui.helpers import SIZE, make_app, started, turn_done, type_and_send, wait_until
+
+
+def _held_after_the_forks(release: asyncio.Event):
+    """The demo model, its answer after gathering the forks held until ``release``."""
+
+    def script(body: dict, index: int):
+        step = demo_script(body, index)
+        if isinstance(step, Reply) and step.text.startswith(f"{DEMO_TAG} The helpers are done"):
+            return Stall(release, text_before="Reading what the helpers said.",
+                         text_after=" Both are done.")
+        return step
+
+    return script
+
+
+async def _forks_finished(pilot, app) -> None:
+    panel = app.fork_panel
+    await wait_until(pilot, lambda: panel.all_finished and len(panel.forks) == 2, timeout=30,
+                     what="two finished forks")
+    await wait_until(pilot, lambda: "all finished · ctrl+t hides" in _title(panel),
+                     what="the panel offering to go")
+
+
+def _title(panel) -> str:
+    return str(panel.query_one(".section-title").render())
+
+
+async def _at(size, tmp_path) -> None:
+    release = asyncio.Event()
+    async with DemoServer(_held_after_the_forks(release)) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=size) as pilot:
+            await started(pilot, app)
+            sidebar_shown = app.sidebar.display
+            await type_and_send(pilot, "fork two helpers")
+            await _forks_finished(pilot, app)
+            await pilot.pause()
+            panel, box = app.fork_panel, app.chat_input
+            assert panel.display and app.header.status != "ready"  # the turn still runs
+            # The input keeps its whole width, nothing lies over it, and the sidebar stays.
+            assert box.region.width >= 40
+            assert box.region.width == app.query_one("#chat").region.width - 2  # its margin
+            assert not panel.region.overlaps(box.region)
+            assert panel.region.bottom <= box.region.y
+            assert app.sidebar.display == sidebar_shown
+            assert app.transcript.region.contains_region(panel.region)
+            # The turn ends: the panel that opened by itself goes by itself.
+            release.set()
+            await turn_done(pilot, app, timeout=20)
+            await wait_until(pilot, lambda: not panel.display, what="the panel closed")
+            assert app.focused is box
+
+
+async def test_at_80_columns_the_fork_panel_leaves_the_input_whole_and_goes_when_done(tmp_path):
+    await _at((80, 24), tmp_path)
+
+
+async def test_at_120_columns_the_fork_panel_keeps_the_sidebar_and_the_input(tmp_path):
+    await _at(SIZE, tmp_path)
+
+
+async def test_a_panel_the_person_closed_stays_closed_in_that_conversation(tmp_path):
+    release = asyncio.Event()
+    async with DemoServer(_held_after_the_forks(release)) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            panel = app.fork_panel
+            await type_and_send(pilot, "fork two helpers")
+            await wait_until(pilot, lambda: panel.display, what="the panel opened by itself")
+            await pilot.press("ctrl+t")  # the person puts it away
+            assert not panel.display
+            release.set()
+            await turn_done(pilot, app, timeout=30)
+
+            await type_and_send(pilot, "fork two helpers again")
+            await wait_until(pilot, lambda: len(panel.forks) == 4 and panel.all_finished,
+                             timeout=30, what="two more forks")
+            await turn_done(pilot, app, timeout=30)
+            assert not panel.display  # it did not open by itself this time
+            await pilot.press("ctrl+t")  # ctrl+t still opens it, and it stays
+            assert panel.display
+            await pilot.press("ctrl+t")
+
+            # In another conversation it opens by itself again.
+            await type_and_send(pilot, "/key other")
+            await wait_until(pilot, lambda: app.key == "other" and app.ready
+                             and app.header.status == "ready", what="the other conversation")
+            await type_and_send(pilot, "fork two helpers")
+            await wait_until(pilot, lambda: panel.display, what="the panel opened by itself")
+            await turn_done(pilot, app, timeout=30)
+            await wait_until(pilot, lambda: not panel.display, what="and closed when done")
