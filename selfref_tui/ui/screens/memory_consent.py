@@ -37,6 +37,7 @@ class MemoryConsentScreen(QuestionScreen):
         height: auto;
         max-height: 12;
         border: round $panel;
+        border-title-color: $text-muted;  /* the border's own colour is no text colour */
         padding: 0 1;
         margin-top: 1;
     }
