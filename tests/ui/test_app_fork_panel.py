@@ -15,17 +15,23 @@ from selfref_tui.demo.server import DemoServer
 from tests.ui.helpers import SIZE, make_app, started, turn_done, type_and_send, wait_until
 
 
-def _held_after_the_forks(release: asyncio.Event):
-    """The demo model, its answer after gathering the forks held until ``release``."""
+class HeldDemo:
+    """The demo model, its answer after gathering the forks held until an event is set:
+    one event per fork run, in order (:meth:`hold`); runs with none left are not held."""
 
-    def script(body: dict, index: int):
+    def __init__(self, *releases: asyncio.Event) -> None:
+        self.waiting = list(releases)
+
+    def hold(self, release: asyncio.Event) -> None:
+        self.waiting.append(release)
+
+    def __call__(self, body: dict, index: int):
         step = demo_script(body, index)
-        if isinstance(step, Reply) and step.text.startswith(f"{DEMO_TAG} The helpers are done"):
-            return Stall(release, text_before="Reading what the helpers said.",
+        if (self.waiting and isinstance(step, Reply)
+                and step.text.startswith(f"{DEMO_TAG} The helpers are done")):
+            return Stall(self.waiting.pop(0), text_before="Reading what the helpers said.",
                          text_after=" Both are done.")
         return step
-
-    return script
 
 
 async def _forks_finished(pilot, app) -> None:
@@ -42,7 +48,7 @@ def _title(panel) -> str:
 
 async def _at(size, tmp_path) -> None:
     release = asyncio.Event()
-    async with DemoServer(_held_after_the_forks(release)) as url:
+    async with DemoServer(HeldDemo(release)) as url:
         app = make_app(tmp_path, url)
         async with app.run_test(size=size) as pilot:
             await started(pilot, app)
@@ -75,8 +81,9 @@ async def test_at_120_columns_the_fork_panel_keeps_the_sidebar_and_the_input(tmp
 
 
 async def test_a_panel_the_person_closed_stays_closed_in_that_conversation(tmp_path):
-    release = asyncio.Event()
-    async with DemoServer(_held_after_the_forks(release)) as url:
+    release, later = asyncio.Event(), asyncio.Event()
+    script = HeldDemo(release)  # the second run is not held: nobody looks at it running
+    async with DemoServer(script) as url:
         app = make_app(tmp_path, url)
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
@@ -101,7 +108,9 @@ async def test_a_panel_the_person_closed_stays_closed_in_that_conversation(tmp_p
             await type_and_send(pilot, "/key other")
             await wait_until(pilot, lambda: app.key == "other" and app.ready
                              and app.header.status == "ready", what="the other conversation")
+            script.hold(later)
             await type_and_send(pilot, "fork two helpers")
             await wait_until(pilot, lambda: panel.display, what="the panel opened by itself")
+            later.set()
             await turn_done(pilot, app, timeout=30)
             await wait_until(pilot, lambda: not panel.display, what="and closed when done")
