@@ -70,8 +70,12 @@ def item_parts(item: Item) -> Iterator[tuple[str, bool]]:
     elif isinstance(item, DividerItem):
         yield item.title, False
         yield summary_text(item.summary), True
-    else:  # an image: its title
-        yield str(getattr(item, "title", "") or ""), False
+    else:  # an image's title; another kind of item: its title, and what copying it takes
+        title = str(getattr(item, "title", "") or "")
+        yield title, False
+        text = item.copy_text
+        if text and text != title:
+            yield text, not getattr(item, "expanded", True)
 
 
 def message_text(message: dict[str, Any]) -> str:
