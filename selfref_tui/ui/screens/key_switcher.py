@@ -256,9 +256,9 @@ class KeySwitcher(ModalScreen[str | None]):
                     ("● " if key == self.current else "  ", "$text-primary"),
                     (name, "bold"),
                     "  ",
-                    (matches, "$accent"),
+                    (matches, "$text-accent"),
                     "  ",
-                    (inert_line(snippet, room), "dim"),
+                    (inert_line(snippet, room), "$text-muted"),
                 ),
                 id=KEY_PREFIX + key,
             ))
