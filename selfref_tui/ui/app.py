@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Container, Horizontal, Vertical
 from textual.screen import Screen
@@ -294,7 +294,6 @@ class SelfRefApp(
         except Exception as exc:  # never crash the first frame; say what failed
             self.header.status = "not ready"
             await self.transcript.add_error(self.secret_free(f"Could not start: {exc}"))
-            self.notify(f"Could not start: {exc}", severity="error", timeout=10)
             return
         if not controller.provider.context_window:
             self.learn_window()
@@ -657,6 +656,20 @@ class SelfRefApp(
             timeout=timeout,
             markup=False,
         )
+
+    def action_help_quit(self) -> None:
+        """ctrl+c outside a selection: Textual's hint, said in plain text (its own was
+        markup, shown as "Press [b]ctrl+q[/b]" here, where notifications never are)."""
+        quit_key = self._key_label("quit", "ctrl+q").split(",")[0].strip()
+        self.notify(f"Press {quit_key} to quit the app.", title="Do you want to quit?")
+
+    @on(events.DeliveryComplete)
+    def _screenshot_saved(self, event: events.DeliveryComplete) -> None:
+        """The palette's Screenshot, said in plain text (Textual's own notice is markup)."""
+        if event.name == "screenshot":
+            event.prevent_default()
+            where = f" to {event.path}" if event.path is not None else ""
+            self.notify(f"Saved the screenshot{where}.", title="Screenshot")
 
     def open_url(self, url: str, *, new_tab: bool = True) -> None:
         """A clicked link (an answer's Markdown) opens only as a web page, never anything else."""

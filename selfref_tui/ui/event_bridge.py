@@ -193,7 +193,7 @@ class EventBridge:
                     ev.ExperienceEdited: self._on_lists_changed,
                     ev.RefClosed: self._on_lists_changed,
                     ev.CompactionApplied: self._on_lists_changed,
-                    ev.ErrorEvent: lambda e: self.notify(e.message, severity="error", timeout=8),
+                    # an ErrorEvent is said once, by the transcript's error block
                     ev.Notice: lambda e: self.notify(e.message, severity=e.severity, timeout=8),
                     ev.Retrying: self._on_retrying,
                     ev.Aborted: self._on_aborted,

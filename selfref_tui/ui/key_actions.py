@@ -68,13 +68,10 @@ class KeyActions:
         except KeyOpenError as exc:
             self.header.status = "unavailable"
             self.sidebar.experiences = self.sidebar.refs = ()  # not "loading…" forever
-            await self.transcript.add_error(str(exc), "store")
-            if exc.expected:
-                self.notify(str(exc), title=f"Memory key {key!r}", severity="error", timeout=10)
+            await self.transcript.add_error(str(exc), "store")  # said there, once
             return False
         if opened.salvaged:
             await self.transcript.add_error(opened.salvaged, "store")
-            self.notify(opened.salvaged, title=f"Memory key {key!r}", severity="error", timeout=10)
         for warning in opened.warnings:  # skipped damaged records, a torn write
             self.notify(warning, title="Memory key", severity="warning", timeout=15)
         if opened.provider_changed:  # the key runs on the model it chose last

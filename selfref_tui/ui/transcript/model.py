@@ -60,6 +60,8 @@ class UserItem(Item):
     #: its turn failed before any answer (the reason; "" when it did not): not sent
     #: again unless retried (``MessageFailed`` / ``MessageRetried``)
     failed: str = ""
+    #: the error block under it says why (live): the reason is not said twice
+    failed_said_below: bool = False
 
     kind = "user"
 

@@ -371,7 +371,8 @@ class Painter:
             body += self._text("queued — delivered at the next step", inner, "italic $text-warning")
         if item.failed:
             # The reason may quote a server: plain text, inert, never markup.
-            body += self._text(f"failed — not sent again; /retry (F5) sends it: {item.failed}",
+            why = "" if item.failed_said_below else f": {item.failed}"
+            body += self._text(f"failed — not sent again; /retry (F5) sends it{why}",
                                inner, "italic $text-error")
         return self._bar_lines(
             self._with_bg(body, bg), bar, bg, glyph="┃" if item.highlighted else "▌"

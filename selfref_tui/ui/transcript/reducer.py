@@ -236,8 +236,13 @@ class TranscriptModel:
     def _on_MessageFailed(self, event: Any) -> None:
         users = [m for m in self.of_kind("user") if not m.archived]
         if users:
-            users[-1].failed = event.reason or "failed"
-            users[-1].touch()
+            user = users[-1]
+            user.failed = event.reason or "failed"
+            # An error is said once: the block its turn showed below says the reason
+            # (read back from the store there is no block, and the message says it).
+            after = self.items[self.items.index(user) + 1:] if user in self.items else []
+            user.failed_said_below = any(isinstance(item, ErrorItem) for item in after)
+            user.touch()
 
     def _on_MessageRetried(self, event: Any) -> None:
         for message in self.of_kind("user"):

@@ -62,8 +62,13 @@ def image_chip(name: str, size: int, number: int) -> str:
     return f"{_CHIP_PREFIX}{chip_name(name)} {human_size(size)} #{number}]"
 
 
+def line_count(text: str) -> int:
+    """Lines as a person counts them: a final line end starts no new line."""
+    return len(text.splitlines()) or 1
+
+
 def chip_label(text: str, number: int) -> str:
-    lines = text.count("\n") + 1
+    lines = line_count(text)
     size = f"{lines} lines" if lines > 1 else f"{len(text):,} characters"
     return f"[pasted {size} #{number}]"
 
@@ -334,7 +339,7 @@ class ChatInput(TextArea):
             return
         # Terminals (tmux among them) paste line ends as CR: they are lines, not controls.
         text = inert(event.text.replace("\r\n", "\n").replace("\r", "\n"))
-        long = text.count("\n") >= PASTE_LINES or len(text) > PASTE_CHARS
+        long = line_count(text) > PASTE_LINES or len(text) > PASTE_CHARS
         if not long and text == event.text:
             return  # TextArea's own handler (next in the MRO) inserts it as it is
         event.stop()

@@ -1,0 +1,57 @@
+"""Notifications: plain text (Textual's own included), an error said once, never over the input.
+
+ctrl+c once showed "Press [b]ctrl+q[/b] to quit the app" (Textual's markup, shown raw
+where every notification is plain text); a failed turn said its error three times
+(the message's marker, the error block and a toast); at 80 columns toasts lay over
+the input for 5 s and hid what was typed.
+"""
+
+from __future__ import annotations
+
+from selfref_tui.demo.script import HttpError
+from selfref_tui.demo.server import DemoServer
+from selfref_tui.ui.widgets.chat_input import chip_label
+from tests.ui.helpers import SIZE, make_app, started, turn_done, type_and_send, wait_until
+
+
+def _toasts(app) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+async def test_ctrl_c_says_how_to_quit_in_plain_text_above_the_input(tmp_path):
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=(80, 24), notifications=True) as pilot:
+            await started(pilot, app)
+            await pilot.press(*"half a thought")
+            app.set_focus(None)  # ctrl+c with no text widget to copy from
+            await pilot.press("ctrl+c")
+            await wait_until(pilot, lambda: _toasts(app), what="the hint")
+            assert _toasts(app) == ["Press ctrl+q to quit the app."]
+            await wait_until(pilot, lambda: app.screen.query("Toast"), what="the toast shown")
+            await pilot.pause()
+            toast = app.screen.query_one("Toast")
+            box = app.chat_input
+            assert not toast.region.overlaps(box.region)
+            assert toast.region.y < box.region.y
+            assert box.text == "half a thought"
+
+
+async def test_a_failed_turn_says_its_error_once_in_the_transcript(tmp_path):
+    async with DemoServer([HttpError(500, "the server fell over")]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "are you there?")
+            await turn_done(pilot, app, status="error")
+            await app.transcript.settle()
+            shown = " ".join(line.strip(" ▌") for line in app.transcript.visible_text())
+            assert shown.count("the server fell over") == 1, shown
+            assert "failed — not sent again; /retry (F5) sends it" in shown
+            assert not [t for t in _toasts(app) if "fell over" in t]
+
+
+def test_a_paste_of_30_lines_is_30_lines():
+    assert chip_label("line\n" * 30, 1) == "[pasted 30 lines #1]"
+    assert chip_label("line\n" * 29 + "last", 1) == "[pasted 30 lines #1]"
+    assert chip_label("one line", 2) == "[pasted 8 characters #2]"
