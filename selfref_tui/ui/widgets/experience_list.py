@@ -156,7 +156,7 @@ class Experience:
                                 inert_line(self.text))
         if not self.about:
             return head
-        return Content.assemble(head, "\n", (inert_line(self.about), "dim"))
+        return Content.assemble(head, "\n", (inert_line(self.about), "$text-muted"))
 
 
 class ExperienceList(Vertical):
