@@ -76,7 +76,7 @@ def common_flags(parser: argparse.ArgumentParser, *, key: bool = True, top: bool
                  f"use {DEFAULT_KEY}" if top else
                  f"the conversation (memory key); default: {DEFAULT_KEY}")
     parser.add_argument("--read-only", action="store_true", default=False if top else default,
-                        help="read a key another selfref-tui is writing (no lock taken; "
+                        help="read a conversation another selfref-tui is writing (no lock taken; "
                              "commands that change the key are refused)")
 
 

@@ -83,8 +83,8 @@ def _keys_instructions(args: argparse.Namespace) -> int:
 
 
 def register(commands: Any) -> None:
-    keys = add_group(commands, "keys", "memory keys")
-    p = add_command(keys, "list", "memory keys with message counts and last activity (empty "
+    keys = add_group(commands, "keys", "conversations (memory keys)")
+    p = add_command(keys, "list", "conversations with message counts and last activity (empty "
                     "ones too); the agent's fork keys only with --all")
     common_flags(p, key=False)
     p.add_argument("--all", action="store_true", help="include fork keys (main::fork::1, ...)")

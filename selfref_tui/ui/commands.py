@@ -77,9 +77,9 @@ COMMANDS: tuple[CommandSpec, ...] = (
         rest_is_text=True,
     ),
     CommandSpec(
-        "key", "/key NAME", "Switch to memory key NAME (created when new)", min_args=1, max_args=1
+        "key", "/key NAME", "Switch to conversation NAME (created when new)", min_args=1, max_args=1
     ),
-    CommandSpec("new", "/new", "Start a fresh memory key"),
+    CommandSpec("new", "/new", "Start a new conversation"),
     CommandSpec(
         "model",
         "/model [NAME]",

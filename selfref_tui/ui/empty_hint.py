@@ -20,7 +20,7 @@ def empty_hint(key: str, label: Callable[[str, str], str], *, demo: bool) -> Con
     sidebar, forks = label("toggle_sidebar", "ctrl+b"), label("toggle_forks", "ctrl+t")
     export, helps = label("export_ref", "ctrl+s"), label("help", "f1")
     parts: list[str | tuple[str, str]] = [
-        "A new conversation on key ",
+        "A new conversation named ",
         (inert_line(key), "bold"),
         ".\n\nThe agent remembers facts across sessions (the sidebar, ",
         (sidebar, "bold $text-accent"),

@@ -73,7 +73,7 @@ class KeyActions:
         if opened.salvaged:
             await self.transcript.add_error(opened.salvaged, "store")
         for warning in opened.warnings:  # skipped damaged records, a torn write
-            self.notify(warning, title="Memory key", severity="warning", timeout=15)
+            self.notify(warning, title="Conversation", severity="warning", timeout=15)
         if opened.provider_changed:  # the key runs on the model it chose last
             self.provider_switched()
         memory = opened.memory

@@ -7,7 +7,7 @@ refused with a warning instead of silently breaking editing.
 Copying the highlighted ref uses ``ctrl+r`` ("copy Ref"): ctrl+shift+c never
 reaches most terminals and ctrl+c/ctrl+y belong to the input.
 
-Descriptions are one word where they can be ("Export", "Copy", "Keys"): the
+Descriptions are one word where they can be ("Export", "Copy", "Step"): the
 footer shows them, and at 80 columns every word counts (widgets/app_footer.py);
 the tooltips (on hover, and under each entry of the palette) say the rest.
 """
@@ -18,8 +18,9 @@ from collections.abc import Mapping
 
 from textual.binding import Binding
 
-#: ctrl+up / ctrl+down share one footer entry ("^↑^↓ Ref")
-_REF_KEYS = Binding.Group("Ref", compact=True)
+#: ctrl+up / ctrl+down share one footer entry ("^↑^↓ Step"): they step through every
+#: message, tool call, ref and code block, not refs only
+_REF_KEYS = Binding.Group("Step", compact=True)
 
 #: Keys the chat input (TextArea) uses for editing.
 RESERVED_KEYS: frozenset[str] = frozenset(f"ctrl+{c}" for c in "aekuwdxcvzyg") | {
@@ -54,7 +55,7 @@ BINDINGS: list[Binding] = [
     Binding(
         "ctrl+up",
         "ref_prev",
-        "Prev ref",
+        "Step back",
         id="ref_prev",
         group=_REF_KEYS,
         tooltip="Highlight the previous message, ref or code block in the transcript",
@@ -62,7 +63,7 @@ BINDINGS: list[Binding] = [
     Binding(
         "ctrl+down",
         "ref_next",
-        "Next ref",
+        "Step on",
         id="ref_next",
         group=_REF_KEYS,
         tooltip="Highlight the next message, ref or code block in the transcript",
@@ -72,6 +73,7 @@ BINDINGS: list[Binding] = [
         "export_ref",
         "Export",
         id="export_ref",
+        show=False,  # room for "Conversations" at 80 columns; F1 and the palette list it
         tooltip="Write what is highlighted to a file: a ref (fence stripped), a code block, "
         "a message or an image",
     ),
@@ -80,6 +82,7 @@ BINDINGS: list[Binding] = [
         "copy_ref",
         "Copy",
         id="copy_ref",
+        show=False,  # as Export
         tooltip="Copy the highlighted message, ref or code block to the clipboard",
     ),
     Binding(
@@ -107,17 +110,17 @@ BINDINGS: list[Binding] = [
     Binding(
         "ctrl+n",
         "new_key",
-        "New key",
+        "New conversation",
         id="new_key",
         show=False,  # the footer is full at 80 columns; F1 and the palette list it
-        tooltip="Start a new memory key",
+        tooltip="Start a new conversation (its own memory)",
     ),
     Binding(
         "ctrl+o",
         "switch_key",
-        "Keys",
+        "Conversations",
         id="switch_key",
-        tooltip="Open another memory key (filtered list)",
+        tooltip="Open another conversation, or rename or delete one (filtered list)",
     ),
     Binding("f1", "help", "Help", id="help", tooltip="Keys and slash commands"),
     Binding(

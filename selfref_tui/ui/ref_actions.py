@@ -97,7 +97,7 @@ class RefActions:
         ref_id = ref_id.removeprefix("ref:")
         content = self.controller.ref_content(ref_id)
         if content is None:
-            self.notify(f"No ref {ref_id!r} in this memory key.", severity="warning")
+            self.notify(f"No ref {ref_id!r} in this conversation.", severity="warning")
             return
         self.export_ref(ref_id, content, path)
 

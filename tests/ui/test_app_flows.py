@@ -349,7 +349,7 @@ async def test_an_empty_conversation_says_what_it_can_do_until_its_first_message
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
             hint = app.transcript.empty_hint
-            assert hint is not None and "A new conversation on key main" in hint
+            assert hint is not None and "A new conversation named main" in hint
             assert "ctrl+s" in hint and "/context" in hint
             assert "demo model" not in hint  # only the demo model gets its prompts listed
             await type_and_send(pilot, "hi")
@@ -359,7 +359,7 @@ async def test_an_empty_conversation_says_what_it_can_do_until_its_first_message
             await wait_until(
                 pilot, lambda: app.key == "work" and app.header.status == "ready", what="switch"
             )
-            assert "key work" in (app.transcript.empty_hint or "")
+            assert "named work" in (app.transcript.empty_hint or "")
             await type_and_send(pilot, "/key main")
             await wait_until(
                 pilot, lambda: app.key == "main" and app.header.status == "ready", what="back"

@@ -9,9 +9,8 @@ import pytest
 from selfref_tui.ui.widgets.app_footer import AppFooter
 from tests.ui.helpers import DOWN_URL, make_app, started
 
-#: what the footer shows at any width (ctrl+up/down share "Ref")
-SHOWN = {"abort", "ref_prev", "ref_next", "export_ref", "copy_ref", "toggle_sidebar",
-         "find", "switch_key", "help", "quit"}
+#: what the footer shows at any width (ctrl+up/down share "Step")
+SHOWN = {"abort", "ref_prev", "ref_next", "toggle_sidebar", "find", "switch_key", "help", "quit"}
 
 
 @pytest.mark.parametrize(("width", "compact"), [(80, True), (120, False)])
@@ -30,12 +29,31 @@ async def test_every_key_the_footer_shows_is_whole_and_uncovered(tmp_path, width
             covered = [other.action for other in shown
                        if other.action != action and other.region.overlaps(region)]
             assert not covered, (action, covered)
+        # The words say what the keys do: a conversation is one, ctrl+up/down step.
+        labels = {key.action: str(key.description) for key in shown}
+        assert labels["switch_key"] == "Conversations"
+        groups = [str(w.render()) for w in footer.query("FooterLabel") if w.display]
+        assert "Step" in groups, groups
         if compact:
             assert "command_palette" not in by_action  # ctrl+p still opens it; F1 lists it
-            # Unpadded keys: a blank column between neighbours, "^↑^↓ Ref ^s Export", never
-            # "Ref^s" (the keys of one group, "^↑^↓", stand together)
+            # Unpadded keys: a blank column between neighbours, "^↑^↓ Step ^b Sidebar", never
+            # "Step^b" (the keys of one group, "^↑^↓", stand together)
             parts = sorted((w for w in footer.query("FooterKey, FooterLabel") if w.display),
                            key=lambda w: w.region.x)
             for left, right in itertools.pairwise(parts):
                 if not (left.has_class("-grouped") and right.has_class("-grouped")):
                     assert left.region.right < right.region.x, (left, right)
+
+
+async def test_no_two_palette_entries_share_a_name(tmp_path):
+    """Two were called "Keys" (Textual's key panel and the conversation switcher)."""
+    import re
+
+    app = make_app(tmp_path, DOWN_URL)
+    async with app.run_test(size=(120, 24)) as pilot:
+        await started(pilot, app)
+        titles = [command.title for command in app.get_system_commands(app.screen)]
+        names = [re.sub(r" \([^)]*\)$", "", str(title)) for title in titles]
+        assert len(names) == len(set(names)), sorted(names)
+        assert "Conversations" in names and "New conversation" in names
+        assert {"Step back", "Step on"} <= set(names)

@@ -119,8 +119,8 @@ class KeySwitcher(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
-            dialog.border_title = "Memory keys"
-            yield Input(placeholder="filter, or type a new key name", id="filter")
+            dialog.border_title = "Conversations"
+            yield Input(placeholder="filter, or type a new conversation's name", id="filter")
             yield OptionList()
             yield Static("", id="error")
             yield Static(
@@ -187,7 +187,8 @@ class KeySwitcher(ModalScreen[str | None]):
             options.append(
                 Option(
                     Content.assemble(
-                        ("+ new key ", "$text-muted"), (inert_line(name, 60), "bold $text-primary")
+                        ("+ new conversation ", "$text-muted"),
+                        (inert_line(name, 60), "bold $text-primary"),
                     ),
                     id=NEW_PREFIX + name,
                 )
@@ -221,9 +222,9 @@ class KeySwitcher(ModalScreen[str | None]):
         self.by_content = not self.by_content
         field = self.query_one(Input)
         field.placeholder = ("text in the conversations" if self.by_content
-                             else "filter, or type a new key name")
+                             else "filter, or type a new conversation's name")
         self.query_one("#dialog").border_title = (
-            "Memory keys · by content" if self.by_content else "Memory keys")
+            "Conversations · by content" if self.by_content else "Conversations")
         self.query_one("#hint", Static).update(self._hint())
         if self.by_content:
             self._find_content(field.value)
@@ -346,9 +347,9 @@ class KeySwitcher(ModalScreen[str | None]):
         """Back to the list, its highlight on ``select`` (the key just renamed, or
         left alone): Enter then opens the key the person was working on."""
         self.renaming = None
-        self.query_one("#dialog").border_title = "Memory keys"
+        self.query_one("#dialog").border_title = "Conversations"
         field = self.query_one(Input)
-        field.placeholder = "filter, or type a new key name"
+        field.placeholder = "filter, or type a new conversation's name"
         field.value = ""
         self.query_one("#hint", Static).update(self._hint())
         # The emptied field refilters once more when its Changed message arrives.

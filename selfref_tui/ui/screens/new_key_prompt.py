@@ -54,7 +54,7 @@ class NewKeyPrompt(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
-            dialog.border_title = "New memory key"
+            dialog.border_title = "New conversation"
             yield Input(self.suggested, placeholder="a name, e.g. project-x", id="name")
             yield Static("", id="error")
             yield Static(

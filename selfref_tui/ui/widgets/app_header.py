@@ -60,7 +60,7 @@ class AppHeader(Widget):
         parts: list[Content | str | tuple[str, str]] = [
             ("selfref", "bold $text-accent"),
             "  ",
-            ("key ", "$text-muted"),
+            ("conversation ", "$text-muted"),
             content(self.key or "—", "bold", line=True),
             "  ",
             # A profile may be named after its URL: never with its userinfo.
