@@ -420,6 +420,18 @@ class SelfRefApp(
         """The controller's refusal, said in one notification."""
         self.notify(f"{exc}{extra}", severity=exc.severity, timeout=8)
 
+    @on(ChatInput.CompleteCommand)
+    def _complete_command(self, message: ChatInput.CompleteCommand) -> None:
+        """Tab on ``/ex`` → ``/export ``; several candidates are named, once."""
+        completed, names = slash.complete(message.text)
+        if completed != message.text:
+            self.chat_input.complete_to(completed)
+        elif len(names) > 1:
+            self.notify("  ".join(f"/{name}" for name in names), title="Commands")
+        elif not names:
+            self.notify(f"No command starts with {message.text}; F1 lists them.",
+                        severity="warning")
+
     @on(ChatInput.ScrollToBottom)
     def _input_end(self) -> None:
         self.transcript.scroll_bottom()

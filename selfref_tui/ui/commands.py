@@ -156,5 +156,28 @@ def parse_command(text: str) -> Command:
     return Command(name, args)
 
 
+def complete(text: str) -> tuple[str, list[str]]:
+    """Tab on ``/ex``: the input's text completed, and the commands it could still be.
+
+    A unique match is completed with a space after it when the command takes
+    arguments; several are completed as far as they agree. Text that is not a
+    command word being typed (``/export x``, plain words) comes back as it is.
+    """
+    if not text.startswith("/") or text.startswith("//") or any(c.isspace() for c in text):
+        return text, []
+    typed = text[1:].lower()
+    names = [spec.name for spec in COMMANDS if spec.name.startswith(typed)]
+    if not names:
+        return text, []
+    if len(names) == 1:
+        spec = _BY_NAME[names[0]]
+        return f"/{spec.name}" + (" " if spec.max_args else ""), names
+    common = names[0]
+    for name in names[1:]:
+        while not name.startswith(common):
+            common = common[:-1]
+    return "/" + max(common, typed, key=len), names
+
+
 def help_rows() -> list[tuple[str, str]]:
     return [(spec.usage, spec.help) for spec in COMMANDS]

@@ -119,6 +119,12 @@ class ChatInput(TextArea):
             return self.chat_input
 
     @dataclass
+    class CompleteCommand(Message):
+        """Tab on a slash command being typed (``/ex``): the app completes it."""
+
+        text: str
+
+    @dataclass
     class ScrollToBottom(Message):
         """End on an empty input means "back to the bottom of the transcript"."""
 
@@ -158,6 +164,11 @@ class ChatInput(TextArea):
                 self._at_enter = self.text
                 self.post_message(self.Submitted(self, text, images))
             return
+        if event.key == "tab" and self._typing_a_command():
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.CompleteCommand(self.text))
+            return
         if event.key in ("backspace", "delete") and self._delete_image_chip(
                 forward=event.key == "delete"):
             event.stop()
@@ -172,6 +183,17 @@ class ChatInput(TextArea):
             self._replace_via_keyboard("\n", start, end)
             return
         await super()._on_key(event)
+
+    def _typing_a_command(self) -> bool:
+        """One word starting with ``/`` and the cursor at its end: Tab completes, not moves."""
+        text = self.text
+        return (text.startswith("/") and not any(c.isspace() for c in text)
+                and self.cursor_location == (0, len(text)))
+
+    def complete_to(self, text: str) -> None:
+        """Replace the command word with ``text``, the cursor after it."""
+        self.text = text
+        self.move_cursor((0, len(text)))
 
     def accept(self, text: str, *, keep_images: bool = False) -> None:
         """The app took ``text``: remember it for Up and empty the input.

@@ -1,0 +1,32 @@
+"""Tab completes a slash command in the input (it used to move the focus away)."""
+
+from __future__ import annotations
+
+from selfref_tui.demo.server import DemoServer
+from selfref_tui.ui.commands import complete
+from tests.ui.helpers import SIZE, make_app, started, wait_until
+
+
+def test_complete_finds_the_command_a_prefix_names():
+    assert complete("/ex") == ("/export ", ["export"])  # it takes arguments: a space after
+    assert complete("/hel") == ("/help", ["help"])
+    assert complete("/co") == ("/co", ["compact", "context"])  # no further than they agree
+    assert complete("/zz") == ("/zz", [])
+    assert complete("/export x") == ("/export x", [])  # past the command word: not ours
+    assert complete("hello") == ("hello", [])
+
+
+async def test_tab_on_a_slash_command_completes_it_and_keeps_the_focus(tmp_path):
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            box = app.chat_input
+            await pilot.press(*"/ex", "tab")
+            await wait_until(pilot, lambda: box.text == "/export ", what="completed")
+            assert app.focused is box and box.cursor_location == (0, len("/export "))
+            box.clear()
+            await pilot.press(*"/co", "tab")
+            await wait_until(pilot, lambda: app._notifications, what="the candidates")
+            assert [str(n.message) for n in app._notifications] == ["/compact  /context"]
+            assert box.text == "/co" and app.focused is box
