@@ -6,7 +6,17 @@ import argparse
 import asyncio
 from typing import Any
 
-from selfref_tui.cli.common import EXIT_OK, add_command, add_group, app_config, print_json
+from selfref_tui.cli.common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    add_command,
+    add_group,
+    app_config,
+    print_json,
+)
+
+#: the states of a configured server that did not start (a disabled one is not one)
+FAILED = frozenset({"failed", "exited"})
 
 
 def _mcp_list(args: argparse.Namespace) -> int:
@@ -24,9 +34,12 @@ def _mcp_list(args: argparse.Namespace) -> int:
             await manager.aclose()
 
     rows = asyncio.run(collect()) if config.mcp_servers else []
+    # A server that did not start is a failure a script must see, not only read.
+    failed = any(row["state"] in FAILED for row in rows)
+    status = EXIT_ERROR if failed else EXIT_OK
     if args.json:
         print_json(rows)
-        return EXIT_OK
+        return status
     if not rows:
         print("no MCP servers configured; add an [mcp.servers.NAME] table to config.toml")
         return EXIT_OK
@@ -41,12 +54,13 @@ def _mcp_list(args: argparse.Namespace) -> int:
             trusted = "trusted" if tool["trusted"] else "asks"
             first = (tool["description"].strip().splitlines() or [""])[0]
             print(inert_line(f"  {tool['name']}  [{trusted}]  {first}", 160))
-    return EXIT_OK
+    return status
 
 
 def register(commands: Any) -> None:
     mcp = add_group(commands, "mcp", "MCP servers from config.toml")
-    p = add_command(mcp, "list", "start each configured MCP server, show its state and its tools")
+    p = add_command(mcp, "list", "start each configured MCP server, show its state and its "
+                    "tools; exits 1 when one failed to start")
     p.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS,
                    help="config.toml to read")
     p.add_argument("--json", action="store_true",

@@ -183,6 +183,7 @@ no API key, every answer is scripted so you can see what the app does. Try one o
 - **"fork two helpers"** — I spawn two child agents with `fork_spawn`, then `fork_gather_all`
 - **"compact the context"** — I call `compact` with a structured summary
 - **"write something long"** — a long, paced answer: press **Esc** to stop it midway
+- **"what time is it"** — I call a configured MCP time server (`mcp-server-time`)
 
 Point the app at a real model with `--base-url` and `--model` (see the README)."""
 
@@ -272,6 +273,9 @@ def _after_tools(messages: list[dict], tools: set[str]) -> Step:
     if "compact" in called:
         return Reply(text=f"{DEMO_TAG} Compaction queued: the transcript is replaced by the "
                      "structured summary at the next step.")
+    if any(name.endswith("__get_current_time") for name in called):
+        when = _json_field(first, "datetime") or _clip(first, 200)
+        return Reply(text=f"{DEMO_TAG} The MCP time server says it is {when}.")
     return Reply(text=f"{DEMO_TAG} The tool answered: {_clip(first, 200)}")
 
 
@@ -315,6 +319,19 @@ def _refs_answer() -> Reply:
         "numbers.</ref>\n\nRefs are named blocks: tools and the refs panel can reuse them."
     )
     return Reply(text=text)
+
+
+def _time_answer(tools: set[str]) -> Reply:
+    """Call a configured MCP server's time tool (``mcp-server-time``), so the whole MCP
+    flow — approval, call, result — can be seen offline; without one, say how to add it."""
+    clock = sorted(name for name in tools
+                   if name.startswith("mcp__") and name.endswith("__get_current_time"))
+    if clock:
+        return Reply(text=f"{DEMO_TAG} Asking the time server.",
+                     tool_calls=[ToolCall(clock[0], {"timezone": "UTC"})])
+    return Reply(text=f"{DEMO_TAG} I have no clock. Configure an MCP time server and ask "
+                 "again: add `[mcp.servers.time]` with `command = \"mcp-server-time\"` to "
+                 "config.toml (`pip install mcp-server-time`), then restart.")
 
 
 def demo_script(body: dict, call_index: int) -> Step:
@@ -375,6 +392,8 @@ def demo_script(body: dict, call_index: int) -> Step:
         )
     if "fork" in prompt:
         return Reply(text=f"{DEMO_TAG} Fork tools are not available at this depth.")
+    if re.search(r"\bwhat time\b|\btime is it\b|\bthe time\b", prompt):
+        return _time_answer(tools)
     if prompt.startswith("[selfref-tui runtime]"):
         # The runtime's own prompt after a compaction: nothing left to do.
         return Reply(text=f"{DEMO_TAG} The context is compacted: the summary now stands in "

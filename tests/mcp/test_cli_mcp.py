@@ -24,7 +24,7 @@ args = [{json.dumps(str(SERVER))}, "--crash"]
 command = "whatever"
 enabled = false
 ''', encoding="utf-8")
-    assert main(["mcp", "list", "--json", "--config", str(config)]) == 0
+    assert main(["mcp", "list", "--json", "--config", str(config)]) == 1  # one failed
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["test"]["state"] == "ready" and rows["test"]["start_s"] > 0
     assert "mcp__test__echo" in [t["name"] for t in rows["test"]["tools"]]

@@ -23,6 +23,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ...config import ConfigError, McpServerConfig
@@ -340,7 +341,8 @@ class McpManager:
                                            max_bytes=max_bytes, setting=setting), link)
         command = find_command(config.command, self.env)
         if command is None:
-            raise ToolError(f"command not found: {config.command}; install it or fix "
+            raise ToolError(f"command not found: {config.command} (looked in PATH and in "
+                            f"{interpreter_dir()}); install it or fix "
                             f"[mcp.servers.{config.name}] command")
         return stdio_transport(
             [command, *config.args], server_env(config, self.env), config.cwd, link,
@@ -419,8 +421,25 @@ async def _list_tools(client: Any) -> list[Any]:
 
 
 def find_command(command: str, env: Mapping[str, str]) -> str | None:
-    """The executable a stdio server's ``command`` names (None when there is none)."""
-    return shutil.which(command, path=env.get("PATH"))
+    """The executable a stdio server's ``command`` names (None when there is none).
+
+    PATH first, then beside the running interpreter: the app started as
+    ``.venv/bin/selfref-tui`` (no activated environment) finds a server installed
+    in its own environment, as ``mcp-server-time`` is by ``pip install``.
+    """
+    found = shutil.which(command, path=env.get("PATH"))
+    if found is None and os.sep not in command:
+        found = shutil.which(command, path=str(interpreter_dir()))
+    return found
+
+
+def interpreter_dir() -> Path:
+    """Where the running interpreter's environment keeps its scripts (``.venv/bin``).
+
+    The folder of ``sys.executable`` as invoked (a venv's ``python`` is often a
+    link to the system's: resolving it would leave the environment).
+    """
+    return Path(sys.executable).parent
 
 
 def server_env(config: McpServerConfig, env: Mapping[str, str]) -> dict[str, str]:
