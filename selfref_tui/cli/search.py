@@ -28,6 +28,7 @@ def _search(args: argparse.Namespace) -> int:
     keys = [validate_key(args.key)] if args.key else None
     if args.limit is not None and args.limit < 1:
         raise CliError("--limit must be 1 or more", EXIT_USAGE)
+    # The caches a fold makes are written when the search closes: after the answer.
     with ConversationSearch(config.data_dir, source=config.data_dir_source) as search:
         if keys is not None and keys[0] not in search.keys(forks=True):
             raise CliError(f"there is no conversation '{keys[0]}'; see `selfref-tui keys list`")
@@ -35,6 +36,10 @@ def _search(args: argparse.Namespace) -> int:
             found = search.search(args.text, keys=keys, limit=args.limit, forks=args.all)
         except RecallError as exc:
             raise CliError(str(exc), EXIT_USAGE) from None
+        return _show(args, found)
+
+
+def _show(args: argparse.Namespace, found: Any) -> int:
     for problem in found.problems:
         err(problem)
     if args.json:

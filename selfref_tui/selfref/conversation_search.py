@@ -77,8 +77,16 @@ class ConversationSearch:
         self._indexes: dict[str, Any] = {}
         #: per key: (its log's stamp, its entries) from the last search
         self._entries: dict[str, tuple[Any, Any]] = {}
+        #: folds to keep in the cache, written by close(): not on the way to the answer
+        self._saves: list[tuple[str, Path, Any, Any]] = []
 
     def close(self) -> None:
+        """Write the caches this search's folds made (after the answer was shown), and let go."""
+        from . import search_cache
+
+        saves, self._saves = self._saves, []
+        for key, key_dir, stamp, entries in saves:
+            search_cache.save(self._store.data_dir, key, key_dir, stamp, entries)
         self._store.close()
 
     def __enter__(self) -> ConversationSearch:
@@ -165,7 +173,7 @@ class ConversationSearch:
         problems += memory.take_warnings()
         entries = memory.entries()
         self._store.release(key)  # what the search needs is in the entries
-        search_cache.save(data_dir, key, key_dir, stamp, entries)
+        self._saves.append((key, key_dir, stamp, entries))
         self._entries[key] = (stamp, entries)
         return entries
 

@@ -111,7 +111,14 @@ def save(data_dir: Path, key: str, key_dir: Path, stamp: list[int] | None,
     names: dict[str, str] = {}
     rows, texts = [], []
     for entry in entries:
-        text = searchable_text(entry.message, names).replace("\x00", " ")
+        message = entry.message
+        content = message.get("content")
+        if type(content) is str and entry.role != "tool" and not message.get("tool_calls"):
+            text = content  # what searchable_text returns for a plain message, sooner
+        else:
+            text = searchable_text(message, names)
+        if "\x00" in text:
+            text = text.replace("\x00", " ")
         rows.append([entry.n, entry.role, entry.time,
                      int(bool(getattr(entry, "rewound", False)))
                      | 2 * int(bool(getattr(entry, "compacted", False)))])

@@ -138,7 +138,7 @@ class KeyActions:
         try:
             chosen = await self.push_screen_wait(switcher)
         finally:
-            self.controller.end_search()
+            await self.controller.end_search()
         if chosen and await self.switch_key(chosen) and switcher.content_query:
             await self.find_text(switcher.content_query)  # what it was chosen by, found
 

@@ -202,11 +202,14 @@ class ChatController(Startup, KeyLifecycle, ConversationSettings):
         return [(key, count, next(m.snippet for m in found.matches if m.key == key))
                 for key, count in found.counts.items()]
 
-    def end_search(self) -> None:
-        """Let go of what the content filter read."""
+    async def end_search(self) -> None:
+        """Let go of what the content filter read (its caches written in a thread)."""
         search, self._search = self._search, None
         if search is not None:
-            search.close()
+            try:
+                await self._in_thread(search.close)
+            except Refused:  # the window is closing: the caches wait for another search
+                pass
 
     def conversation_size(self) -> int:
         """How many numbered messages the key on screen holds (what ``/save`` writes)."""
