@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 from selfref_tui.agent import events as ev
 from selfref_tui.agent.turn.router import AgentInputRouter
-from selfref_tui.context.images import data_url
+from selfref_tui.context.images import data_url, image_part
 from selfref_tui.demo.script import Reply, Stall
 
 from .helpers import wait_until
@@ -231,3 +232,30 @@ async def test_an_image_already_in_the_request_is_not_carried_twice(harness):
                                                   REPEATED_TEXT]
     stored = [m for m in h.reload().messages if m["role"] == "user"]
     assert image_urls(stored[1]["content"]) == [URL, other, URL]
+
+
+async def test_an_image_repeated_after_a_cut_still_goes_with_the_message_kept(harness):
+    """When the oldest messages are left out to fit the window, a picture first
+    attached there and attached again in a kept message is carried by the kept one:
+    the words "the same image as shown earlier" would point at nothing sent."""
+    from selfref_tui.context.images import REPEATED_TEXT, image_urls
+    from selfref_tui.context.mutations import AssistantMessageMutation, UserMessageMutation
+
+    words = "lorem ipsum dolor sit amet " * 40  # ~270 tokens a message
+    async with harness([Reply(text="The same square.")], context_window=2600) as h:
+        h.agent.compaction.ratio = 0  # no reminders: this is about fitting
+        memory = h.selfref.open("main")
+        memory.commit([UserMessageMutation({"role": "user", "content": [
+            {"type": "text", "text": "what is this?"}, image_part(URL)]}),
+            AssistantMessageMutation(content="A square.")])
+        for i in range(8):
+            memory.commit([UserMessageMutation({"role": "user", "content": f"q{i} {words}"}),
+                           AssistantMessageMutation(content=f"a{i} {words}")])
+        router = AgentInputRouter(h.agent)
+        router.submit("and this one again?", [URL])
+        await router.wait_idle()
+        assert router.outcomes == ["done"]
+        sent = h.server.requests[0]["messages"]
+        assert "are left out of this request" in sent[0]["content"]
+        assert [url for m in sent for url in image_urls(m.get("content"))] == [URL]
+        assert REPEATED_TEXT not in json.dumps(sent)

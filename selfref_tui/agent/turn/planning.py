@@ -152,12 +152,26 @@ class RequestPlanning:
             base = without_tool_images(base, omitted_text(self.model))
         elif self._unreadable_images:
             base = without_tool_images(base, UNREADABLE_IMAGE, self._unreadable_images)
-        messages, message_tokens = self._compile(key, base, pending)
+        compiled, compiled_tokens = self._compile(key, base, pending)
+        messages, message_tokens = compiled, compiled_tokens
         once = images_once(messages)
         if once is not messages:  # an image the request already carries is said in words
             messages, message_tokens = once, self.tokens.count_messages(once)
         tool_tokens = self.tokens.count_tools(tools)
         plan = self._fit(messages, message_tokens + tool_tokens, tool_tokens, tools, budget)
+        if plan.left_out and messages is not compiled:
+            # The cut may have left out where a repeated image was first: fit with each
+            # image counted where it stands, then carry each once in what is kept (the
+            # words "the same image as shown earlier" must point at an image sent).
+            cut = self._fit(compiled, compiled_tokens + tool_tokens, tool_tokens, tools,
+                            budget)
+            if cut.fits:  # (else a repeat within the newest part made it too large)
+                kept = images_once(cut.messages)
+                if kept is not cut.messages:
+                    cut.messages = kept
+                    cut.counted = self.tokens.count_messages(kept) + tool_tokens
+                cut.tokens = plan.tokens
+                plan = cut
         if breakdown:
             from ...context.apply import apply_mutations
             from ...context.breakdown import token_breakdown
