@@ -8,6 +8,9 @@ their option says:
 - ``trickle``: a 200 whose body arrives one byte every ``--interval`` seconds,
   forever (each read is quick, the answer never comes);
 - ``absurd``: a 200 naming the window ``--n-ctx`` (any digits: 400 of them, or 1);
+- ``redirect``: a 302 to ``/moved<path>`` whose body never ends (as ``endless``);
+  ``/moved<path>`` answers as ``absurd`` does (a client that follows a redirect
+  must not read the redirect's own body first: it may never end);
 - ``missing`` (the default): 404.
 
 ``POST /v1/chat/completions`` streams a one-word answer ("ok"), so ``ask``
@@ -26,7 +29,7 @@ import argparse
 import asyncio
 import json
 
-MODES = ("endless", "trickle", "absurd", "missing")
+MODES = ("endless", "trickle", "absurd", "redirect", "missing")
 #: path → {"sent": body bytes written, "done": the answer is over}
 STATS: dict[str, dict[str, int | bool]] = {}
 
@@ -58,8 +61,9 @@ def _answer_chat(writer: asyncio.StreamWriter) -> None:
     writer.write(b"data: [DONE]\n\n")
 
 
-async def _endless(writer: asyncio.StreamWriter, stats: dict, stop_after: int) -> None:
-    writer.write(_head("200 OK", "application/json", "Transfer-Encoding: chunked\r\n"))
+async def _endless(writer: asyncio.StreamWriter, stats: dict, stop_after: int,
+                   status: str = "200 OK", extra: str = "") -> None:
+    writer.write(_head(status, "application/json", f"{extra}Transfer-Encoding: chunked\r\n"))
     block = b" " * 65536
     chunk = f"{len(block):x}\r\n".encode() + block + b"\r\n"
     writer.write(b'b\r\n{"data": [ \r\n')
@@ -93,20 +97,24 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                        if line.lower().startswith("content-length:")), 0)
         if length:
             await reader.readexactly(length)
+        moved = path.startswith("/moved/")
         mode = {"/v1/models": options.models, "/props": options.props,
-                "/api/show": options.show}.get(path)
+                "/api/show": options.show}.get(path.removeprefix("/moved"))
         if path != "/stats":
             STATS[path] = stats
         if method == "POST" and path == "/v1/chat/completions":
             _answer_chat(writer)
         elif path == "/stats":
             writer.write(_sized(json.dumps(STATS).encode()))
+        elif mode == "redirect" and not moved:
+            await _endless(writer, stats, int(options.stop_after_mb * 1024 * 1024),
+                           "302 Found", f"Location: /moved{path}\r\n")
         elif mode == "endless":
             await _endless(writer, stats, int(options.stop_after_mb * 1024 * 1024))
         elif mode == "trickle":
             await _trickle(writer, options.interval, stats)
-        elif mode == "absurd":
-            writer.write(_sized(_window_body(path, options.n_ctx)))
+        elif mode == "absurd" or mode == "redirect":
+            writer.write(_sized(_window_body(path.removeprefix("/moved"), options.n_ctx)))
         else:
             writer.write(_head("404 Not Found", "application/json", "Content-Length: 2\r\n")
                          + b"{}")

@@ -66,6 +66,17 @@ async def test_a_models_body_that_never_ends_is_given_up_on_past_the_size_limit(
     assert sent < 16 * 1024 * 1024
 
 
+async def test_a_redirect_is_followed_without_reading_its_own_endless_body():
+    """The HTTP client, left to follow a redirect, reads the redirect's body whole first
+    (and decodes it: a gzip bomb there would inflate); the 302's body is never read."""
+    with spawn("http_window", "--models", "redirect", "--n-ctx", "4096",
+               "--stop-after-mb", "64") as url:
+        window, answered, problems = await asyncio.wait_for(ask_server(config(url)), GUARD_S)
+        sent = (await asyncio.wait_for(wait_done(url, "/v1/models"), GUARD_S))["sent"]
+    assert window == Window(4096, "server /v1/models") and answered and problems == []
+    assert sent < 16 * 1024 * 1024
+
+
 async def test_a_trickling_answer_ends_at_the_total_deadline_and_is_not_cached(tmp_path):
     cache = WindowCache(tmp_path / "windows.json")
     with spawn("http_window", "--models", "trickle", "--props", "trickle", "--show", "trickle",
@@ -199,4 +210,8 @@ async def test_the_provider_check_reads_the_status_not_an_endless_model_list():
     assert status == 200 and sent < 16 * 1024 * 1024
     with spawn("http_window", "--models", "trickle", "--interval", "0.05") as url:
         assert await asyncio.wait_for(status_of(config(url), 1.0), GUARD_S) == 200
+    with spawn("http_window", "--models", "redirect", "--stop-after-mb", "64") as url:
+        status = await asyncio.wait_for(status_of(config(url), 5.0), GUARD_S)
+        sent = (await asyncio.wait_for(wait_done(url, "/v1/models"), GUARD_S))["sent"]
+    assert status == 200 and sent < 16 * 1024 * 1024  # followed, its body unread
     assert await status_of(config("http://127.0.0.1:9/v1"), 1.0) == "connection"

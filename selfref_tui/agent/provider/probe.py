@@ -6,12 +6,16 @@ forever or fill the memory. The look-ups that only want a status or a small
 JSON answer (the window, "is the server there?") go through the HTTP client
 the openai package carries (whichever: ``httpx`` or ``httpx2``), asked
 directly, with a deadline for the whole question and a cap on what is read.
+Redirects are followed here, not by the library: it reads a redirect's body
+whole (decoded, so a gzip bomb inflates) before it follows the ``Location``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from selfref_tui.config import ProviderConfig
@@ -42,6 +46,29 @@ def http_errors(http: Any) -> tuple[type[BaseException], ...]:
                  if isinstance(error, type) and issubclass(error, BaseException))
 
 
+@asynccontextmanager
+async def stream(http: Any, method: str, url: str, headers: dict[str, str],
+                 body: Any = None) -> AsyncIterator[Any]:
+    """``http.stream``, with redirects followed without reading a redirect's body.
+
+    A redirect's body may never end: each is closed unread and its
+    ``next_request`` (the library's own, so the key is dropped for another
+    host) sent; past ``max_redirects`` the last redirect is the answer.
+    """
+    request = http.build_request(method, url, headers=headers, json=body)
+    response = await http.send(request, stream=True, follow_redirects=False)
+    try:
+        for _ in range(http.max_redirects):
+            if response.next_request is None:
+                break
+            await response.aclose()
+            response = await http.send(response.next_request, stream=True,
+                                       follow_redirects=False)
+        yield response
+    finally:
+        await response.aclose()
+
+
 async def status_of(config: ProviderConfig, timeout_s: float) -> int | str:
     """The status ``GET <base>/models`` answers within ``timeout_s``, its body unread;
     ``"timeout"`` or ``"connection"`` when there is none."""
@@ -49,7 +76,7 @@ async def status_of(config: ProviderConfig, timeout_s: float) -> int | str:
     try:
         async with asyncio.timeout(timeout_s):
             url = f"{config.base_url.rstrip('/')}/models"
-            async with http.stream("GET", url, headers=headers(config)) as response:
+            async with stream(http, "GET", url, headers(config)) as response:
                 return int(response.status_code)
     except TimeoutError:
         return "timeout"

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from selfref_tui.agent.provider.probe import headers, http_client, http_errors
+from selfref_tui.agent.provider.probe import headers, http_client, http_errors, stream
 from selfref_tui.config import MAX_WINDOW, MIN_WINDOW, ProviderConfig
 from selfref_tui.selfref.window_cache import CACHE_FILE, load_entries, save_entries
 
@@ -298,7 +298,7 @@ async def _read_json(http: Any, method: str, url: str, sent: dict[str, str], bod
     A refusal, a whole answer and one that is too large count as answers
     (``answered``); an answer still arriving at the deadline does not.
     """
-    async with http.stream(method, url, headers=sent, json=body) as response:
+    async with stream(http, method, url, sent, body) as response:
         if response.status_code >= 300:
             answered.append(True)
             return None  # the body is not read: it may never end
