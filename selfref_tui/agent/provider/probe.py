@@ -21,12 +21,13 @@ from typing import Any
 from selfref_tui.config import ProviderConfig
 
 
-def http_client(config: ProviderConfig, timeout_s: float) -> Any:
-    """The openai package's own HTTP client (its defaults: proxies, redirects)."""
+async def http_client(config: ProviderConfig, timeout_s: float) -> Any:
+    """The openai package's own HTTP client (its defaults: proxies), built in a thread:
+    its TLS context loads the CA bundle, 70-140 ms the app's loop would stand still."""
     import openai
 
-    return openai.DefaultAsyncHttpxClient(
-        timeout=openai.Timeout(timeout_s, connect=min(timeout_s, config.connect_timeout_s)))
+    timeout = openai.Timeout(timeout_s, connect=min(timeout_s, config.connect_timeout_s))
+    return await asyncio.to_thread(openai.DefaultAsyncHttpxClient, timeout=timeout)
 
 
 def headers(config: ProviderConfig) -> dict[str, str]:
@@ -72,7 +73,7 @@ async def stream(http: Any, method: str, url: str, headers: dict[str, str],
 async def status_of(config: ProviderConfig, timeout_s: float) -> int | str:
     """The status ``GET <base>/models`` answers within ``timeout_s``, its body unread;
     ``"timeout"`` or ``"connection"`` when there is none."""
-    http = http_client(config, timeout_s)
+    http = await http_client(config, timeout_s)
     try:
         async with asyncio.timeout(timeout_s):
             url = f"{config.base_url.rstrip('/')}/models"

@@ -261,7 +261,7 @@ async def ask_server(config: ProviderConfig, *, timeout_s: float = DISCOVERY_TIM
     answered: list[bool] = []
     deadline = asyncio.get_running_loop().time() + timeout_s
     # asked directly (provider/probe.py): a body read as a stream can be given up on
-    http = http_client(config, timeout_s)
+    http = await http_client(config, timeout_s)
     failures = (TimeoutError, OSError, ValueError, RecursionError, *http_errors(http))
 
     async def ask(method: str, url: str, body: Any = None) -> Any:
