@@ -370,6 +370,24 @@ def tool_image_urls(messages: list[dict[str, Any]]) -> set[str]:
             for url in image_urls(message.get("content"))}
 
 
+def suspect_tool_images(messages: list[dict[str, Any]]) -> set[str]:
+    """The tools' images that may be the one a server said it could not read.
+
+    Those before the conversation's last answer went in a request the server
+    answered, so it read them: the suspects are the tools' images after it. A
+    person's image there is the suspect instead (none of the tools' is). When
+    nothing after it holds an image (the server or model changed since, say),
+    every tool image is.
+    """
+    last = next((at for at in range(len(messages) - 1, -1, -1)
+                 if messages[at].get("role") == "assistant"), -1)
+    recent = messages[last + 1:]
+    found = tool_image_urls(recent)
+    if found or person_images(recent):
+        return found
+    return tool_image_urls(messages)
+
+
 def person_images(messages: list[dict[str, Any]]) -> bool:
     """Whether a message the person wrote (not a tool's result, not failed) holds an image."""
     from .apply import MULTIMODAL_MARK

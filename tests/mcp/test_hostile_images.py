@@ -111,3 +111,28 @@ async def test_an_image_the_server_cannot_read_is_not_taken_for_a_model_without_
     assert _images_in(bodies[2]) == [] and "the server could not read it" in str(bodies[2])
     assert len(_images_in(bodies[4])) == 1  # the good picture goes; the broken one does not
     assert h.agent.provider.images_ok
+
+
+async def test_a_persons_unreadable_picture_leaves_the_tools_earlier_images_in(tmp_path, images):
+    """The server read the tool's picture in an earlier request: when the person's new
+    attachment is the one it cannot read, that picture is not the suspect and still goes."""
+    from selfref_tui.agent.turn.router import AgentInputRouter
+    from selfref_tui.context.images import data_url
+
+    broken = data_url("image/png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 64)
+    script = [Reply(tool_calls=[ToolCall("mcp__img__mislabelled", {}, id="c1")]),
+              Reply(text="A red square."), Reply(text="Still a red square.")]
+    async with Harness(tmp_path, script, server_options={"check_images": True}) as h:
+        h.agent.tool_sources.append(images)
+        router = AgentInputRouter(h.agent)
+        for text, urls in (("look", []), ("and this?", [broken]), ("and the square?", [])):
+            router.submit(text, urls)
+            await router.wait_idle()
+        bodies = h.server.requests
+        notices = [e.message for e in h.events if type(e).__name__ == "Notice"]
+        errors = [e.message for e in h.events if type(e).__name__ == "ErrorEvent"]
+    assert router.outcomes == ["done", "error", "done"]
+    assert len(bodies) == 4  # the refused request was not tried again without the tool's
+    assert "send the message again without the attachment" in errors[0]
+    assert not [n for n in notices if "left out of this request" in n]
+    assert len(_images_in(bodies[-1])) == 1 and "could not read it" not in str(bodies[-1])

@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ...context.apply import unique_call_ids
-from ...context.images import person_images, tool_image_urls
+from ...context.images import person_images, suspect_tool_images
 from ...context.mutations import AssistantMessageMutation, AssistantTruncatedMutation
 from ..events import (
     ENDING_MARKERS,
@@ -132,9 +132,10 @@ class LlmStep:
             if (getattr(error, "bad_image", False) and not state.content
                     and not turn.images_omitted):
                 # The server takes images but not one of these: it is not a model
-                # without vision. Tools' images sent so far are left out (which one
-                # was bad, the server does not say); the step is tried once more.
-                left = tool_image_urls(turn.memory.messages) - self._unreadable_images
+                # without vision. Which one was bad, the server does not say; the tools'
+                # images it has not read before are left out and the step is tried once
+                # more (see suspect_tool_images).
+                left = suspect_tool_images(turn.memory.messages) - self._unreadable_images
                 if left:
                     turn.images_omitted = True
                     self._unreadable_images |= left
