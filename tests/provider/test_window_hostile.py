@@ -107,6 +107,19 @@ async def test_an_absurd_window_is_ignored_with_a_notice_and_never_cached(tmp_pa
     assert window.assumed and "names a window of 100 tokens" in window.notices()[0]
 
 
+async def test_windows_not_believed_and_the_guess_are_said_in_one_line(tmp_path):
+    """Two places naming absurd windows, then the 8k guess: one notice, one piece of advice
+    (three toasts each saying "set context_window" covered the app's screen)."""
+    with spawn("http_window", "--models", "absurd", "--props", "absurd",
+               "--n-ctx", "9" * 400) as url:
+        window = await asyncio.wait_for(
+            resolve_window(config(url), WindowCache(tmp_path / "windows.json")), GUARD_S)
+    [line] = window.notices()
+    assert "/v1/models names a window of a 400-digit number of tokens" in line
+    assert "/props" in line and "assumed 8k" in line
+    assert line.count("set context_window") == 1 and "\n" not in line
+
+
 def test_context_show_with_a_400_digit_window_shows_the_context_not_a_traceback(tmp_path):
     with spawn("http_window", "--props", "absurd", "--n-ctx", "9" * 400) as url:
         result = cli("context", "show", "--base-url", url, "--model", "hostile",

@@ -85,11 +85,21 @@ class Window:
         return self.source == "assumed"
 
     def notices(self) -> list[str]:
-        """The lines to show: its problems, and that it is a guess when it is one."""
+        """The lines to show: its problems, and that it is a guess when it is one.
+
+        A guess made because the server's windows were not believed is said on the
+        same line as they are, with one piece of advice.
+        """
         lines = list(self.problems)
         if self.assumed:
-            lines.append(f"window unknown, assumed {self.tokens // 1024}k — set context_window "
-                         "in the profile, SELFREF_CONTEXT_WINDOW or --context-window")
+            guess = (f"window unknown, assumed {self.tokens // 1024}k — set context_window "
+                     "in the profile, SELFREF_CONTEXT_WINDOW or --context-window")
+            ignored = next((at for at, line in enumerate(lines)
+                            if line.endswith(IGNORED_ADVICE)), None)
+            if ignored is None:
+                lines.append(guess)
+            else:
+                lines[ignored] = f"{lines[ignored].removesuffix(IGNORED_ADVICE)}; {guess}"
         return lines
 
 
@@ -98,12 +108,21 @@ def believable(tokens: int) -> bool:
     return MIN_WINDOW <= tokens <= MAX_WINDOW
 
 
-def not_believed(tokens: int, source: str) -> str:
-    """The notice for a window outside the range, said once, with the number kept short."""
-    digits = len(str(tokens))
-    amount = f"{tokens:,} tokens" if digits <= 12 else f"a {digits}-digit number of tokens"
-    return (f"{source} names a window of {amount}, outside {MIN_WINDOW:,}–{MAX_WINDOW:,}: "
-            "ignored — set context_window in the profile if the model really has it")
+#: how a line about windows not believed ends (a guess made after them replaces it)
+IGNORED_ADVICE = " — set context_window in the profile if the model really has it"
+
+
+def not_believed(found: list[tuple[int, str]]) -> str:
+    """One line for the windows outside the range (``(tokens, place)``), numbers kept short."""
+
+    def amount(tokens: int) -> str:
+        digits = len(str(tokens))
+        return f"{tokens:,} tokens" if digits <= 12 else f"a {digits}-digit number of tokens"
+
+    (tokens, place), *more = found
+    named = "".join(f" and its {where} {amount(value)}" for value, where in more)
+    return (f"the server's {place} names a window of {amount(tokens)}{named}, outside "
+            f"{MIN_WINDOW:,}–{MAX_WINDOW:,}: ignored{IGNORED_ADVICE}")
 
 
 def known_window(model: str) -> int | None:
@@ -280,15 +299,15 @@ async def ask_server(config: ProviderConfig, *, timeout_s: float = DISCOVERY_TIM
         )
     finally:
         await http.aclose()
-    problems: list[str] = []
+    ignored: list[tuple[int, str]] = []
     for tokens, source in ((window_from_models(models, config.model), "server /v1/models"),
                            (window_from_props(props), "server /props"),
                            (window_from_ollama(show), "server /api/show")):
         if tokens and believable(tokens):
-            return Window(tokens, source), True, problems
+            return Window(tokens, source), True, [not_believed(ignored)] if ignored else []
         if tokens:
-            problems.append(not_believed(tokens, f"the server's {source.split()[-1]}"))
-    return None, bool(answered), problems
+            ignored.append((tokens, source.split()[-1]))
+    return None, bool(answered), [not_believed(ignored)] if ignored else []
 
 
 async def _read_json(http: Any, method: str, url: str, sent: dict[str, str], body: Any,
