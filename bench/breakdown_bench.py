@@ -42,6 +42,16 @@ class _Provider:
     images_ok = True
 
 
+class _Store:
+    """``_plan`` asks the store only for a key's own settings (none here)."""
+
+    class _Memory:
+        settings = None
+
+    def open(self, key: str) -> _Memory:
+        return self._Memory()
+
+
 def transcript(messages: int) -> list[dict]:
     summary = Summary("Bench the breakdown", "measure it", ["d"], ["c"], "running", "more",
                       ["bench/"])
@@ -68,8 +78,8 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=40)
     args = parser.parse_args()
-    agent = Agent(None, _Provider(), AgentSettings(), model="gpt-4o",  # type: ignore[arg-type]
-                  context_window=10_000_000)
+    agent = Agent(_Store(), _Provider(), AgentSettings(),  # type: ignore[arg-type]
+                  model="gpt-4o", context_window=10_000_000)
     try:
         from selfref_tui.selfref.encodings import load_encoder
 

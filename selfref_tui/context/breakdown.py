@@ -71,7 +71,8 @@ def token_breakdown(
 
     Args:
         config: how the system prompt was rendered (to render it again without experiences).
-        stored: the applied transcript the request was rendered from (system message first).
+        stored: the applied transcript the request was rendered from (system message first);
+            only its first two messages are read (the system message, a summary after it).
         rendered: the provider messages (``render_provider_messages`` of ``stored``).
         message_tokens: ``counter``'s count of ``rendered`` (framing and reply priming included).
         tool_tokens: ``counter``'s count of the request's tool schemas.
@@ -89,10 +90,10 @@ def token_breakdown(
         experiences = max(0, system_tokens - count(without))
     summary = _summary_tokens(stored, rendered, count)
     images = 0
-    for message in rendered:
-        content = message.get("content")
-        if type(content) is list:
-            images += sum(image_part_tokens(part) for part in content if is_image_part(part))
+    # the one walk over every message; a comprehension, as it runs at every /context
+    with_parts = [c for m in rendered if type(c := m.get("content")) is list]
+    for content in with_parts:
+        images += sum(image_part_tokens(part) for part in content if is_image_part(part))
     raw = {
         "system_prompt": system_tokens - experiences,
         "experiences": experiences,
