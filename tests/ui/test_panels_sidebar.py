@@ -114,7 +114,10 @@ async def test_ref_chosen_posts_the_row():
         sidebar.refs = refs
         sidebar.ref_list.option_list.focus()
         await pilot.pause()
-        await pilot.press("down", "enter")
+        # The current definitions first, the superseded one below them all.
+        assert [(r.id, r.superseded) for r in sidebar.ref_list.refs] == [
+            ("fib", False), ("readme", False), ("fib", True)]
+        await pilot.press("enter")
         await pilot.pause()
         assert app.chosen == [("fib", RefRow("fib", chars=25, lines=3))]
         sidebar.ref_list.highlight_ref("readme")
@@ -200,11 +203,12 @@ async def test_the_meter_explains_its_auto_compact_tick():
 
 
 def _ref_rows(count: int, superseded: frozenset[int] = frozenset()) -> list[dict]:
-    """Fresh dicts every call, as the app builds them from the store after each event."""
+    """Fresh dicts every call, as the app builds them from the store after each event
+    (oldest first: a superseded ref's new definition comes last)."""
     return [
         {"id": f"r{i}", "content": f"line {i}\n" * 3, "superseded": i in superseded}
         for i in range(count)
-    ]
+    ] + [{"id": f"r{i}", "content": f"new line {i}\n" * 3} for i in sorted(superseded)]
 
 
 async def test_a_refresh_touches_only_the_rows_that_changed():
@@ -216,14 +220,15 @@ async def test_a_refresh_touches_only_the_rows_that_changed():
         await pilot.pause()
         before = list(option_list.options)
         prompts = [option.prompt for option in before]
-        # One more ref, and r5 defined again (its first row turns "old"): the rest stay.
+        # One more ref, and r5 defined again: its row shows the new definition in the
+        # same place, the old one goes below the rest; every other row stays.
         sidebar.refs = _ref_rows(101, frozenset({5}))
         after = list(option_list.options)
-        assert len(after) == 101
+        assert len(after) == 102
         assert all(after[i] is before[i] for i in range(100))  # the options are kept...
         kept = [i for i in range(100) if after[i].prompt is prompts[i]]
         assert kept == [i for i in range(100) if i != 5]  # ...and all but one prompt
-        assert "old" in str(after[5].prompt) and "old" not in str(prompts[5])
+        assert "33 ch" in str(after[5].prompt) and "old" in str(after[-1].prompt)
         # The same rows again: nothing at all is replaced.
         sidebar.refs = _ref_rows(101, frozenset({5}))
         assert all(a is b for a, b in zip(option_list.options, after, strict=True))

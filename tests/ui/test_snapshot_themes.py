@@ -1,7 +1,7 @@
 """The app in one light and one dark theme: a conversation with every kind of row.
 
-The start of the scripted conversation of tests/ui/test_themes.py (reasoning,
-Markdown, refs, code, a tool card), drawn in solarized-light (the theme whose
+The first turn of the scripted conversation of tests/ui/test_themes.py (reasoning,
+Markdown, refs, code), drawn in solarized-light (the theme whose
 transcript once stayed near-black with navy text) and nord. The failed turn is
 left out: its text names the test server's port.
 Regenerate with ``pytest tests/ui/test_snapshot_themes.py --snapshot-update`` and
@@ -23,7 +23,8 @@ from tests.ui.helpers import (
 )
 from tests.ui.test_themes import SCRIPT
 
-PROMPTS = ["show me everything", "remember that I like Python"]
+#: one turn: a remembered experience would show the clock's date in the sidebar
+PROMPTS = ["show me everything"]
 
 
 def _themed(snap_compare, tmp_path, theme: str) -> bool:

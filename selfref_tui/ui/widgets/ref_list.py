@@ -67,8 +67,9 @@ class RefRow:
         label = f"ref:{inert_line(self.id, 64)}"
         size = _size_label(self.chars, self.lines)
         if self.superseded:
-            return Content.assemble((label, "strike $text-muted"), "  ",
-                                    (f"{size} · old", "$text-muted"))
+            # Short enough not to wrap where a current row does not: its size is the
+            # current definition's business ("… 204 ch ·" / "old" wrapped at 40 columns).
+            return Content.assemble((label, "strike $text-muted"), "  ", ("old", "$text-muted"))
         if self.open:
             return Content.assemble(
                 (label, "bold $text-primary"), "  ", (f"{size} · streaming", "italic $text-muted")
@@ -77,12 +78,19 @@ class RefRow:
 
 
 def ref_rows(refs: Sequence[RefRow | Mapping[str, Any]] | None) -> tuple[RefRow, ...] | None:
-    """Rows in display order; ``None`` (a key being opened) stays ``None``."""
+    """Rows in display order: the current definitions, then the superseded ones (each
+    group in the order given); ``None`` (a key being opened) stays ``None``."""
     if refs is None:
         return None
-    return tuple(
-        RefRow.of(ref) for ref in refs if isinstance(ref, RefRow) or ref.get("id")
-    )
+    rows = [RefRow.of(ref) for ref in refs if isinstance(ref, RefRow) or ref.get("id")]
+    # A ref defined again keeps the place its id first had (so a new definition changes
+    # one row and adds one, instead of moving every row after it); the old definitions
+    # go below every current one.
+    first: dict[str, int] = {}
+    for index, row in enumerate(rows):
+        first.setdefault(row.id, index)
+    current = sorted((row for row in rows if not row.superseded), key=lambda row: first[row.id])
+    return tuple(current) + tuple(row for row in rows if row.superseded)
 
 
 class RefList(Vertical):
