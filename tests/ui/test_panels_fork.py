@@ -125,6 +125,38 @@ async def test_live_transcript_follows_chosen_fork():
         assert panel.forks[0]["tools"] == [("read_fd", "done")]
 
 
+async def test_what_changes_while_a_line_mounts_is_shown():
+    """A tool that ends, or text that streams on, while its widget is being mounted.
+
+    The view worker awaits each mount; an event handled meanwhile changes the
+    block the new widget was made from, and the next pass must still see that
+    change (it saw none, and the line said "running" for good).
+    """
+    app = ForkApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = app.query_one(ForkPanel)
+        panel.fork_spawned("fork_1", "k::fork::1", "one")
+        transcript = panel.transcript
+        mount = transcript.mount
+
+        def mount_then_feed(*widgets, **kwargs):
+            awaited = mount(*widgets, **kwargs)
+            if any(widget.has_class("fork-tool") for widget in widgets):
+                panel.child_tool("k::fork::1", "read_fd", "done")
+            elif any(isinstance(widget, Markdown) for widget in widgets):
+                panel.child_text("k::fork::1", " and more")
+            return awaited
+
+        transcript.mount = mount_then_feed
+        panel.child_text("k::fork::1", "Start")
+        await _shows(pilot, panel, lambda: _markdown_text(panel) == "Start and more",
+                     "the text that came while its block mounted")
+        panel.child_tool("k::fork::1", "read_fd", "running")
+        await _shows(pilot, panel, lambda: _tool_lines(panel), "the tool line")
+        await workers_done(pilot, app, "fork-view")
+        assert _tool_lines(panel) == ["⚙ read_fd  ✓ done"]
+
+
 async def test_finished_fork_renders_final_text_once():
     app = ForkApp()
     async with app.run_test(size=(100, 30)) as pilot:

@@ -508,22 +508,27 @@ class ForkPanel(Vertical):
                 continue
             await self._end_stream()
             await self._remove_placeholder()
+            # The entry records what its widget is given, before any await: a block
+            # that changes while the widget mounts (a tool that ends, text that
+            # streams on) must differ from its entry, or the next pass skips it.
             if block.kind == "text":
                 from textual.widgets import Markdown  # not at import: most runs have no forks
 
+                text = block.text
                 if index == len(blocks) - 1 and not fork.finished:
                     widget: Widget = Markdown("")
+                    self._view.append(_ViewEntry(widget, rendered=len(text)))
                     await transcript.mount(widget, before=self._view_end)
                     self._stream = Markdown.get_stream(widget)  # type: ignore[arg-type]
-                    await self._stream.write(inert(block.text))
+                    await self._stream.write(inert(text))
                 else:
-                    widget = Markdown(inert(block.text))
+                    widget = Markdown(inert(text))
+                    self._view.append(_ViewEntry(widget, rendered=len(text)))
                     await transcript.mount(widget, before=self._view_end)
-                self._view.append(_ViewEntry(widget, rendered=len(block.text)))
             else:
                 widget = Static(_tool_line(block), classes="fork-tool")
-                await transcript.mount(widget, before=self._view_end)
                 self._view.append(_ViewEntry(widget, status=block.status))
+                await transcript.mount(widget, before=self._view_end)
         if fork.finished and self._view_end is None:
             await self._end_stream()
             await self._remove_placeholder()
