@@ -144,7 +144,8 @@ class TranscriptBuilder:
         if isinstance(mutation, AssistantMessageMutation):
             self._append_assistant(mutation)
         elif isinstance(mutation, ToolResultMutation):
-            self._append_tool_result(mutation.tool_call_id, "", mutation.content, {})
+            extra = {} if mutation.duration_s is None else {"duration_s": mutation.duration_s}
+            self._append_tool_result(mutation.tool_call_id, "", mutation.content, extra)
         elif isinstance(mutation, ToolCancelledMutation):
             self._append_tool_result(
                 mutation.tool_call_id,

@@ -27,10 +27,15 @@ class AssistantMessageMutation:
 
 @dataclass(frozen=True, slots=True)
 class ToolResultMutation:
-    """A tool finished with a text result, linked to its call."""
+    """A tool finished with a text result, linked to its call.
+
+    ``duration_s``: how long it ran, kept so a reloaded transcript shows the time it
+    showed live (metadata on the tool message; the renderer strips it).
+    """
 
     tool_call_id: str
     content: str
+    duration_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +251,8 @@ def _check_field(cls_name: str, name: str, value: Any) -> None:
         ok = _count(value)
     elif name == "content":
         ok = value is None or isinstance(value, str)
+    elif name == "duration_s":
+        ok = value is None or (type(value) in (int, float) and value >= 0)
     if not ok:
         raise MutationDecodeError(f"{cls_name}.{name} has the wrong type ({type(value).__name__})")
 

@@ -206,7 +206,7 @@ class ToolBatch:
                                     arguments=call.arguments, result=text.text,
                                     duration_s=duration, images=images))
         elif ok:
-            self.commit([ToolResultMutation(call.id, text)], call.ctx.records)
+            self.commit([ToolResultMutation(call.id, text, duration)], call.ctx.records)
             call.committed = True
             self.emit(ToolCallEnded(key=self.key, call_id=call.id, name=call.name,
                                     arguments=call.arguments, result=text, duration_s=duration))
@@ -242,7 +242,7 @@ class ToolBatch:
 
     def _failed(self, call: _Call, error: str, duration: float, records: list[dict]) -> None:
         call.finished = True
-        self.commit([ToolResultMutation(call.id, f"Error: {error}")], records)
+        self.commit([ToolResultMutation(call.id, f"Error: {error}", duration)], records)
         call.committed = True
         self.emit(ToolCallError(key=self.key, call_id=call.id, name=call.name,
                                 arguments=call.arguments, error=error, duration_s=duration))
