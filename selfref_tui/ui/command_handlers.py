@@ -151,7 +151,8 @@ async def _mcp(app: CommandHost, command: Command) -> bool:
     from selfref_tui.ui.screens.mcp_servers import McpServersScreen
 
     mcp = app.controller.mcp
-    app.push_screen(McpServersScreen(mcp.overview() if mcp else []))
+    app.push_screen(McpServersScreen(mcp.overview(), mcp.overview) if mcp else
+                    McpServersScreen([]))
     return True
 
 

@@ -63,3 +63,30 @@ args = [{json.dumps(str(SERVER))}]
         assert text.endswith(f"\nargs = [{json.dumps(str(SERVER))}]\ntrust = [\"echo\"]\n")
     finally:
         await server.stop()
+
+
+async def test_the_mcp_screen_follows_a_server_that_becomes_ready_while_it_is_open(tmp_path):
+    config_path = tmp_path / "config.toml"
+    config_path.write_text(f'''[mcp.servers.slow]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(SERVER))}, "--delay", "2"]
+''', encoding="utf-8")
+    server = DemoServer([])
+    url = await server.start()
+    try:
+        app = make_app(tmp_path, url)
+        app.config = replace(app.config, mcp_servers=load_config(
+            config_path=config_path, env={}).mcp_servers, config_path=config_path)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await wait_until(pilot, lambda: app.mcp is not None, 30, "the MCP manager")
+            await type_and_send(pilot, "/mcp")
+            await wait_until(pilot, lambda: isinstance(app.screen, McpServersScreen), 10,
+                             "the MCP screen")
+            screen = app.screen
+            assert "slow  starting" in "\n".join(screen.server_list.text())
+            await wait_until(pilot, lambda: "slow  ready" in "\n".join(
+                screen.server_list.text()), 20, "the open screen to show the server ready")
+            assert "mcp__slow__echo  asks" in "\n".join(screen.server_list.text())
+    finally:
+        await server.stop()

@@ -1,7 +1,9 @@
 """/mcp: the MCP servers from config.toml, their state and the tools each offers.
 
 Takes plain rows (``McpManager.overview()``), so it renders without a running
-manager and a test can hand it any data. Names, descriptions and errors come
+manager and a test can hand it any data; given where they come from, it asks
+again while a server is starting, so a screen opened at start-up shows each
+server ready (or failed) when it is. Names, descriptions and errors come
 from the servers: all of it is shown through ``selfref_tui.safety.content``.
 The list is one Line-API widget (``ServerList``): a server with 10,000 tools
 opens as fast as one with ten.
@@ -9,7 +11,7 @@ opens as fast as one with ten.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, ClassVar
 
@@ -22,6 +24,9 @@ from textual.widgets import Static
 
 from selfref_tui.safety import content
 from selfref_tui.ui.widgets.server_list import ListRow, ServerList
+
+#: seconds between two looks at the servers while one is starting
+POLL_S = 0.5
 
 STATE_STYLES = {
     "ready": "$text-success",
@@ -57,9 +62,30 @@ class McpServersScreen(ModalScreen[None]):
         Binding("q", "close", "Close", show=False, id="mcp.quit"),
     ]
 
-    def __init__(self, rows: Sequence[Mapping[str, Any]]) -> None:
+    def __init__(self, rows: Sequence[Mapping[str, Any]],
+                 source: Callable[[], Sequence[Mapping[str, Any]]] | None = None) -> None:
+        """``source``: fresh rows (the manager's ``overview``), asked while one is starting."""
         super().__init__()
         self.rows = [dict(r) for r in rows]
+        self.source = source
+
+    def on_mount(self) -> None:
+        source = self.source
+        if source is None or not self._starting():
+            return
+
+        def follow() -> None:
+            rows = [dict(r) for r in source()]
+            if rows != self.rows:
+                self.rows = rows
+                self.server_list.set_rows(self._list_rows())
+            if not self._starting():
+                poll.stop()
+
+        poll = self.set_interval(POLL_S, follow)
+
+    def _starting(self) -> bool:
+        return any(row.get("state") == "starting" for row in self.rows)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
@@ -69,12 +95,14 @@ class McpServersScreen(ModalScreen[None]):
                 yield Static("No MCP servers configured: add an [mcp.servers.NAME] table "
                              "to config.toml (see the README).", classes="empty", markup=False)
             else:
-                yield ServerList([line for row in self.rows for line in self._server(row)],
-                                 id="servers")
+                yield ServerList(self._list_rows(), id="servers")
 
     @property
     def server_list(self) -> ServerList:
         return self.query_one("#servers", ServerList)
+
+    def _list_rows(self) -> list[ListRow]:
+        return [line for row in self.rows for line in self._server(row)]
 
     def _server(self, row: Mapping[str, Any]) -> list[ListRow]:
         state = str(row.get("state", ""))

@@ -50,6 +50,15 @@ class ServerList(ScrollView, can_focus=True):
         self._lines: dict[int, list[tuple[int, Content | ListRow]]] = {}
         self._built: OrderedDict[int, Content] = OrderedDict()
 
+    def set_rows(self, rows: Sequence[ListRow]) -> None:
+        """Show ``rows`` instead (a server's state changed); lines are cut again."""
+        self.rows = list(rows)
+        self._lines.clear()
+        self._built.clear()
+        width = self.scrollable_content_region.width
+        self.virtual_size = Size(width, len(self.lines(width)))
+        self.refresh(layout=True)
+
     def lines(self, width: int) -> list[tuple[int, Content | ListRow]]:
         """(indent, line) for ``width`` columns: wrapped rows cut, the others whole.
 
