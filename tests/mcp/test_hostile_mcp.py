@@ -140,6 +140,20 @@ async def test_a_stderr_flood_keeps_only_a_bounded_tail():
         await manager.aclose()
 
 
+async def test_a_server_that_exits_silently_at_start_is_named_with_its_status():
+    manager, events = await started(hostile("--crash", name="quiet"))
+    try:
+        [status] = manager.statuses()
+        assert status.state == "failed"
+        assert status.error.startswith("it exited with status 3 before it was ready and said "
+                                       "nothing on stderr (")
+        assert status.error.endswith("); run the command in a terminal to see why")
+        assert any("MCP server 'quiet' did not start: it exited with status 3" in m
+                   for m in notices(events))
+    finally:
+        await manager.aclose()
+
+
 async def test_ten_thousand_tools_are_listed():
     manager, _ = await started(hostile("--tools", "10000"))
     try:

@@ -507,6 +507,12 @@ def _failure(config: McpServerConfig, exc: BaseException, link: Link) -> str:
         return (f"no answer within {config.start_timeout_s:g} s; check the command or raise "
                 f"[mcp.servers.{config.name}] start_timeout_s")
     said = _one_line(link.stderr.last_line())
-    what = said or _one_line(str(leaf) or type(leaf).__name__)
     where = config.url or config.command
+    from mcp_types.jsonrpc import CONNECTION_CLOSED
+
+    if not said and link.returncode is not None and getattr(leaf, "code", None) == \
+            CONNECTION_CLOSED:  # the SDK's "Connection closed": the server left, saying nothing
+        return (f"it exited with status {link.returncode} before it was ready and said "
+                f"nothing on stderr ({where}); run the command in a terminal to see why")
+    what = said or _one_line(str(leaf) or type(leaf).__name__)
     return f"{what} ({where})"

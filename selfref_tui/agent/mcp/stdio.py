@@ -169,7 +169,8 @@ class Link:
     failure: str = ""
     #: the supervisor's pid (the server's process group is its child's)
     pid: int | None = None
-    #: the server's exit status once known (as ``Popen.returncode``)
+    #: the server's exit status when it left by itself (its stdout ended before it was
+    #: stopped, and it exited), 128 + N for signal N; None when it was stopped
     returncode: int | None = None
     #: tools its listings named that were left out (see ``listing.py``)
     left_out: list[str] = field(default_factory=list)
@@ -277,6 +278,7 @@ async def stdio_transport(
         return process.returncode is not None
 
     async def shut_down() -> None:
+        left = link.closed.is_set()  # stdout ended before we began to stop it
         write_send.close()
         read_receive.close()
         with anyio.move_on_after(FLUSH_S):
@@ -285,12 +287,13 @@ async def stdio_transport(
             await stdin.aclose()
         if not link.failure:
             await wait_exit(GRACE_S)
+        if left and process.returncode is not None:
+            link.returncode = process.returncode  # the supervisor's status is the server's
         os.close(life_w)  # the supervisor now ends what is left of the server
         if not await wait_exit(KILL_AFTER_S + REAP_S + 1.0):
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
             await wait_exit(2.0)
-        link.returncode = process.returncode
         for stream in (stdout, stderr):
             with contextlib.suppress(OSError, anyio.BrokenResourceError,
                                      anyio.ClosedResourceError):
