@@ -56,16 +56,19 @@ class StoreLike(Protocol):
     def release(self, key: str) -> None: ...
 
 
+#: ``on_retry(attempt, delay_s, reason)``: reason is short, e.g. "rate limited (429)"
 RetryFn = Callable[[int, float, str], None]
+#: ``on_notice(message, severity)``: something the person should know, not an error
+NoticeFn = Callable[[str, str], None]
 
 
 class ProviderLike(Protocol):
-    """One endpoint and model (``agent.provider.Provider`` provides it)."""
+    """One endpoint and model (``agent.provider.client.Provider`` provides it)."""
 
     def stream(
         self, messages: list[dict], tools: list[dict] | None = None, *,
         on_retry: RetryFn | None = None,
-        on_notice: Callable[[str, str], None] | None = None,
+        on_notice: NoticeFn | None = None,
     ) -> AsyncIterator[Any]: ...
 
     async def aclose(self) -> None: ...

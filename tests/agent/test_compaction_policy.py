@@ -69,7 +69,7 @@ async def test_two_processes_in_a_row_remind_once(harness):
     big = "lorem ipsum dolor sit amet " * 680
     # Exact counts from the start (no estimate-to-exact switch mid-test): the request,
     # the full tool set included, is about 4,940 tokens — past 80 % of 6,000, inside the
-    # window (a window under ~5,300 would offer a reduced tool set: see tool_offer).
+    # window (a window under ~5,300 would offer a reduced tool set: see tools/offer.py).
     async with harness([Reply(text="Not now.")], context_window=6000) as h:
         h.agent.tokens.set_encoder(load_encoder("gpt-4o-mini"))
         assert await h.agent.run_turn("main", big) == "done"

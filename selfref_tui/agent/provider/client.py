@@ -13,19 +13,18 @@ import asyncio
 import contextlib
 import json
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import openai
 from openai.types.chat import ChatCompletion
 
+from selfref_tui.agent.protocols import NoticeFn, RetryFn
 from selfref_tui.agent.provider.body import _EventBatches, _ParsedEventBatches
 from selfref_tui.agent.provider.chunks import (
     Chunk,
     FinishChunk,
-    ReasoningChunk,
     TextChunk,
-    ToolCallChunk,
     UsageChunk,
     _batch_chunks,
     _MalformedChunk,
@@ -33,7 +32,6 @@ from selfref_tui.agent.provider.chunks import (
 )
 from selfref_tui.agent.provider.encode import _EncodedMessages
 from selfref_tui.agent.provider.errors import (
-    MAX_RETRY_AFTER_S,
     ProviderError,
     _is_connect_timeout,
     _names_stream_options,
@@ -50,31 +48,6 @@ from selfref_tui.agent.provider.hosts import is_local, is_openai
 from selfref_tui.agent.provider.sse import SseError
 from selfref_tui.agent.provider.think import ThinkSplitter
 from selfref_tui.config import ProviderConfig
-
-#: What provider.py exported before it was split; new code imports each from its module.
-__all__ = [
-    "MAX_RETRY_AFTER_S",
-    "Chunk",
-    "FinishChunk",
-    "NoticeFn",
-    "Provider",
-    "ProviderError",
-    "ReasoningChunk",
-    "RetryFn",
-    "TextChunk",
-    "ToolCallChunk",
-    "UsageChunk",
-    "carries_images",
-    "is_local",
-    "is_openai",
-]
-
-
-#: ``on_retry(attempt, delay_s, reason)``: reason is short, e.g. "rate limited (429)"
-RetryFn = Callable[[int, float, str], None]
-#: ``on_notice(message, severity)``: something the person should know, not an error
-NoticeFn = Callable[[str, str], None]
-
 
 #: What ``chat.completions.create`` passes as request options: the bearer key only.
 _REQUEST_OPTIONS: dict[str, Any] = {"security": {"bearer_auth": True}}
