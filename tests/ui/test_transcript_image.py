@@ -17,7 +17,8 @@ from selfref_tui.context.mutations import (
 )
 from selfref_tui.ui.transcript.image import MAX_PIXELS, ImageItem
 from tests.hostile import CORPUS, assert_inert
-from tests.ui.test_widgets_transcript import TranscriptApp, shown, wait_until
+from tests.ui.helpers import wait_until
+from tests.ui.test_widgets_transcript import TranscriptApp, shown
 
 K = "main"
 

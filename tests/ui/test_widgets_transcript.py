@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from textual.app import App, ComposeResult
 from textual.color import Color
 from textual.geometry import Offset
@@ -16,6 +14,7 @@ from selfref_tui.ui.widgets import transcript as transcript_module
 from selfref_tui.ui.widgets.transcript import KEEP_LINES, Transcript
 from tests.hostile import CORPUS, assert_inert
 from tests.ui.contrast import READABLE
+from tests.ui.helpers import wait_until
 
 K = "main"
 
@@ -46,14 +45,6 @@ def set_back(t: Transcript, strip, text: str | None = None) -> bool:
     ratios = [contrast(Color.from_rich_color(seg.style.color),
                        Color.from_rich_color(seg.style.bgcolor)) for seg in shown]
     return bool(ratios) and all(READABLE <= ratio < normal for ratio in ratios)
-
-
-async def wait_until(pilot, predicate, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await pilot.pause(0.01)
 
 
 async def stream(t: Transcript, text: str, size: int = 3) -> None:
