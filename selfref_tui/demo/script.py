@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from selfref_tui.context.images import image_urls
+from selfref_tui.safety import one_line
 
 DEMO_TAG = "[demo model]"
 
@@ -264,19 +265,19 @@ def _after_tools(messages: list[dict], tools: set[str]) -> Step:
             return Reply(text=f"{DEMO_TAG} Stored it as {exp_id}. It is now part of my "
                          "system prompt and survives compaction.")
         return Reply(text=f"{DEMO_TAG} I could not store it. The remember tool answered: "
-                     f"{_clip(first, 400)}")
+                     f"{one_line(first, 400)}")
     if "forget" in called:
         exp_id = _json_field(first, "experience_id")
         if exp_id:
             return Reply(text=f"{DEMO_TAG} Forgot {exp_id}: it is gone from my system prompt.")
-        return Reply(text=f"{DEMO_TAG} The forget tool answered: {_clip(first, 120)}")
+        return Reply(text=f"{DEMO_TAG} The forget tool answered: {one_line(first, 120)}")
     if "compact" in called:
         return Reply(text=f"{DEMO_TAG} Compaction queued: the transcript is replaced by the "
                      "structured summary at the next step.")
     if any(name.endswith("__get_current_time") for name in called):
-        when = _json_field(first, "datetime") or _clip(first, 200)
+        when = _json_field(first, "datetime") or one_line(first, 200)
         return Reply(text=f"{DEMO_TAG} The MCP time server says it is {when}.")
-    return Reply(text=f"{DEMO_TAG} The tool answered: {_clip(first, 200)}")
+    return Reply(text=f"{DEMO_TAG} The tool answered: {one_line(first, 200)}")
 
 
 def _json_field(text: str, name: str) -> str:
@@ -292,20 +293,15 @@ def _fork_lines(text: str) -> str:
     try:
         value = json.loads(text)
     except ValueError:
-        return _clip(text, 600)
+        return one_line(text, 600)
     if not isinstance(value, dict):
-        return _clip(text, 600)
+        return one_line(text, 600)
     lines = []
     for fork_id, result in value.items():
         if isinstance(result, dict):
             answer = result.get("response") or result.get("error") or ""
-            lines.append(f"- **{fork_id}** ({result.get('status', '?')}): {_clip(answer, 160)}")
-    return "\n".join(lines) or _clip(text, 600)
-
-
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+            lines.append(f"- **{fork_id}** ({result.get('status', '?')}): {one_line(answer, 160)}")
+    return "\n".join(lines) or one_line(text, 600)
 
 
 def _refs_answer() -> Reply:
@@ -344,7 +340,7 @@ def demo_script(body: dict, call_index: int) -> Step:
     prompt = original.lower()
     if "demo fork task" in prompt:
         task = original[prompt.index("demo fork task"):].split("\n", 1)[0]
-        return Reply(text=f"{DEMO_TAG} (child agent) Done with “{_clip(task, 120)}”.")
+        return Reply(text=f"{DEMO_TAG} (child agent) Done with “{one_line(task, 120)}”.")
     if "summary has replaced the earlier conversation" in prompt:
         # The runtime's note after a compaction, merged into the summary's user
         # message (strict servers get no two user messages in a row): the summary

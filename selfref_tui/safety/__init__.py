@@ -6,6 +6,7 @@ One rule, owned here and used by every widget and every command-line line:
   C1 byte …) so nothing untrusted can drive the terminal: no clipboard writes,
   no retitling, no clearing the screen.
 - :func:`inert_line` does the same for one-line places (titles, list rows).
+- :func:`one_line` puts an error that quotes a server on one short line.
 - :func:`content` builds a Textual ``Content`` from plain text: never parsed as
   markup, so ``[@click=app.quit]`` is shown, not run.
 - :func:`json_inert` escapes what ``json.dumps(ensure_ascii=False)`` leaves raw.
@@ -17,7 +18,8 @@ Pure: no files, no network; Textual is imported only by :func:`content`.
 
 from __future__ import annotations
 
-from .inert import content, has_controls, inert, inert_line, json_inert
+from .inert import content, has_controls, inert, inert_line, json_inert, one_line
 from .redact import redact
 
-__all__ = ["content", "has_controls", "inert", "inert_line", "json_inert", "redact"]
+__all__ = ["content", "has_controls", "inert", "inert_line", "json_inert", "one_line",
+           "redact"]

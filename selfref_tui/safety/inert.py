@@ -73,6 +73,17 @@ def inert_line(text: str, limit: int | None = None) -> str:
     return line
 
 
+def one_line(text: object, limit: int) -> str:
+    """``text``'s words on one line, every run of whitespace one space, cut at ``limit``.
+
+    The form of an error or note that quotes a server, a tool or an exception:
+    short enough for one line of a notice. It is still shown through
+    :func:`inert` (control characters other than whitespace are kept here).
+    """
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: max(limit - 1, 0)] + "…"
+
+
 def json_inert(dumped: str) -> str:
     """JSON text (``json.dumps`` output) with no terminal control character left raw.
 

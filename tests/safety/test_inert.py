@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from textual.content import Content
 
-from selfref_tui.safety import content, has_controls, inert, inert_line, redact
+from selfref_tui.safety import content, has_controls, inert, inert_line, one_line, redact
 from tests.hostile import CORPUS, MARKUP_NAMES, assert_inert, hostile
 
 
@@ -33,6 +33,12 @@ def test_clean_text_is_returned_unchanged() -> None:
 def test_inert_line_cuts_with_ellipsis() -> None:
     assert inert_line("abcdef", limit=4) == "abc…"
     assert inert_line("a\tb\nc") == "a b c"
+
+
+def test_one_line_joins_whitespace_and_cuts_with_ellipsis() -> None:
+    assert one_line("  a\n\tb   c \r\n", 10) == "a b c"
+    assert one_line(ValueError("x" * 20), 8) == "xxxxxxx…"
+    assert len(one_line("word " * 100, 300)) <= 300
 
 
 @pytest.mark.parametrize("name", MARKUP_NAMES)

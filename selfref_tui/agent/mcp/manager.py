@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ...config import ConfigError, McpServerConfig
-from ...safety import redact
+from ...safety import one_line, redact
 from ..events import EventSink, Notice, discard
 from ..tools.batch import MultimodalOutput
 from ..tools.builtin import ToolError, now_iso
@@ -246,12 +246,12 @@ class McpManager:
             if link is not None and link.failure:
                 raise ToolError(_dropped(tool.server, link.failure)) from None
             raise ToolError(f"the MCP server '{tool.server}' failed the call: "
-                            f"{_one_line(str(exc) or type(exc).__name__)}") from None
+                            f"{one_line(str(exc) or type(exc).__name__, 300)}") from None
         return map_result(result)
 
     def _unavailable(self, server: str) -> str:
         status = self.status[server]
-        why = f" ({_one_line(status.error, 200)})" if status.error else ""
+        why = f" ({one_line(status.error, 200)})" if status.error else ""
         return f"the MCP server '{server}' is {status.state}{why}; this tool is unavailable"
 
     async def _approve(self, tool: McpTool, args: dict[str, Any], ctx: Any) -> None:
@@ -304,7 +304,7 @@ class McpManager:
                     self._failed(config.name, link.failure, "failed")
                 else:
                     status.state = "exited"
-                    status.error = _one_line(link.stderr.last_line()) or \
+                    status.error = one_line(link.stderr.last_line(), 300) or \
                         "the server closed the connection"
                     self._notice(f"MCP server '{config.name}' stopped: {status.error}; its tools "
                                  "are gone until the app restarts", "error")
@@ -491,11 +491,6 @@ def _dropped(server: str, failure: str) -> str:
             "stopped")
 
 
-def _one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
 def _failure(config: McpServerConfig, exc: BaseException, link: Link) -> str:
     """One line: why the server did not start, preferring what the server itself said."""
     leaf = exc
@@ -506,7 +501,7 @@ def _failure(config: McpServerConfig, exc: BaseException, link: Link) -> str:
     if isinstance(leaf, TimeoutError):
         return (f"no answer within {config.start_timeout_s:g} s; check the command or raise "
                 f"[mcp.servers.{config.name}] start_timeout_s")
-    said = _one_line(link.stderr.last_line())
+    said = one_line(link.stderr.last_line(), 300)
     where = config.url or config.command
     from mcp_types.jsonrpc import CONNECTION_CLOSED
 
@@ -514,5 +509,5 @@ def _failure(config: McpServerConfig, exc: BaseException, link: Link) -> str:
             CONNECTION_CLOSED:  # the SDK's "Connection closed": the server left, saying nothing
         return (f"it exited with status {link.returncode} before it was ready and said "
                 f"nothing on stderr ({where}); run the command in a terminal to see why")
-    what = said or _one_line(str(leaf) or type(leaf).__name__)
+    what = said or one_line(str(leaf) or type(leaf).__name__, 300)
     return f"{what} ({where})"

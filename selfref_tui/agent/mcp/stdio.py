@@ -31,6 +31,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...safety import one_line
 from .listing import prune_listing
 from .supervisor import KILL_AFTER_S, REAP_S, can_supervise, supervised
 
@@ -155,9 +156,8 @@ def parse_message(line: bytes | bytearray) -> Any | None:
                         f"{_preview(json.dumps(value)[:200])}") from None
 
 
-def _preview(text: str, limit: int = 80) -> str:
-    line = " ".join(text.split())
-    return repr(line if len(line) <= limit else line[: limit - 1] + "…")
+def _preview(text: str) -> str:
+    return repr(one_line(text, 80))
 
 
 @dataclass

@@ -18,7 +18,7 @@ import openai
 
 from selfref_tui.config import ProviderConfig
 from selfref_tui.context.images import image_urls
-from selfref_tui.safety import redact
+from selfref_tui.safety import one_line, redact
 
 
 class ProviderError(Exception):
@@ -234,9 +234,8 @@ def _reason(exc: BaseException) -> str:
 
 
 
-def _short(value: object, limit: int = 160) -> str:
-    text = " ".join(str(value).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _short(value: object) -> str:
+    return one_line(value, 160)
 
 
 def provider_error(config: ProviderConfig, kind: str, message: str, *, detail: str = "",
