@@ -53,7 +53,6 @@ class McpServersScreen(ModalScreen[None]):
         border-subtitle-color: $text-muted;
         background: $surface;
     }
-    McpServersScreen #servers { height: auto; max-height: 100%; padding: 0 1; }
     McpServersScreen .empty { color: $text-muted; text-style: italic; margin: 1 1; }
     """
 
