@@ -26,20 +26,26 @@ async def test_clicking_a_hostile_notification_does_not_quit(tmp_path):
     app = make_app(tmp_path, DOWN_URL)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await started(pilot, app)
-        for event in (ev.Notice(key=app.key, message=hostile("click_markup")),
-                      ev.ErrorEvent(key=app.key, message="[@click=app.quit]ERR[/] \x1b[2J",
-                                    kind="server")):
-            app.emit(event)
-            await wait_until(pilot, lambda: app.screen.query("Toast"), what="a toast")
-            await pilot.pause()
-            assert_inert(app.export_screenshot())
-            toast = app.screen.query("Toast").last()
-            assert "[@click=app.quit]ERR[/]" in str(toast.render())  # shown, not parsed
-            await click_the_text(pilot, toast)
-            await pilot.pause()
-            assert app.is_running and app.return_value is None
-            app.clear_notifications()
-            await pilot.pause()
+        app.emit(ev.Notice(key=app.key, message=hostile("click_markup")))
+        await wait_until(pilot, lambda: app.screen.query("Toast"), what="a toast")
+        await pilot.pause()
+        assert_inert(app.export_screenshot())
+        toast = app.screen.query("Toast").last()
+        assert "[@click=app.quit]ERR[/]" in str(toast.render())  # shown, not parsed
+        await click_the_text(pilot, toast)
+        await pilot.pause()
+        assert app.is_running and app.return_value is None
+        app.clear_notifications()
+        await pilot.pause()
+        # A turn's error is said once, in the transcript (no toast): shown there, not run.
+        app.emit(ev.ErrorEvent(key=app.key, message="[@click=app.quit]ERR[/] \x1b[2J",
+                               kind="server"))
+        await wait_until(pilot, lambda: app.transcript.items_of("error"), what="the error")
+        await wait_until(pilot, lambda: app.transcript.settled, what="drawn")
+        assert not app.screen.query("Toast")
+        assert_inert(app.export_screenshot())
+        assert any("[@click=app.quit]ERR[/]" in line for line in app.transcript.visible_text())
+        assert app.is_running and app.return_value is None
 
 
 async def test_clicking_a_hostile_question_does_nothing(tmp_path):
