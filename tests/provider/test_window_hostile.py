@@ -228,3 +228,20 @@ async def test_the_provider_check_reads_the_status_not_an_endless_model_list():
         sent = (await asyncio.wait_for(wait_done(url, "/v1/models"), GUARD_S))["sent"]
     assert status == 200 and sent < 16 * 1024 * 1024  # followed, its body unread
     assert await status_of(config("http://127.0.0.1:9/v1"), 1.0) == "connection"
+
+
+async def test_the_model_pickers_list_is_read_with_the_same_bounds():
+    """/model without a name lists GET /models: a list that never ends is given up on
+    past the answer cap (the openai client read it whole until its wait ran out)."""
+    from selfref_tui.agent.provider.client import Provider
+    from selfref_tui.agent.provider.errors import ProviderError
+
+    with spawn("http_window", "--models", "endless", "--stop-after-mb", "64") as url:
+        provider = Provider(config(url))
+        try:
+            with pytest.raises(ProviderError, match="did not list its models"):
+                await asyncio.wait_for(provider.list_models(), GUARD_S)
+        finally:
+            await provider.aclose()
+        sent = (await asyncio.wait_for(wait_done(url, "/v1/models"), GUARD_S))["sent"]
+    assert sent < 16 * 1024 * 1024

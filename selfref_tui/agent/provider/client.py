@@ -99,15 +99,20 @@ class Provider:
         await self.aclose()
 
     async def list_models(self) -> list[str]:
-        """Model ids the server offers (for a model picker); ProviderError on failure."""
-        try:
-            async with asyncio.timeout(self.config.first_byte_timeout):
-                page = await self._client.models.list()
-        except TimeoutError:
-            raise first_byte_timeout(self.config) from None
-        except Exception as exc:  # mapped below
-            raise map_error(self.config, exc, partial=False) from None
-        return [m.id for m in page.data]
+        """Model ids the server offers (for a model picker); ProviderError on failure.
+
+        Read with the window look-up's bounds (provider/probe.py), not through the
+        openai client: a list that never ends is given up on past the answer cap.
+        """
+        from .probe import fetch_json
+
+        url = f"{self.config.base_url.rstrip('/')}/models"
+        status, payload = await fetch_json(self.config, url, self.config.first_byte_timeout)
+        data = payload.get("data") if isinstance(payload, dict) else None
+        if not isinstance(data, list):
+            kind = {"timeout": "timeout", 401: "auth", 403: "auth"}.get(status, "connection")
+            raise ProviderError(kind, f"{url} did not list its models ({status})")
+        return [e["id"] for e in data if isinstance(e, dict) and isinstance(e.get("id"), str)]
 
     @property
     def stream_options_ok(self) -> bool:

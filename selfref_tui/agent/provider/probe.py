@@ -13,12 +13,16 @@ whole (decoded, so a gzip bomb inflates) before it follows the ``Location``.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 from selfref_tui.config import ProviderConfig
+
+#: the most one answer may hold (OpenRouter's whole /models list is about 1 MB)
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
 
 
 async def http_client(config: ProviderConfig, timeout_s: float) -> Any:
@@ -68,6 +72,51 @@ async def stream(http: Any, method: str, url: str, headers: dict[str, str],
         yield response
     finally:
         await response.aclose()
+
+
+async def read_json(http: Any, method: str, url: str, sent: dict[str, str], body: Any,
+                    max_bytes: int, answered: list[int]) -> Any:
+    """One JSON answer, read as it streams in and given up on past ``max_bytes``.
+
+    A refusal, a whole answer and one that is too large count as answers: their
+    status goes into ``answered``; an answer still arriving at a deadline does not.
+    """
+    async with stream(http, method, url, sent, body) as response:
+        if response.status_code >= 300:
+            answered.append(response.status_code)
+            return None  # the body is not read: it may never end
+        declared = response.headers.get("content-length", "")
+        data = bytearray()
+        if not (declared.isdigit() and int(declared) > max_bytes):
+            async for chunk in response.aiter_raw():
+                data += chunk
+                if len(data) > max_bytes:
+                    break
+        answered.append(response.status_code)
+        if not data or len(data) > max_bytes:
+            return None
+    return json.loads(data)
+
+
+async def fetch_json(config: ProviderConfig, url: str, timeout_s: float,
+                     max_bytes: int = MAX_ANSWER_BYTES) -> tuple[int | str, Any]:
+    """``GET url``'s status (``"timeout"``, ``"connection"`` when none) and its JSON
+    (None when it is not JSON, over ``max_bytes`` or a refusal), all within ``timeout_s``."""
+    http = await http_client(config, timeout_s)
+    answered: list[int] = []
+    try:
+        async with asyncio.timeout(timeout_s):
+            payload = await read_json(http, "GET", url, headers(config), None, max_bytes,
+                                      answered)
+    except TimeoutError:
+        return "timeout", None
+    except (ValueError, RecursionError):  # not JSON
+        return (answered or ["connection"])[0], None
+    except (OSError, *http_errors(http)) as exc:
+        return "timeout" if "Timeout" in type(exc).__name__ else "connection", None
+    finally:
+        await http.aclose()
+    return answered[0], payload
 
 
 async def status_of(config: ProviderConfig, timeout_s: float) -> int | str:

@@ -26,14 +26,19 @@ is not believed: it is said in a notice, never cached, never used.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from selfref_tui.agent.provider.probe import headers, http_client, http_errors, stream
+from selfref_tui.agent.provider.probe import (
+    MAX_ANSWER_BYTES,
+    headers,
+    http_client,
+    http_errors,
+    read_json,
+)
 from selfref_tui.config import MAX_WINDOW, MIN_WINDOW, ProviderConfig
 from selfref_tui.selfref.window_cache import CACHE_FILE, load_entries, save_entries
 
@@ -48,8 +53,6 @@ ASSUMED_WINDOW = 8_192
 CACHE_TTL_S = 600.0
 #: the whole look-up: connecting, asking the three places at once and reading the answers
 DISCOVERY_TIMEOUT_S = 5.0
-#: the most one answer may hold (OpenRouter's whole /models list is about 1 MB)
-MAX_ANSWER_BYTES = 4 * 1024 * 1024
 #: what a cached entry's ``source`` may say (anything else in the file is not believed)
 SOURCES = ("server /v1/models", "server /props", "server /api/show", "known model", "assumed")
 
@@ -277,7 +280,7 @@ async def ask_server(config: ProviderConfig, *, timeout_s: float = DISCOVERY_TIM
     without reading the rest.
     """
     root = server_root(config.base_url)
-    answered: list[bool] = []
+    answered: list[int] = []
     deadline = asyncio.get_running_loop().time() + timeout_s
     # asked directly (provider/probe.py): a body read as a stream can be given up on
     http = await http_client(config, timeout_s)
@@ -286,7 +289,7 @@ async def ask_server(config: ProviderConfig, *, timeout_s: float = DISCOVERY_TIM
     async def ask(method: str, url: str, body: Any = None) -> Any:
         try:
             async with asyncio.timeout_at(deadline):
-                return await _read_json(http, method, url, headers(config), body, max_bytes,
+                return await read_json(http, method, url, headers(config), body, max_bytes,
                                         answered)
         except failures:
             return None
@@ -308,30 +311,6 @@ async def ask_server(config: ProviderConfig, *, timeout_s: float = DISCOVERY_TIM
         if tokens:
             ignored.append((tokens, source.split()[-1]))
     return None, bool(answered), [not_believed(ignored)] if ignored else []
-
-
-async def _read_json(http: Any, method: str, url: str, sent: dict[str, str], body: Any,
-                     max_bytes: int, answered: list[bool]) -> Any:
-    """One JSON answer, read as it streams in and given up on past ``max_bytes``.
-
-    A refusal, a whole answer and one that is too large count as answers
-    (``answered``); an answer still arriving at the deadline does not.
-    """
-    async with stream(http, method, url, sent, body) as response:
-        if response.status_code >= 300:
-            answered.append(True)
-            return None  # the body is not read: it may never end
-        declared = response.headers.get("content-length", "")
-        data = bytearray()
-        if not (declared.isdigit() and int(declared) > max_bytes):
-            async for chunk in response.aiter_raw():
-                data += chunk
-                if len(data) > max_bytes:
-                    break
-        answered.append(True)
-        if not data or len(data) > max_bytes:
-            return None
-    return json.loads(data)
 
 
 async def resolve_window(config: ProviderConfig, cache: WindowCache | None = None) -> Window:
