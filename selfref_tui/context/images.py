@@ -37,6 +37,14 @@ def sniff_mime(data: bytes) -> str | None:
     return None
 
 
+def image_type(data: bytes) -> str | None:
+    """The type of image ``data`` is, or None: its signature, and a header whose size
+    can be read (a signature alone is not an image: a server's bytes or a person's file
+    that only start like one would be refused by the model's server after sending)."""
+    mime = sniff_mime(data)
+    return mime if mime is not None and image_size(data) is not None else None
+
+
 #: the most images one tool result carries to the model (the rest are named in its text):
 #: 200 tiny ones once made every later request of a key too large for a 128k window
 MAX_RESULT_IMAGES = 8

@@ -1,7 +1,8 @@
 """Reading an image a person attaches (``/attach PATH``), with every refusal said plainly.
 
-The type is decided by the file's first bytes, never by its name: a
-``photo.png`` that is really a shell script is refused. The file is opened
+The type is decided by the file's bytes, never by its name: a ``photo.png``
+that is really a shell script, or only starts like a PNG, is refused (the
+rule MCP images follow too: ``context.images.image_type``). The file is opened
 without blocking (a FIFO named like an image must not hang the app) and read
 up to :data:`MAX_ATTACH_BYTES` plus one byte, so a huge file is refused
 without being read whole. Each refusal is one line naming the path (shown
@@ -15,7 +16,7 @@ import os
 import stat
 from dataclasses import dataclass
 
-from ..context.images import data_url, sniff_mime
+from ..context.images import data_url, image_type
 from ..safety import inert_line
 from .export_path import expand_home
 
@@ -87,8 +88,8 @@ def read_image(path: str, *, limit: int = MAX_ATTACH_BYTES) -> Attachment:
     if len(data) > limit:  # it grew while being read
         raise AttachError(f"{shown} is over {_mb(limit)}; images up to {_mb(limit)} can be "
                           "attached.")
-    mime = sniff_mime(data)
+    mime = image_type(data)
     if mime is None:
-        raise AttachError(f"{shown} is not a PNG, JPEG, WebP or GIF image (its first bytes "
-                          "say so, whatever its name) — attach one of those.")
+        raise AttachError(f"{shown} is not a PNG, JPEG, WebP or GIF image (its bytes say so, "
+                          "whatever its name) — attach one of those.")
     return Attachment(inert_line(os.path.basename(path.strip()) or path.strip(), 80), mime, data)

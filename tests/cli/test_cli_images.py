@@ -8,7 +8,9 @@ from selfref_tui.demo import DemoServer, Reply
 from selfref_tui.selfref.reference import SelfReference
 from tests.cli.helpers import cli, one_line
 
-PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 3000
+# a signature and a 2x2 header, then zeros: 3,008 bytes
+PNG = (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes([0, 0, 0, 2, 0, 0, 0, 2])
+       + b"\x00" * 2984)
 
 
 def test_context_show_names_an_image_in_one_line(tmp_path):

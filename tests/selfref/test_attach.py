@@ -9,12 +9,14 @@ import pytest
 from selfref_tui.selfref.attach import AttachError, read_image
 from tests.hostile import assert_inert
 
-PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+# each a signature and a header naming a size (2x2), then zeros
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes([0, 0, 0, 2, 0, 0, 0, 2]) + b"\x00" * 32
 KINDS = {
     "a.png": (PNG, "image/png"),
-    "b.jpg": (b"\xff\xd8\xff\xe0" + b"\x00" * 32, "image/jpeg"),
-    "c.webp": (b"RIFF\x10\x00\x00\x00WEBPVP8 " + b"\x00" * 16, "image/webp"),
-    "d.gif": (b"GIF89a" + b"\x00" * 32, "image/gif"),
+    "b.jpg": (b"\xff\xd8\xff\xc0\x00\x11\x08\x00\x02\x00\x02" + b"\x00" * 32, "image/jpeg"),
+    "c.webp": (b"RIFF\x10\x00\x00\x00WEBPVP8 " + b"\x00" * 10 + b"\x02\x00\x02\x00"
+               + b"\x00" * 8, "image/webp"),
+    "d.gif": (b"GIF89a\x02\x00\x02\x00" + b"\x00" * 32, "image/gif"),
 }
 
 
@@ -29,6 +31,8 @@ def test_the_four_types_are_known_by_their_bytes(tmp_path, name):
 
 def test_refusals_name_the_path_and_what_to_do(tmp_path):
     (tmp_path / "notes.png").write_text("#!/bin/sh\necho not an image\n")
+    # only a signature: the model's server would refuse it after sending, as MCP's are
+    (tmp_path / "start.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 32)
     os.mkfifo(tmp_path / "pipe.png")
     big = tmp_path / "huge.png"
     with open(big, "wb") as fh:
@@ -38,6 +42,7 @@ def test_refusals_name_the_path_and_what_to_do(tmp_path):
         str(tmp_path / "missing.png"): "No file at",
         str(tmp_path): "is a folder",
         str(tmp_path / "notes.png"): "is not a PNG, JPEG, WebP or GIF image",
+        str(tmp_path / "start.png"): "is not a PNG, JPEG, WebP or GIF image",
         str(tmp_path / "pipe.png"): "is not a regular file",  # and opening it did not block
         str(big): "is 21.0 MB; images up to 20.0 MB can be attached",
         "   ": "Usage: /attach PATH",

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...context.images import MAX_RESULT_IMAGES, image_size, sniff_mime
+from ...context.images import MAX_RESULT_IMAGES, image_type
 from ...safety import inert_line
 
 #: the most image data (decoded bytes) one result may carry into the context
@@ -95,8 +95,8 @@ def _image(block: Any, budget: int, number: int) -> tuple[str, Image | None]:
     raw = _decoded(data)
     if raw is None:
         return f"[image ({declared}) with data that is not valid base64, dropped]", None
-    mime = sniff_mime(raw)
-    if mime is None or image_size(raw) is None:  # a signature alone is not an image
+    mime = image_type(raw)
+    if mime is None:
         return (f"[an image declared {declared}, {len(raw)} bytes: its bytes are not a PNG, "
                 "JPEG, WebP or GIF image, dropped]"), None
     if len(raw) > budget:
