@@ -542,6 +542,37 @@ async def test_history_changed_in_place_between_calls_is_sent_as_it_is_now():
     assert sent[3] == [{"role": "user", "content": "first"}]
 
 
+def test_body_encoder_keeps_a_long_image_url_once_not_as_encoded_bytes_too():
+    """The encodings kept between calls hold a long image URL as the message's own
+    string (27 MB more per attached 20 MB picture otherwise); the body is still exact,
+    fork slots too, and a URL the JSON escapes stays in the bytes."""
+    from selfref_tui.agent.provider.encode import _EncodedMessages
+    from selfref_tui.context.images import data_url, image_part
+
+    first = data_url("image/png", b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 400)
+    second = data_url("image/gif", b"GIF89a" + bytes(range(256)) * 300)
+    odd = "data:image/png;base64," + '"\\é' * 70_000  # escaped: not shared
+    history = [{"role": "system", "content": "base ✓"},
+               {"role": "user", "content": [{"type": "text", "text": "two ✓"},
+                                            image_part(first), image_part(second)]},
+               {"role": "assistant", "content": "seen"},
+               {"role": "user", "content": [image_part(odd)]}]
+    encoder = _EncodedMessages()
+    for step in range(3):
+        history.append({"role": "user", "content": f"more {step}"})
+        request = {"model": "m", "messages": history}
+        assert encoder.body(request) == json.dumps(
+            request, ensure_ascii=False, separators=(",", ":")).encode()
+    fork = [*history[:3], {"role": "user", "content": [image_part(first)]}]
+    assert json.loads(encoder.body({"messages": fork})) == {"messages": fork}
+    for _, encoded in encoder._slots:
+        kept = [piece for item in encoded for piece in
+                ((item,) if isinstance(item, bytes) else item)]
+        assert not [b for b in kept if isinstance(b, bytes)
+                    and (first.encode() in b or second.encode() in b)]
+        assert any(piece is first for piece in kept)
+
+
 def test_body_encoder_interleaving_histories_stays_exact():
     """Forks stream next to their parent: each history keeps its own encodings."""
     from selfref_tui.agent.provider.encode import _EncodedMessages
