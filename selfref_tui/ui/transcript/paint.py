@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
+from rich.cells import cell_len
 from rich.color import Color as RichColor
 from rich.segment import Segment
 from rich.style import Style
@@ -286,6 +287,31 @@ class Painter:
 
         return self._content(content(text, style), width)
 
+    def _indented(self, text: str, width: int) -> list[Strip]:
+        """Plain untrusted text, wrapped under each line's own indentation.
+
+        A tool's JSON arguments (and many results) are indented to show their
+        structure; wrapped as one text, a long value went on at the card's left
+        edge, as if it were a key of the outermost object. A line that fits, or
+        has no indentation, is drawn with its neighbours in one piece.
+        """
+        strips: list[Strip] = []
+        plain: list[str] = []
+        for line in inert(text).split("\n"):
+            indent = min(len(line) - len(line.lstrip(" ")), width // 2)
+            if not indent or cell_len(line) <= width:
+                plain.append(line)
+                continue
+            if plain:
+                strips += self._text("\n".join(plain), width)
+                plain = []
+            pad = Segment(" " * indent)
+            strips += [Strip([pad, *strip], width)
+                       for strip in self._text(line[indent:], width - indent)]
+        if plain or not strips:
+            strips += self._text("\n".join(plain), width)
+        return strips
+
     def _content(self, shown: Any, width: int) -> list[Strip]:
         from textual.style import Style as VisualStyle
         from textual.visual import Visual
@@ -415,9 +441,9 @@ class Painter:
             if item.status == "running" and len(arguments) > MAX_SHOWN:
                 body += self._text(_tail(arguments), inner)  # the newest part as it streams
             else:
-                body += self._text(_clip(pretty_arguments(arguments)), inner)
+                body += self._indented(_clip(pretty_arguments(arguments)), inner)
             body += self._text("result", inner, f"bold {self.p.muted_text}")
-            body += self._text(_clip(item.result or ""), inner)
+            body += self._indented(_clip(item.result or ""), inner)
         return self._bar_lines(self._with_bg(body, bg), bar, bg, indent=2,
                                glyph="┃" if item.highlighted else "▌")
 
