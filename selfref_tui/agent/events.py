@@ -230,6 +230,23 @@ class QuestionAsked(AgentEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class MessageStored(AgentEvent):
+    """A message of the conversation was stored and got its number (``history``'s "N").
+
+    A front end ties what it shows live to the stored message with it, so the
+    person can act on it by number (rewind to here, edit, branch). ``text`` is
+    a person's message's text; ``call_ids`` an answer's tool calls.
+    """
+
+    n: int
+    role: str
+    text: str = ""
+    call_ids: tuple[str, ...] = ()
+    #: a message the person wrote (not a tool's image result)
+    person: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Notice(AgentEvent):
     """Something the person should know that is not an error of the turn.
 

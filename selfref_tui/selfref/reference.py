@@ -178,7 +178,8 @@ class SelfReference:
             raise InvalidKeyError(f"A key named {new!r} already exists; pick another name.")
         source = self.open(key, write=False) if key not in self._open else self._open[key]
         try:
-            patch = source.patch_of(n)
+            # one past the last message: the whole conversation
+            patch = source.patch_count if n == source.last_number + 1 else source.patch_of(n)
         except IndexError:
             raise InvalidKeyError(
                 f"no message {n} in key {key!r}: its messages are numbered 1 to "

@@ -41,6 +41,7 @@ from selfref_tui.ui.keymap import BINDINGS, check_keymap
 from selfref_tui.ui.lazy_import import LazyModule
 from selfref_tui.ui.ref_actions import RefActions
 from selfref_tui.ui.settings_actions import SettingsActions
+from selfref_tui.ui.steer_actions import ESC_DOUBLE_S, SteerActions
 from selfref_tui.ui.theme_colors import readable_variables
 from selfref_tui.ui.widgets.app_footer import NARROW_BELOW, AppFooter
 from selfref_tui.ui.widgets.app_header import AppHeader
@@ -80,6 +81,7 @@ PLACEHOLDER = "Message  (Enter send · shift+enter/ctrl+j newline · / commands 
 
 class SelfRefApp(
     EventBridge, KeyActions, FocusRing, ForkActions, RefActions, SettingsActions, FindActions,
+    SteerActions,
     App[int],
 ):
     #: absolute, so subclasses (tests, benchmarks) in other directories find it
@@ -114,6 +116,7 @@ class SelfRefApp(
         #: the question an unsent draft raises on quit, while it is on screen
         self._quit_prompt: Screen[bool] | None = None
         self._stopped_at = float("-inf")
+        self._idle_esc_at = float("-inf")
         self.gc_pauses = GcPauses()
         self._gc_timer: Timer | None = None
         #: the transcript widget, set by compose
@@ -523,6 +526,26 @@ class SelfRefApp(
         if self.controller.abort():
             self._stopped_at = now
             self.header.status = "stopping…"
+        elif self.ready and not self.controller.busy:
+            # Esc Esc with nothing running: pick one of your messages to rewind to
+            if now - self._idle_esc_at < ESC_DOUBLE_S:
+                self._idle_esc_at = float("-inf")
+                self.pick_rewind()
+            else:
+                self._idle_esc_at = now
+
+    def action_retry_or_regenerate(self) -> None:
+        """F5: a failed turn's message again; after a turn that went well, the last answer
+        asked for again (the old one kept, rewound)."""
+        try:
+            outcome = self.controller.retry()
+        except Refused as exc:
+            self.refused(exc)
+            return
+        if outcome == "busy":
+            self.notify("A turn is running; wait for it or press Esc first.", severity="warning")
+        elif outcome == "nothing":
+            self.run_worker(self.regenerate(), exclusive=True, group="steer")
 
     def action_ref_prev(self) -> None:
         if self.transcript.move_highlight(-1) is None:

@@ -52,6 +52,15 @@ class CommandHost(Protocol):
     async def find_text(self, text: str) -> None: ...
     def save_conversation(self, path: str | None = None) -> Any: ...
     def _refresh_sidebar(self, memory: Any | None = None) -> None: ...
+    def pick_rewind(self) -> Any: ...
+    def action_edit_last(self) -> Any: ...
+    def run_worker(self, work: Any, **kwargs: Any) -> Any: ...
+    async def rewind_to(self, n: int) -> bool: ...
+    async def undo_rewind(self) -> bool: ...
+    async def edit_message(self, n: int | None = None) -> bool: ...
+    async def regenerate(self) -> bool: ...
+    async def branch_from(self, n: int | None, name: str | None = None) -> bool: ...
+    def branch_point(self, item: Any) -> int | None: ...
 
 
 Run = Callable[[CommandHost, Command], Awaitable[bool]]
@@ -159,6 +168,55 @@ async def _mcp(app: CommandHost, command: Command) -> bool:
 @handler("retry")
 async def _retry(app: CommandHost, command: Command) -> bool:
     app.action_retry()
+    return True
+
+
+def _number(app: CommandHost, text: str, usage: str) -> int | None:
+    if not text.isdigit() or int(text) < 1:
+        app.notify(f"Usage: {usage} — N is a message number (the actions on a message, F8, "
+                   "show it; `selfref-tui history` lists them).", severity="warning")
+        return None
+    return int(text)
+
+
+@handler("rewind")
+async def _rewind(app: CommandHost, command: Command) -> bool:
+    if not command.args:
+        app.pick_rewind()
+        return True
+    if command.args[0].lower() == "undo":
+        return await app.undo_rewind()
+    n = _number(app, command.args[0], "/rewind [N|undo]")
+    return n is not None and await app.rewind_to(n)
+
+
+@handler("edit")
+async def _edit(app: CommandHost, command: Command) -> bool:
+    if command.args:
+        n = _number(app, command.args[0], "/edit [N]")
+        return n is not None and await app.edit_message(n)
+    app.action_edit_last()
+    return True
+
+
+@handler("regenerate")
+async def _regenerate(app: CommandHost, command: Command) -> bool:
+    return await app.regenerate()
+
+
+@handler("branch")
+async def _branch(app: CommandHost, command: Command) -> bool:
+    from selfref_tui.selfref.keys import validate_key
+
+    name = command.args[0] if command.args else None
+    if name is not None:
+        try:
+            validate_key(name)
+        except ValueError as exc:
+            app.notify(str(exc), severity="warning")
+            return False
+    n = app.branch_point(app.transcript.highlighted_item())
+    app.run_worker(app.branch_from(n, name), exclusive=True, group="steer")
     return True
 
 

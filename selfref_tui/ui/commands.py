@@ -101,6 +101,19 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("context", "/context", "Show exactly what the model will see next"),
     CommandSpec("mcp", "/mcp", "MCP servers: their state and tools"),
     CommandSpec("retry", "/retry", "Send the message whose turn failed again (not typed twice)"),
+    CommandSpec(
+        "rewind",
+        "/rewind [N|undo]",
+        "Take the context back to just before message N (your recent messages when left "
+        "out; undo brings the last rewind back); nothing is deleted",
+        max_args=1,
+    ),
+    CommandSpec("edit", "/edit [N]", "Your last (or highlighted, or Nth) message back into the "
+                "input to edit and resend; the rest is kept, rewound", max_args=1),
+    CommandSpec("regenerate", "/regenerate", "Ask again for the last answer (the old one is "
+                "kept, rewound)"),
+    CommandSpec("branch", "/branch [NAME]", "A new key from here (before the highlighted "
+                "message, or all of it); this key is unchanged", max_args=1),
     CommandSpec("help", "/help", "Keys and commands"),
 )
 

@@ -82,7 +82,8 @@ class KeyActions:
         self.transcript.set_empty_hint(
             "" if early else empty_hint(key, self._key_label, demo=self.config.provider.demo)
         )
-        await self.transcript.load_history(memory.history, tail=self.tail_items)
+        await self.transcript.load_history(memory.history, tail=self.tail_items,
+                                           numbers=memory.history_numbers())
         self.chat_input.recall_from(typed_inputs(memory.history))
         self._refresh_sidebar(memory)
         forks = getattr(memory, "forks", {}) or {}

@@ -125,11 +125,30 @@ BINDINGS: list[Binding] = [
     Binding("f1", "help", "Help", id="help", tooltip="Keys and slash commands"),
     Binding(
         "f5",
-        "retry",
+        "retry_or_regenerate",
         "Retry",
         id="retry",
         show=False,
-        tooltip="Send the message whose turn failed again, without typing it twice",
+        tooltip="Send the message whose turn failed again, without typing it twice; after a "
+        "turn that went well, ask again for the last answer (the old one is kept, rewound)",
+    ),
+    Binding(
+        "f8",
+        "message_actions",
+        "Actions",
+        id="message_actions",
+        show=False,
+        tooltip="What to do with the highlighted message (or the last): rewind to here, edit "
+        "and resend, branch from here, regenerate, undo a rewind",
+    ),
+    Binding(
+        "f9",
+        "edit_last",
+        "Edit",
+        id="edit_last",
+        show=False,
+        tooltip="Your last (or highlighted) message back into the input to edit and resend; "
+        "what came after it is kept, rewound (Esc Esc when idle: pick the message)",
     ),
     Binding(
         "ctrl+end",

@@ -13,7 +13,7 @@ SIZE = (100, 30)
 async def test_failed_message_is_marked_and_retried_without_a_copy(tmp_path):
     # markup and escapes in a server's words stay text (a click must not quit the app)
     script = [HttpError(500, "the model crashed [@click=app.quit]ERR[/] \x1b]52;c;eA==\x07"),
-              Reply(text="Back again.")]
+              Reply(text="Back again."), Reply(text="Asked once more.")]
     async with DemoServer(script) as url:
         app = make_app(tmp_path, url)
         async with app.run_test(size=SIZE) as pilot:
@@ -33,8 +33,12 @@ async def test_failed_message_is_marked_and_retried_without_a_copy(tmp_path):
             await turn_done(pilot, app)
             assert [m.text for m in app.transcript.model.of_kind("user")] == ["are you there"]
             assert not message.failed
-            await pilot.press("f5")  # nothing failed now: a note, no turn
-            await pilot.pause(0.1)
-            assert not app.router.busy
-    users = [m for m in stored(tmp_path) if m["role"] == "user"]
+            # nothing failed now: F5 asks again for the last answer (kept, rewound)
+            await pilot.press("f5")
+            await wait_until(pilot, lambda: len(app.agent.memory("main").entries()) == 4,
+                             what="the message sent again")
+            await turn_done(pilot, app)
+    working = stored(tmp_path)
+    users = [m for m in working if m["role"] == "user"]
     assert [(m["content"], m.get("failed")) for m in users] == [("are you there", None)]
+    assert working[-1]["content"] == "Asked once more."

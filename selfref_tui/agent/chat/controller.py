@@ -33,6 +33,7 @@ from .conversation_settings import ConversationSettings
 from .key_lifecycle import KeyLifecycle, OpenedKey
 from .refusals import STARTING, KeyOpenError, Refused, Severity
 from .startup import PROVIDER_CHECK_S, Startup
+from .steering import Rewound, Steering
 
 if TYPE_CHECKING:
     from selfref_tui.agent.protocols import MemoryLike
@@ -47,7 +48,7 @@ class SidebarLists:
     refs: list[dict]
 
 
-class ChatController(Startup, KeyLifecycle, ConversationSettings):
+class ChatController(Startup, KeyLifecycle, ConversationSettings, Steering):
     """One window's runtime: the agent, its router, the key on screen and its lifecycle."""
 
     def __init__(self, config: AppConfig, *, read_only: bool = False) -> None:
@@ -55,6 +56,7 @@ class ChatController(Startup, KeyLifecycle, ConversationSettings):
         KeyLifecycle.__init__(self, config.key)
         #: the switcher's content filter, while it is open (conversation_search.py)
         self._search: Any = None
+        self.unsent = []
 
     # ------------------------------------------------------------- input
 
@@ -284,6 +286,7 @@ __all__ = [
     "KeyOpenError",
     "OpenedKey",
     "Refused",
+    "Rewound",
     "Severity",
     "SidebarLists",
     "typed_inputs",

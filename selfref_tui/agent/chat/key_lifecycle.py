@@ -146,7 +146,8 @@ class KeyLifecycle:
     async def person_keys(self) -> list[dict[str, Any]]:
         """A person's keys, as the switcher and `keys list` show them (forks left out)."""
         keys = [
-            {"key": i.key, "messages": i.messages, "updated": i.updated}
+            {"key": i.key, "messages": i.messages, "updated": i.updated,
+             "origin": i.origin_text()}
             for i in await self._in_thread(self._store().keys, forks=False)
         ]
         if self.key not in {k["key"] for k in keys}:

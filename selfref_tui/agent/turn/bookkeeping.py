@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...context.apply import MULTIMODAL_MARK
-from ...context.images import without_tool_images
+from ...context.history import is_person_message
+from ...context.images import text_of, without_tool_images
 from ...context.mutations import ContextMutation, TurnFailedMutation
 from ...selfref.session import CommitReport, SelfRefSession
 from ..events import (
@@ -19,6 +20,7 @@ from ..events import (
     ExperienceForgotten,
     ExperienceRemembered,
     MessageFailed,
+    MessageStored,
     Notice,
 )
 from ..protocols import MemoryLike
@@ -148,7 +150,29 @@ class KeyBookkeeping:
                 records: list[dict] | None = None) -> None:
         if not mutations and not records:
             return
+        memory = session.memory
+        before = getattr(memory, "last_number", 0)
         self._report(session.key, session.commit(mutations, records or ()))
+        self._stored(session.key, memory, before)
+
+    def _stored(self, key: str, memory: Any, before: int) -> None:
+        """``MessageStored`` for each message a commit numbered (front ends tie items to it)."""
+        for n in range(before + 1, getattr(memory, "last_number", 0) + 1):
+            message = memory.entry(n).message
+            person = is_person_message(message)
+            calls = tuple(str(c.get("id", "")) for c in message.get("tool_calls") or ()
+                          if isinstance(c, dict))
+            self.emit(MessageStored(key=key, n=n, role=str(message.get("role", "")),
+                                    call_ids=calls, person=person,
+                                    text=text_of(message.get("content")) if person else ""))
+
+    def context_changed(self, key: str) -> None:
+        """The key's context was changed outside a turn (a rewind): what was derived from it
+        (the fd table's refs, the compile cache, the last count) is built again."""
+        self._compilers.pop(key, None)
+        self._fd_tables.pop(key, None)
+        self._last_tokens.pop(key, None)
+        self.compaction.forget(key)
 
     def _report(self, key: str, report: CommitReport) -> None:
         for exp_id in report.forgotten:

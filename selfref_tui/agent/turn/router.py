@@ -139,6 +139,22 @@ class AgentInputRouter:
         """Answer a question a tool asked the person (``QuestionAsked``)."""
         self._agent.answer_question(question_id, choice)
 
+    async def stop(self, reason: str = DEFAULT_REASON) -> list[Message]:
+        """Stop the running turn as Esc does and wait until it has ended.
+
+        The messages queued for it and not yet delivered are not sent: they are
+        returned (a front end puts them back in the input), so no turn follows.
+        """
+        leftover = self._inbox.close() if self._inbox is not None else []
+        self.abort(reason)
+        task = self._task
+        if task is not None:
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):
+                pass
+        return leftover
+
     async def wait_idle(self) -> None:
         """Return when no turn runs and none is about to start."""
         while True:

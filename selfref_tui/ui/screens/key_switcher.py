@@ -175,6 +175,8 @@ class KeySwitcher(ModalScreen[str | None]):
             updated = str(k.get("updated") or "")[:16].replace("T", " ")
             if updated:
                 details += f" · {updated}"
+            if k.get("origin"):  # a branch says where it came from
+                details += f" · {k['origin']}"
             label = Content.assemble(
                 ("● " if key == self.current else "  ", "$text-primary"),
                 (inert_line(key, 60), "bold"),

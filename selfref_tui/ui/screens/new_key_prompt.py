@@ -45,16 +45,18 @@ class NewKeyPrompt(ModalScreen[str | None]):
         *,
         existing: Collection[str] = (),
         validate: Callable[[str], object] | None = None,
+        title: str = "New conversation",
     ) -> None:
         """``validate`` raises (any Exception, with a one-line message) on a bad name."""
         super().__init__()
+        self.title_text = title
         self.suggested = suggested
         self.existing = set(existing)
         self._validate = validate
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
-            dialog.border_title = "New conversation"
+            dialog.border_title = self.title_text
             yield Input(self.suggested, placeholder="a name, e.g. project-x", id="name")
             yield Static("", id="error")
             yield Static(

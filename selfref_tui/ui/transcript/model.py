@@ -37,10 +37,22 @@ class Item:
     #: bumped on every change the view must redraw
     version: int = 0
     serial: int = field(default_factory=lambda: next(_serial))
+    #: the stored message's number (``history``'s N; a tool card: its call's message), 0
+    #: while not known (a live item before its message is stored)
+    number: int = 0
+    #: out of the model's context by a rewind (shown in a :class:`RewoundItem`'s section)
+    rewound: bool = False
 
     kind = "item"
     #: the item this one is part of (an image under its message or call), moved with it
     owner: Item | None = None
+    #: the rewound section this item is in (hidden while the section is collapsed)
+    section: RewoundItem | None = None
+
+    @property
+    def hidden(self) -> bool:
+        """In a rewound section that is collapsed: not drawn, not highlighted."""
+        return self.section is not None and not self.section.expanded
 
     def touch(self) -> None:
         self.version += 1
@@ -217,6 +229,39 @@ class DividerItem(Item):
     @property
     def copy_text(self) -> str:
         return summary_text(self.summary)
+
+
+@dataclass(eq=False)
+class RewoundItem(Item):
+    """A run of rewound messages: one collapsed line that opens to show them, marked.
+
+    They stay readable (nothing is deleted), out of the model's context; the
+    person undoes the rewind or branches from them.
+    """
+
+    first: int = 0
+    last: int = 0
+    count: int = 0
+    expanded: bool = False
+
+    kind = "rewound"
+
+    @property
+    def title(self) -> str:
+        what = "1 message" if self.count == 1 else f"{self.count} messages"
+        span = f" #{self.first}–#{self.last}" if self.last > self.first else (
+            f" #{self.first}" if self.first else "")
+        if self.expanded:
+            return f"⟲ Rewound{span} · the model no longer sees these · click to hide"
+        return f"⟲ Rewound{span} · {what} the model no longer sees · click to show"
+
+    @property
+    def end_title(self) -> str:
+        return "⟲ end of the rewound messages"
+
+    @property
+    def copy_text(self) -> str:
+        return self.title
 
 
 @dataclass(eq=False)

@@ -45,6 +45,7 @@ from selfref_tui.ui.transcript.model import (
     ErrorItem,
     Item,
     RefInfo,
+    RewoundItem,
     ToolItem,
     UserItem,
     pretty_arguments,
@@ -487,6 +488,26 @@ class Painter:
             for s in body
         ]
         return [rule, *lines, rule]
+
+    def _draw_rewound(self, row: Row) -> list[Line]:
+        """A rewound section's line: marked, plain; a click (or the actions) opens it."""
+        item = row.item
+        assert isinstance(item, RewoundItem)
+        p = self.p
+        arrow = "▼ " if item.expanded else "▶ "
+        bg = Style(bgcolor=p.mix(p.warning, 0.3 if item.highlighted else 0.08))
+        body = self._text(arrow + item.title, self.width - 3, "italic $warning")
+        bar = p.style(p.accent, bold=True) if item.highlighted else p.style(p.warning, 0.7)
+        return self._bar_lines(self._with_bg(body, bg), bar, bg,
+                               glyph="┃" if item.highlighted else "▌")
+
+    def _draw_rewound_end(self, row: Row) -> list[Line]:
+        item = row.item
+        assert isinstance(item, RewoundItem)
+        p = self.p
+        bg = Style(bgcolor=p.mix(p.warning, 0.08))
+        body = self._text(item.end_title, self.width - 3, "italic $warning")
+        return self._bar_lines(self._with_bg(body, bg), p.style(p.warning, 0.7), bg)
 
     def _draw_banner(self, row: Row) -> list[Line]:
         count = getattr(self.widget, "older_count", 0)

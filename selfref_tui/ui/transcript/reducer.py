@@ -27,6 +27,7 @@ from selfref_tui.ui.transcript.model import (
     Fence,
     Item,
     RefInfo,
+    RewoundItem,
     ToolItem,
     UserItem,
 )
@@ -49,6 +50,8 @@ class TranscriptModel:
     def __init__(self) -> None:
         self.items: list[Item] = []
         self.older: list[dict] = []
+        #: the stored number of each of ``older`` (0: none)
+        self._older_numbers: list[int] = []
         self.current: AnswerItem | None = None
         self.cards: dict[str, ToolItem] = {}
         #: bumped when items are added, removed or moved
@@ -90,7 +93,7 @@ class TranscriptModel:
         """What the highlight moves over, in reading order: items, and refs and fences inside."""
         out: list[Target] = []
         for item in self.items:
-            if item.kind == "divider":
+            if item.kind == "divider" or item.hidden:
                 continue
             out.append(item)
             if isinstance(item, AnswerItem):
@@ -273,6 +276,27 @@ class TranscriptModel:
             failing.mark_interrupted("connection lost" if lost else f"error: {event.message}")
         self.add_error(event.message, event.kind, getattr(event, "detail", "") or "")
 
+    def _on_MessageStored(self, event: Any) -> bool:
+        """A live item gets the number its message was stored under (actions take it)."""
+        if event.person:
+            for item in self.items:
+                if isinstance(item, UserItem) and not item.number and not item.rewound \
+                        and item.text == event.text:
+                    item.number = event.n
+                    return False
+        elif event.role == "assistant":
+            calls = set(event.call_ids)
+            for item in self.items:
+                if isinstance(item, ToolItem) and not item.number and item.call_id in calls:
+                    item.number = event.n
+            for item in reversed(self.items):
+                if item.number:
+                    break  # an answer before the last numbered item is not this one
+                if isinstance(item, AnswerItem):
+                    item.number = event.n
+                    break
+        return False  # nothing drawn changes
+
     def _on_CompactionApplied(self, event: Any) -> None:
         self.finish_answer()
         for item in self.items:
@@ -298,18 +322,26 @@ class TranscriptModel:
     def reset(self) -> None:
         self.items = []
         self.older = []
+        self._older_numbers = []
         self.current = None
         self.cards = {}
         self._latest = {}
         self._failing = None
         self.structure += 1
 
-    def load_history(self, history: Sequence[dict], *, tail: int = TAIL_ITEMS) -> None:
-        """Show the last ``tail`` stored messages; keep the rest for :meth:`load_older`."""
-        messages = [m for m in history if m.get("role") != "system"]
+    def load_history(self, history: Sequence[dict], *, tail: int = TAIL_ITEMS,
+                     numbers: Sequence[int] = ()) -> None:
+        """Show the last ``tail`` stored messages; keep the rest for :meth:`load_older`.
+
+        ``numbers`` (the store's ``history_numbers()``) gives each its number.
+        """
+        pairs = [(m, numbers[i] if i < len(numbers) else 0) for i, m in enumerate(history)
+                 if m.get("role") != "system"]
+        messages = [m for m, _ in pairs]
         cut = _cut(messages, len(messages) - tail)
         self.older = list(messages[:cut])
-        self.items.extend(self._build(messages[cut:]))
+        self._older_numbers = [n for _, n in pairs[:cut]]
+        self.items.extend(self._build(messages[cut:], [n for _, n in pairs[cut:]]))
         self.structure += 1
         self._mark_superseded()
 
@@ -319,19 +351,27 @@ class TranscriptModel:
             return 0
         cut = _cut(self.older, len(self.older) - count)
         batch, self.older = self.older[cut:], self.older[:cut]
-        self.items[:0] = self._build(batch)
+        numbers, self._older_numbers = self._older_numbers[cut:], self._older_numbers[:cut]
+        self.items[:0] = self._build(batch, numbers)
         self.structure += 1
         self._mark_superseded()
         return len(batch)
 
-    def _build(self, messages: Sequence[dict]) -> list[Item]:
+    def _build(self, messages: Sequence[dict], numbers: Sequence[int] = ()) -> list[Item]:
+        items = self._build_items(messages, numbers)
+        return _sections(items)
+
+    def _build_items(self, messages: Sequence[dict], numbers: Sequence[int]) -> list[Item]:
         from selfref_tui.context.images import text_of  # here: the app's import stays light
 
         items: list[Item] = []
         cards: dict[str, ToolItem] = {}
-        for message in messages:
+        for index, message in enumerate(messages):
             role = message.get("role")
-            archived = bool(message.get("archived"))
+            rewound = bool(message.get("rewound"))
+            archived = bool(message.get("archived")) or rewound
+            start = len(items)
+            number = numbers[index] if index < len(numbers) else 0
             if message.get("multimodal_for"):  # a tool's result with images
                 items += multimodal_items(message, cards, archived)
             elif role == "compaction":
@@ -378,7 +418,39 @@ class TranscriptModel:
                 else:
                     duration = message.get("duration_s")
                     card.end("done", content, float(duration) if duration is not None else None)
+            for item in items[start:]:
+                item.rewound = rewound
+                if not item.number:
+                    item.number = number
         return items
+
+
+def _sections(items: list[Item]) -> list[Item]:
+    """Each run of rewound items gets a collapsed :class:`RewoundItem` line above it."""
+    if not any(item.rewound for item in items):
+        return items
+    out: list[Item] = []
+    section: RewoundItem | None = None
+    for item in items:
+        if not item.rewound:
+            section = None
+            out.append(item)
+            continue
+        if section is None:
+            section = RewoundItem()
+            out.append(section)
+        item.section = section
+        if item.number:
+            section.first = section.first or item.number
+            section.last = max(section.last, item.number)
+        if item.kind in ("user", "answer"):
+            section.count += 1
+        out.append(item)
+    for item in out:
+        if isinstance(item, RewoundItem) and item.first:
+            # numbers of a rewound run follow each other (tool results have their own)
+            item.count = max(item.count, item.last - item.first + 1)
+    return out
 
 
 def _stored_answer(message: dict, archived: bool) -> AnswerItem:

@@ -53,6 +53,7 @@ from selfref_tui.ui.transcript.model import (
     Fence,
     Item,
     RefInfo,
+    RewoundItem,
     ToolItem,
     UserItem,
 )
@@ -119,6 +120,7 @@ def _shown() -> tuple[type, ...]:
         ev.ErrorEvent,
         ev.CompactionApplied,
         ev.TurnEnded,
+        ev.MessageStored,
     )
 
 
@@ -154,6 +156,7 @@ class Transcript(ScrollView, can_focus=False):
         self._starts: list[int] = [0]
         self._item_rows: dict[Item, tuple[tuple, list[Row]]] = {}
         self._block_rows: dict[Block | RefInfo, Row] = {}
+        self._section_ends: dict[RewoundItem, Row] = {}
         #: rows holding drawn lines, the least recently drawn first, with how many
         self._drawn: dict[Row, int] = {}
         self._kept = 0
@@ -273,6 +276,7 @@ class Transcript(ScrollView, can_focus=False):
         self.model.reset()
         self._item_rows.clear()
         self._block_rows.clear()
+        self._section_ends.clear()
         self._drawn.clear()
         self._kept = 0
         self._highlighted = None
@@ -281,9 +285,13 @@ class Transcript(ScrollView, can_focus=False):
         self.find_clear()
         self._relayout()
 
-    async def load_history(self, history: Sequence[dict], *, tail: int = TAIL_ITEMS) -> None:
-        """Show the last ``tail`` stored messages; keep the rest for :meth:`load_older`."""
-        self.model.load_history(history, tail=tail)
+    async def load_history(self, history: Sequence[dict], *, tail: int = TAIL_ITEMS,
+                           numbers: Sequence[int] = ()) -> None:
+        """Show the last ``tail`` stored messages; keep the rest for :meth:`load_older`.
+
+        ``numbers``: each message's stored number (the store's ``history_numbers()``).
+        """
+        self.model.load_history(history, tail=tail, numbers=numbers)
         self._hint_loaded = True
         self._stuck = True
         self._relayout()
@@ -329,6 +337,28 @@ class Transcript(ScrollView, can_focus=False):
             self._draw(row, width)
             lines += [line.strip.text.rstrip() for line in row.lines]
         return "\n".join(lines)
+
+    def toggle_section(self, section: RewoundItem, expanded: bool | None = None) -> None:
+        """Open (or close) a rewound section: its messages are drawn, marked, or hidden."""
+        section.expanded = not section.expanded if expanded is None else expanded
+        section.touch()
+        shown = self._highlighted
+        if not section.expanded and isinstance(shown, Item) and shown.section is section:
+            self.highlight(section)  # the highlight never stays on what is hidden
+        self._relayout(keep=section)
+
+    def highlighted_item(self) -> Item | None:
+        """The highlighted message (a ref or code block inside one: that message), or None."""
+        target = self._highlighted
+        if isinstance(target, Item):
+            return target
+        if target is None:
+            return None
+        for item in self.model.items:
+            if isinstance(item, AnswerItem) and (
+                    target in item.refs or any(b.fence is target for b in item.blocks)):
+                return item
+        return None
 
     def set_expanded(self, expanded: bool = True) -> None:
         """Open (or close) every tool call, reasoning and compaction summary."""
@@ -404,9 +434,26 @@ class Transcript(ScrollView, can_focus=False):
             rows.append(self._banner_row)
         if self._hint_shown:
             rows.append(self._hint_row)
+        opened: RewoundItem | None = None  # an open rewound section: a line marks its end
         for item in self.model.items:
+            if opened is not None and item.section is not opened:
+                rows.append(self._section_end(opened))
+                opened = None
+            if item.hidden:  # a collapsed rewound section shows its one line
+                continue
             rows.extend(self._rows_of(item))
+            if item.section is not None:
+                opened = item.section
+        if opened is not None:
+            rows.append(self._section_end(opened))
         return rows
+
+    def _section_end(self, section: RewoundItem) -> Row:
+        row = self._section_ends.get(section)
+        if row is None:
+            row = self._section_ends[section] = Row("rewound_end", section)
+            row.margin = 1
+        return row
 
     @property
     def _banner_row(self) -> Row:
@@ -729,6 +776,9 @@ class Transcript(ScrollView, can_focus=False):
         if row.part == "banner":
             event.stop()
             self.post_message(self.LoadOlder())
+        elif row.part == "rewound":
+            event.stop()
+            self.toggle_section(row.item)  # type: ignore[arg-type]
         elif row.part in ("tool", "divider") and line == row.margin + (row.part == "divider"):
             event.stop()
             item = row.item

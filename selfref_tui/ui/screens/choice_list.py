@@ -1,0 +1,84 @@
+"""Pick one of a few rows: the actions on a message, or the message to rewind to.
+
+One dialog for every short list the person picks from, so each list is data
+(rows of id and label) and the keys are the same everywhere: the arrows and
+Enter choose, Esc cancels (dismisses with None). Labels quote messages and
+are shown inert (``safety.content``), never parsed as markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from selfref_tui.safety import content, inert_line
+
+
+class ChoiceList(ModalScreen[str | None]):
+    """``rows``: (id, label); a row whose id starts with ``-`` is shown but not chosen."""
+
+    DEFAULT_CSS = """
+    ChoiceList { align: center middle; background: $background 60%; }
+    ChoiceList > #dialog {
+        width: 76;
+        max-width: 95%;
+        height: auto;
+        max-height: 80%;
+        padding: 1 2;
+        border: round $primary;
+        border-title-color: $primary;
+        background: $surface;
+    }
+    ChoiceList #about { color: $text-muted; margin-bottom: 1; height: auto; }
+    ChoiceList OptionList { height: auto; max-height: 20; }
+    ChoiceList #hint { color: $text-muted; margin-top: 1; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="choice_list.cancel"),
+    ]
+
+    def __init__(self, title: str, rows: Sequence[tuple[str, str]], *, about: str = "") -> None:
+        super().__init__()
+        self.title_text = title
+        self.rows = list(rows)
+        self.about = about
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog") as dialog:
+            dialog.border_title = content(self.title_text, line=True)
+            if self.about:
+                yield Static(content(self.about), id="about")
+            yield OptionList(*[
+                Option(content(inert_line(label, 200)), id=row_id,
+                       disabled=row_id.startswith("-"))
+                for row_id, label in self.rows
+            ])
+            yield Static(Content.assemble(
+                ("↑↓", "bold $primary"), " choose   ", ("enter", "bold $primary"), " do it   ",
+                ("esc", "bold $primary"), " cancel"), id="hint")
+
+    def on_mount(self) -> None:
+        options = self.query_one(OptionList)
+        options.focus()
+        first = next((i for i, (row_id, _) in enumerate(self.rows)
+                      if not row_id.startswith("-")), None)
+        if first is not None:
+            options.highlighted = first
+
+    @on(OptionList.OptionSelected)
+    def _chosen(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,89 @@
+"""After a rewind: which of the files the model wrote there to put back as they were.
+
+Every file is listed; those still as the model left them are ticked, the
+person unticks what to keep. A file changed since by someone else cannot be
+ticked: it is never overwritten (its row says why). Esc keeps every file as
+it is. Paths come from the store and are shown inert.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, SelectionList, Static
+from textual.widgets.selection_list import Selection
+
+from selfref_tui.safety import content, inert_line
+
+
+class RestoreFiles(ModalScreen[list[int] | None]):
+    """``rows``: (path, what restoring does, why it cannot: "" when it can).
+
+    Dismisses with the indexes of the rows to restore, or None (keep them all).
+    """
+
+    DEFAULT_CSS = """
+    RestoreFiles { align: center middle; background: $background 60%; }
+    RestoreFiles > #dialog {
+        width: 90;
+        max-width: 95%;
+        height: auto;
+        max-height: 85%;
+        padding: 1 2;
+        border: round $warning;
+        border-title-color: $warning;
+        background: $surface;
+    }
+    RestoreFiles #about { height: auto; margin-bottom: 1; }
+    RestoreFiles SelectionList { height: auto; max-height: 16; }
+    RestoreFiles #buttons { height: auto; align-horizontal: right; margin-top: 1; }
+    RestoreFiles Button { margin-left: 1; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "keep", "Keep files", id="restore_files.keep"),
+    ]
+
+    def __init__(self, rows: Sequence[tuple[str, str, str]], *, note: str = "") -> None:
+        super().__init__()
+        self.rows = list(rows)
+        self.note = note
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog") as dialog:
+            dialog.border_title = "Files the model wrote after that point"
+            about = ("The conversation was rewound. Ticked files are put back as they were "
+                     "before the model wrote them; the others stay as they are.")
+            if self.note:
+                about += f"\n{self.note}"
+            yield Static(content(about), id="about")
+            yield SelectionList[int](*[
+                Selection(content(inert_line(f"{path}  — {why or what}", 300)), index,
+                          not why, disabled=bool(why))
+                for index, (path, what, why) in enumerate(self.rows)
+            ])
+            with Horizontal(id="buttons"):
+                yield Button("Restore ticked files", id="restore", variant="warning")
+                yield Button("Keep files as they are", id="keep")
+
+    def on_mount(self) -> None:
+        self.query_one(SelectionList).focus()
+
+    @on(Button.Pressed, "#restore")
+    def _restore(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(sorted(self.query_one(SelectionList).selected))
+
+    @on(Button.Pressed, "#keep")
+    def _keep(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(None)
+
+    def action_keep(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,336 @@
+"""The person steers from the app: rewind, undo, edit, regenerate, branch.
+
+A mixin of :class:`~selfref_tui.ui.app.SelfRefApp`. The controller does each
+one (``agent/chat/steering.py``); this shows it: the transcript is drawn again
+from the store (the rewound messages collapsed in a marked section), a
+person's message rewound to comes back into the input with its images, what
+left the context is said in one notification, and the files the model wrote
+after that point are offered for restoring. Every rewind can be undone
+(``/rewind undo``, or the actions on the rewound section), so no key press
+loses work.
+
+Keys (``keymap.py``): F8 the actions on the highlighted message (or the last),
+F9 edit your last (or highlighted) message, F5 retry a failed turn or else
+regenerate the last answer, Esc Esc while idle the list of your messages to
+rewind to. (F6 and F7 are the input's own: select line, select all.)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from textual import work
+
+from selfref_tui.agent.chat.refusals import Refused
+from selfref_tui.safety import inert_line
+
+if TYPE_CHECKING:
+    from selfref_tui.agent.chat.controller import ChatController
+    from selfref_tui.selfref.rewind import RewindReport
+    from selfref_tui.ui.transcript.model import Item
+    from selfref_tui.ui.widgets.chat_input import ChatInput
+    from selfref_tui.ui.widgets.transcript import Transcript
+
+#: a second Esc this soon after one that stopped nothing opens the rewind list
+ESC_DOUBLE_S = 0.6
+
+
+class SteerActions:
+    """Rewind, undo, edit, regenerate and branch, on screen."""
+
+    if TYPE_CHECKING:  # provided by SelfRefApp and its other mixins
+        controller: ChatController
+        transcript: Transcript
+        chat_input: ChatInput
+        key: str
+        tail_items: int
+
+        def notify(self, message: str, **kwargs: Any) -> None: ...
+        def refused(self, exc: Refused, extra: str = "") -> None: ...
+        def _refresh_sidebar(self, memory: Any | None = None) -> None: ...
+        def _refresh_usage(self) -> Any: ...
+        async def push_screen_wait(self, screen: Any) -> Any: ...
+        async def switch_key(self, key: str) -> bool: ...
+        async def _show_sent(self, text: str, outcome: str,
+                             images: Any = ()) -> None: ...
+
+    # ----------------------------------------------------------------- the steps
+
+    async def rewind_to(self, n: int) -> bool:
+        """Rewind to just before message ``n``; a person's message comes back to edit."""
+        try:
+            done = await self.controller.rewind(n)
+        except Refused as exc:
+            self.refused(exc)
+            return False
+        await self.show_rewind(done.report)
+        if done.text or done.images:
+            self._into_input(done.text, done.images)
+        return True
+
+    async def undo_rewind(self) -> bool:
+        try:
+            report = await self.controller.undo_rewind()
+        except Refused as exc:
+            self.refused(exc)
+            return False
+        await self.show_rewind(report)
+        return True
+
+    async def edit_message(self, n: int | None = None) -> bool:
+        """``/edit``, F9: your message ``n`` (default: your last) back into the input."""
+        try:
+            done = await self.controller.edit(n)
+        except Refused as exc:
+            self.refused(exc)
+            return False
+        await self.show_rewind(done.report)
+        self._into_input(done.text, done.images)
+        return True
+
+    async def regenerate(self) -> bool:
+        """``/regenerate``: your last message sent again as it was; the old answer is kept,
+        rewound."""
+        try:
+            done, outcome = await self.controller.regenerate()
+        except Refused as exc:
+            self.refused(exc)
+            return False
+        await self.show_rewind(done.report, quiet=True)
+        await self._show_sent(done.text, outcome, [(url, "image") for url in done.images])
+        self.notify("Asked again; the earlier answer is kept in the rewound section.")
+        return True
+
+    async def branch_from(self, n: int | None, name: str | None = None) -> bool:
+        """A new key from the state before message ``n`` (None: all of it), opened on screen."""
+        from selfref_tui.selfref.keys import validate_key
+        from selfref_tui.ui.screens.new_key_prompt import NewKeyPrompt
+
+        try:
+            suggested, existing = await self.controller.branch_names()
+            if name is None:
+                name = await self.push_screen_wait(NewKeyPrompt(
+                    suggested, existing=existing, validate=validate_key, title="New branch"))
+                if not name:
+                    return False
+            await self.controller.branch(n, name)
+        except Refused as exc:
+            self.refused(exc)
+            return False
+        where = f"before message {n}" if n else "at the end of the conversation"
+        origin = self.key
+        if await self.switch_key(name):
+            self.notify(f"Branch {name} of {origin}, {where}; {origin} is unchanged "
+                        "(ctrl+o switches back).")
+        return True
+
+    async def show_rewind(self, report: RewindReport, *, quiet: bool = False) -> None:
+        """The transcript again from the store, what changed said, files offered."""
+        await self.reload_transcript()
+        for text in self.controller.unsent:  # queued for the stopped turn, never sent
+            self._into_input(text, [])
+        self.controller.unsent = []
+        if not quiet:
+            lines = report.lines()
+            if report.message:
+                lines.append("/rewind undo brings it back.")
+            self.notify("\n".join(lines), timeout=10)
+        if report.files:
+            self._offer_restore(report)
+
+    async def reload_transcript(self) -> None:
+        """The key on screen drawn again from its store (after a rewind)."""
+        memory = self.controller.agent.memory(self.key)
+        await self.transcript.reset()
+        await self.transcript.load_history(memory.history, tail=self.tail_items,
+                                           numbers=memory.history_numbers())
+        self._refresh_sidebar(memory)
+        self._refresh_usage()
+        self.transcript.scroll_bottom()
+
+    def _into_input(self, text: str, images: list[str]) -> None:
+        """A message back in the input, before whatever draft is there (nothing is lost)."""
+        from selfref_tui.context.images import parse_data_url
+        from selfref_tui.selfref.attach import Attachment
+
+        chat = self.chat_input
+        if text:
+            draft = chat.text
+            chat.insert(text + ("\n\n" if draft.strip() else ""), location=(0, 0))
+        for index, url in enumerate(images, 1):
+            parsed = parse_data_url(url)
+            if parsed is not None:
+                mime, data = parsed
+                chat.add_image(Attachment(f"image-{index}.{mime.rsplit('/', 1)[-1]}", mime, data))
+        chat.focus()
+
+    # --------------------------------------------------------------- files
+
+    @work(group="restore-files", exit_on_error=False)
+    async def _offer_restore(self, report: RewindReport) -> None:
+        import asyncio
+
+        from selfref_tui.selfref.checkpoints import state_of
+        from selfref_tui.ui.screens.restore_files import RestoreFiles
+
+        rows = []
+        for change in report.files:
+            now = await asyncio.to_thread(state_of, change.path)
+            why = ""
+            if now != change.after and now != change.before:
+                why = ("changed since the model wrote it: left as it is" if now is not None
+                       else "removed since: left as it is")
+            what = ("remove it (it did not exist before)" if change.before is None
+                    else "put back its earlier content")
+            if now == change.before:
+                why = "already as it was"
+            rows.append((change.path, what, why))
+        note = ""
+        if report.mcp_tools:
+            note = (f"MCP tools also ran there ({', '.join(report.mcp_tools)}): they may "
+                    "have changed files that cannot be restored.")
+        chosen = await self.push_screen_wait(RestoreFiles(rows, note=note))
+        if not chosen:
+            return
+        done = await self.controller.restore_files([report.files[i] for i in chosen])
+        lines = done.lines()
+        self.notify("\n".join(lines) or "Nothing to restore.",
+                    severity="warning" if done.skipped else "information", timeout=10)
+
+    # ------------------------------------------------------- what is acted on
+
+    def message_number(self, item: Item | None) -> int | None:
+        """The stored number of ``item`` (a rewound section: its first message)."""
+        if item is None:
+            return None
+        number = getattr(item, "first", 0) if item.kind == "rewound" else item.number
+        if not number and item.owner is not None:
+            number = item.owner.number
+        return number or None
+
+    def branch_point(self, item: Item | None) -> int | None:
+        """Where a branch from ``item`` starts: before a message of yours (or a rewound
+        section), just after anything else (the branch keeps that answer); None: all."""
+        from selfref_tui.context.history import is_person_message
+
+        n = self.message_number(item)
+        if n is None or item is None or item.kind == "rewound":
+            return n
+        try:
+            entry = self.controller.entry(n)
+        except Refused:
+            return n
+        if entry is not None and not is_person_message(entry.message):
+            return n + 1
+        return n
+
+    # --------------------------------------------------------------- keys
+
+    @work(exclusive=True, group="steer")
+    async def action_message_actions(self) -> None:
+        """F8: what can be done with the highlighted message (or the last one)."""
+        from selfref_tui.ui.screens.choice_list import ChoiceList
+
+        item = self.transcript.highlighted_item()
+        rows, about = self._actions_for(item)
+        if not rows:
+            self.notify("Nothing to act on in this conversation yet.")
+            return
+        chosen = await self.push_screen_wait(ChoiceList("Message", rows, about=about))
+        if chosen:
+            await self.run_message_action(chosen, item)
+
+    def _actions_for(self, item: Item | None) -> tuple[list[tuple[str, str]], str]:
+        from selfref_tui.context.history import is_person_message
+
+        rows: list[tuple[str, str]] = []
+        try:
+            n = self.message_number(item)
+            last = self.controller.last_person_message()
+            entry = self.controller.entry(n) if n else None
+        except Refused as exc:
+            return [], str(exc)
+        if item is not None and item.kind == "rewound":
+            shown = getattr(item, "expanded", False)
+            rows.append(("toggle", "Hide the rewound messages" if shown
+                         else "Show the rewound messages"))
+            rows.append(("undo", "Undo the last rewind (its messages come back)"))
+            if n:
+                rows.append(("branch", f"Branch from here: a new key from before message {n}"))
+            return rows, f"Rewound messages #{n}…" if n else "Rewound messages"
+        if entry is not None:
+            mine = is_person_message(entry.message)
+            rows.append(("rewind", f"Rewind to here: the context goes back to just before "
+                                   f"message {entry.n}" + (" (its text comes back to edit)"
+                                                           if mine else "")))
+            if mine:
+                rows.append(("edit", "Edit and resend this message"))
+            rows.append(("branch", "Branch from here: a new key from before message "
+                                   f"{entry.n}" if mine else
+                                   f"Branch from here: a new key up to message {entry.n}"))
+        if last is not None:
+            rows.append(("regenerate", "Regenerate the last answer (the old one is kept, "
+                                       "rewound)"))
+        rows.append(("undo", "Undo the last rewind"))
+        about = ""
+        if entry is not None:
+            text = inert_line(str(item.copy_text if item is not None else ""), 70)
+            about = f"#{entry.n} {entry.role}: {text}"
+        return rows, about
+
+    async def run_message_action(self, action: str, item: Item | None) -> None:
+        n = self.message_number(item)
+        if action == "toggle" and item is not None and item.kind == "rewound":
+            self.transcript.toggle_section(item)  # type: ignore[arg-type]
+        elif action == "undo":
+            await self.undo_rewind()
+        elif action == "rewind" and n:
+            await self.rewind_to(n)
+        elif action == "edit" and n:
+            await self.edit_message(n)
+        elif action == "regenerate":
+            await self.regenerate()
+        elif action == "branch":
+            await self.branch_from(self.branch_point(item))
+
+    @work(exclusive=True, group="steer")
+    async def action_edit_last(self) -> None:
+        """F9: the highlighted message of yours, or your last, back into the input."""
+        from selfref_tui.context.history import is_person_message
+
+        item = self.transcript.highlighted_item()
+        n = self.message_number(item)
+        try:
+            entry = self.controller.entry(n) if n else None
+        except Refused as exc:
+            self.refused(exc)
+            return
+        if entry is not None and not is_person_message(entry.message):
+            n = None  # an answer is highlighted: your last message
+        await self.edit_message(n)
+
+    @work(exclusive=True, group="steer")
+    async def pick_rewind(self) -> None:
+        """``/rewind`` alone, Esc Esc: your recent messages; the chosen one comes back to edit."""
+        from selfref_tui.ui.screens.choice_list import ChoiceList
+
+        try:
+            recent = self.controller.recent_person_messages()
+        except Refused as exc:
+            self.refused(exc)
+            return
+        if not recent:
+            self.notify("Nothing to rewind to: no message of yours in this conversation yet.")
+            return
+        from selfref_tui.context.images import text_of
+
+        rows = [(str(e.n), f"#{e.n}  {e.time[11:16]}  "
+                 f"{inert_line(text_of(e.message.get('content')), 60)}") for e in recent]
+        rows.append(("undo", "Undo the last rewind"))
+        chosen = await self.push_screen_wait(ChoiceList(
+            "Rewind to", rows, about="The context goes back to just before the message you "
+            "choose; its text comes back into the input. Nothing is deleted."))
+        if chosen == "undo":
+            await self.undo_rewind()
+        elif chosen:
+            await self.rewind_to(int(chosen))

@@ -1,0 +1,179 @@
+"""The person steers in the app: rewind, edit and resend, regenerate, branch, undo.
+
+Real app (Pilot), real store files, the demo server over real HTTP.
+"""
+
+from __future__ import annotations
+
+from selfref_tui.demo.script import Reply, ToolCall
+from selfref_tui.demo.server import DemoServer
+from selfref_tui.selfref.reference import SelfReference
+from tests.ui.helpers import make_app, started, turn_done, type_and_send, wait_until
+
+SIZE = (100, 34)
+
+
+def said(messages: list[dict]) -> list[tuple[str, str]]:
+    return [(m["role"], m["content"]) for m in messages if m["role"] != "system"]
+
+
+def entries(tmp_path, key: str = "main") -> list[tuple[int, str, str, bool]]:
+    memory = SelfReference(tmp_path / "data").open(key, write=False)
+    return [(e.n, e.role, e.message.get("content"), e.rewound) for e in memory.entries()]
+
+
+async def two_turns(pilot, app) -> None:
+    await started(pilot, app)
+    await type_and_send(pilot, "first question")
+    await turn_done(pilot, app)
+    await type_and_send(pilot, "second question")
+    await turn_done(pilot, app)
+
+
+def shown(app) -> str:
+    return "\n".join(app.transcript.visible_text())
+
+
+async def test_edit_puts_your_last_message_back_and_sends_it_from_there(tmp_path):
+    script = [Reply(text="one"), Reply(text="two"), Reply(text="two, better")]
+    async with DemoServer(script) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await two_turns(pilot, app)
+            await pilot.press("f9")  # edit your last message
+            await wait_until(pilot, lambda: app.chat_input.text == "second question",
+                             what="the message back in the input")
+            await app.transcript.settle()
+            await pilot.pause()
+            assert "⟲ Rewound #3–#4 · 2 messages" in shown(app)
+            assert "two" not in [i.text for i in app.transcript.items_of("answer")
+                                 if not i.hidden]
+            await pilot.press("end", *" please")
+            await pilot.press("enter")
+            await turn_done(pilot, app)
+            sent = app.agent.memory("main").messages
+            assert said(sent) == [("user", "first question"), ("assistant", "one"),
+                                  ("user", "second question please"),
+                                  ("assistant", "two, better")]
+    assert entries(tmp_path) == [
+        (1, "user", "first question", False), (2, "assistant", "one", False),
+        (3, "user", "second question", True), (4, "assistant", "two", True),
+        (5, "user", "second question please", False), (6, "assistant", "two, better", False)]
+
+
+async def test_regenerate_asks_again_and_keeps_the_old_answer_rewound(tmp_path):
+    script = [Reply(text="one"), Reply(text="two"), Reply(text="another two")]
+    async with DemoServer(script) as server_url:
+        app = make_app(tmp_path, server_url)
+        async with app.run_test(size=SIZE) as pilot:
+            await two_turns(pilot, app)
+            await pilot.press(*"/regenerate")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: app.router.busy or len(entries_live(app)) > 4,
+                             what="the turn asked again")
+            await turn_done(pilot, app)
+            assert said(app.agent.memory("main").messages) == [
+                ("user", "first question"), ("assistant", "one"),
+                ("user", "second question"), ("assistant", "another two")]
+            assert app.chat_input.text == ""
+    assert [(n, c, r) for n, _, c, r in entries(tmp_path)][2:] == [
+        (3, "second question", True), (4, "two", True), (5, "second question", False),
+        (6, "another two", False)]
+
+
+def entries_live(app) -> list:
+    return list(app.agent.memory("main").entries())
+
+
+async def test_f5_after_a_turn_that_went_well_regenerates(tmp_path):
+    script = [Reply(text="one"), Reply(text="one again")]
+    async with DemoServer(script) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "hello")
+            await turn_done(pilot, app)
+            await pilot.press("f5")
+            await wait_until(pilot, lambda: len(entries_live(app)) == 4, what="asked again")
+            await turn_done(pilot, app)
+            assert said(app.agent.memory("main").messages) == [("user", "hello"),
+                                                               ("assistant", "one again")]
+
+
+async def test_rewind_picker_undo_and_the_rewound_section(tmp_path):
+    script = [Reply(tool_calls=[ToolCall("remember", {"text": "likes tea"})]),
+              Reply(text="Noted."), Reply(text="two")]
+    async with DemoServer(script) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "remember tea")
+            await turn_done(pilot, app)
+            await type_and_send(pilot, "second question")
+            await turn_done(pilot, app)
+            assert [e.text for e in app.sidebar.experiences] == ["likes tea"]
+            await pilot.press("escape", "escape")  # idle: your messages to rewind to
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "ChoiceList",
+                             what="the rewind list")
+            await pilot.press("down", "enter")  # the second newest: "remember tea"
+            await wait_until(pilot, lambda: app.chat_input.text == "remember tea",
+                             what="its text back in the input")
+            await wait_until(pilot, lambda: not app.sidebar.experiences,
+                             what="the experience taken back")
+            assert said(app.agent.memory("main").messages) == []
+            sections = app.transcript.items_of("rewound")
+            assert [(s.first, s.last, s.count, s.expanded) for s in sections] == [
+                (1, 6, 6, False)]
+            await app.transcript.settle()
+            await pilot.pause()
+            assert "Rewound #1–#6 · 6 messages" in shown(app)
+            assert "second question" not in shown(app)  # collapsed
+            app.transcript.toggle_section(sections[0])
+            await pilot.pause()
+            assert "second question" in shown(app)  # open: still readable, marked
+            app.chat_input.clear()
+            await pilot.press(*"/rewind undo")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: [e.text for e in app.sidebar.experiences]
+                             == ["likes tea"], what="the experience back")
+            assert not app.transcript.items_of("rewound")
+            assert len(app.agent.memory("main").messages) == 7  # system + six
+
+
+async def test_branch_from_a_highlighted_message(tmp_path):
+    script = [Reply(text="one"), Reply(text="two")]
+    async with DemoServer(script) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await two_turns(pilot, app)
+            for _ in range(3):  # the newest item, then up to "second question"... then "one"
+                await pilot.press("ctrl+up")
+            highlighted = app.transcript.highlighted_item()
+            assert highlighted is not None and highlighted.number == 2  # the answer "one"
+            await pilot.press(*"/branch side")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: app.key == "side", what="the branch on screen")
+            await wait_until(pilot, lambda: app.header.status == "ready", what="opened")
+            assert said(app.agent.memory("side").messages) == [("user", "first question"),
+                                                               ("assistant", "one")]
+            info = {k["key"]: k for k in await app.controller.person_keys()}
+            assert info["side"]["origin"] == "branch of main before message 3"
+    assert [c for _, _, c, _ in entries(tmp_path)] == ["first question", "one",
+                                                       "second question", "two"]
+
+
+async def test_actions_menu_on_a_highlighted_message_rewinds_to_it(tmp_path):
+    script = [Reply(text="one"), Reply(text="two")]
+    async with DemoServer(script) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await two_turns(pilot, app)
+            await pilot.press("ctrl+up")  # the newest item: the answer "two"
+            assert app.transcript.highlighted_item().number == 4
+            await pilot.press("f8")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "ChoiceList",
+                             what="the actions")
+            await pilot.press("enter")  # the first row: rewind to here
+            await wait_until(pilot, lambda: len(app.agent.memory("main").messages) == 3,
+                             what="rewound before the answer")
+            assert app.chat_input.text == ""  # an answer's text does not go to the input
