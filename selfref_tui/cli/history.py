@@ -58,7 +58,7 @@ def _history(args: argparse.Namespace) -> int:
     entries = [e for e in memory.entries() if args.all or not e.rewound]
     rows = [entry_row(e) for e in entries]
     if args.json:
-        print_json(rows)
+        print_json(rows, one_per_line=True)
         return EXIT_OK
     if not rows:
         print(f"no messages under key '{memory.key}'")

@@ -10,12 +10,14 @@ records each change it makes to ``messages``.
 Why a record of changes (a journal) rather than snapshots: a rewind must give
 back the state as of any earlier patch — messages, experiences, refs and their
 versions, the summary — and must cost what it undoes, not what the key holds.
-Every change to the message list is journaled with what undoes it; undoing the
-entries after a patch's mark restores the state at that mark exactly. Undoing
-appends the inverse entries instead of dropping the undone ones (as Emacs's
-undo does), so a later rewind to any mark — one inside a rewound stretch, or
-the mark of a rewind, which undoes that rewind — is the same walk back. The
-store adds entries of its own (refs, the summary) to the same journal.
+Every change to the message list is journaled with what undoes it (and undoing
+it yields what redoes it). The journal is a tree of segments: the states the
+key has been in are its positions, each patch's mark is one, and the current
+state is the end of one path from the root. Going to a mark undoes along the
+path up to where the two meet and redoes down to the mark, so a rewind into a
+rewound stretch, or to the mark of a rewind (which undoes that rewind), costs
+the distance between the two states, however often the person went back and
+forth. The store adds entries of its own (refs, the summary) to the journal.
 
 Numbers: every message of role user, assistant or tool gets the next number
 when it enters, except runtime notes and compaction summaries (not the
@@ -54,8 +56,33 @@ _COMPACTING = frozenset({ContextSummaryMutation, ContextReplaceMutation})
 _EXPERIENCE_TYPES = frozenset(EXPERIENCE_MUTATIONS)
 
 #: a journal entry: (undo function, *arguments); the function undoes it and
-#: returns the entry that would redo it
+#: returns the entry that would redo it (an int: a push at that index, undone by a pop)
 Entry = tuple[Any, ...]
+
+
+class _Segment:
+    """A run of journal entries; it forks off its parent after ``at`` of the parent's.
+
+    An entry on the current path holds what undoes it; one undone (off the
+    path) holds what redoes it.
+    """
+
+    __slots__ = ("at", "entries", "parent")
+
+    def __init__(self, parent: _Segment | None = None, at: int = 0) -> None:
+        self.parent = parent
+        self.at = at
+        self.entries: list[Any] = []
+
+    def chain(self) -> list[_Segment]:
+        """The segments from the root down to this one."""
+        out: list[_Segment] = []
+        node: _Segment | None = self
+        while node is not None:
+            out.append(node)
+            node = node.parent
+        out.reverse()
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,10 +135,13 @@ class HistoryBuilder(TranscriptBuilder):
         self._before_compaction = before_compaction
         #: slot of each message in ``messages`` (-1 for the system message)
         self.slots: list[int] = []
-        #: undo entries: an int is a push at that index, a tuple is (undo function, *args)
-        self.journal: list[Entry | int] = []
-        #: journal length before each patch (index: the patch's position in the log)
+        self._root = self._segment = _Segment()
+        #: the current segment's entries (the store's entries go here too)
+        self.journal: list[Entry | int] = self._segment.entries
+        #: length of its segment's entries before each patch (index: the patch's position)
         self.marks: list[int] = []
+        #: (first patch position, segment) each time the current segment changed
+        self._segments: list[tuple[int, _Segment]] = [(0, self._root)]
         #: positions of the rewind patches folded, oldest first
         self.rewinds: list[int] = []
         #: experience patches still batched (not yet folded) at a patch's mark, by position
@@ -155,8 +185,16 @@ class HistoryBuilder(TranscriptBuilder):
                     self._push(message)  # what append_message does for a user message
                 else:
                     self.append_message(message)
-            else:
+            elif mutation.tool_calls:  # type: ignore[union-attr]
                 self._append_assistant(mutation)  # type: ignore[arg-type]
+            else:  # what _append_assistant does for an answer without calls
+                if self._open_idx is not None:
+                    self._close_block()
+                content = mutation.content  # type: ignore[union-attr]
+                message = {"role": "assistant", "content": content if content is not None else ""}
+                if mutation.reasoning_details:  # type: ignore[union-attr]
+                    message["reasoning_details"] = list(mutation.reasoning_details)  # type: ignore[union-attr]
+                self._push(message)
             return
         if kind in _EXPERIENCE_TYPES:
             if self._pending_experiences:
@@ -171,7 +209,7 @@ class HistoryBuilder(TranscriptBuilder):
             self.rewinds.append(len(self.marks) - 1)
             target = mutation.to_patch  # type: ignore[union-attr]
             if target < len(self.marks) - 1:
-                self.undo_to(self.marks[target])
+                self.go_to(target)
                 # what was batched then is batched again (folded at the batch's end)
                 self._pending_experiences = list(self._batched_at.get(target, ()))
             return  # a rewind to a patch not in this log (a damaged one) changes nothing
@@ -179,20 +217,71 @@ class HistoryBuilder(TranscriptBuilder):
             self._before_compaction(mutation)
         super().apply(mutation)
 
-    def undo_to(self, mark: int) -> None:
-        """Undo every journal entry after ``mark`` (newest first); their inverses are kept."""
+    def go_to(self, patch: int) -> None:
+        """The state as it was just before patch ``patch`` (an earlier position)."""
         self.flush_experiences()
-        journal = self.journal
-        undo_push = self._undo_push
-        inverses = [
-            undo_push(entry) if type(entry) is int else entry[0](entry)
-            for entry in reversed(journal[mark:])
-        ]
-        journal.extend(inverses)
+        seg_t, off_t = self._mark(patch)
+        here = self._segment.chain()
+        there = seg_t.chain()
+        common = 0
+        while common < min(len(here), len(there)) and here[common] is there[common]:
+            common += 1
+        meet = here[common - 1]  # the root is common to every path
+        # how far the meeting segment is applied now, and how far the target needs it
+        now = here[common].at if common < len(here) else len(meet.entries)
+        want = there[common].at if common < len(there) else off_t
+        for index in range(len(here) - 1, common - 1, -1):
+            segment = here[index]
+            # a segment on the path is applied up to where the next one forks off it
+            end = here[index + 1].at if index + 1 < len(here) else len(segment.entries)
+            self._undo(segment, 0, end)
+        if want < now:
+            self._undo(meet, want, now)
+        elif want > now:
+            self._redo(meet, now, want)
+        for index in range(common, len(there)):
+            segment = there[index]
+            end = there[index + 1].at if index + 1 < len(there) else off_t
+            self._redo(segment, 0, end)
+        if off_t < len(seg_t.entries):
+            seg_t = _Segment(seg_t, off_t)  # what comes next forks here
+        self._segment, self.journal = seg_t, seg_t.entries
+        self._segments.append((len(self.marks), seg_t))
         self._open_idx = None
         self._unresolved, self._answered, self._repeats = [], set(), {}
         self._find_open_block()
         self._keep_experience_ids()
+
+    def _mark(self, patch: int) -> tuple[_Segment, int]:
+        """Where patch ``patch``'s mark is: its segment and the offset in it."""
+        segment = self._root
+        for first, seg in self._segments:
+            if first > patch:
+                break
+            segment = seg
+        return segment, self.marks[patch]
+
+    def _undo(self, segment: _Segment, start: int, end: int) -> None:
+        entries, messages, slots, state = segment.entries, self.messages, self.slots, self._state
+        undo_del, undo_push = self._undo_del, self._undo_push
+        for k in range(end - 1, start - 1, -1):
+            entry = entries[k]
+            if type(entry) is int and entry == len(messages) - 1:
+                # a push undone (the common case, inlined: a rewind far back undoes thousands)
+                message, sid = messages.pop(), slots.pop()
+                before = WORKING
+                if sid >= 0:
+                    before = state[sid]
+                    state[sid] = REWOUND
+                entries[k] = (undo_del, entry, message, sid, before)
+            else:
+                entries[k] = undo_push(entry) if type(entry) is int else entry[0](entry)
+
+    def _redo(self, segment: _Segment, start: int, end: int) -> None:
+        entries = segment.entries
+        for k in range(start, end):
+            entry = entries[k]
+            entries[k] = entry[0](entry)
 
     def journal_entry(self, undo: Callable[[Entry], Entry], *args: Any) -> None:
         """Record a change made outside the builder (the store's refs and summary)."""
@@ -207,6 +296,11 @@ class HistoryBuilder(TranscriptBuilder):
         """Message ``n`` as the person reads it (IndexError when there is none)."""
         self._check(n)
         return self._entry(n)
+
+    def message(self, n: int) -> dict[str, Any]:
+        """Message ``n``'s latest dict (IndexError when there is none)."""
+        self._check(n)
+        return self._msg[self._slot_of[n - 1]]
 
     def entries(self) -> list[HistoryEntry]:
         """Every numbered message, in order, hidden ones left out."""
@@ -246,6 +340,27 @@ class HistoryBuilder(TranscriptBuilder):
             elif s == REWOUND:
                 add((number, {**message, "rewound": True}))
         return out
+
+    def states(self) -> bytes:
+        """A snapshot of every slot's state, for :meth:`moved_since`."""
+        return bytes(self._state)
+
+    def moved_since(self, before: bytes) -> tuple[list[int], list[int]]:
+        """Numbers that left the context since ``before`` (now rewound), and that came back.
+
+        Compacted counts as in the context here: a compaction does not take the
+        person's messages away, and a rewind past one brings them back.
+        """
+        state, left, back = self._state, [], []
+        for n, sid in enumerate(self._slot_of, 1):
+            old = before[sid] if sid < len(before) else WORKING
+            new = state[sid]
+            if old != new:
+                if new == REWOUND and old != HIDDEN:
+                    left.append(n)
+                elif old == REWOUND and new != HIDDEN:
+                    back.append(n)
+        return left, back
 
     def count_readable(self) -> int:
         """Numbered messages the person can read (rewound and compacted included)."""

@@ -40,10 +40,29 @@ def _spec(cls: type) -> tuple[type, tuple[tuple[str, int], ...]] | None:
 _SPECS = {name: spec for name, cls in MUTATION_TYPES.items() if (spec := _spec(cls)) is not None}
 
 
+_User = MUTATION_TYPES["UserMessageMutation"]
+_Answer = MUTATION_TYPES["AssistantMessageMutation"]
+
+
 def decode_mutation(data: Any) -> ContextMutation:
     """Same result as ``mutation_from_dict(data)``; raises ``MutationDecodeError`` likewise."""
     if type(data) is dict:
         name = data.get("type")
+        # the two patches of nearly every line of a log, checked inline
+        if name == "UserMessageMutation":
+            message = data.get("message")
+            if type(message) is dict:
+                return _User(message)
+        elif name == "AssistantMessageMutation" and "tool_calls" in data:
+            content, calls = data.get("content"), data["tool_calls"]
+            reasoning = data.get("reasoning_details", ())
+            if (
+                (content is None or type(content) is str)
+                and type(calls) is list and not calls
+                and ((type(reasoning) is list and all(type(r) is dict for r in reasoning))
+                     or reasoning == ())
+            ):
+                return _Answer(content, calls, list(reasoning))
         spec = _SPECS.get(name) if type(name) is str else None
         if spec is not None:
             cls, checks = spec

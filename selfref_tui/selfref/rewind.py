@@ -33,10 +33,10 @@ class RewindReport:
     key: str
     #: the message the context went back to just before (0 for an undo)
     message: int
-    #: messages that left the model's context (still readable, marked rewound)
-    left: list[HistoryEntry] = field(default_factory=list)
-    #: messages that came back (an undo, or a rewind into a rewound stretch)
-    back: list[HistoryEntry] = field(default_factory=list)
+    #: numbers of the messages that left the model's context (still readable, rewound)
+    left: list[int] = field(default_factory=list)
+    #: numbers of the messages that came back (an undo, or a rewind into a rewound stretch)
+    back: list[int] = field(default_factory=list)
     #: experiences that left ({"id", "text"}) and those that came back
     forgotten: list[dict[str, Any]] = field(default_factory=list)
     remembered: list[dict[str, Any]] = field(default_factory=list)
@@ -81,10 +81,10 @@ class RewindReport:
         return out
 
     def headline(self) -> str:
-        def span(entries: list[HistoryEntry]) -> str:
-            first, last = entries[0].n, entries[-1].n
-            return (f"message {first}" if len(entries) == 1 and first == last
-                    else f"{len(entries)} messages ({first}–{last})")
+        def span(numbers: list[int]) -> str:
+            first, last = numbers[0], numbers[-1]
+            return (f"message {first}" if len(numbers) == 1
+                    else f"{len(numbers)} messages ({first}–{last})")
 
         if self.message:
             what = (f"{span(self.left)} left the model's context (still readable, marked "
@@ -126,20 +126,12 @@ def undo(memory: Any, report: RewindReport | None = None) -> RewindReport:
 
 
 def _commit(memory: Any, patch: RewindMutation, n: int) -> RewindReport:
-    before = {e.n: e for e in memory.entries()}
+    before = memory.states()
     experiences = {e["id"]: e for e in memory.experiences}
     refs = {ref_id: versions[-1].get("content") for ref_id, versions in memory.refs.items()}
     memory.commit([patch])
     report = RewindReport(memory.key, n, undo_patch=memory.patch_count - 1)
-    after = memory.entries()
-    for entry in after:
-        old = before.get(entry.n)
-        if old is None:
-            continue
-        if _in_context(old) and not _in_context(entry):
-            report.left.append(entry)
-        elif not _in_context(old) and _in_context(entry):
-            report.back.append(entry)
+    report.left, report.back = memory.moved_since(before)
     now = {e["id"]: e for e in memory.experiences}
     report.forgotten = [e for i, e in experiences.items() if i not in now]
     report.remembered = [e for i, e in now.items() if i not in experiences]
@@ -150,17 +142,18 @@ def _commit(memory: Any, patch: RewindMutation, n: int) -> RewindReport:
         elif versions[-1].get("content") != content:
             report.refs_reverted.append(ref_id)
     report.refs_reverted += [r for r in memory.refs if r not in refs]
-    left = {e.n for e in report.left}
-    back = {e.n for e in report.back}
+    left, back = set(report.left), set(report.back)
     undone = [record for number, record in memory.file_writes() if number in left]
     redone = [record for number, record in memory.file_writes() if number in back]
     report.files = changes(undone) + [c.reversed() for c in changes(redone)]
-    report.mcp_tools = sorted({
-        str((call.get("function") or {}).get("name", ""))
-        for entry in report.left if entry.role == "assistant"
-        for call in entry.message.get("tool_calls") or ()
-        if str((call.get("function") or {}).get("name", "")).startswith(MCP_PREFIX)
-    })
+    names = set()
+    for number in report.left:
+        for call in memory.message(number).get("tool_calls") or ():
+            name = str((call.get("function") or {}).get("name", "")) if isinstance(
+                call, dict) else ""
+            if name.startswith(MCP_PREFIX):
+                names.add(name)
+    report.mcp_tools = sorted(names)
     return report
 
 
@@ -172,6 +165,3 @@ def _what_restore_does(change: FileChange) -> str:
     return "restoring puts back its earlier content"
 
 
-def _in_context(entry: HistoryEntry) -> bool:
-    """In the model's view, or out of it only by a compaction (which a rewind can undo)."""
-    return not entry.rewound

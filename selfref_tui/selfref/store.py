@@ -89,6 +89,7 @@ from .fsutil import (
     read_regular,
     write_all,
 )
+from .images import PREFIX as IMAGE_PREFIX
 from .images import ImageStore
 from .key_settings import KeySettings, read_settings, write_settings
 from .keys import validate_key
@@ -318,6 +319,18 @@ class MemoryKey:
     def history_numbers(self) -> list[int]:
         """The number of each item of :attr:`history` (0 for unnumbered ones and markers)."""
         return [n for n, _ in self._builder.numbered_history()]
+
+    def message(self, n: int) -> dict[str, Any]:
+        """Message ``n``'s stored dict (IndexError when none): :meth:`entry` without the rest."""
+        return self._builder.message(n)
+
+    def states(self) -> bytes:
+        """A snapshot of where every message stands (see :meth:`moved_since`)."""
+        return self._builder.states()
+
+    def moved_since(self, before: bytes) -> tuple[list[int], list[int]]:
+        """The numbers that left the model's context since ``before`` and that came back."""
+        return self._builder.moved_since(before)
 
     def patch_of(self, n: int) -> int:
         """The position among the key's patches of the one that brought message ``n``."""
@@ -578,9 +591,10 @@ class MemoryKey:
         self._builder = HistoryBuilder(self._archive_working)
         self.last_compacted = 0
 
-    def _refold(self, lines: list[bytes], kept: list[tuple[int, int, bool]]) -> None:
-        """Fold records already known to be valid (line indexes from a scan)."""
-        for index, _batch, more in kept:
+    def _refold(self, lines: list[bytes], kept: list[int]) -> None:
+        """Fold records already known to be valid (``_Scan.kept`` codes)."""
+        for code in kept:
+            index, more = _kept(code)
             self._apply_record(json.loads(lines[index]), index + 1)
             if not more:
                 self._builder.flush_experiences()
@@ -601,8 +615,11 @@ class MemoryKey:
                 except OSError as exc:
                     raise _denied(exc, kept_as, "write") from exc
             out = [scan.header_line()]
-            for n, (index, batch, more) in enumerate(kept):
-                last_of_batch = n + 1 == len(kept) or kept[n + 1][1] != batch
+            for n, code in enumerate(kept):
+                index, more = _kept(code)
+                # a batch goes on only to the very next line (a line between was damaged)
+                last_of_batch = (n + 1 == len(kept) or not more
+                                 or _kept(kept[n + 1])[0] != index + 1)
                 out.append(_resealed(lines[index], more=not last_of_batch, had_more=more))
             payload = b"".join(line + b"\n" for line in out)
             try:
@@ -747,8 +764,10 @@ class MemoryKey:
 class _Scan:
     """One pass over a log's complete lines: verify, parse, fold; note damage and batches.
 
-    ``kept`` holds (line index, batch number, more) of every record folded; a
-    damaged line is skipped and closes its batch (its ``more`` is unknown).
+    ``kept`` holds a code for every record folded: its line index, or, when
+    its batch goes on (``more``), the index's bitwise not (see :func:`_kept`;
+    one int, not a tuple, per line of a long log). A damaged line is skipped
+    and closes its batch (its ``more`` is unknown).
     ``torn_from`` is the index in ``kept`` where a trailing unfinished batch
     starts — a torn write only when no damaged line follows it (otherwise its
     last line was committed and then damaged, and the batch stays).
@@ -757,7 +776,7 @@ class _Scan:
     def __init__(self, memory: MemoryKey, lines: list[bytes]) -> None:
         self.memory = memory
         self.lines = lines
-        self.kept: list[tuple[int, int, bool]] = []
+        self.kept: list[int] = []
         self.damaged: list[tuple[int, str]] = []
         self.torn_from: int | None = None
         self.sealed = False
@@ -781,8 +800,10 @@ class _Scan:
         flush = builder.flush_experiences
         decode = decode_mutation
         resolve = memory._images.resolve  # image references → data URLs
-        batch = 0
+        image_mark = IMAGE_PREFIX.encode("ascii")
         open_batch: int | None = None  # index in kept where the open batch starts
+        new_batch = True  # the next record starts a batch: its time is the batch's
+        kept = self.kept
         self.whole = 1
         for index in range(1, len(lines)):
             raw = lines[index]
@@ -790,36 +811,41 @@ class _Scan:
             if problem is None:
                 if rec.get("t") == "m":
                     try:
-                        mutation = decode(resolve(rec.get("m")))
+                        patch = rec.get("m")
+                        if image_mark in raw:  # only a line naming an image needs resolving
+                            patch = resolve(patch)
+                        mutation = decode(patch)
                     except MutationDecodeError as exc:
                         problem = f"bad patch: {exc}"
                     else:
-                        builder.stamp = rec.get("ts", "")
+                        if new_batch:
+                            builder.stamp = rec.get("ts", "")
+                            new_batch = False
                         builder_apply(mutation)
                 else:
                     problem = memory._apply_record(rec, index + 1)
             if problem is not None:
                 self.damaged.append((index + 1, problem))
                 open_batch = None  # a damaged line closes its batch: what came before stays
-                batch += 1
+                new_batch = True
                 flush()
                 self.whole = index + 1
                 continue
-            more = bool(rec.get("more"))
-            if more and open_batch is None:
-                open_batch = len(self.kept)
-            self.kept.append((index, batch, more))
-            if more:
+            if rec.get("more"):
+                if open_batch is None:
+                    open_batch = len(kept)
+                kept.append(~index)
                 continue
+            kept.append(index)
             open_batch = None
-            batch += 1
+            new_batch = True
             flush()
             self.whole = index + 1
             self.ts = rec.get("ts", self.ts)
         if open_batch is not None:
             self.torn_from = open_batch
 
-    def kept_before(self, end: int | None) -> list[tuple[int, int, bool]]:
+    def kept_before(self, end: int | None) -> list[int]:
         return self.kept if end is None else self.kept[:end]
 
     def header_line(self) -> bytes:
@@ -834,6 +860,11 @@ class _Scan:
 
 
 _raw_decode = json.JSONDecoder().raw_decode
+
+
+def _kept(code: int) -> tuple[int, bool]:
+    """(line index, more) of a ``_Scan.kept`` code."""
+    return (code, False) if code >= 0 else (~code, True)
 
 
 def _parse(raw: bytes, sealed: bool) -> tuple[Any, str | None]:

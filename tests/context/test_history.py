@@ -207,3 +207,26 @@ def test_a_rewind_equals_the_fold_of_the_prefix(seq, data):
     assert _plain(builder.messages) == _plain(again.messages)
     numbers = [e.n for e in builder.entries()]
     assert numbers == sorted(set(numbers))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(mutations, min_size=1, max_size=10), st.data())
+def test_any_walk_of_rewinds_lands_on_the_state_it_names(seq, data):
+    """Rewinds back and forth (into rewound stretches, onto earlier rewinds: undos and
+    redos) each give exactly the fold of the log before the patch they name."""
+    log = list(seq)
+    builder = fold(log)
+    for _ in range(data.draw(st.integers(1, 6))):
+        targets = [i for i, m in enumerate(log) if not isinstance(m, EXPERIENCE_MUTATIONS)]
+        assume(targets)
+        target = data.draw(st.sampled_from(targets))
+        log.append(RewindMutation(to_patch=target))
+        builder.apply(log[-1])
+        builder.flush_experiences()
+        assert_valid(builder.messages)
+        assert _plain(builder.messages) == _plain(fold(log[:target]).messages)
+        assert _plain(builder.messages) == _plain(fold(log).messages)  # a replay agrees
+        log += data.draw(st.lists(mutations, max_size=3))
+        for m in log[builder.patch_count:]:
+            builder.apply(m)
+        builder.flush_experiences()

@@ -243,6 +243,8 @@ class RewoundItem(Item):
     last: int = 0
     count: int = 0
     expanded: bool = False
+    #: the stored messages (and numbers) until the section is first opened
+    stored: tuple[list[dict], list[int]] | None = None
 
     kind = "rewound"
 

@@ -338,7 +338,7 @@ class TranscriptModel:
         pairs = [(m, numbers[i] if i < len(numbers) else 0) for i, m in enumerate(history)
                  if m.get("role") != "system"]
         messages = [m for m, _ in pairs]
-        cut = _cut(messages, len(messages) - tail)
+        cut = _cut(messages, _tail_start(messages, tail))
         self.older = list(messages[:cut])
         self._older_numbers = [n for _, n in pairs[:cut]]
         self.items.extend(self._build(messages[cut:], [n for _, n in pairs[cut:]]))
@@ -349,7 +349,7 @@ class TranscriptModel:
         """Put the next ``count`` older stored messages above; how many."""
         if not self.older:
             return 0
-        cut = _cut(self.older, len(self.older) - count)
+        cut = _cut(self.older, _tail_start(self.older, count))
         batch, self.older = self.older[cut:], self.older[:cut]
         numbers, self._older_numbers = self._older_numbers[cut:], self._older_numbers[:cut]
         self.items[:0] = self._build(batch, numbers)
@@ -358,8 +358,37 @@ class TranscriptModel:
         return len(batch)
 
     def _build(self, messages: Sequence[dict], numbers: Sequence[int] = ()) -> list[Item]:
-        items = self._build_items(messages, numbers)
-        return _sections(items)
+        """Items for stored messages; each run of rewound ones is one collapsed section,
+        whose items are built when it is first opened (a rewind far back leaves
+        thousands of them, and opening the key must not pay for them)."""
+        items: list[Item] = []
+        start = 0
+        while start < len(messages):
+            rewound = bool(messages[start].get("rewound"))
+            end = start
+            while end < len(messages) and bool(messages[end].get("rewound")) == rewound:
+                end += 1
+            run, run_numbers = messages[start:end], list(numbers[start:end])
+            if rewound:
+                items.append(_section(run, run_numbers))
+            else:
+                items += self._build_items(run, run_numbers)
+            start = end
+        return items
+
+    def open_section(self, section: RewoundItem) -> None:
+        """Build a rewound section's items (the first time it is opened), under its line."""
+        if section.stored is None:
+            return
+        messages, numbers = section.stored
+        section.stored = None
+        built = self._build_items(messages, numbers)
+        for item in built:
+            item.section = section
+        at = self.items.index(section) + 1
+        self.items[at:at] = built
+        self.structure += 1
+        self._mark_superseded()
 
     def _build_items(self, messages: Sequence[dict], numbers: Sequence[int]) -> list[Item]:
         from selfref_tui.context.images import text_of  # here: the app's import stays light
@@ -425,32 +454,24 @@ class TranscriptModel:
         return items
 
 
-def _sections(items: list[Item]) -> list[Item]:
-    """Each run of rewound items gets a collapsed :class:`RewoundItem` line above it."""
-    if not any(item.rewound for item in items):
-        return items
-    out: list[Item] = []
-    section: RewoundItem | None = None
-    for item in items:
-        if not item.rewound:
-            section = None
-            out.append(item)
-            continue
-        if section is None:
-            section = RewoundItem()
-            out.append(section)
-        item.section = section
-        if item.number:
-            section.first = section.first or item.number
-            section.last = max(section.last, item.number)
-        if item.kind in ("user", "answer"):
-            section.count += 1
-        out.append(item)
-    for item in out:
-        if isinstance(item, RewoundItem) and item.first:
-            # numbers of a rewound run follow each other (tool results have their own)
-            item.count = max(item.count, item.last - item.first + 1)
-    return out
+def _section(messages: list[dict], numbers: list[int]) -> RewoundItem:
+    """A collapsed section for a run of rewound messages (their items built on opening)."""
+    numbered = [n for n in numbers if n]
+    return RewoundItem(first=min(numbered, default=0), last=max(numbered, default=0),
+                       count=len(numbered) or len(messages), stored=(messages, numbers))
+
+
+def _tail_start(messages: Sequence[dict], count: int) -> int:
+    """Where the last ``count`` shown messages start; a rewound run is shown as one line."""
+    start, shown = len(messages), 0
+    while start > 0 and shown < count:
+        start -= 1
+        rewound = messages[start].get("rewound")
+        if not rewound or start + 1 == len(messages) or not messages[start + 1].get("rewound"):
+            shown += 1
+    while start > 0 and messages[start].get("rewound") and messages[start - 1].get("rewound"):
+        start -= 1  # a rewound run stays whole: one section
+    return start
 
 
 def _stored_answer(message: dict, archived: bool) -> AnswerItem:

@@ -341,6 +341,8 @@ class Transcript(ScrollView, can_focus=False):
     def toggle_section(self, section: RewoundItem, expanded: bool | None = None) -> None:
         """Open (or close) a rewound section: its messages are drawn, marked, or hidden."""
         section.expanded = not section.expanded if expanded is None else expanded
+        if section.expanded:
+            self.model.open_section(section)
         section.touch()
         shown = self._highlighted
         if not section.expanded and isinstance(shown, Item) and shown.section is section:
