@@ -53,6 +53,7 @@ def _context_show(args: argparse.Namespace) -> int:
     chosen = conversation_provider(args, replace(config, provider=provider_config), settings)
     if chosen != provider_config:  # the model the conversation chose in the app
         provider_config = chosen
+    rewound = memory.rewound_count
     window = asyncio.run(_cached_window(provider_config, config))
     agent = Agent(store, Provider(provider_config), config.agent,
                   model=provider_config.model, context_window=window)
@@ -63,7 +64,8 @@ def _context_show(args: argparse.Namespace) -> int:
     messages, tokens = plan.messages, plan.tokens
     if args.json:
         print_json({"model": provider_config.model, "messages": messages, "tools": plan.tools,
-                    "tokens": tokens, "window": window, "instructions": instructions,
+                    "tokens": tokens, "window": window, "rewound": rewound,
+                    "instructions": instructions,
                     "breakdown": plan.breakdown.parts if plan.breakdown else {},
                     "auto_compaction": {
                         "ratio": config.agent.auto_compact_ratio if plan.compacts_at else 0,
@@ -78,6 +80,9 @@ def _context_show(args: argparse.Namespace) -> int:
     if plan.left_out:
         say(f"{plan.left_out} oldest messages are left out of this request (still stored): "
             "it no longer fits the window")
+    if rewound:
+        say(f"{rewound} messages were rewound out of this context (still stored: "
+            "`selfref-tui history --all`; `selfref-tui rewind --undo` brings the last back)")
     if plan.tools_total > len(plan.tools):
         say(f"window too small for the full tool set: this request offers "
             f"{len(plan.tools)} of {plan.tools_total} tools")
@@ -123,7 +128,7 @@ def register(commands: Any) -> None:
     common_flags(p)
     provider_flags(p)
     p.add_argument("--json", action="store_true",
-                   help='{"model","messages":[...],"tools":[...],"tokens":N,"window":N,'
+                   help='{"model","messages":[...],"tools":[...],"tokens":N,"window":N,"rewound":N,'
                         '"instructions":"...","breakdown":{"system_prompt","experiences",'
                         '"tool_schemas","summary","messages","images"} (adding up to tokens),'
                         '"auto_compaction":{"ratio","at","asked","next"}}')

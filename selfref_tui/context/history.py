@@ -362,6 +362,11 @@ class HistoryBuilder(TranscriptBuilder):
                     back.append(n)
         return left, back
 
+    def count_rewound(self) -> int:
+        """Numbered messages out of the context by a rewind."""
+        state = self._state
+        return sum(1 for sid in self._slot_of if state[sid] == REWOUND)
+
     def count_readable(self) -> int:
         """Numbered messages the person can read (rewound and compacted included)."""
         # only a numbered message is ever hidden (a multimodal result's emptied owner)

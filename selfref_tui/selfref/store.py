@@ -356,6 +356,11 @@ class MemoryKey:
         return self._builder.patch_count
 
     @property
+    def rewound_count(self) -> int:
+        """How many of the messages are out of the model's context by a rewind."""
+        return self._builder.count_rewound()
+
+    @property
     def message_count(self) -> int:
         """Numbered messages the person can read (compacted and rewound ones included)."""
         return self._builder.count_readable()

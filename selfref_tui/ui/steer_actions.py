@@ -46,6 +46,7 @@ class SteerActions:
         tail_items: int
 
         def notify(self, message: str, **kwargs: Any) -> None: ...
+        def call_later(self, callback: Any, *args: Any) -> Any: ...
         def refused(self, exc: Refused, extra: str = "") -> None: ...
         def _refresh_sidebar(self, memory: Any | None = None) -> None: ...
         def _refresh_usage(self) -> Any: ...
@@ -149,7 +150,14 @@ class SteerActions:
         self.transcript.scroll_bottom()
 
     def _into_input(self, text: str, images: list[str]) -> None:
-        """A message back in the input, before whatever draft is there (nothing is lost)."""
+        """A message back in the input, before whatever draft is there (nothing is lost).
+
+        After the current message is handled: a slash command's own text is
+        cleared from the input when its handler returns, and this must outlive it.
+        """
+        self.call_later(self._put_into_input, text, images)
+
+    def _put_into_input(self, text: str, images: list[str]) -> None:
         from selfref_tui.context.images import parse_data_url
         from selfref_tui.selfref.attach import Attachment
 

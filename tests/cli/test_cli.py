@@ -113,8 +113,8 @@ def test_context_show_is_the_next_request():
     assert cli("ask", "--demo", "hello").returncode == 0
     shown = cli("context", "show", "--json", "--model", "my-model")
     data = json.loads(shown.stdout)
-    assert set(data) == {"model", "messages", "tools", "tokens", "window", "instructions",
-                         "breakdown", "auto_compaction"}
+    assert set(data) == {"model", "messages", "tools", "tokens", "window", "rewound",
+                         "instructions", "breakdown", "auto_compaction"}
     assert data["model"] == "my-model" and data["window"] > 0
     names = [t["function"]["name"] for t in data["tools"]]
     assert "remember" in names and "fork_spawn" in names  # the exact list of the next call

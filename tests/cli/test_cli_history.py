@@ -65,6 +65,8 @@ def test_rewind_then_ask_sends_the_prefix_and_history_keeps_the_rest(server):
     code, out, err = run(url, "context", "show", "--json")
     assert code == 0, err
     shown = json.loads(out)["messages"]
+    assert json.loads(out)["rewound"] == 2
+    assert "2 messages were rewound out of this context" in run(url, "context", "show")[1]
     assert shown[0]["role"] == "system"
     assert said(shown) == [("user", "one"), ("assistant", "answer one")]
 

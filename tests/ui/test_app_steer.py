@@ -177,3 +177,92 @@ async def test_actions_menu_on_a_highlighted_message_rewinds_to_it(tmp_path):
             await wait_until(pilot, lambda: len(app.agent.memory("main").messages) == 3,
                              what="rewound before the answer")
             assert app.chat_input.text == ""  # an answer's text does not go to the input
+
+
+async def test_rewinding_during_a_turn_stops_it_first_and_keeps_what_was_queued(tmp_path):
+    import asyncio
+
+    from selfref_tui.demo.script import Stall
+
+    release = asyncio.Event()
+    script = [Reply(text="one"), Stall(release, text_before="A long answer in", text_after=" x")]
+    async with DemoServer(script) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "first question")
+            await turn_done(pilot, app)
+            await type_and_send(pilot, "tell me a long story")
+            await wait_until(pilot, lambda: app.transcript.current is not None
+                             and "long answer" in app.transcript.current.text,
+                             what="the answer streaming")
+            await type_and_send(pilot, "and make it funny")  # queued for the running turn
+            await wait_until(pilot, lambda: app.router.queued == ["and make it funny"],
+                             what="queued")
+            await pilot.press(*"/rewind 3")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: not app.router.busy and said(
+                app.agent.memory("main").messages) == [("user", "first question"),
+                                                      ("assistant", "one")],
+                what="stopped, then rewound")
+            # the rewound message to edit, then what was queued and never sent: nothing lost
+            await wait_until(pilot, lambda: "tell me a long story" in app.chat_input.text,
+                             what="the input")
+            assert "and make it funny" in app.chat_input.text
+        release.set()
+    memory = SelfReference(tmp_path / "data").open("main", write=False)
+    stopped = memory.entry(4)  # the stopped answer: kept as it was, marked, and rewound
+    assert stopped.rewound and stopped.message.get("truncated")
+    assert stopped.message["content"].startswith("A long answer in")
+
+
+async def test_rewinding_past_a_file_write_offers_to_restore_it(tmp_path, monkeypatch):
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    script = [Reply(text='<ref id="note">new text</ref>', tool_calls=[
+        ToolCall("fd_to_file", {"fd": "ref:note", "file_path": "new.txt"}, id="w1")]),
+        Reply(text="Written.")]
+    async with DemoServer(script) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "save a note")
+            await turn_done(pilot, app)
+            assert (work / "new.txt").read_text() == "new text"
+            await pilot.press(*"/rewind 2")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "RestoreFiles",
+                             what="the files offered")
+            rows = app.screen.rows
+            assert rows == [(str(work / "new.txt"), "remove it (it did not exist before)", "")]
+            app.screen.query_one("#restore").press()
+            await wait_until(pilot, lambda: not (work / "new.txt").exists(),
+                             what="the file the model made removed")
+
+
+async def test_edit_brings_back_the_images_of_your_message(tmp_path):
+    from tests.ui.test_app_images import command
+    from tests.ui.test_transcript_image import png
+
+    picture = tmp_path / "square.png"
+    picture.write_bytes(png())
+    script = [Reply(text="A square."), Reply(text="A square, again.")]
+    async with DemoServer(script) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await command(pilot, app, f"/attach {picture}")
+            await pilot.press(*"what is it?", "enter")
+            await turn_done(pilot, app)
+            await pilot.press("f9")
+            await wait_until(pilot, lambda: len(app.chat_input.attached) == 1,
+                             what="the image back as a chip")
+            assert "what is it?" in app.chat_input.text
+            assert app.chat_input.attached[0].data == png()
+            await pilot.press("enter")  # sent again, with its image
+            await turn_done(pilot, app)
+            sent = app.agent.memory("main").messages
+            parts = [m for m in sent if m["role"] == "user"][-1]["content"]
+            assert parts[0] == {"type": "text", "text": "what is it?"}
+            assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
