@@ -64,8 +64,9 @@ class ChoiceList(ModalScreen[str | None]):
                 for row_id, label in self.rows
             ])
             yield Static(Content.assemble(
-                ("↑↓", "bold $primary"), " choose   ", ("enter", "bold $primary"), " do it   ",
-                ("esc", "bold $primary"), " cancel"), id="hint")
+                ("↑↓", "bold $text-primary"), " choose   ",
+                ("enter", "bold $text-primary"), " do it   ",
+                ("esc", "bold $text-primary"), " cancel"), id="hint")
 
     def on_mount(self) -> None:
         options = self.query_one(OptionList)

@@ -496,7 +496,7 @@ class Painter:
         p = self.p
         arrow = "▼ " if item.expanded else "▶ "
         bg = Style(bgcolor=p.mix(p.warning, 0.3 if item.highlighted else 0.08))
-        body = self._text(arrow + item.title, self.width - 3, "italic $warning")
+        body = self._text(arrow + item.title, self.width - 3, "italic $text-warning")
         bar = p.style(p.accent, bold=True) if item.highlighted else p.style(p.warning, 0.7)
         return self._bar_lines(self._with_bg(body, bg), bar, bg,
                                glyph="┃" if item.highlighted else "▌")
@@ -506,7 +506,7 @@ class Painter:
         assert isinstance(item, RewoundItem)
         p = self.p
         bg = Style(bgcolor=p.mix(p.warning, 0.08))
-        body = self._text(item.end_title, self.width - 3, "italic $warning")
+        body = self._text(item.end_title, self.width - 3, "italic $text-warning")
         return self._bar_lines(self._with_bg(body, bg), p.style(p.warning, 0.7), bg)
 
     def _draw_banner(self, row: Row) -> list[Line]:
