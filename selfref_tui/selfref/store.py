@@ -156,10 +156,14 @@ class KeyInfo:
     origin_key: str = ""
     origin_message: int = 0
 
-    def origin_text(self) -> str:
-        """"branch of main before message 5", or "" for a key that is not a branch."""
+    def origin_text(self, *, short: bool = False) -> str:
+        """"branch of main before message 5" ("from main #5" when ``short``: a list row),
+        or "" for a key that is not a branch."""
         if not self.origin_key:
             return ""
+        if short:
+            return f"from {self.origin_key}" + (
+                f" #{self.origin_message}" if self.origin_message else "")
         at = f" before message {self.origin_message}" if self.origin_message else ""
         return f"branch of {self.origin_key}{at}"
 

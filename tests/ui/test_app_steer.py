@@ -157,7 +157,7 @@ async def test_branch_from_a_highlighted_message(tmp_path):
             assert said(app.agent.memory("side").messages) == [("user", "first question"),
                                                                ("assistant", "one")]
             info = {k["key"]: k for k in await app.controller.person_keys()}
-            assert info["side"]["origin"] == "branch of main before message 3"
+            assert info["side"]["origin"] == "from main #3"  # the switcher's row
     assert [c for _, _, c, _ in entries(tmp_path)] == ["first question", "one",
                                                        "second question", "two"]
 

@@ -147,7 +147,7 @@ class KeyLifecycle:
         """A person's keys, as the switcher and `keys list` show them (forks left out)."""
         keys = [
             {"key": i.key, "messages": i.messages, "updated": i.updated,
-             "origin": i.origin_text()}
+             "origin": i.origin_text(short=True)}
             for i in await self._in_thread(self._store().keys, forks=False)
         ]
         if self.key not in {k["key"] for k in keys}:
