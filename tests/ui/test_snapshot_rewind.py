@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from selfref_tui.context.mutations import AssistantMessageMutation, UserMessageMutation
 from selfref_tui.selfref.reference import SelfReference
-from tests.ui.helpers import SIZE, fixed_clock, make_app, started, thread_server, wait_until
+from tests.ui.helpers import (
+    SIZE,
+    fixed_clock,
+    make_app,
+    started,
+    steady_usage,
+    thread_server,
+)
 
 
 def turn(question: str, answer: str) -> list:
@@ -36,7 +43,7 @@ def test_rewound_section_collapsed(snap_compare, tmp_path):
 
         async def run_before(pilot) -> None:
             await started(pilot, app)
-            await wait_until(pilot, lambda: app.sidebar.meter.window > 0, what="token count")
+            await steady_usage(pilot, app)
             await app.transcript.settle()
 
         assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
@@ -49,7 +56,7 @@ def test_rewound_section_opened(snap_compare, tmp_path):
 
         async def run_before(pilot) -> None:
             await started(pilot, app)
-            await wait_until(pilot, lambda: app.sidebar.meter.window > 0, what="token count")
+            await steady_usage(pilot, app)
             (section,) = app.transcript.items_of("rewound")
             app.transcript.toggle_section(section, True)
             await app.transcript.settle()

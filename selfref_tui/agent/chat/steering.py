@@ -139,8 +139,8 @@ class Steering:
     async def regenerate(self) -> tuple[Rewound, str]:
         """Ask again for the last answer: rewind to the person's last message and send it as
         it was (its images too); the old answer stays readable, rewound."""
-        last = self.last_person_message() if self.ready else None
         self.check_ready()
+        last = self.last_person_message()
         if last is None:
             raise Refused("Nothing to regenerate: no message of yours in this conversation yet.")
         done = await self.rewind(last.n)
