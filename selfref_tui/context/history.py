@@ -249,8 +249,8 @@ class HistoryBuilder(TranscriptBuilder):
         self._segments.append((len(self.marks), seg_t))
         self._open_idx = None
         self._unresolved, self._answered, self._repeats = [], set(), {}
+        self._keep_experience_ids()  # may put a system message first: before the block is found
         self._find_open_block()
-        self._keep_experience_ids()
 
     def _mark(self, patch: int) -> tuple[_Segment, int]:
         """Where patch ``patch``'s mark is: its segment and the offset in it."""

@@ -1,7 +1,8 @@
 """SVG snapshots of a rewound section: collapsed and marked, and opened.
 
-The key is written through the store (two turns, a rewind to before the
-second, a new turn), then opened in the app, as after a restart.
+The key is written through the store (three turns, a rewind to before the
+second, a new turn), then opened in the app, as after a restart; the sidebar is
+hidden (its token figure is not what these show).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def test_rewound_section_collapsed(snap_compare, tmp_path):
         async def run_before(pilot) -> None:
             await started(pilot, app)
             await steady_usage(pilot, app)
+            app.action_toggle_sidebar()  # the section is the subject, not the meter's figure
             await app.transcript.settle()
 
         assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
@@ -57,6 +59,7 @@ def test_rewound_section_opened(snap_compare, tmp_path):
         async def run_before(pilot) -> None:
             await started(pilot, app)
             await steady_usage(pilot, app)
+            app.action_toggle_sidebar()
             (section,) = app.transcript.items_of("rewound")
             app.transcript.toggle_section(section, True)
             await app.transcript.settle()
