@@ -81,8 +81,8 @@ async def test_at_120_columns_the_fork_panel_keeps_the_sidebar_and_the_input(tmp
 
 
 async def test_a_panel_the_person_closed_stays_closed_in_that_conversation(tmp_path):
-    release, later = asyncio.Event(), asyncio.Event()
-    script = HeldDemo(release)  # the second run is not held: nobody looks at it running
+    release, second, later = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    script = HeldDemo(release, second)
     async with DemoServer(script) as url:
         app = make_app(tmp_path, url)
         async with app.run_test(size=SIZE) as pilot:
@@ -98,8 +98,14 @@ async def test_a_panel_the_person_closed_stays_closed_in_that_conversation(tmp_p
             await type_and_send(pilot, "fork two helpers again")
             await wait_until(pilot, lambda: len(panel.forks) == 4 and panel.all_finished,
                              timeout=30, what="two more forks")
-            await turn_done(pilot, app, timeout=30)
+            # Looked at while the turn still runs (held): a panel that opened by itself
+            # would still be open, since it goes by itself only when the turn is over.
+            await pilot.pause()
+            assert app.header.status != "ready"
             assert not panel.display  # it did not open by itself this time
+            second.set()
+            await turn_done(pilot, app, timeout=30)
+            assert not panel.display
             await pilot.press("ctrl+t")  # ctrl+t still opens it, and it stays
             assert panel.display
             await pilot.press("ctrl+t")
