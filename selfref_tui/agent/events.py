@@ -144,6 +144,18 @@ class CompactionApplied(AgentEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class CompactionFailed(AgentEvent):
+    """A compaction the runtime asked for (or the model tried) did not happen: the model
+    answered without calling ``compact``, or its call was invalid. Said once; the runtime
+    does not ask again in that turn."""
+
+    #: what happened, one line (front ends add how to ask again: /compact, `compact`)
+    reason: str
+    #: which note asked: "requested" (/compact), "auto", "overflow", or "model" (unasked)
+    asked: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ForkSpawned(AgentEvent):
     fork_id: str
     child_key: str

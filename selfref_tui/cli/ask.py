@@ -48,7 +48,7 @@ class _AskOutput:
     closed: bool = False
     #: values never printed (the configured API key)
     secrets: tuple[str, ...] = ()
-    #: collects CompactionApplied events (``selfref-tui compact``)
+    #: collects CompactionApplied and CompactionFailed events (``selfref-tui compact``)
     compacted: list[Any] | None = None
 
     def __call__(self, event: Any) -> None:
@@ -73,6 +73,11 @@ class _AskOutput:
             if self.compacted is not None:
                 self.compacted.append(event)
             self._note(f"[compacted] {event.messages_before} messages replaced by the summary")
+        elif isinstance(event, ev.CompactionFailed):
+            if self.compacted is not None:  # `compact` exits with it: said once, there
+                self.compacted.append(event)
+            else:
+                self._note(f"[warning] {event.reason} — `selfref-tui compact` asks again")
         elif isinstance(event, ev.Notice):
             self._note(f"[{event.severity}] {event.message}")
 
@@ -125,7 +130,7 @@ async def _ask(args: argparse.Namespace) -> int:
 
 
 async def one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
-                    compacted: list[Any] | None = None) -> int:
+                   compacted: list[Any] | None = None) -> int:
     """Run one turn of the key (``prompt`` None: a compaction turn) and map its outcome."""
     from selfref_tui.agent.abort import AbortSignal
     from selfref_tui.agent.events import Notice
@@ -182,7 +187,7 @@ async def one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
 
                 raise CliError(f"{COMPACT_REFUSED}; set --context-window if the model's "
                                "window is larger")
-            agent.request_compaction(key)
+            agent.request_compaction(key, getattr(args, "focus", None) or "")
         outcome = await agent.run_turn(key, prompt, abort=abort)
     finally:
         loop.remove_signal_handler(signal.SIGINT)

@@ -18,11 +18,15 @@ from selfref_tui.cli.common import (
 
 async def _compact(args: argparse.Namespace) -> int:
     """``selfref-tui compact``: one turn without new text that asks the model to compact."""
-    compacted: list[Any] = []
-    code = await one_turn(args, None, compacted)
-    if code == EXIT_OK and not compacted:
-        raise CliError("the model answered without compacting; run `selfref-tui compact` "
-                       "again, or ask it in words with `selfref-tui ask`")
+    from selfref_tui.agent.events import CompactionFailed
+
+    outcomes: list[Any] = []
+    code = await one_turn(args, None, outcomes)
+    failed = [e.reason for e in outcomes if isinstance(e, CompactionFailed)]
+    if code == EXIT_OK and (failed or not outcomes):
+        reason = failed[0] if failed else "the model answered without compacting"
+        raise CliError(f"{reason}; run `selfref-tui compact` again, or ask it in words with "
+                       "`selfref-tui ask`")
     return code
 
 
@@ -34,4 +38,7 @@ def register(commands: Any) -> None:
                       + (compact.epilog or ""))
     common_flags(compact)
     provider_flags(compact)
+    compact.add_argument("--focus", metavar="TEXT",
+                         help="what the summary should keep above all (for example: "
+                              "\"the API decisions\"); the model reads it with the request")
     compact.set_defaults(handler=lambda args: asyncio.run(_compact(args)), writes="compact")

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .compaction_point import threshold
 from .compile import InvocationConfig, system_prompt_text
 from .experiences import EXPERIENCES_KEY
 from .images import image_part_tokens, is_image_part
@@ -160,16 +161,10 @@ def auto_compact_line(ratio: float, window: int, tokens: int, *, asked: bool = F
     at = threshold(ratio, window)
     if not at:
         return "auto-compaction is off"
-    head = f"compacts at {ratio * 100:g} %: {at:,} tokens"
+    share = f"{ratio * 100:g}" if at == math.ceil(ratio * window) else f"{100 * at / window:.0f}"
+    head = f"compacts at {share} %: {at:,} tokens"
     if tokens < at:
         return f"{head} ({at - tokens:,} to go)"
     if asked:
         return f"{head} — reached ({tokens:,}); the model was asked to compact"
     return f"{head} — reached ({tokens:,}); the model is asked to compact at its next step"
-
-
-def threshold(ratio: float, window: int) -> int:
-    """The smallest token count at which the model is reminded to compact (0: never)."""
-    if ratio <= 0 or window <= 0:
-        return 0
-    return math.ceil(ratio * window)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .history import is_person_message
 from .images import readable
 
 #: the person's messages may take this share of the window, newest first
@@ -28,9 +29,6 @@ PERSON_SHARE = 0.15
 EXCHANGE_SHARE = 0.05
 #: what the tags around one kept message cost, roughly, in tokens
 TAG_TOKENS = 12
-#: stored user messages that are not the person's words: the runtime's notes, a summary,
-#: a tool's images re-sent as a user message
-NOT_THE_PERSONS = ("runtime_note", "compaction", "multimodal_for")
 
 
 class EntryLike(Protocol):
@@ -82,14 +80,6 @@ class KeptWords:
         }
 
 
-def is_persons(entry: EntryLike) -> bool:
-    """Whether an entry is a message the person wrote (not a note, summary or tool image)."""
-    if entry.role != "user":
-        return False
-    message = entry.message
-    return not any(message.get(k) for k in NOT_THE_PERSONS)
-
-
 def said_text(message: dict[str, Any]) -> str:
     """A message's words as the model should read them again: text, images as one line each,
     tool calls named with their arguments."""
@@ -134,7 +124,7 @@ def keep_words(
     what is left of the budget is left out (named), and older, shorter ones are
     still tried: one long paste must not push out every instruction before it.
     """
-    persons = [e for e in entries if is_persons(e)]
+    persons = [e for e in entries if is_person_message(e.message)]
     pinned_list = sorted({e.n: e for e in pinned}.values(), key=lambda e: e.n)
     pinned_numbers = {e.n for e in pinned_list}
     exchange = _last_exchange(entries, persons)
@@ -164,14 +154,24 @@ def keep_words(
 
 
 def _last_exchange(entries: Sequence[EntryLike], persons: list[EntryLike]) -> list[EntryLike]:
-    """The person's latest message and the model's last words (its last text), log order."""
+    """The person's latest message and the model's last words (its last text), log order.
+
+    The message that calls ``compact`` is not the model's last words: its text is
+    about compacting ("Let me summarise"), not about the work.
+    """
     chosen = [persons[-1]] if persons else []
     for entry in reversed(entries):
-        if (entry.role == "assistant" and not entry.message.get("multimodal_for")
-                and readable(entry.message.get("content")).strip()):
+        message = entry.message
+        if (entry.role == "assistant" and not message.get("multimodal_for")
+                and not _calls_compact(message) and readable(message.get("content")).strip()):
             chosen.append(entry)
             break
     return sorted(chosen, key=lambda e: e.n)
+
+
+def _calls_compact(message: dict[str, Any]) -> bool:
+    return any(isinstance(c, dict) and (c.get("function") or {}).get("name") == "compact"
+               for c in message.get("tool_calls") or ())
 
 
 def _fitted(entry: EntryLike, budget: int, count: Callable[[str], int]) -> Said:

@@ -12,9 +12,9 @@ as the history grows, so a search over 100,000 messages is one pass of
 substring tests in C rather than a re-read of the history.
 
 Two kinds of entry are never searched: the results of the recall tools
-themselves and the model's calls to them. Otherwise every search would find
-the last search's output (and the query it was called with), and each new
-result would quote the previous ones.
+themselves and the model's messages that call them. Otherwise every search
+would find the last search's output and the message that asked for it ("let
+me search for X" holds X), and each new result would quote the previous ones.
 
 Pure: no files, no I/O. Rendering for the model is here too, in the tag format
 the summary uses for verbatim messages (:func:`.kept_words.tagged`).
@@ -26,7 +26,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from .images import text_of
 from .kept_words import EntryLike, Said, said_text, tagged
@@ -77,15 +77,18 @@ def searchable_text(message: dict[str, Any], tool_names: dict[str, str]) -> str:
     if not calls:
         return text
     parts = [text] if text else []
+    recalls = False
     for call in calls:
         function = call.get("function") if isinstance(call, dict) else None
         if not isinstance(function, dict):
             continue
         name = str(function.get("name", ""))
         tool_names[str(call.get("id", ""))] = name
-        if name not in RECALL_TOOLS:
+        if name in RECALL_TOOLS:
+            recalls = True
+        else:
             parts.append(f"{name} {function.get('arguments', '')}")
-    return "\n".join(parts)
+    return "" if recalls else "\n".join(parts)
 
 
 @dataclass(frozen=True)
@@ -108,47 +111,115 @@ class SearchResult:
     total: int
 
 
-class HistoryIndex:
-    """Lower-cased searchable text per history entry, kept in step with the entries.
+class HistorySource(Protocol):
+    """A key's numbered history as the store gives it (``MemoryKey``): the highest number,
+    one entry by number (IndexError when there is none), and every entry."""
 
-    Entries only ever grow (numbers are stable; a rewind marks, never removes),
-    so :meth:`update` indexes just the new ones; a history that does not start
-    as the indexed one did (another key, a damaged log salvaged) is indexed anew.
+    @property
+    def last_number(self) -> int: ...
+
+    def entry(self, n: int) -> EntryLike: ...
+
+    def entries(self) -> Sequence[EntryLike]: ...
+
+
+class _EntryList:
+    """A plain sequence of entries seen as a :class:`HistorySource` (tests, one-shot CLIs)."""
+
+    def __init__(self, entries: Sequence[EntryLike]) -> None:
+        self._entries = entries
+        self.last_number = entries[-1].n if entries else 0
+        #: a rewind mark that changes whenever the list does (its flags are read each time)
+        self.last_rewind = object()
+
+    def entry(self, n: int) -> EntryLike:
+        index = bisect_left(self._entries, n, key=lambda e: e.n)
+        if index == len(self._entries) or self._entries[index].n != n:
+            raise IndexError(f"no message {n}")
+        return self._entries[index]
+
+    def entries(self) -> Sequence[EntryLike]:
+        return self._entries
+
+
+def as_source(history: HistorySource | Sequence[EntryLike]) -> HistorySource:
+    """The store's key as it is, or a sequence of entries wrapped to look like one."""
+    if isinstance(history, Sequence):
+        return _EntryList(history)
+    return history
+
+
+class HistoryIndex:
+    """Lower-cased searchable text per message number, kept in step with the history.
+
+    Numbers are stable and only grow (a rewind marks messages, never removes
+    them; a compaction only takes them out of the model's view), so
+    :meth:`update` reads just the messages numbered after the last one indexed,
+    one by one (``entry(n)``), rather than the whole history: numbering every
+    entry again after each commit would cost more than the search at 100,000
+    messages. Which numbers are rewound is read again only when a rewind (or
+    its undo) happened since (``last_rewind`` changed).
     """
 
     def __init__(self) -> None:
         self._texts: list[str] = []
         self._numbers: list[int] = []
         self._tool_names: dict[str, str] = {}
+        self._rewound: frozenset[int] = frozenset()
+        self._rewind_mark: Any = None
 
     def __len__(self) -> int:
         return len(self._texts)
 
-    def update(self, entries: Sequence[EntryLike]) -> None:
-        done = len(self._texts)
-        if done > len(entries) or (done and entries[done - 1].n != self._numbers[-1]):
+    def behind(self, history: HistorySource) -> int:
+        """How many numbers the store has that are not indexed yet."""
+        return history.last_number - (self._numbers[-1] if self._numbers else 0)
+
+    def update(self, history: HistorySource | Sequence[EntryLike],
+               upto: int | None = None) -> HistorySource:
+        """Index the messages numbered after the last one indexed (up to ``upto`` when
+        given); the history as a source."""
+        source = as_source(history)
+        last = source.last_number if upto is None else min(upto, source.last_number)
+        done = self._numbers[-1] if self._numbers else 0
+        if done > last:  # another history (a key salvaged shorter): index it anew
             self._texts, self._numbers, self._tool_names = [], [], {}
             done = 0
-        if done == len(entries):
-            return
-        names = self._tool_names
-        texts: list[str] = []
-        # Written for speed (the first search of a long history indexes all of it): a
-        # plain text message, by far the most common, skips searchable_text.
-        for entry in entries[done:]:
-            message = entry.message
-            content = message.get("content")
-            if type(content) is str and entry.role != "tool" and not message.get("tool_calls"):
-                texts.append(content)
-            else:
-                texts.append(searchable_text(message, names))
-        self._texts += _lowered(texts)
-        self._numbers += [entry.n for entry in entries[done:]]
+        if isinstance(source, _EntryList):
+            new = [e for e in source.entries() if e.n > done]
+        else:
+            new = []
+            for n in range(done + 1, last + 1):
+                try:
+                    new.append(source.entry(n))
+                except IndexError:  # a number the store hides
+                    continue
+        if new:
+            names = self._tool_names
+            texts: list[str] = []
+            # Written for speed (the first search of a long history indexes all of it): a
+            # plain text message, by far the most common, skips searchable_text.
+            for entry in new:
+                message = entry.message
+                content = message.get("content")
+                if (type(content) is str and entry.role != "tool"
+                        and not message.get("tool_calls")):
+                    texts.append(content)
+                else:
+                    texts.append(searchable_text(message, names))
+            self._texts += _lowered(texts)
+            self._numbers += [entry.n for entry in new]
+        mark = getattr(source, "last_rewind", None)
+        if mark is not self._rewind_mark and mark != self._rewind_mark:
+            self._rewound = (frozenset(e.n for e in source.entries() if e.rewound)
+                             if mark is not None else frozenset())
+            self._rewind_mark = mark
+        return source
 
-    def search(self, entries: Sequence[EntryLike], query: str, *, limit: int = DEFAULT_LIMIT,
-               before: int | None = None, include_rewound: bool = False,
-               every: bool = False) -> SearchResult:
-        """The newest ``limit`` entries holding every term of ``query`` (numbered below
+    def search(self, history: HistorySource | Sequence[EntryLike], query: str, *,
+               limit: int | None = DEFAULT_LIMIT, before: int | None = None,
+               include_rewound: bool = False, every: bool = False) -> SearchResult:
+        """The newest ``limit`` messages holding every term of ``query`` (numbered below
         ``before`` when given), and how many match in all; ``every``: all of them, no
         limit (a person's search, ``selfref-tui search``)."""
         terms = parse_query(query)
@@ -156,11 +227,11 @@ class HistoryIndex:
             raise RecallError("the query is empty; give one or more words, or a \"quoted "
                               "phrase\"")
         limit = 0 if every else _clamp(limit, DEFAULT_LIMIT, MAX_LIMIT, "limit")
-        self.update(entries)
-        texts = self._texts
+        source = self.update(history)
+        texts, numbers = self._texts, self._numbers
         end = len(texts)
         if before is not None:
-            end = bisect_left(self._numbers, before)
+            end = bisect_left(numbers, before)
         # Longest term first: it usually narrows most, and the others are tested on its
         # matches only, one term per pass (a pass is one tight comprehension).
         first, *others = sorted(terms, key=len, reverse=True)
@@ -168,10 +239,11 @@ class HistoryIndex:
                  if first in text]
         for term in others:
             found = [i for i in found if term in texts[i]]
-        if not include_rewound:
-            found = [i for i in found if not getattr(entries[i], "rewound", False)]
-        hits = tuple(_hit(entries[i], terms) for i in reversed(found[-limit:] if limit
-                                                                else found))
+        if not include_rewound and self._rewound:
+            rewound = self._rewound
+            found = [i for i in found if numbers[i] not in rewound]
+        chosen = found[-limit:] if limit else found
+        hits = tuple(_hit(source.entry(numbers[i]), terms) for i in reversed(chosen))
         return SearchResult(tuple(terms), hits, len(found))
 
 
@@ -197,29 +269,39 @@ def render_search(result: SearchResult, query: str, *, before: int | None = None
     return "\n".join(lines)
 
 
-def read_history(entries: Sequence[EntryLike], start: int, count: int = DEFAULT_COUNT, *,
-                 include_rewound: bool = False) -> str:
-    """Messages ``start`` .. ``start + count - 1`` verbatim, in the summary's tag format."""
+def read_history(history: HistorySource | Sequence[EntryLike], start: int,
+                 count: int | None = DEFAULT_COUNT, *, include_rewound: bool = False) -> str:
+    """Messages ``start`` .. ``start + count - 1`` verbatim, in the summary's tag format.
+
+    Read by number (``entry(n)``), so its cost is the messages it returns, however
+    long the history.
+    """
     if not isinstance(start, int) or isinstance(start, bool) or start < 1:
         raise RecallError("start must be a message number (1 or more)")
     count = _clamp(count, DEFAULT_COUNT, MAX_COUNT, "count")
-    last = entries[-1].n if entries else 0
+    source = as_source(history)
+    last = source.last_number
     if start > last:
         raise RecallError(f"there is no message {start}: the history holds messages 1–{last}"
                           if last else "the history is empty")
-    tool_names = _tool_names_before(entries, start)
-    index = bisect_left(entries, start, key=lambda e: e.n)
+    end = min(start + count - 1, last)
+    tool_names: dict[str, str] = {}
     blocks: list[str] = []
-    skipped: list[int] = []
-    for entry in entries[index:]:
-        if entry.n >= start + count:
-            break
+    skipped = 0
+    # the message before the range may hold the calls its first results answer
+    for n in range(max(1, start - 1), end + 1):
+        try:
+            entry = source.entry(n)
+        except IndexError:  # a number the store hides
+            continue
         message = entry.message
         for call in message.get("tool_calls") or ():
             if isinstance(call, dict) and isinstance(call.get("function"), dict):
                 tool_names[str(call.get("id", ""))] = str(call["function"].get("name", ""))
+        if n < start:
+            continue
         if getattr(entry, "rewound", False) and not include_rewound:
-            skipped.append(entry.n)
+            skipped += 1
             continue
         flags: dict[str, str] = {}
         if entry.role == "tool":
@@ -231,25 +313,12 @@ def read_history(entries: Sequence[EntryLike], start: int, count: int = DEFAULT_
         if getattr(entry, "rewound", False):
             flags["rewound"] = "true"
         blocks.append(tagged(Said(entry.n, entry.role, said_text(message), entry.time), **flags))
-    end = min(start + count - 1, last)
     head = f"Messages {start}–{end} of {last}" if end > start else f"Message {start} of {last}"
     if skipped:
-        head += (f" ({len(skipped)} rewound left out: include_rewound=true shows them)")
+        head += f" ({skipped} rewound left out: include_rewound=true shows them)"
     if end < last:
         head += f"; read_history(start={end + 1}) continues"
     return "\n".join([head + ".", *blocks])
-
-
-def _tool_names_before(entries: Sequence[EntryLike], start: int) -> dict[str, str]:
-    """Call id → tool name for the calls just before ``start`` (a range may begin with
-    results whose call came in the message before it)."""
-    index = bisect_left(entries, start, key=lambda e: e.n)
-    names: dict[str, str] = {}
-    for entry in entries[max(0, index - 1):index]:
-        for call in entry.message.get("tool_calls") or ():
-            if isinstance(call, dict) and isinstance(call.get("function"), dict):
-                names[str(call.get("id", ""))] = str(call["function"].get("name", ""))
-    return names
 
 
 def _lowered(texts: list[str]) -> list[str]:

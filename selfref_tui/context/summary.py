@@ -116,7 +116,7 @@ def render_kept(kept: KeptWords) -> list[str]:
         lines.insert(0, f"(The latest, message {exchange_person[0]}, is in the last exchange "
                         "below.)")
     if kept.left_out:
-        lines.append(f"Left out to keep this summary short: {_ranges(kept.left_out)} "
+        lines.append(f"Left out to keep this summary short: {number_ranges(kept.left_out)} "
                      "(read_history returns them).")
     if not lines:
         lines.append(EMPTY)
@@ -149,8 +149,8 @@ def summary_mutation(summary: Summary, kept: KeptWords | None = None) -> Context
                                   remember=remember)
 
 
-def _ranges(numbers: tuple[int, ...]) -> str:
-    """``3, 5, 9–12``: numbers as runs, so a long list stays short."""
+def number_ranges(numbers: tuple[int, ...] | list[int]) -> str:
+    """``messages 3, 5, 9–12``: numbers as runs, so a long list stays short."""
     runs: list[list[int]] = []
     for n in numbers:
         if runs and n == runs[-1][1] + 1:

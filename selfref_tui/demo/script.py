@@ -183,6 +183,7 @@ no API key, every answer is scripted so you can see what the app does. Try one o
 - **"forget that"** — I call `forget` on a stored experience
 - **"fork two helpers"** — I spawn two child agents with `fork_spawn`, then `fork_gather_all`
 - **"compact the context"** — I call `compact` with a structured summary
+- **"search the history for WORDS"** — I call `search_history`, even over compacted messages
 - **"write something long"** — a long, paced answer: press **Esc** to stop it midway
 - **"what time is it"** — I call a configured MCP time server (`mcp-server-time`)
 
@@ -277,6 +278,18 @@ def _after_tools(messages: list[dict], tools: set[str]) -> Step:
     if any(name.endswith("__get_current_time") for name in called):
         when = _json_field(first, "datetime") or one_line(first, 200)
         return Reply(text=f"{DEMO_TAG} The MCP time server says it is {when}.")
+    if "search_history" in called:
+        lines = first.splitlines()
+        # the oldest match: the newest is often the question that asked for the search
+        hit = re.match(r"#(\d+) ", lines[-1]) if len(lines) > 1 else None
+        if hit and "read_history" in tools:
+            return Reply(text=f"{DEMO_TAG} {one_line(lines[0], 120)} Reading the oldest whole.",
+                         tool_calls=[ToolCall("read_history",
+                                              {"start": int(hit.group(1)), "count": 1})])
+        return Reply(text=f"{DEMO_TAG} The history search answered: {one_line(first, 200)}")
+    if "read_history" in called:
+        return Reply(text=f"{DEMO_TAG} Here it is, word for word from the store:\n\n"
+                     f"{one_line(first, 600)}")
     return Reply(text=f"{DEMO_TAG} The tool answered: {one_line(first, 200)}")
 
 
@@ -347,6 +360,11 @@ def demo_script(body: dict, call_index: int) -> Step:
         # speaks of compaction, but there is nothing left to do.
         return Reply(text=f"{DEMO_TAG} The context is compacted: the summary now stands in "
                      "for the earlier conversation, and every experience is kept.")
+    found = re.search(r"search (?:the )?history for (.+)", original, re.IGNORECASE)
+    if found and "search_history" in tools:
+        query = found.group(1).strip(" .?!")
+        return Reply(text=f"{DEMO_TAG} Searching every stored message for {query!r}.",
+                     tool_calls=[ToolCall("search_history", {"query": query})])
     if "compact" in prompt and "compact" in tools:
         return Reply(
             text=f"{DEMO_TAG} Compacting the conversation into a structured summary.",

@@ -37,6 +37,9 @@ SUMMARY_FIELDS = (
     "current_status",
     "likely_next_work",
     "relevant_files_directories",
+    "errors_and_fixes",
+    "constraints_and_preferences",
+    "pending_tasks",
 )
 
 
@@ -63,10 +66,13 @@ class SelfRefSession:
         memory: Any,
         *,
         token_usage: Callable[[], dict[str, int]] | None = None,
+        count_text: Callable[[str], int] | None = None,
     ) -> None:
         self.memory = memory
         self.key: str = memory.key
         self._token_usage = token_usage
+        #: counts a text's tokens, for the budget of what a compaction keeps verbatim
+        self._count_text = count_text
         self._experience_queue: list[ContextMutation] = []
         self._compaction: ContextSummaryMutation | None = None
 
@@ -132,9 +138,12 @@ class SelfRefSession:
             current_status=str(fields.get("current_status", "")),
             likely_next_work=str(fields.get("likely_next_work", "")),
             relevant_files_directories=_str_list(fields.get("relevant_files_directories")),
+            errors_and_fixes=_str_list(fields.get("errors_and_fixes")),
+            constraints_and_preferences=_str_list(fields.get("constraints_and_preferences")),
+            pending_tasks=_str_list(fields.get("pending_tasks")),
             remember=_str_list(fields.get("remember")),
         )
-        mutation = summary_mutation(summary)
+        mutation = summary_mutation(summary, self._kept_words())
         if mutation.remember:  # facts the summary keeps: provenance "compaction"
             meta = {"source": "compaction", "created": now_iso()}
             message = self.latest_message()
@@ -143,6 +152,27 @@ class SelfRefSession:
             mutation = replace(mutation, remember=[{**item, **meta} for item in mutation.remember])
         self._compaction = mutation
         return self._compaction
+
+    def _kept_words(self) -> Any:
+        """What the summary carries verbatim, chosen from the stored messages (never by the
+        model): the person's messages since the previous compaction, the last exchange,
+        pinned messages; None for a store without numbered history."""
+        from ..context.kept_words import keep_words
+        from ..context.tokens import estimate_tokens
+
+        entries_of = getattr(self.memory, "entries", None)
+        if entries_of is None:
+            return None
+        entries = entries_of()
+        usage = self._token_usage() if self._token_usage else {}
+        # the turn's budget when a server refused a request for length (smaller than the
+        # window the runtime believed): the summary must fit what the server takes
+        window = int(usage.get("budget") or usage.get("window") or 0) or 128_000
+        # the working stretch: what this compaction takes out of the model's view
+        working = [e for e in entries if not e.compacted and not e.rewound]
+        return keep_words(working, window=window, count=self._count_text or estimate_tokens,
+                          pinned=[e for e in entries if e.pinned],
+                          last=getattr(self.memory, "last_number", 0))
 
     def inspect(self) -> dict[str, Any]:
         """What the model would learn about its own context right now."""

@@ -224,7 +224,8 @@ async def _branch(app: CommandHost, command: Command) -> bool:
 async def _compact(app: CommandHost, command: Command) -> bool:
     # No message of the person's is made up: the runtime asks the model (a note
     # the transcript does not show), at once when idle, at the next step when busy.
-    if app.controller.compact() == "queued":
+    # The focus is the person's own text: it goes to the model in the runtime's note.
+    if app.controller.compact(command.text) == "queued":
         app.notify("Compaction requested: it happens at the next step.")
     # The person asked for it: show it happen, even when reading further up.
     app.transcript.scroll_bottom()

@@ -28,7 +28,12 @@ class CommandSpec:
 
 COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec(
-        "compact", "/compact", "Summarise the conversation now and continue from the summary"
+        "compact",
+        "/compact [FOCUS]",
+        "Summarise the conversation now and continue from the summary; FOCUS (optional) "
+        "says what the summary should keep",
+        max_args=1,
+        rest_is_text=True,
     ),
     CommandSpec(
         "remember",

@@ -62,6 +62,7 @@ TURN_ENDINGS = {
 QUOTING_FIELDS = {
     "ErrorEvent": ("message", "detail"),
     "Notice": ("message",),
+    "CompactionFailed": ("reason",),
     "Retrying": ("reason",),
 }
 
@@ -195,6 +196,8 @@ class EventBridge:
                     ev.CompactionApplied: self._on_lists_changed,
                     # an ErrorEvent is said once, by the transcript's error block
                     ev.Notice: lambda e: self.notify(e.message, severity=e.severity, timeout=8),
+                    ev.CompactionFailed: lambda e: self.notify(
+                        f"{e.reason} — /compact asks again", severity="warning", timeout=8),
                     ev.Retrying: self._on_retrying,
                     ev.Aborted: self._on_aborted,
                 },

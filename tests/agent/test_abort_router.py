@@ -28,8 +28,9 @@ class FakeAgent:
         #: whether the window is large enough to offer the ``compact`` tool
         self.offers_compact = True
 
-    def request_compaction(self, key: str) -> None:
+    def request_compaction(self, key: str, focus: str = "") -> None:
         self.compaction.add(key)
+        self.focus = focus
 
     def compaction_requested(self, key: str) -> bool:
         return key in self.compaction
@@ -178,7 +179,8 @@ async def test_crashing_agent_reports_error_and_router_recovers():
 async def test_request_compaction_starts_a_textless_turn_when_idle():
     agent = FakeAgent()
     router = AgentInputRouter(agent, key="k")
-    assert router.request_compaction() == "started"
+    assert router.request_compaction("the API decisions") == "started"
+    assert agent.focus == "the API decisions"
     await wait_until(lambda: agent.turns == [("k", None)])
     assert agent.compacted == [True]
     agent.release.set()

@@ -172,7 +172,7 @@ async def test_rename_and_delete_keys(tmp_path):
 async def test_compact_on_a_window_too_small_for_the_tool_is_refused_without_a_request(
     tmp_path,
 ):
-    # 600 tokens: 40 % is 240, less than compact's schema; the server refuses what is over
+    # 600 tokens: 45 % is 270, less than compact's schema; the server refuses what is over
     async with running(tmp_path, [Reply(text="hi there"), Reply(text="answered again")]) as (
         controller, server, _events
     ):

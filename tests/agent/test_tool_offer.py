@@ -2,7 +2,7 @@
 
 The HTTP tests run the real provider against the in-package server refusing
 requests over its window (``enforce_window``), as llama-cpp-python does: with
-the full tool set (~1,300 tokens of schemas) no request fits 1,024 tokens.
+the full tool set (~1,600 tokens of schemas) no request fits 1,024 tokens.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from selfref_tui.agent import events as ev
 from selfref_tui.agent.tools.offer import TOOL_SHARE, ToolOffer, offer_tools
 from selfref_tui.demo.script import Reply, ToolCall
 
-LONG_PROMPT = "Tell me about lighthouses. " * 40
+LONG_PROMPT = "Tell me about lighthouses. " * 28
 LONG_ANSWER = "Lighthouses guide ships along dangerous coasts at night. " * 30
 
 
@@ -36,18 +36,18 @@ def _count(tools) -> int:
 
 
 def test_a_window_with_room_gets_every_tool():
-    offer = offer_tools(ALL, _count, window=3500)  # 1,380 of 40 % of 3,500
+    offer = offer_tools(ALL, _count, window=3500)  # 1,380 of 45 % of 3,500
     assert offer.tools == ALL and not offer.reduced and offer.notice() is None
 
 
 def test_a_small_window_gets_the_most_essential_prefix_in_the_original_order():
-    # 40 % of 1,800 is 720: compact 250, memory 200, inspect 80 (530); the ref group
+    # 45 % of 1,800 is 810: compact 250, memory 200, inspect 80 (530); the ref group
     # (340) does not fit, and nothing after it is offered, not even the 10-token MCP tool
     offer = offer_tools(ALL, _count, window=1800)
     assert _names(offer.tools) == ["remember", "forget", "compact", "inspect_context"]
     assert (len(offer.tools), offer.total, offer.compact_offered) == (4, 11, True)
     assert offer.notice() == ("window too small for the full tool set: offering 4 of 11 tools "
-                              "(their schemas may take 40% of the 1,800-token window; set "
+                              "(their schemas may take 45% of the 1,800-token window; set "
                               "context_window if the model has a larger one)")
 
 
@@ -60,15 +60,15 @@ def test_groups_are_never_split():
 
 
 def test_too_small_for_compact_offers_nothing():
-    offer = offer_tools(ALL, _count, window=600)  # 40 % is 240 < compact's 250
+    offer = offer_tools(ALL, _count, window=540)  # 45 % is 243 < compact's 250
     assert offer.tools == [] and not offer.compact_offered
     assert "offering 0 of 11 tools" in (offer.notice() or "")
 
 
 def test_other_sources_come_after_the_built_in_tools():
     tools = [_tool("mcp__tiny__x"), _tool("compact")]
-    assert _names(offer_tools(tools, _count, window=630).tools) == ["compact"]  # 260 > 252
-    assert offer_tools(tools, _count, window=630).total == 2
+    assert _names(offer_tools(tools, _count, window=570).tools) == ["compact"]  # 260 > 256
+    assert offer_tools(tools, _count, window=570).total == 2
     assert ToolOffer(tools, 2).tools == tools
 
 
@@ -84,12 +84,12 @@ async def test_a_1024_token_window_offers_compact_only_and_recovers_over_http(ha
         _small(h)
         assert _names(h.agent.tools_for("main")) == ["compact"]
         plan = h.agent.preview_request("main")
-        assert (len(plan.tools), plan.tools_total) == (1, 10)
+        assert (len(plan.tools), plan.tools_total) == (1, 12)
         assert await h.agent.run_turn("main", LONG_PROMPT) == "done", h.of(ev.ErrorEvent)
         assert _names(h.server.requests[0]["tools"]) == ["compact"]
         said = [n.message for n in h.of(ev.Notice)]
-        assert said.count("window too small for the full tool set: offering 1 of 10 tools "
-                          "(their schemas may take 40% of the 1,024-token window; set "
+        assert said.count("window too small for the full tool set: offering 1 of 12 tools "
+                          "(their schemas may take 45% of the 1,024-token window; set "
                           "context_window if the model has a larger one)") == 1
         # The server's usage report calibrates our counts (its tokens are bigger here), so
         # the offer may shrink further: whatever /context shows now is what is sent next.
@@ -102,7 +102,7 @@ async def test_a_1024_token_window_offers_compact_only_and_recovers_over_http(ha
         assert last.get("tools", []) == shown
         # told once per change, not on every step
         told = [n.message for n in h.of(ev.Notice) if "full tool set" in n.message]
-        assert len(told) == len(set(told)) and f"offering {len(shown)} of 10" in told[-1]
+        assert len(told) == len(set(told)) and f"offering {len(shown)} of 12" in told[-1]
 
 
 async def test_the_full_set_comes_back_with_a_larger_window(harness):
@@ -111,8 +111,8 @@ async def test_the_full_set_comes_back_with_a_larger_window(harness):
         assert await h.agent.run_turn("main", "hi") == "done"
         h.agent.context_window = h.server.context_window = 128_000
         assert await h.agent.run_turn("main", "again") == "done"
-        assert len(h.server.requests[-1]["tools"]) == 10
-        assert h.of(ev.Notice)[-1].message == "the full tool set is offered again (10 tools)"
+        assert len(h.server.requests[-1]["tools"]) == 12
+        assert h.of(ev.Notice)[-1].message == "the full tool set is offered again (12 tools)"
 
 
 async def test_a_tool_left_out_of_the_request_is_not_run(harness):
@@ -127,7 +127,7 @@ async def test_a_tool_left_out_of_the_request_is_not_run(harness):
 
 
 async def test_without_compact_the_runtime_does_not_ask_for_it(harness):
-    # 640 tokens: 40 % is 256, less than compact's schema; nothing is offered
+    # 640 tokens: 45 % is 288, less than compact's schema; nothing is offered
     async with harness([Reply(text=LONG_ANSWER), Reply(text="Hi.")]) as h:
         _small(h, 640)
         h.agent.request_compaction("main")
@@ -151,4 +151,4 @@ def test_context_show_json_carries_the_reduced_set():
     assert shown.returncode == 0, shown.stderr
     assert _names(json.loads(shown.stdout)["tools"]) == ["compact"]
     text = cli(*base, env=env)
-    assert "this request offers 1 of 10 tools" in text.stdout and "tools: compact" in text.stdout
+    assert "this request offers 1 of 12 tools" in text.stdout and "tools: compact" in text.stdout

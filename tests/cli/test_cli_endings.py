@@ -58,8 +58,13 @@ def test_compact_command_asks_the_model_and_context_show_counts_tools(tmp_path):
         assert "[compacted] 5 messages replaced" in result.stderr
         asked = server.requests[1]["messages"][-1]["content"]
         assert "The person asked you to compact" in asked
-        result = cli("compact", *base, env=env)
-        assert result.returncode == 1 and "without compacting" in result.stderr
+        result = cli("compact", *base, "--focus", "the exit codes", env=env)
+        assert result.returncode == 1
+        # said once, as the command's error, with what to do
+        assert result.stderr.count("without compacting") == 1
+        assert "run `selfref-tui compact` again" in result.stderr
+        asked = server.requests[3]["messages"][-1]["content"]
+        assert asked.endswith("The person asked the summary to focus on: the exit codes")
         result = cli("context", "show", *base, env=env)
         assert result.returncode == 0 and "tools: remember, forget, compact" in result.stdout
         assert " tokens of " in result.stdout

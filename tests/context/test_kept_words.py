@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
 from typing import Any
 
+from selfref_tui.context.history import HistoryEntry
 from selfref_tui.context.kept_words import PERSON_SHARE, keep_words, tagged
 from selfref_tui.context.summary import (
     EXCHANGE_TITLE,
@@ -18,22 +18,15 @@ from selfref_tui.context.summary import (
 )
 from selfref_tui.context.tokens import estimate_tokens
 
-
-@dataclass
-class Entry:
-    n: int
-    role: str
-    message: dict[str, Any]
-    time: str = "2025-05-01T10:00:00.000+00:00"
-    pinned: bool = False
+TIME = "2025-05-01T10:00:00.000+00:00"
 
 
-def user(n: int, text: str, **extra: Any) -> Entry:
-    return Entry(n, "user", {"role": "user", "content": text, **extra})
+def user(n: int, text: Any, **extra: Any) -> HistoryEntry:
+    return HistoryEntry(n, "user", {"role": "user", "content": text, **extra}, TIME)
 
 
-def answer(n: int, text: str, **extra: Any) -> Entry:
-    return Entry(n, "assistant", {"role": "assistant", "content": text, **extra})
+def answer(n: int, text: str, **extra: Any) -> HistoryEntry:
+    return HistoryEntry(n, "assistant", {"role": "assistant", "content": text, **extra}, TIME)
 
 
 SUMMARY = Summary("Ship the parser", "Small commits", [], [], "Half done", "Tests", [])
@@ -47,6 +40,14 @@ def test_the_persons_messages_newest_first_and_the_latest_in_the_exchange():
     assert [s.text for s in kept.person] == ["second: use tabs", "first ask"]
     assert [(s.n, s.role) for s in kept.exchange] == [(4, "assistant"), (5, "user")]
     assert kept.left_out == () and kept.first == 1 and kept.last == 5
+
+
+def test_the_call_to_compact_is_not_the_models_last_words():
+    call = {"id": "k", "function": {"name": "compact", "arguments": "{}"}}
+    entries = [user(1, "go"), answer(2, "Found the bug in parse()."),
+               answer(3, "Let me summarise.", tool_calls=[call])]
+    kept = keep_words(entries, window=100_000, count=estimate_tokens)
+    assert [s.n for s in kept.exchange] == [1, 2]
 
 
 def test_notes_summaries_and_tool_images_are_not_the_persons_words():

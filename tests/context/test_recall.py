@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from selfref_tui.context.history import HistoryEntry
 from selfref_tui.context.recall import (
     HistoryIndex,
     RecallError,
@@ -15,34 +15,32 @@ from selfref_tui.context.recall import (
     render_search,
 )
 
-
-@dataclass
-class Entry:
-    n: int
-    role: str
-    message: dict[str, Any]
-    time: str = "2025-05-01T10:00:00.000+00:00"
-    compacted: bool = False
-    rewound: bool = False
+TIME = "2025-05-01T10:00:00.000+00:00"
 
 
-def history() -> list[Entry]:
+def entry(n: int, role: str, message: dict[str, Any], *, compacted: bool = False,
+          rewound: bool = False) -> HistoryEntry:
+    return HistoryEntry(n, role, message, TIME, rewound=rewound, compacted=compacted)
+
+
+def history() -> list[HistoryEntry]:
     call = {"id": "s1", "type": "function",
             "function": {"name": "search_history", "arguments": '{"query": "blue button"}'}}
     shell = {"id": "r1", "type": "function",
              "function": {"name": "run_shell", "arguments": '{"cmd": "make deploy"}'}}
     return [
-        Entry(1, "user", {"role": "user", "content": "Make the Blue\nButton bigger"},
+        entry(1, "user", {"role": "user", "content": "Make the Blue\nButton bigger"},
               compacted=True),
-        Entry(2, "assistant", {"role": "assistant", "content": "Done: the blue button is 2x"},
+        entry(2, "assistant", {"role": "assistant", "content": "Done: the blue button is 2x"},
               compacted=True),
-        Entry(3, "assistant", {"role": "assistant", "content": None, "tool_calls": [call]}),
-        Entry(4, "tool", {"role": "tool", "tool_call_id": "s1",
+        entry(3, "assistant", {"role": "assistant", "content": "Looking for the blue button.",
+                               "tool_calls": [call]}),
+        entry(4, "tool", {"role": "tool", "tool_call_id": "s1",
                           "content": "#2 assistant: the blue button is 2x"}),
-        Entry(5, "assistant", {"role": "assistant", "content": "", "tool_calls": [shell]}),
-        Entry(6, "tool", {"role": "tool", "tool_call_id": "r1", "content": "deployed v2"}),
-        Entry(7, "user", {"role": "user", "content": "undo the blue button"}, rewound=True),
-        Entry(8, "user", {"role": "user", "content": "what did we change?"}),
+        entry(5, "assistant", {"role": "assistant", "content": "", "tool_calls": [shell]}),
+        entry(6, "tool", {"role": "tool", "tool_call_id": "r1", "content": "deployed v2"}),
+        entry(7, "user", {"role": "user", "content": "undo the blue button"}, rewound=True),
+        entry(8, "user", {"role": "user", "content": "what did we change?"}),
     ]
 
 
@@ -81,7 +79,7 @@ def test_rewound_messages_only_when_asked():
 
 
 def test_limit_and_before_page_to_older_matches():
-    entries = [Entry(n, "user", {"role": "user", "content": f"note {n}"}) for n in range(1, 31)]
+    entries = [entry(n, "user", {"role": "user", "content": f"note {n}"}) for n in range(1, 31)]
     index = HistoryIndex()
     first = index.search(entries, "note", limit=5)
     assert [h.n for h in first.hits] == [30, 29, 28, 27, 26] and first.total == 30
@@ -94,7 +92,7 @@ def test_the_index_follows_a_growing_history():
     entries = history()
     index = HistoryIndex()
     assert index.search(entries, "zebra").total == 0
-    entries.append(Entry(9, "user", {"role": "user", "content": "a zebra"}))
+    entries.append(entry(9, "user", {"role": "user", "content": "a zebra"}))
     assert [h.n for h in index.search(entries, "zebra").hits] == [9]
     assert len(index) == 9
 

@@ -88,3 +88,45 @@ async def test_compact_during_a_final_answer_compacts_right_after_it(tmp_path):
             assert len(server.requests) == 3
             assert "person asked you to compact" in server.requests[1]["messages"][-1]["content"]
             assert [m.text for m in app.transcript.items_of("user")] == ["write a lot"]
+
+
+async def test_compact_with_a_focus_passes_it_to_the_model(tmp_path):
+    server = DemoServer(demo_script)
+    async with server as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "hello")
+            await turn_done(pilot, app)
+            asked, requests = len(app.router.outcomes), len(server.requests)
+            await type_and_send(pilot, "/compact keep the API decisions")
+            await wait_until(pilot, lambda: len(app.router.outcomes) > asked and idle(app),
+                             what="the compaction turn")
+            note = server.requests[requests]["messages"][-1]["content"]
+            assert "The person asked you to compact" in note
+            assert note.endswith("The person asked the summary to focus on: keep the API "
+                                 "decisions")
+            assert len(app.transcript.items_of("divider")) == 1
+            assert [m.text for m in app.transcript.items_of("user")] == ["hello"]
+
+
+async def test_a_model_that_does_not_compact_is_said_once(tmp_path):
+    server = DemoServer([Reply(text="Hi."), Reply(text="I would rather not."),
+                         Reply(text="Hello.")])
+    async with server as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "hello")
+            await turn_done(pilot, app)
+            asked = len(app.router.outcomes)
+            await type_and_send(pilot, "/compact")
+            await wait_until(pilot, lambda: len(app.router.outcomes) > asked and idle(app),
+                             what="the compaction turn")
+            await type_and_send(pilot, "and now?")
+            await wait_until(pilot, lambda: len(app.router.outcomes) > asked + 1 and idle(app),
+                             what="the next turn")
+            said = [n.message for n in app._notifications if "without compacting" in n.message]
+            assert said == ["the model answered without compacting (it did not call `compact`) "
+                            "— /compact asks again"]
+            assert len(server.requests) == 3 and not app.transcript.items_of("divider")

@@ -249,3 +249,17 @@ async def test_the_meter_level_is_a_class_as_well():
         assert meter.has_class("-ok")
         meter.tokens = 9_000
         assert meter.level == "over" and meter.has_class("-over") and not meter.has_class("-ok")
+
+
+async def test_on_a_small_window_the_tick_is_where_the_runtime_asks():
+    """At 80 % of 8,192 tokens only 1,638 would be left for the compaction call itself: the
+    runtime asks at 8,192 - 2,048 (a quarter of the window), and the tick says so."""
+    app = SidebarApp()
+    async with app.run_test(size=(80, 30)) as pilot:
+        meter = pilot.app.query_one(ContextMeter)
+        meter.tokens, meter.window = 6_200, 8_192
+        await pilot.pause()
+        assert str(meter.render()).splitlines()[2].startswith("┃ auto-compact at 75%")
+        assert meter.level == "over"
+        meter.tokens = 5_500  # 67 %: within 10 points of 75 %
+        assert meter.level == "near"

@@ -255,3 +255,16 @@ def test_reasoning_words_are_counted_as_they_arrive():
     assert answer.reasoning == "thinking about it now"
     assert answer.reasoning_words == 4
     assert answer.reasoning_title == "Reasoning · 4 words"
+
+
+def test_the_divider_says_which_of_your_messages_the_summary_kept_word_for_word():
+    from selfref_tui.ui.transcript.model import summary_text
+
+    text = summary_text({"goal": "Ship it", "verbatim": {
+        "person": [9, 5, 3], "left_out": [1, 2], "exchange": [10, 11], "pinned": [4]}})
+    assert text.splitlines() == [
+        "Goal: Ship it",
+        "Kept word for word: messages 3–5, 9–11",
+        "Left out (the model can read them back): messages 1–2",
+    ]
+    assert summary_text({"goal": "g"}) == "Goal: g"

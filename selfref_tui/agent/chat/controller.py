@@ -76,12 +76,13 @@ class ChatController(Startup, KeyLifecycle, ConversationSettings, Steering):
         self.check_writable("send messages")
         return self._router().submit(text, images)  # type: ignore[return-value]
 
-    def compact(self) -> str:
-        """``/compact``: ``"started"`` (a compaction turn) or ``"queued"`` (at the next step);
-        :class:`Refused` when the window is too small to offer the ``compact`` tool."""
+    def compact(self, focus: str = "") -> str:
+        """``/compact [FOCUS]``: ``"started"`` (a compaction turn) or ``"queued"`` (at the
+        next step); :class:`Refused` when the window is too small to offer the ``compact``
+        tool. ``focus`` reaches the model in the note that asks it."""
         self.check_ready()
         self.check_writable("/compact")
-        outcome = self._router().request_compaction()
+        outcome = self._router().request_compaction(focus)
         if outcome == "refused":
             from selfref_tui.agent.tools.offer import COMPACT_REFUSED
 

@@ -9,6 +9,7 @@ return the text the model sees. Errors a model can fix are returned as
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import Awaitable, Callable
@@ -59,10 +60,9 @@ MEMORY_TOOLS: list[dict] = [
     ),
     _fn(
         "compact",
-        "Compact your working context: after the current tool calls finish, the conversation so "
-        "far is replaced by the structured summary you give here (your system prompt and "
-        "experiences stay). Call it when the context grows long or when asked to. Be concrete: "
-        "the summary is all you will see of the earlier conversation.",
+        "After these tool calls, replace the conversation with this summary; the runtime adds "
+        "the person's messages and the last exchange verbatim, and all messages stay searchable "
+        "(search_history). Call it when the context grows long or when asked. Be concrete.",
         {
             "goal": {"type": "string", "description": "The person's overall goal."},
             "instruction": {"type": "string", "description": "How the person wants the work done."},
@@ -71,10 +71,11 @@ MEMORY_TOOLS: list[dict] = [
             "current_status": {"type": "string", "description": "Where the work stands now."},
             "likely_next_work": {"type": "string", "description": "What to do next."},
             "relevant_files_directories": {**_STR_LIST, "description": "Paths that matter."},
-            "remember": {
-                **_STR_LIST,
-                "description": "Optional: facts to keep as durable experiences as well.",
-            },
+            "errors_and_fixes": {**_STR_LIST, "description": "Errors met, and each fix."},
+            "constraints_and_preferences": {**_STR_LIST,
+                                            "description": "What the person asked or ruled out."},
+            "pending_tasks": {**_STR_LIST, "description": "Asked for, not done yet."},
+            "remember": {**_STR_LIST, "description": "Facts to keep as experiences too."},
         },
         [
             "goal",
@@ -93,6 +94,30 @@ MEMORY_TOOLS: list[dict] = [
         "the context window and whether a compaction is pending.",
         {},
         [],
+    ),
+    _fn(
+        "search_history",
+        "Search every stored message of this conversation, compacted ones included, for all "
+        "the words (any case) or \"quoted phrases\" given. Newest first: number, role, time, "
+        "snippet.",
+        {
+            "query": {"type": "string"},
+            "limit": {"type": "integer", "description": "Default 20."},
+            "before": {"type": "integer", "description": "Only messages numbered below it."},
+            "include_rewound": {"type": "boolean"},
+        },
+        ["query"],
+    ),
+    _fn(
+        "read_history",
+        "Read stored messages of this conversation verbatim by number, compacted ones "
+        "included.",
+        {
+            "start": {"type": "integer"},
+            "count": {"type": "integer", "description": "Default 10."},
+            "include_rewound": {"type": "boolean"},
+        },
+        ["start"],
     ),
 ]
 
@@ -196,6 +221,24 @@ def tool_schemas(*, forks: bool = True, refs: bool = True) -> list[dict]:
 
 AskFn = Callable[[str, tuple[str, ...], str], Awaitable[str]]
 
+#: a search that finds more than this many messages not indexed yet indexes them in a thread
+THREAD_AT = 5_000
+
+
+@dataclass
+class HistoryRecall:
+    """A key's search index (``context.recall.HistoryIndex``) and the lock that keeps two
+    searches of one tool batch from updating it at once."""
+
+    index: Any = None
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def __post_init__(self) -> None:
+        if self.index is None:
+            from ...context.recall import HistoryIndex
+
+            self.index = HistoryIndex()
+
 
 @dataclass
 class ToolContext:
@@ -216,6 +259,9 @@ class ToolContext:
     allow_memory: bool = False
     #: ``[agent] review_compaction``: the person sees the summary before it is applied
     review_compaction: bool = False
+    #: the key's search index over its history (:class:`HistoryRecall`), kept by the agent
+    #: across turns; None: one is made for the call
+    history_index: Any = None
     records: list[dict] = field(default_factory=list)
     #: the key's file checkpoints (``selfref.checkpoints.Checkpoints``): what a write
     #: replaces is kept, so a rewind can put it back
@@ -335,6 +381,41 @@ async def _compact(args: dict[str, Any], ctx: ToolContext) -> str:
 
 async def _inspect(args: dict[str, Any], ctx: ToolContext) -> str:
     return json.dumps(ctx.session.inspect(), ensure_ascii=False, default=str)
+
+
+async def _search_history(args: dict[str, Any], ctx: ToolContext) -> str:
+    """Every stored message of the key, read through the store (``MemoryKey.entry(n)``),
+    not the working context: compacted messages are found like any other."""
+    from ...context.recall import RecallError, render_search
+
+    query = _need_str(args, "query")
+    before = args.get("before")
+    if before is not None and (not isinstance(before, int) or isinstance(before, bool)):
+        raise ToolError("before must be a message number")
+    recall = ctx.history_index if ctx.history_index is not None else HistoryRecall()
+    memory = ctx.session.memory
+    async with recall.lock:  # one search at a time updates the key's index
+        if recall.index.behind(memory) > THREAD_AT:
+            # The first search of a long history reads every message once (~0.3 s at
+            # 100,000): in a thread, so the app keeps drawing. Numbers up to today's last
+            # only: their messages are complete, whatever the loop commits meanwhile.
+            await asyncio.to_thread(recall.index.update, memory, memory.last_number)
+        try:
+            result = recall.index.search(memory, query, limit=args.get("limit"), before=before,
+                                         include_rewound=args.get("include_rewound") is True)
+        except RecallError as exc:
+            raise ToolError(str(exc)) from None
+    return render_search(result, query, before=before)
+
+
+async def _read_history(args: dict[str, Any], ctx: ToolContext) -> str:
+    from ...context.recall import RecallError, read_history
+
+    try:
+        return read_history(ctx.session.memory, args.get("start"), args.get("count"),
+                            include_rewound=args.get("include_rewound") is True)
+    except RecallError as exc:
+        raise ToolError(str(exc)) from None
 
 
 async def _fork_spawn(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -457,6 +538,8 @@ _HANDLERS: dict[str, Callable[[dict[str, Any], ToolContext], Awaitable[str]]] = 
     "forget": _forget,
     "compact": _compact,
     "inspect_context": _inspect,
+    "search_history": _search_history,
+    "read_history": _read_history,
     "fork_spawn": _fork_spawn,
     "fork_gather_all": _fork_gather,
     "list_refs": _list_refs,

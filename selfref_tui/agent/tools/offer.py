@@ -1,18 +1,19 @@
 """Which tools the next request offers: all of them, unless the window is small.
 
-Tool schemas ride in every request: the built-in ones alone cost about 1,300
+Tool schemas ride in every request: the built-in ones alone cost about 1,600
 tokens. On a 1,024-token server they do not fit by themselves, so no request
 can be sent at all and overflow recovery is impossible. When the schemas
 would take more than :data:`TOOL_SHARE` of the window, the request offers the
 longest run of tools, most essential first, that fits in that share; the rest
 of the window is left to the conversation.
 
-Why 40 %: the full built-in set is ~1,330 tokens (~1,510 by the four-characters
-estimate used until tiktoken has loaded), about a third of a 4,096-token window
-(llama.cpp's usual default). 40 % keeps every tool there whichever count is in
-use, still leaving ~2,500 tokens for the conversation; a quarter or a third
-would drop tools there, and differently before and after tiktoken loads. On
-1,024 tokens 40 % holds ``compact`` (~280 tokens, ~340 estimated) and nothing else.
+Why 45 %: the full built-in set is ~1,590 tokens (~1,800 by the four-characters
+estimate used until tiktoken has loaded), about two fifths of a 4,096-token
+window (llama.cpp's usual default). 45 % keeps every tool there whichever count
+is in use, still leaving ~2,250 tokens for the conversation; 40 % (enough before
+the recall tools) would drop the forks there before tiktoken loads and offer
+them after, so the set would change under the person. On 1,024 tokens 45 %
+holds ``compact`` (~340 tokens, ~400 estimated) and nothing else.
 
 Most essential first, and why:
 
@@ -20,13 +21,16 @@ Most essential first, and why:
    note, the auto-compaction reminder, ``/compact``) ask the model to call it.
    Without it those are skipped and the oldest messages are left out of the
    request instead, which works on any window.
-2. ``remember``, ``forget`` — durable memory is what outlives a small window.
-3. ``inspect_context`` — the model's view of its own budget.
-4. ``list_refs``, ``get_ref``, ``read_fd`` — reading refs and large outputs back.
-5. ``fd_to_file`` — writing them out.
-6. ``fork_spawn``, ``fork_gather_all`` — a child agent has no room to work on
+2. ``search_history``, ``read_history`` — a small window compacts often, and
+   the summary points to them for everything it left out: without them the
+   compacted conversation is out of the model's reach.
+3. ``remember``, ``forget`` — durable memory is what outlives a small window.
+4. ``inspect_context`` — the model's view of its own budget.
+5. ``list_refs``, ``get_ref``, ``read_fd`` — reading refs and large outputs back.
+6. ``fd_to_file`` — writing them out.
+7. ``fork_spawn``, ``fork_gather_all`` — a child agent has no room to work on
    a window this small; the two only make sense together.
-7. every other source's tools (MCP servers), in their order.
+8. every other source's tools (MCP servers), in their order.
 
 A prefix, not a best fit: a later tool is never offered while a more
 essential one is left out, and a group (a spawn without its gather) is never
@@ -39,10 +43,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 #: the largest share of the window the tool schemas may take before the set is reduced
-TOOL_SHARE = 0.4
+TOOL_SHARE = 0.45
 #: built-in tools, most essential first; each group is offered whole or not at all
 ESSENTIAL_GROUPS: tuple[tuple[str, ...], ...] = (
     ("compact",),
+    ("search_history", "read_history"),
     ("remember", "forget"),
     ("inspect_context",),
     ("list_refs", "get_ref", "read_fd"),

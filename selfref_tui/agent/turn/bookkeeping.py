@@ -52,6 +52,7 @@ class KeyBookkeeping:
         compaction: CompactionPolicy
         _sessions: dict[str, SelfRefSession]
         _compilers: dict[str, IncrementalCompile]
+        _history_indexes: dict[str, Any]
         _fd_tables: dict[str, Any]
         _last_tokens: dict[str, int]
         _left_out: dict[str, int]
@@ -74,6 +75,7 @@ class KeyBookkeeping:
             return False
         for k in related:
             self._compilers.pop(k, None)
+            self._history_indexes.pop(k, None)
             self._fd_tables.pop(k, None)
             self._last_tokens.pop(k, None)
             self.compaction.forget(k)

@@ -9,8 +9,22 @@ in the store, so the transcript can tell them from the person's words):
   "Once" is remembered in the store, not in the process: the note itself is
   stored with ``runtime_note: "auto_compact"`` in the working transcript, and a
   compaction replaces that transcript, so the next crossing asks again while
-  two ``ask`` processes in a row do not both ask;
+  two ``ask`` processes in a row do not both ask (the overflow note, when a
+  request no longer fits the window at all, is stored the same way and counts
+  as the same crossing's reminder);
 * a compaction was applied: continue from the summary.
+
+The automatic reminder comes early enough for the compaction call itself to
+fit: at ``auto_compact_ratio`` of the window, or sooner when that would leave
+less than ``COMPACTION_RESERVE`` tokens for the note and the summary the model
+writes (``context.breakdown.threshold``, which ``context show`` quotes too).
+A compaction that leaves the context still past that point (a large system
+prompt, many experiences, long kept words) ends the crossing anyway: the note
+after it is stored as the crossing's reminder, so the model is not asked to
+compact again and again (each summary the same size).
+
+Each note says what the summary must hold (:data:`SUMMARY_GUIDE`) and that the
+runtime keeps the person's words and the history itself.
 
 The policy holds no I/O; the loop passes it the stored messages.
 """
@@ -20,29 +34,47 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...context.breakdown import threshold
+from ...context.compaction_point import threshold
 from ...context.mutations import ContextMutation, ContextSummaryMutation, UserMessageMutation
 
 RUNTIME_NOTE = "runtime_note"
 #: the ``runtime_note`` value of the automatic reminder (other notes store ``True``)
 AUTO_NOTE_KIND = "auto_compact"
 
+#: what every compaction note asks for (the compact tool's description says the same)
+SUMMARY_GUIDE = (
+    "Fill every field concretely, errors and fixes, constraints and preferences and pending "
+    "tasks included. The person's messages are kept verbatim beside it and all messages stay "
+    "searchable (search_history), so do not copy them."
+)
 AUTO_COMPACT_NOTE = (
     "[selfref-tui runtime] Your context now holds about {tokens} of {window} tokens "
     "({percent}%). Call the `compact` tool now with a concrete summary of the conversation "
-    "so far, then continue with the task."
+    "so far, then continue with the task. " + SUMMARY_GUIDE
 )
 REQUESTED_COMPACT_NOTE = (
     "[selfref-tui runtime] The person asked you to compact your context. Call the `compact` "
     "tool now with a concrete summary of the conversation so far; after it is applied, say "
-    "in one sentence that the context was compacted."
+    "in one sentence that the context was compacted. " + SUMMARY_GUIDE
 )
+#: added to the requested note when the person gave a focus (``/compact FOCUS``)
+FOCUS_NOTE = " The person asked the summary to focus on: {focus}"
 # Deliberately free of the word "compact", so a model that pattern-matches on it
 # does not compact again in a loop.
 AFTER_COMPACT_NOTE = (
     "[selfref-tui runtime] Your summary has replaced the earlier conversation. Continue the "
     "work from it; if nothing is left to do, tell the person so in one sentence."
 )
+#: added to the note after a compaction that left the context past the reminder's point
+STILL_FULL_NOTE = (
+    " The context still holds about {tokens} of {window} tokens: another summary would not "
+    "make it smaller, so go on with the work."
+)
+#: what the person reads then (once per crossing)
+STILL_FULL = ("the context is still {percent}% full after compaction ({tokens:,} of {window:,} "
+              "tokens: the system prompt, experiences, tools and the summary); it will not be "
+              "compacted again until it grows — forget experiences or start a new key to free "
+              "more")
 
 
 def runtime_note(text: str, kind: Any = True) -> UserMessageMutation:
@@ -60,7 +92,8 @@ class CompactionPolicy:
     def __init__(self, ratio: float) -> None:
         #: auto-compaction threshold as a share of the window; 0 turns it off
         self.ratio = ratio
-        self._requested: set[str] = set()
+        #: per key, the person's focus for the requested compaction ("" when none)
+        self._requested: dict[str, str] = {}
         # Per key: (the stored message list itself, messages scanned, note found),
         # so the store is scanned once per message rather than once per step.
         self._scan: dict[str, tuple[Sequence[dict] | None, int, bool]] = {}
@@ -72,19 +105,30 @@ class CompactionPolicy:
 
     # ---------------------------------------------------------- person asks
 
-    def request(self, key: str) -> None:
-        """The person asked for a compaction: the next compile asks the model."""
-        self._requested.add(key)
+    def request(self, key: str, focus: str = "") -> None:
+        """The person asked for a compaction: the next compile asks the model.
+
+        ``focus`` (``/compact FOCUS``) goes into the note the model reads; a
+        second request before the first is taken keeps the newer focus.
+        """
+        self._requested[key] = " ".join(focus.split())
 
     def is_requested(self, key: str) -> bool:
         return key in self._requested
+
+    def requested_note(self, key: str) -> UserMessageMutation:
+        """The note the requested compaction sends (what a preview shows, too)."""
+        focus = self._requested.get(key, "")
+        return runtime_note(REQUESTED_COMPACT_NOTE
+                            + (FOCUS_NOTE.format(focus=focus) if focus else ""))
 
     def take_request(self, key: str, compaction_queued: bool) -> UserMessageMutation | None:
         """The requested note, once; kept for later while a compaction is already queued."""
         if key not in self._requested or compaction_queued:
             return None
-        self._requested.discard(key)
-        return runtime_note(REQUESTED_COMPACT_NOTE)
+        note = self.requested_note(key)
+        del self._requested[key]
+        return note
 
     # --------------------------------------------------------- at a boundary
 
@@ -121,6 +165,17 @@ class CompactionPolicy:
             AUTO_COMPACT_NOTE.format(tokens=tokens, window=window, percent=percent),
             AUTO_NOTE_KIND,
         )
+
+    def still_full(self, after: UserMessageMutation, tokens: int,
+                   window: int) -> UserMessageMutation | None:
+        """The note after a compaction, when the context is still past the reminder's point:
+        stored as this crossing's reminder (so none follows), and saying why to the model."""
+        threshold = self.threshold(window)
+        if not threshold or tokens < threshold:
+            return None
+        text = str(after.message.get("content", ""))
+        return runtime_note(text + STILL_FULL_NOTE.format(tokens=tokens, window=window),
+                            AUTO_NOTE_KIND)
 
     def already_reminded(self, key: str, stored: Sequence[dict]) -> bool:
         """Whether the working transcript already holds an automatic reminder."""

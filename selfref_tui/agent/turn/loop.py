@@ -43,17 +43,19 @@ from ..events import (
 )
 from ..protocols import ProviderLike, StoreLike
 from ..tools.batch import NO_FD_TOOLS, ToolSource
-from ..tools.offer import COMPACT_REFUSED
+from ..tools.offer import COMPACT_REFUSED, COMPACT_TOOL, tool_name
 from .bookkeeping import KeyBookkeeping
 from .compaction import (
     AFTER_COMPACT_NOTE,
     AUTO_COMPACT_NOTE,
+    AUTO_NOTE_KIND,
     REQUESTED_COMPACT_NOTE,
     RUNTIME_NOTE,
     CompactionPolicy,
     is_runtime_note,
     runtime_note,
 )
+from .compaction_watch import CompactionWatch
 from .compile_cache import IncrementalCompile
 from .inbox import Inbox
 from .llm_step import LlmStep
@@ -75,7 +77,7 @@ __all__ = [
 ]
 
 
-class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning):
+class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning, CompactionWatch):
     """Runs turns for any number of memory keys over one provider."""
 
     def __init__(
@@ -123,6 +125,9 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning):
         self._images_told: set[str] = set()
         #: tools' images a server could not read: left out of every later request
         self._unreadable_images: set[str] = set()
+        #: per key, search_history's index over its stored history (built on first use,
+        #: then kept in step with the history: see context.recall)
+        self._history_indexes: dict[str, Any] = {}
 
     @property
     def interactive(self) -> bool:
@@ -135,9 +140,10 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning):
 
     # ------------------------------------------------------------ front ends
 
-    def request_compaction(self, key: str) -> None:
-        """Make the next compile of ``key`` ask the model to call ``compact``."""
-        self.compaction.request(key)
+    def request_compaction(self, key: str, focus: str = "") -> None:
+        """Make the next compile of ``key`` ask the model to call ``compact``; ``focus``
+        (the person's words: what the summary should keep) goes into that note."""
+        self.compaction.request(key, focus)
 
     def compaction_requested(self, key: str) -> bool:
         """A requested compaction that no compile of ``key`` has asked for yet."""
@@ -198,10 +204,14 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning):
         memory = self.memory(key)
         session = SelfRefSession(
             memory,
+            # ``turn`` is bound below, before any tool can ask: after a server refused a
+            # request for length, the turn's smaller budget is the window that counts
             token_usage=lambda: {
                 "tokens": self._last_tokens.get(key, 0),
                 "window": self.context_window,
+                "budget": turn.budget or self.context_window,
             },
+            count_text=self.tokens.count_text,
         )
         if fds is None:
             fds = self._fd_table(key, memory)
@@ -238,8 +248,9 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning):
             finally:
                 if self._sessions.get(key) is session:
                     del self._sessions[key]
-                if depth > 0:  # a fork's key is done with: free its compile cache
+                if depth > 0:  # a fork's key is done with: free its caches
                     self._compilers.pop(key, None)
+                    self._history_indexes.pop(key, None)
                 self.emit(TurnEnded(key=key, turn_id=turn_id, outcome=outcome))
         return outcome
 
@@ -250,16 +261,21 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning):
             offer = self.tool_offer(key)
             tools = offer.tools
             self._note_offer(key, offer)
+            can_compact = self._can_compact(turn, offer.compact_offered)
+            if offer.compact_offered and not can_compact:
+                tools = [t for t in tools if tool_name(t) != COMPACT_TOOL]  # withdrawn
             # ---- compile boundary: session patches, then queued person input
             pending = session.collect_context_mutations()
             after = self.compaction.after_compaction(pending)
             if after is not None:
                 pending.append(after)
+                turn.compaction_asked = turn.compact_error = ""
             delivered = turn.inbox.drain()
             pending += [UserMessageMutation({"role": "user", "content": t}) for t in delivered]
             requested = self.compaction.take_request(key, session.has_pending_compaction)
-            if requested is not None and offer.compact_offered:
+            if requested is not None and can_compact:
                 pending.append(requested)
+                turn.compaction_asked = "requested"
             elif requested is not None:
                 self.emit(Notice(key=key, severity="warning", message=COMPACT_REFUSED))
             if turn.abort.fired:
@@ -268,24 +284,32 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning):
                 return "aborted"
             if turn.step >= self.settings.step_limit:
                 self._commit(session, pending)
+                self._compaction_failed(turn)
                 return "step_limit"
             budget = turn.budget or self.context_window
             plan = self._plan(key, turn.memory.messages, pending, tools, budget)
             if any(is_runtime_note(m) for m in pending):
                 turn.overflow_asked = True  # this request already asks for a compaction
-            if plan.tokens > budget and not turn.overflow_asked and offer.compact_offered:
+            if after is not None:
+                plan = self._after_compaction(turn, pending, after, plan, tools, budget)
+            if (plan.tokens > budget and not turn.overflow_asked and can_compact
+                    and not self.compaction.already_reminded(key, turn.memory.messages)):
                 # Over the window: compaction first (what does not fit is left out below).
+                # Stored as the crossing's reminder: a model that does not compact is not
+                # asked again at every turn (the oldest messages are left out instead).
                 turn.overflow_asked = True
+                turn.compaction_asked = "overflow"
                 pending.append(runtime_note(OVERFLOW_COMPACT_NOTE.format(
-                    tokens=plan.tokens, window=budget)))
+                    tokens=plan.tokens, window=budget), AUTO_NOTE_KIND))
                 self.emit(Notice(key=key, severity="warning", message=(
                     f"{overflow_message(plan.tokens, budget)} — asking the model to compact it")))
                 plan = self._plan(key, turn.memory.messages, pending, tools, budget)
             reminder = self.compaction.auto_note(
                 key, plan.tokens, self.context_window, turn.memory.messages, pending
-            ) if offer.compact_offered else None
+            ) if can_compact else None
             if reminder is not None:
                 pending.append(reminder)
+                turn.compaction_asked = "auto"
                 plan = self._plan(key, turn.memory.messages, pending, tools, budget)
             self._commit(session, pending)
             for text in delivered:
@@ -314,8 +338,11 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning):
             if stream_outcome != "ok":
                 return stream_outcome
             if not calls:
+                self._compaction_failed(turn)
                 return "done"
             if turn.on_step is not None:
                 turn.on_step("tool", turn.step)
-            if await self._run_tools(turn, calls, offer.names) == "aborted":
+            offered = offer.names if can_compact else offer.names - {COMPACT_TOOL}
+            if await self._run_tools(turn, calls, offered) == "aborted":
                 return "aborted"
+            self._check_compact_calls(turn, calls)

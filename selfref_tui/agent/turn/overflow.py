@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .compaction import SUMMARY_GUIDE
+
 #: what servers say when a prompt does not fit: OpenAI's ``context_length_exceeded``,
 #: vLLM's "maximum context length", llama.cpp's "exceed context window", and similar
 _OVERFLOW_TEXT = re.compile(
@@ -32,7 +34,7 @@ _WINDOW_TEXT = re.compile(r"maximum context length is (\d[\d,]*)", re.IGNORECASE
 OVERFLOW_COMPACT_NOTE = (
     "[selfref-tui runtime] The conversation no longer fits your context window ({tokens} of "
     "{window} tokens). Call the `compact` tool now with a concrete summary of the conversation "
-    "so far, then continue with the task."
+    "so far, then continue with the task. " + SUMMARY_GUIDE
 )
 LEFT_OUT_MARKER = (
     "[selfref-tui runtime] The {count} oldest messages of this conversation are left out of "

@@ -20,7 +20,6 @@ from ...context.tokens import Calibration
 from ..events import ErrorEvent, Notice
 from ..tools.batch import schemas_of
 from ..tools.offer import ToolOffer, offer_tools
-from .compaction import REQUESTED_COMPACT_NOTE, runtime_note
 from .compile_cache import IncrementalCompile
 from .overflow import fit_request, overflow_message, window_named_in
 from .state import TurnState
@@ -102,7 +101,7 @@ class RequestPlanning:
         pending: list[ContextMutation] = session.peek_context_mutations() if session else []
         offer = self.tool_offer(key)
         if self.compaction.is_requested(key) and offer.compact_offered:
-            pending.append(runtime_note(REQUESTED_COMPACT_NOTE))
+            pending.append(self.compaction.requested_note(key))
         plan = self._plan(key, memory.messages, pending, offer.tools, breakdown=True)
         plan.tools_total = offer.total
         if offer.compact_offered:

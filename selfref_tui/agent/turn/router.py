@@ -36,7 +36,7 @@ class TurnRunner(Protocol):
 
     def answer_question(self, question_id: str, choice: str) -> bool: ...
 
-    def request_compaction(self, key: str) -> None: ...
+    def request_compaction(self, key: str, focus: str = "") -> None: ...
 
     def compaction_requested(self, key: str) -> bool: ...
 
@@ -93,8 +93,11 @@ class AgentInputRouter:
         self._start(message, [])
         return "started"
 
-    def request_compaction(self) -> str:
+    def request_compaction(self, focus: str = "") -> str:
         """The /compact command: the model is asked to call ``compact`` at its next step.
+
+        ``focus`` (``/compact FOCUS``: what the summary should keep above all) goes
+        into the runtime's note the model reads.
 
         Idle: a turn without new text starts at once (``"started"``): the runtime's
         own note asks the model, so no message of the person's is made up and
@@ -108,7 +111,7 @@ class AgentInputRouter:
         """
         if not self._agent.compact_offered(self._key):
             return "refused"
-        self._agent.request_compaction(self._key)
+        self._agent.request_compaction(self._key, focus)
         if self.busy:
             self._compaction_after = True
             return "queued"

@@ -37,3 +37,10 @@ class TurnState:
     overflow_error: BaseException | None = None
     #: the server refused tools' images: the step was retried once without them
     images_omitted: bool = False
+    #: a note in this turn asked the model to compact ("requested", "auto", "overflow")
+    #: and no compaction has been queued since ("" when none is awaited)
+    compaction_asked: str = ""
+    #: the error of the model's last invalid ``compact`` call, until a valid one follows
+    compact_error: str = ""
+    #: invalid ``compact`` calls in this turn (at COMPACT_TRIES the tool is withdrawn)
+    compact_failures: int = 0

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ...context.images import RESULT_IMAGE_SHARE
 from ..events import Aborted
 from ..tools.batch import BuiltinTools, ToolBatch, ToolSource
-from ..tools.builtin import ToolContext
+from ..tools.builtin import HistoryRecall, ToolContext
 from .state import TurnState
 
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ class ToolRunning:
         emit: EventSink
         tool_sources: list[ToolSource]
         context_window: int
+        _history_indexes: dict[str, Any]
 
         async def ask(self, key: str, prompt: str, choices: tuple[str, ...],
                       default: str) -> str: ...
@@ -58,6 +59,7 @@ class ToolRunning:
                 memory_writes=self.settings.memory_writes,
                 allow_memory=self.settings.allow_memory,
                 review_compaction=self.settings.review_compaction,
+                history_index=self._history_index(key),
             )
 
         def stage() -> str:
@@ -81,6 +83,13 @@ class ToolRunning:
             await turn.forks.cancel_all(turn.abort.reason)
         self.emit(Aborted(key=key, reason=turn.abort.reason, stage=batch.abort_stage))
         return "aborted"
+
+    def _history_index(self, key: str) -> HistoryRecall:
+        """The key's search index (``search_history``), kept across turns."""
+        recall = self._history_indexes.get(key)
+        if recall is None:
+            recall = self._history_indexes[key] = HistoryRecall()
+        return recall
 
     def _sources(self, *, forks: bool) -> list[ToolSource]:
         return [BuiltinTools(forks=forks, refs=self.settings.refs_enabled), *self.tool_sources]

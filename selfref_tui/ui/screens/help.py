@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from textual.app import App
 
 SLASH_COMMANDS: tuple[tuple[str, str], ...] = (
-    ("/compact", "Summarise the conversation so far and continue from the summary"),
+    ("/compact [FOCUS]", "Summarise the conversation so far and continue from the summary; "
+     "FOCUS says what it should keep"),
     ("/remember TEXT", "Save a durable experience the agent sees in every call"),
     ("/forget ID", "Forget an experience, e.g. /forget exp_002"),
     ("/export ID [PATH]", "Write a ref to a file (fence stripped)"),

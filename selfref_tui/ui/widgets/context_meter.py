@@ -123,11 +123,21 @@ class ContextMeter(Widget):
     def compute_ratio(self) -> float:
         return self.tokens / self.window if self.window else 0.0
 
+    @property
+    def compact_at(self) -> float:
+        """Where the reminder really comes, as a share of the window: the ratio, or earlier
+        on a small window, so the compaction call itself fits (context.compaction_point)."""
+        from selfref_tui.context.compaction_point import threshold
+
+        if not self.window:
+            return self.compact_ratio
+        return threshold(self.compact_ratio, self.window) / self.window
+
     def compute_level(self) -> str:
-        ratio = self.ratio
-        if ratio >= self.compact_ratio:
+        ratio, at = self.ratio, self.compact_at
+        if ratio >= at:
             return "over"
-        if ratio >= self.compact_ratio - 0.1:
+        if ratio >= at - 0.1:
             return "near"
         return "ok"
 
@@ -203,7 +213,7 @@ class ContextMeter(Widget):
         figures = Content.assemble((self.usage_label, "bold"), " ", (percent, "$text-muted"))
         gap = max(1, width - header.cell_length - figures.cell_length)
         filled = min(width, round(self.ratio * width))
-        mark = min(width - 1, round(self.compact_ratio * width))
+        mark = min(width - 1, round(self.compact_at * width))
         bar_cells = []
         for i in range(width):
             if i < filled:
@@ -218,7 +228,7 @@ class ContextMeter(Widget):
             # The tick explained where it is seen, not only in the tooltip.
             Content.assemble(
                 ("┃", "$text-muted"),
-                (f" auto-compact at {self.compact_ratio * 100:.0f}%", "$text-muted"),
+                (f" auto-compact at {self.compact_at * 100:.0f}%", "$text-muted"),
             ),
         ]
         if self.streaming:

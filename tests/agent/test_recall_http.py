@@ -1,0 +1,174 @@
+"""The person's words survive compaction, and the model can search what it no longer sees.
+
+Over real HTTP: the in-package server is scripted to call ``compact``,
+``search_history`` and ``read_history``; what the next request carries is read
+from what the server received, and the store is read back from disk.
+"""
+
+from __future__ import annotations
+
+from selfref_tui.agent import events as ev
+from selfref_tui.context.summary import EXCHANGE_TITLE, HISTORY_TITLE, PERSON_TITLE
+from selfref_tui.demo.script import Reply, ToolCall
+
+SUMMARY = {
+    "goal": "Port the parser", "instruction": "Small commits", "discoveries": ["uses regex"],
+    "completed": ["read the code"], "current_status": "halfway",
+    "likely_next_work": "write the tokenizer", "relevant_files_directories": ["parser.py"],
+    "errors_and_fixes": ["import cycle: moved the helper"],
+    "constraints_and_preferences": ["tabs"], "pending_tasks": ["docs"],
+}
+TABS = "Please indent with tabs, never spaces — I mean it.\nAlso: keep lines under 80."
+DEADLINE = "The deadline is Friday; ship the tokenizer first."
+PLAN = ("Here is the migration plan. " + "Step by step we move each rule. " * 100
+        + "The codename is blue heron protocol. " + "Then we test. " * 60)
+
+
+def _settings(**changes):
+    from selfref_tui.config import AgentSettings
+
+    return AgentSettings(base_system_prompt="You are a test agent.", **changes)
+
+
+async def _compacted(h) -> None:
+    """Three turns: two of the person's messages and a long answer, then a compaction."""
+    assert await h.agent.run_turn("main", TABS) == "done"
+    assert await h.agent.run_turn("main", DEADLINE) == "done"
+    h.agent.request_compaction("main")
+    assert await h.agent.run_turn("main", None) == "done"
+    assert len(h.of(ev.CompactionApplied)) == 1
+
+
+def _script(*after: Reply) -> list:
+    return [Reply(text="Tabs it is."), Reply(text=PLAN),
+            Reply(text="Summarising.", tool_calls=[ToolCall("compact", SUMMARY, id="k1")]),
+            Reply(text="Compacted."), *after]
+
+
+async def test_the_next_request_after_a_compaction_holds_the_persons_words(harness):
+    async with harness(_script(Reply(text="On it."))) as h:
+        await _compacted(h)
+        assert await h.agent.run_turn("main", "go on") == "done"
+        for request in h.server.requests[3:]:  # the step after compacting, and the next turn
+            summary = next(m["content"] for m in request["messages"]
+                           if m["role"] == "user" and "[Context summary]" in m["content"])
+            assert 'role="user"' in summary and f"\n{TABS}\n</message>" in summary
+            assert f"\n{DEADLINE}\n</message>" in summary
+            assert summary.index(PERSON_TITLE) < summary.index(EXCHANGE_TITLE)
+            assert summary.index(EXCHANGE_TITLE) < summary.index(HISTORY_TITLE)
+            assert "search_history(query)" in summary and "read_history(start, count)" in summary
+            assert "## Errors and fixes\n- import cycle: moved the helper" in summary
+            # the latest (the deadline, 3) goes with the model's last words (its long plan,
+            # 4) in the last exchange, after the person's earlier messages
+            assert summary.index(TABS) < summary.index(EXCHANGE_TITLE) < summary.index(DEADLINE)
+            assert "The codename is blue heron protocol." in summary
+    stored = h.reload()
+    assert stored.summary["verbatim"]["person"] == [1]
+    assert stored.summary["verbatim"]["exchange"] == [3, 4]
+    assert stored.summary["pending_tasks"] == ["docs"]
+
+
+async def test_search_finds_a_compacted_message_and_read_returns_it_whole(harness):
+    search = ToolCall("search_history", {"query": '"blue heron"'}, id="s1")
+    read = ToolCall("read_history", {"start": 4, "count": 1}, id="r1")
+    script = _script(Reply(tool_calls=[search]), Reply(tool_calls=[read]), Reply(text="Found."))
+    async with harness(script, settings=_settings(fd_threshold_chars=100_000)) as h:
+        await _compacted(h)
+        assert await h.agent.run_turn("main", "What was the codename?") == "done"
+        ended = {e.name: e.result for e in h.of(ev.ToolCallEnded)}
+        found = ended["search_history"]
+        assert found.startswith("1 message match '\"blue heron\"', newest first.")
+        assert "#4 assistant " in found and "(compacted)" in found
+        assert "The codename is blue heron protocol." in found
+        whole = ended["read_history"]
+        assert whole.startswith("Message 4 of ")
+        assert 'role="assistant"' in whole and 'compacted="true">' in whole
+        assert f"\n{PLAN}\n</message>" in whole
+        # what the model read is what the server received as the tool's result
+        results = [m["content"] for m in h.server.requests[-1]["messages"] if m["role"] == "tool"]
+        assert results[-2:] == [found, whole]
+
+
+async def test_a_long_read_becomes_an_fd_and_rewound_messages_stay_out(harness):
+    read = ToolCall("read_history", {"start": 1, "count": 10}, id="r1")
+    search = ToolCall("search_history", {"query": "tabs"}, id="s1")
+    again = ToolCall("search_history", {"query": "tabs", "include_rewound": True}, id="s2")
+    script = _script(Reply(text="Noted."), Reply(tool_calls=[read, search]),
+                     Reply(tool_calls=[again]), Reply(text="Read."))
+    async with harness(script, settings=_settings(fd_threshold_chars=2_000)) as h:
+        await _compacted(h)
+        assert await h.agent.run_turn("main", "Forget the tabs, use spaces.") == "done"
+        memory = h.agent.memory("main")
+        rewound = memory.entries()[-2]
+        assert rewound.message["content"] == "Forget the tabs, use spaces."
+        memory.commit([memory.rewind_patch(rewound.n)])
+        assert await h.agent.run_turn("main", "Read it all back.") == "done"
+        ended = [(e.name, e.result) for e in h.of(ev.ToolCallEnded)]
+        (read_result,) = [r for name, r in ended if name == "read_history"]
+        first, second = [r for name, r in ended if name == "search_history"]
+        assert read_result.startswith("<fd_result fd=\"fd:")
+        assert "tool:read_history" in read_result
+        assert "#1 user" in first and f"#{rewound.n} " not in first
+        assert f"#{rewound.n} user" in second and "(rewound)" in second
+        # a search's own call and result are never found by the next search
+        assert "search_history" not in second
+    stored = h.reload()
+    (fd,) = stored.fds.values()
+    assert PLAN in fd["content"] and TABS in fd["content"]
+
+
+async def test_the_recall_tools_come_right_after_compact_on_a_small_window(harness):
+    async with harness([Reply(text="hi")]) as h:
+        from selfref_tui.agent.tools.offer import offer_tools
+
+        tools = h.agent.tools_for("main")
+        names = [t["function"]["name"] for t in tools]
+        assert {"search_history", "read_history"} <= set(names)
+        compact = [t for t in tools if t["function"]["name"] == "compact"]
+        recall = [t for t in tools if t["function"]["name"] in ("search_history",
+                                                                "read_history")]
+        count = h.agent._count_tools
+        window = int((count(compact + recall) + 5) / 0.45)
+        offered = offer_tools(tools, count, window)
+        assert sorted(t["function"]["name"] for t in offered.tools) == [
+            "compact", "read_history", "search_history"]
+
+
+async def test_the_demo_model_finds_a_compacted_message_and_reads_it(harness):
+    from selfref_tui.demo.script import DEMO_TAG, demo_script
+
+    async with harness(demo_script) as h:
+        assert await h.agent.run_turn("main", "My cat is called Marmalade.") == "done"
+        assert await h.agent.run_turn("main", "compact the context") == "done"
+        assert len(h.of(ev.CompactionApplied)) == 1
+        assert await h.agent.run_turn("main", "search the history for marmalade") == "done"
+        names = [e.name for e in h.of(ev.ToolCallEnded)]
+        assert names[-2:] == ["search_history", "read_history"]
+        answer = h.server.requests[-1]["messages"][-1]["content"]
+        assert "My cat is called Marmalade." in answer
+        said = "".join(e.text for e in h.of(ev.TextDelta))
+        assert said.endswith("My cat is called Marmalade. </message>") and DEMO_TAG in said
+
+
+async def test_two_searches_of_one_batch_over_a_long_history_agree(harness):
+    """6,000 stored messages: the first search indexes them in a thread while the other
+    search of the same tool batch waits for it; both find what is there."""
+    from selfref_tui.context.mutations import AssistantMessageMutation, UserMessageMutation
+
+    calls = [ToolCall("search_history", {"query": "needle"}, id="s1"),
+             ToolCall("search_history", {"query": '"odd one"'}, id="s2")]
+    async with harness([Reply(tool_calls=calls), Reply(text="Found both.")]) as h:
+        memory = h.selfref.open("main")
+        batch = []
+        for i in range(3_000):
+            text = f"note {i}" + (" with the needle" if i % 1_000 == 7 else "")
+            batch += [UserMessageMutation({"role": "user", "content": text}),
+                      AssistantMessageMutation("the odd one" if i == 2_500 else "ok")]
+        memory.commit(batch)
+        assert await h.agent.run_turn("main", "Find them.") == "done"
+        results = {e.call_id: e.result for e in h.of(ev.ToolCallEnded)}
+        assert results["s1"].startswith("3 messages match 'needle'")
+        assert [line.split()[0] for line in results["s1"].splitlines()[1:]] == [
+            "#4015", "#2015", "#15"]
+        assert results["s2"].startswith("1 message match '\"odd one\"'")
+        assert "#5002 assistant" in results["s2"]
