@@ -22,6 +22,7 @@ from selfref_tui.cli.common import (
     conversation_provider,
     err,
     key_of,
+    nowhere_to_send,
     provider_flags,
     say,
     silence_stdout,
@@ -145,16 +146,22 @@ async def one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
     if getattr(args, "allow_memory", False):  # nobody can be asked here: the flag is the yes
         config = replace(config, agent=replace(config.agent, allow_memory=True))
     key = key_of(args)
+    selfref = SelfReference(config.data_dir, source=config.data_dir_source)
+    if config.unconfigured and not config.provider.demo:
+        # Nothing configured, unless the conversation chose a profile of its own: read what
+        # it chose without taking its lock, so a refusal leaves no trace.
+        from selfref_tui.selfref.key_settings import read_settings
+
+        settings = read_settings(selfref.key_dir(key))
+        if nowhere_to_send(config, conversation_provider(args, config, settings, quiet=True)):
+            raise CliError("no provider configured: set OPENAI_API_KEY, or point --base-url / "
+                           "OPENAI_BASE_URL at a local server, or try --demo")
     server = None
     if config.provider.demo:
         from selfref_tui.demo import demo_server, with_demo_url
 
         server = demo_server()
         config = with_demo_url(config, await server.start())
-    elif config.unconfigured:
-        raise CliError("no provider configured: set OPENAI_API_KEY, or point --base-url / "
-                       "OPENAI_BASE_URL at a local server, or try --demo")
-    selfref = SelfReference(config.data_dir, source=config.data_dir_source)
     abort = AbortSignal()
     output = _AskOutput(key, abort=abort, secrets=(config.provider.api_key,),
                         compacted=compacted)

@@ -91,7 +91,10 @@ def provider_flags(parser: argparse.ArgumentParser, *, top: bool = False) -> Non
     parser.add_argument("--config", metavar="PATH", default=default,
                         help="config.toml to read")
     parser.add_argument("--demo", action="store_true", default=False if top else default,
-                        help="use the offline demo model")
+                        help="use the offline demo model, for this run only: a conversation "
+                             "does not remember it (a model or profile it chose with /model "
+                             "or /profile waits for the next run without --demo, and one begun "
+                             "in the demo goes on with the configured model)")
     parser.add_argument("--context-window", metavar="N", type=int, default=default,
                         help="the model's context window in tokens (default: "
                              "$SELFREF_CONTEXT_WINDOW, the profile's, else asked of the server)")
@@ -158,18 +161,39 @@ def app_config(args: argparse.Namespace) -> AppConfig:
         context_window=getattr(args, "context_window", None))
 
 
-def conversation_provider(args: argparse.Namespace, config: AppConfig,
-                          settings: Any) -> ProviderConfig:
+#: the flags that choose a provider for one command, above what a conversation chose
+PROVIDER_FLAGS = ("model", "base_url", "profile", "demo")
+
+
+def provider_flagged(args: argparse.Namespace) -> bool:
+    """A flag names the provider: it beats what the conversation chose."""
+    return any(getattr(args, flag, None) for flag in PROVIDER_FLAGS)
+
+
+def conversation_provider(args: argparse.Namespace, config: AppConfig, settings: Any,
+                          *, quiet: bool = False) -> ProviderConfig:
     """The provider a command runs a conversation on: what its flags say, else what the
-    conversation chose last in the app (``/model``, ``/profile``), else the config's."""
-    flags = ("model", "base_url", "profile", "demo")
-    if settings is None or any(getattr(args, flag, None) for flag in flags):
+    conversation chose last (``/model``, ``/profile``), else the config's.
+
+    The demo model is never a conversation's choice (``--demo`` is for one run):
+    a conversation begun in the demo runs on the configured model next time, and
+    ``--demo`` runs any conversation on the demo, its own choice left for later.
+    """
+    if settings is None or provider_flagged(args):
         return config.provider
     try:
         return chosen_provider(config, config.provider, settings.profile, settings.model)
     except ConfigError as exc:  # the profile it chose is gone: say so, run on the config's
-        err(f"{exc}; using the configured provider")
+        if not quiet:
+            err(f"{exc}; using the configured provider")
         return config.provider
+
+
+def nowhere_to_send(config: AppConfig, provider: ProviderConfig) -> bool:
+    """Nothing says where ``provider``'s requests would go: no key, no URL of its own
+    (the app then offers only the demo model, and ``ask`` refuses)."""
+    return (config.unconfigured and not provider.demo and not provider.api_key
+            and provider.base_url == config.provider.base_url)
 
 
 def window_cache(config: AppConfig) -> Any:

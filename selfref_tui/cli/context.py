@@ -16,13 +16,15 @@ from selfref_tui.cli.common import (
     conversation_provider,
     err,
     key_of,
+    nowhere_to_send,
     print_json,
+    provider_flagged,
     provider_flags,
     say,
     store_notes,
     window_cache,
 )
-from selfref_tui.config import AppConfig
+from selfref_tui.config import AppConfig, demo_provider
 
 
 async def _cached_window(provider: Any, config: AppConfig) -> int:
@@ -43,16 +45,22 @@ def _context_show(args: argparse.Namespace) -> int:
 
     config = app_config(args)
     key = key_of(args)
-    provider_config = config.provider
-    if provider_config.demo and not provider_config.base_url:
-        provider_config = replace(provider_config, base_url="http://127.0.0.1:9/v1")
     store = ReadOnlyReference(SelfReference(config.data_dir, source=config.data_dir_source))
     memory = store_notes(store.open(key))  # what loading found (skipped damaged records), once
     settings = getattr(memory, "settings", None)
     instructions = getattr(settings, "instructions", "")
-    chosen = conversation_provider(args, replace(config, provider=provider_config), settings)
-    if chosen != provider_config:  # the model the conversation chose in the app
-        provider_config = chosen
+    # The model the next request goes to: the flags', else the one the conversation chose,
+    # else the config's; with nothing configured (and no flag), the demo model's: the app
+    # offers only it.
+    provider_config = conversation_provider(args, config, settings)
+    if not provider_flagged(args) and nowhere_to_send(config, provider_config):
+        err("no model provider is configured: this is the request the offline demo model "
+            "would get (the app offers it); set OPENAI_API_KEY or OPENAI_BASE_URL, or give "
+            "--profile or --base-url, to see another model's")
+        provider_config = demo_provider("")  # the conversation's own choice waits, as in the app
+    if provider_config.demo and not provider_config.base_url:
+        # nothing to ask: the demo's window is known, and no demo server is started
+        provider_config = replace(provider_config, base_url="http://127.0.0.1:9/v1")
     rewound = memory.rewound_count
     window = asyncio.run(_cached_window(provider_config, config))
     agent = Agent(store, Provider(provider_config), config.agent,
@@ -124,7 +132,10 @@ def _load_encoder(agent: Any, model: str) -> None:
 
 def register(commands: Any) -> None:
     ctx = add_group(commands, "context", "what the model sees")
-    p = add_command(ctx, "show", "the exact provider messages the next call would send")
+    p = add_command(ctx, "show", "the exact provider messages the next call would send, on "
+                    "the model it would go to: the flags', else the one the conversation chose "
+                    "(/model, /profile), else the configured one; with none configured, the "
+                    "offline demo model's (the demo is never a conversation's choice)")
     common_flags(p)
     provider_flags(p)
     p.add_argument("--json", action="store_true",

@@ -7,6 +7,12 @@ this window after a switch, or in the next start — runs it the way it was
 left. A key that chose nothing runs on the window's provider (the config's,
 or the demo server's).
 
+The demo model is never remembered: ``--demo`` (or the welcome screen's
+"try the demo") is how this window runs, not a conversation's choice. A
+conversation begun in the demo goes on with the configured model in a window
+without it, and one that chose a model or profile runs on the demo here
+(the demo server answers as one model) and on its choice again elsewhere.
+
 They are invocation configuration, not history: a switch writes the key's
 settings file, never a patch, and the next compile renders with them. The
 model's window is learnt again after a switch (the app asks, as at start-up).
@@ -99,6 +105,11 @@ class ConversationSettings:
         from selfref_tui.selfref.key_settings import KeySettings
 
         settings = getattr(memory, "settings", None) or KeySettings()
+        if self.base_provider.demo and (settings.model or settings.profile):
+            # --demo is for this window: its server answers as one model, so a model or
+            # profile the conversation chose is left for the next window without --demo
+            # (a chosen model failed every turn here: "model not found").
+            return await self._use_provider(self.base_provider), []
         warnings: list[str] = []
         try:
             provider = self.provider_for(settings)
