@@ -185,30 +185,20 @@ class HistoryIndex:
         if done > last:  # another history (a key salvaged shorter): index it anew
             self._texts, self._numbers, self._tool_names = [], [], {}
             done = 0
-        if isinstance(source, _EntryList):
-            new = [e for e in source.entries() if e.n > done]
-        else:
-            new = []
-            for n in range(done + 1, last + 1):
-                try:
-                    new.append(source.entry(n))
-                except IndexError:  # a number the store hides
-                    continue
+        new = _new_messages(source, done, last)
         if new:
             names = self._tool_names
             texts: list[str] = []
             # Written for speed (the first search of a long history indexes all of it): a
             # plain text message, by far the most common, skips searchable_text.
-            for entry in new:
-                message = entry.message
+            for _, role, message in new:
                 content = message.get("content")
-                if (type(content) is str and entry.role != "tool"
-                        and not message.get("tool_calls")):
+                if type(content) is str and role != "tool" and not message.get("tool_calls"):
                     texts.append(content)
                 else:
                     texts.append(searchable_text(message, names))
             self._texts += _lowered(texts)
-            self._numbers += [entry.n for entry in new]
+            self._numbers += [n for n, _, _ in new]
         mark = getattr(source, "last_rewind", None)
         if mark is not self._rewind_mark and mark != self._rewind_mark:
             self._rewound = (frozenset(e.n for e in source.entries() if e.rewound)
@@ -319,6 +309,27 @@ def read_history(history: HistorySource | Sequence[EntryLike], start: int,
     if end < last:
         head += f"; read_history(start={end + 1}) continues"
     return "\n".join([head + ".", *blocks])
+
+
+def _new_messages(source: HistorySource, done: int, last: int) -> list[tuple[int, str, dict]]:
+    """(number, role, message) of the messages numbered ``done + 1`` .. ``last``.
+
+    A store that can list them in bulk (``messages_from(n)``: no entry object built per
+    message) is asked so; else one ``entry(n)`` each, hidden numbers skipped.
+    """
+    if isinstance(source, _EntryList):
+        return [(e.n, e.role, e.message) for e in source.entries() if done < e.n <= last]
+    bulk = getattr(source, "messages_from", None)
+    if bulk is not None:
+        return [row for row in bulk(done + 1) if row[0] <= last]
+    out = []
+    for n in range(done + 1, last + 1):
+        try:
+            entry = source.entry(n)
+        except IndexError:  # a number the store hides
+            continue
+        out.append((n, entry.role, entry.message))
+    return out
 
 
 def _lowered(texts: list[str]) -> list[str]:

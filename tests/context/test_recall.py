@@ -123,3 +123,30 @@ def test_read_history_leaves_rewound_out_unless_asked():
     assert 'n="7"' not in text and 'n="8"' in text and "1 rewound left out" in text
     assert 'n="7" role="user" time="2025-05-01T10:00:00.000+00:00" rewound="true"' in \
         read_history(history(), 7, 2, include_rewound=True)
+
+
+def test_a_store_that_lists_messages_in_bulk_is_read_that_way():
+    class Store:
+        """``messages_from`` only for the index; ``entry`` only for the hits."""
+
+        def __init__(self, entries):
+            self._entries = entries
+            self.last_number = entries[-1].n
+            self.last_rewind = None
+            self.entry_calls = 0
+
+        def messages_from(self, n):
+            return [(e.n, e.role, e.message) for e in self._entries if e.n >= n]
+
+        def entry(self, n):
+            self.entry_calls += 1
+            return next(e for e in self._entries if e.n == n)
+
+        def entries(self):
+            return self._entries
+
+    store = Store(history())
+    index = HistoryIndex()
+    assert [h.n for h in index.search(store, '"blue button"').hits] == [7, 2, 1]
+    assert store.entry_calls == 3  # the hits only (no rewind mark: nothing is rewound)
+    assert len(index) == 8
