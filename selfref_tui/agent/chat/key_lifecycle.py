@@ -134,7 +134,7 @@ class KeyLifecycle:
         if not self.ready:
             raise Refused(STARTING)
         if self.busy:
-            raise Refused("A turn is running; press Esc first, then switch keys.")
+            raise Refused("A turn is running; press Esc first, then switch conversations.")
         try:
             validate_key(key)
         except StoreError as exc:
@@ -200,7 +200,7 @@ class KeyLifecycle:
         if self.read_only:
             raise Refused(
                 f"Read-only window (--read-only): it cannot {what}. Quit, and start "
-                "selfref-tui without --read-only once no other window writes this key."
+                "selfref-tui without --read-only once no other window writes this conversation."
             )
 
     # -------------------------------------------------------- early inputs
