@@ -9,8 +9,9 @@ machine still prints a figure ("killed at …").
     .venv/bin/python bench/hostile_bench.py [--limit 30] [--rss-cap 2000] [CASE ...]
 
 Cases: baseline (the same ``ask`` against a server that answers 404: what a
-case costs beyond it is the hostile part), endless, trickle (window discovery:
-a /v1/models body that never ends, one that trickles a byte a second), fifo,
+case costs beyond it is the hostile part), endless, trickle, redirect (window
+discovery: a /v1/models body that never ends, one that trickles a byte a
+second, a 302 whose own body never ends), fifo,
 zero (windows.json a FIFO, a link to /dev/zero), absurd (a 400-digit n_ctx,
 ``context show``), images (a tool result of 200 2x2 PNGs, then a second ``ask``).
 """
@@ -129,6 +130,7 @@ CASES = {
     "baseline": lambda lim, cap: case_window("missing", lim, cap),
     "endless": lambda lim, cap: case_window("endless", lim, cap),
     "trickle": lambda lim, cap: case_window("trickle", lim, cap),
+    "redirect": lambda lim, cap: case_window("redirect", lim, cap),
     "fifo": lambda lim, cap: case_cache_file("fifo", lim, cap),
     "zero": lambda lim, cap: case_cache_file("zero", lim, cap),
     "absurd": case_absurd,
