@@ -107,6 +107,7 @@ async def test_an_image_the_server_cannot_read_is_not_taken_for_a_model_without_
         notices = [e.message for e in h.events if type(e).__name__ == "Notice"]
     assert len(bodies) == 5  # the refused step was sent once more, not given up on
     assert "could not read an image of the request" in " ".join(notices)
+    assert "a tool image is left out of this request and later ones" in " ".join(notices)
     assert "does not accept images" not in " ".join(notices)
     assert _images_in(bodies[2]) == [] and "the server could not read it" in str(bodies[2])
     assert len(_images_in(bodies[4])) == 1  # the good picture goes; the broken one does not

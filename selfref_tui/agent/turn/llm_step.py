@@ -140,9 +140,10 @@ class LlmStep:
                     turn.images_omitted = True
                     self._unreadable_images |= left
                     self.emit(Notice(key=key, severity="warning", message=(
-                        f"{error.message.split(' — ')[0]}: the tools' images sent so far "
-                        "are left out of this request and later ones (the transcript "
-                        "keeps them)")))
+                        f"{error.message.split(' — ')[0]}: "
+                        f"{'a tool image is' if len(left) == 1 else f'{len(left)} tool images are'}"
+                        " left out of this request and later ones (the transcript keeps "
+                        f"{'it' if len(left) == 1 else 'them'})")))
                     return "images", []
             if (getattr(error, "images_refused", False) and not state.content
                     and not turn.images_omitted and not person_images(turn.memory.messages)):
