@@ -64,11 +64,9 @@ def image_size(data: bytes) -> tuple[int, int] | None:
     return _size(lambda start, n: data[start:start + n])
 
 
-def url_image_size(url: str) -> tuple[int, int] | None:
-    """The size of a base64 ``data:`` URL's image, decoding only the header's bytes.
-
-    A 20 MB image is 27 MB of base64: counting its tokens must not decode it.
-    """
+def _url_reader(url: str) -> tuple[Any, int] | None:
+    """A reader of a base64 ``data:`` URL's bytes (``read(start, n)``, decoding only those)
+    and where its payload starts; None for anything else."""
     if not isinstance(url, str) or not url.startswith("data:"):
         return None
     comma = url.find(",", 0, 256)  # never a copy of the payload: it is megabytes
@@ -85,7 +83,33 @@ def url_image_size(url: str) -> tuple[int, int] | None:
             return b""
         return chunk[start - start // 3 * 3:][:n]
 
-    return _size(read)
+    return read, payload
+
+
+def url_image_size(url: str) -> tuple[int, int] | None:
+    """The size of a base64 ``data:`` URL's image, decoding only the header's bytes.
+
+    A 20 MB image is 27 MB of base64: counting its tokens must not decode it.
+    """
+    reader = _url_reader(url)
+    return None if reader is None else _size(reader[0])
+
+
+def url_head(url: str) -> tuple[str, int] | None:
+    """(the image type its first bytes say, or "", its size in bytes) of a base64 ``data:``
+    URL, from its first bytes and its length: nothing else is decoded or copied. None when
+    it is not one (a payload that is not base64 past its head is found when it is decoded).
+    """
+    reader = _url_reader(url)
+    if reader is None:
+        return None
+    read, payload = reader
+    length = len(url) - payload
+    head = read(0, 16)
+    if length % 4 or (length and not head):
+        return None
+    padding = 2 if url.endswith("==") else 1 if url.endswith("=") else 0
+    return sniff_mime(head) or "", length // 4 * 3 - padding
 
 
 def _size(read: Any) -> tuple[int, int] | None:
