@@ -75,6 +75,19 @@ async def wait_until(
         await pilot.pause(0.02)
 
 
+async def click(pilot, target, offset: tuple[int, int] = (0, 0), what: str = "") -> bool:
+    """Click ``target`` (a widget or a selector) once the screen has placed it.
+
+    ``Pilot.click`` aims at the region the last layout gave the widget, and the
+    layout follows a change a few passes of the event loop later: a widget shown
+    in the same pass (a list that filled as the app became ready) has no region
+    yet, and the click lands in the screen's top-left corner instead.
+    """
+    widget = pilot.app.screen.query_one(target) if isinstance(target, str) else target
+    await wait_until(pilot, lambda: widget.region.area, what=what or f"{widget} on screen")
+    return await pilot.click(widget, offset=offset)
+
+
 def working(app, group: str) -> bool:
     """A worker of ``group`` is pending or running (a finished one leaves ``app.workers``)."""
     return any(worker.group == group and not worker.is_finished for worker in app.workers)

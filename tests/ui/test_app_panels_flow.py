@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import json
 
-from textual.widgets import OptionList
-
 from selfref_tui.context.mutations import ExperienceRememberMutation
 from selfref_tui.demo.script import Reply, ToolCall
 from selfref_tui.demo.server import DemoServer
 from selfref_tui.selfref.reference import SelfReference
-from selfref_tui.ui.widgets.experience_list import ExperienceList
 from tests.ui.helpers import (
     SIZE,
+    click,
     make_app,
     started,
     stored_experiences,
@@ -46,7 +44,7 @@ async def test_forget_experience_from_sidebar_is_persisted(tmp_path):
                 "Uses tabs",
                 "Works in Berlin",
             ]
-            await pilot.click(f"{ExperienceList.__name__} {OptionList.__name__}")
+            await click(pilot, experiences.option_list)
             assert app.focused is experiences.option_list
             await pilot.press("home", "down")
             assert experiences.highlighted_id == "exp_002"
