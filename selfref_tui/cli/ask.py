@@ -186,7 +186,8 @@ async def one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
         if config.mcp_servers:
             # `compact` has no --allow-tools: only trusted tools may run there
             allow = getattr(args, "allow_tools", None) or ""
-            mcp = await _start_mcp(config, key, output, allow, abort)
+            flag = "--allow-tools" if hasattr(args, "allow_tools") else ""
+            mcp = await _start_mcp(config, key, output, allow, abort, flag)
             agent.tool_sources.append(mcp)
         if prompt is None:
             if not agent.compact_offered(key):  # the model could only answer again
@@ -229,16 +230,20 @@ async def one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
                    or "the turn failed; see the messages above")
 
 
-async def _start_mcp(config: AppConfig, key: str, emit: Any, allow: str, abort: Any) -> Any:
+async def _start_mcp(config: AppConfig, key: str, emit: Any, allow: str, abort: Any,
+                     allow_flag: str = "") -> Any:
     """The configured MCP servers, started before the turn (a one-shot has no first frame).
 
     Nobody can answer an approval here, so only trusted tools and those named by
-    ``--allow-tools`` run; any other call gets "the person declined".
+    ``--allow-tools`` run; any other call is refused (the model is told it is not
+    allowed in this run, and stderr says once per tool how to allow it).
     """
     from selfref_tui.agent.mcp.manager import McpManager
 
     manager = McpManager(config.mcp_servers, emit, notice_key=key)
     manager.allowed = tuple(p.strip() for p in allow.split(",") if p.strip())
+    if allow_flag:
+        manager.allow_flag = allow_flag
     started = asyncio.create_task(manager.wait_started())
     stopped = asyncio.create_task(abort.wait())  # Ctrl+C while a server starts
     try:

@@ -42,7 +42,9 @@ def test_mcp_list_without_servers_says_how_to_add_one(tmp_path, capsys):
     assert "no such file" in capsys.readouterr().err
 
 
-def test_ask_runs_trusted_and_allowed_tools_and_declines_the_rest(tmp_path):
+def test_ask_runs_allowed_tools_and_says_the_rest_are_not_allowed_here(tmp_path):
+    """Nobody is asked in ``ask``: an untrusted tool is refused for what it is (not allowed
+    in this run, never "the person declined"), and stderr names the flag once per tool."""
     from selfref_tui.demo import DemoServer, Reply
     from selfref_tui.demo.script import ToolCall
     from tests.cli.helpers import cli
@@ -55,6 +57,7 @@ args = [{json.dumps(str(SERVER))}]
 ''', encoding="utf-8")
     script = [Reply(tool_calls=[ToolCall("mcp__test__echo", {"text": "hi"}, id="c1"),
                                 ToolCall("mcp__test__fail", {}, id="c2")]),
+              Reply(tool_calls=[ToolCall("mcp__test__fail", {}, id="c3")]),
               Reply(text="Done.")]
     server = DemoServer(script)
     url = server.start_in_thread()
@@ -68,10 +71,18 @@ args = [{json.dumps(str(SERVER))}]
     code, out, err = result.returncode, result.stdout, result.stderr
     assert code == 0, err
     assert out == "Done.\n"
-    results = {m["tool_call_id"]: m["content"] for m in server.requests[1]["messages"]
+    results = {m["tool_call_id"]: m["content"] for m in server.requests[2]["messages"]
                if m["role"] == "tool"}
     assert results["c1"] == "echo: hi"  # allowed by --allow-tools
-    assert results["c2"].startswith("Error: the person declined")  # nobody to ask
+    for refused in ("c2", "c3"):  # nobody to ask: the model hears the truth
+        assert "declined" not in results[refused]
+        assert results[refused].startswith(
+            "Error: mcp__test__fail is not allowed in this non-interactive run")
+        assert "--allow-tools mcp__test__fail" in results[refused]
+    hints = [line for line in err.splitlines() if "--allow-tools mcp__test__fail" in line]
+    assert len(hints) == 1, err  # once per tool per run, though it was called twice
+    assert hints[0].startswith("[warning] mcp__test__fail did not run")
+    assert '[mcp.servers.test] trust = ["fail"]' in hints[0]
 
 
 def test_compact_with_an_mcp_server_configured_compacts(tmp_path):

@@ -118,16 +118,29 @@ async def test_esc_cancels_a_running_call_over_the_protocol(tmp_path, mcp):
     assert tool["tool_call_id"] == "c1" and "cancelled" in tool["content"]
 
 
-async def test_an_untrusted_call_is_declined_without_a_person_and_the_loop_goes_on(
+async def test_an_untrusted_call_without_a_person_is_not_allowed_and_the_loop_goes_on(
         tmp_path, mcp):
+    """Where nobody can be asked (no ``--allow-tools`` either, as in ``compact``), the model
+    hears that the tool is not allowed in this run, and the person how to allow it, once."""
     script = [Reply(tool_calls=[ToolCall("mcp__test__fail", {}, id="c1")]),
+              Reply(tool_calls=[ToolCall("mcp__test__fail", {}, id="c2")]),
               Reply(text="Fine, I will not.")]
+    notices: list = []
     async with Harness(tmp_path, script) as h:
         _with(h, mcp)
-        assert await h.agent.run_turn("main", "try it") == "done"
+        mcp.emit = notices.append
+        try:
+            assert await h.agent.run_turn("main", "try it") == "done"
+        finally:
+            mcp.emit = ev.discard
         [result] = _tool_messages(h.server.requests[1])
-        assert result["content"].startswith("Error: the person declined to run mcp__test__fail")
-        assert [e.name for e in h.of(ev.ToolCallError)] == ["mcp__test__fail"]
+        assert result["content"].startswith(
+            "Error: mcp__test__fail is not allowed in this non-interactive run")
+        assert "declined" not in result["content"]
+        assert [e.name for e in h.of(ev.ToolCallError)] == ["mcp__test__fail"] * 2
+        [hint] = [n.message for n in notices if "mcp__test__fail" in n.message]
+        assert hint.endswith('to allow it, trust it in config.toml ([mcp.servers.test] '
+                             'trust = ["fail"])')
 
 
 async def test_trust_this_tool_is_saved_and_an_error_result_reaches_the_model(tmp_path, mcp):

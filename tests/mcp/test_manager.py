@@ -15,7 +15,7 @@ import pytest_asyncio
 from selfref_tui.agent.events import Notice
 from selfref_tui.agent.mcp.approval import APPROVE_ALWAYS, APPROVE_ONCE, DENY
 from selfref_tui.agent.mcp.manager import McpManager
-from selfref_tui.agent.tools.builtin import ToolError
+from selfref_tui.agent.tools.builtin import NOT_ASKED, ToolError
 from selfref_tui.refs.fds import FdTable
 from tests.agent.helpers import wait_until
 from tests.hostile_servers import alive
@@ -53,7 +53,7 @@ class Ctx:
 
     async def ask(self, prompt, choices, default):
         self.asked.append(prompt)
-        assert default == DENY and self.answer in choices
+        assert default == NOT_ASKED and self.answer in choices
         return self.answer
 
 

@@ -2,8 +2,9 @@
 
 Kept apart from the manager (and free of heavy imports) so the app can
 recognise an approval among the agent's questions without loading the MCP SDK.
-The last answer is the safe one: Esc, Enter and a front end that cannot ask
-pick it.
+The last answer is the safe one: Esc and Enter pick it. A front end that cannot
+ask (``ask`` on the command line) gets the broker's "not asked" instead, and the
+manager refuses the call as not allowed in that run: nobody declined it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ...safety import inert_line
 APPROVE_ONCE = "allow once"
 APPROVE_ALWAYS = "trust this tool"
 DENY = "deny"
-#: the last choice is the safe one: Esc and a front end that cannot ask pick it
+#: the last choice is the safe one: Esc and Enter pick it
 APPROVAL_CHOICES = (APPROVE_ONCE, APPROVE_ALWAYS, DENY)
 ARGS_PREVIEW_CHARS = 2_000
 TITLE = "MCP tool call"

@@ -27,11 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from ...config import ConfigError, McpServerConfig
+from ...config_edit import table_name, toml_value
 from ...safety import one_line, redact
 from ..events import EventSink, Notice, discard
 from ..tools.batch import MultimodalOutput
-from ..tools.builtin import ToolError, now_iso
-from .approval import APPROVAL_CHOICES, APPROVE_ALWAYS, APPROVE_ONCE, DENY, approval_prompt
+from ..tools.builtin import NOT_ASKED, ToolError, now_iso
+from .approval import APPROVAL_CHOICES, APPROVE_ALWAYS, APPROVE_ONCE, approval_prompt
 from .listing import MAX_SCHEMA_DEPTH, prune_listing
 from .naming import exposed_name, server_tags
 from .results import MappedResult, map_result
@@ -103,6 +104,11 @@ class McpManager:
                        for s in servers}
         #: ``--allow-tools`` patterns (exposed names, fnmatch): run without asking
         self.allowed: tuple[str, ...] = ()
+        #: the flag of a run that cannot ask which lets a tool run (``ask``'s
+        #: ``--allow-tools``; empty where there is none, as in ``compact``)
+        self.allow_flag = ""
+        #: tools whose "not allowed here" hint the person was given (once per tool per run)
+        self._hinted: set[str] = set()
         self._trusted: dict[str, set[str]] = {s.name: set(s.trust) for s in servers}
         self._tools: dict[str, McpTool] = {}
         self._clients: dict[str, Any] = {}
@@ -256,7 +262,17 @@ class McpManager:
 
     async def _approve(self, tool: McpTool, args: dict[str, Any], ctx: Any) -> None:
         prompt = approval_prompt(tool.server, tool.name, args)
-        choice = await ctx.ask(prompt, APPROVAL_CHOICES, DENY)
+        choice = await ctx.ask(prompt, APPROVAL_CHOICES, NOT_ASKED)
+        if choice == NOT_ASKED:
+            how = self._allow_how(tool)
+            if tool.exposed not in self._hinted:  # the person hears it once per tool per run
+                self._hinted.add(tool.exposed)
+                self._notice(f"{tool.exposed} did not run: it is not trusted and nobody can be "
+                             f"asked here; to allow it, {how}", "warning")
+            raise ToolError(
+                f"{tool.exposed} is not allowed in this non-interactive run: it is not trusted "
+                "and nobody could be asked to allow it, so it did not run. Carry on without "
+                f"it; if it is needed, tell the person that to allow it they can {how}")
         if choice == APPROVE_ALWAYS:
             self._trusted.setdefault(tool.server, set()).add(tool.name)
             if self.on_trust is not None:
@@ -267,6 +283,14 @@ class McpManager:
         elif choice != APPROVE_ONCE:
             raise ToolError(f"the person declined to run {tool.exposed}; it did not run. Do not "
                             "call it again unless they ask; carry on without it")
+
+    def _allow_how(self, tool: McpTool) -> str:
+        """How the person lets an untrusted tool run where nobody can be asked."""
+        trust = (f"trust it in config.toml ({table_name(('mcp', 'servers', tool.server))} "
+                 f"trust = {toml_value([tool.name])})")
+        if not self.allow_flag:
+            return trust
+        return f"rerun with {self.allow_flag} {tool.exposed}, or {trust}"
 
     # --------------------------------------------------------------- servers
 
