@@ -39,6 +39,7 @@ from selfref_tui.ui.gc_pauses import QUIET_S, GcPauses
 from selfref_tui.ui.key_actions import KeyActions
 from selfref_tui.ui.keymap import BINDINGS, check_keymap
 from selfref_tui.ui.lazy_import import LazyModule
+from selfref_tui.ui.pin_actions import PinActions
 from selfref_tui.ui.ref_actions import RefActions
 from selfref_tui.ui.settings_actions import SettingsActions
 from selfref_tui.ui.steer_actions import ESC_DOUBLE_S, SteerActions
@@ -81,7 +82,7 @@ PLACEHOLDER = "Message  (Enter send · shift+enter/ctrl+j newline · / commands 
 
 class SelfRefApp(
     EventBridge, KeyActions, FocusRing, ForkActions, RefActions, SettingsActions, FindActions,
-    SteerActions,
+    SteerActions, PinActions,
     App[int],
 ):
     #: absolute, so subclasses (tests, benchmarks) in other directories find it

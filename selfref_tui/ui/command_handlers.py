@@ -52,6 +52,7 @@ class CommandHost(Protocol):
     async def find_text(self, text: str) -> None: ...
     def save_conversation(self, path: str | None = None) -> Any: ...
     def _refresh_sidebar(self, memory: Any | None = None) -> None: ...
+    def pin_message(self, n: int | None, pinned: bool = True) -> bool: ...
     def pick_rewind(self) -> Any: ...
     def action_edit_last(self) -> Any: ...
     def run_worker(self, work: Any, **kwargs: Any) -> Any: ...
@@ -271,3 +272,27 @@ async def _attach(app: CommandHost, command: Command) -> bool:
         return False
     app.chat_input.add_image(image)
     return True
+
+
+def _message_number(app: CommandHost, command: Command) -> tuple[bool, int | None]:
+    """(ok, N) from ``/pin N``; no argument is (True, None): the highlighted message."""
+    if not command.args:
+        return True, None
+    text = command.args[0].lstrip("#")
+    if not text.isdigit() or int(text) < 1:
+        app.notify(f"/{command.name} takes a message number (as `selfref-tui history` shows "
+                   f"it), not {command.args[0]!r}.", severity="warning")
+        return False, None
+    return True, int(text)
+
+
+@handler("pin")
+async def _pin(app: CommandHost, command: Command) -> bool:
+    ok, n = _message_number(app, command)
+    return ok and app.pin_message(n, True)
+
+
+@handler("unpin")
+async def _unpin(app: CommandHost, command: Command) -> bool:
+    ok, n = _message_number(app, command)
+    return ok and app.pin_message(n, False)

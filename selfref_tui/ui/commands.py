@@ -103,6 +103,13 @@ COMMANDS: tuple[CommandSpec, ...] = (
         "/instructions",
         "Edit this conversation's instructions (added to its system prompt)",
     ),
+    CommandSpec(
+        "pin",
+        "/pin [N]",
+        "Pin message N (or the highlighted one): every compaction keeps it verbatim",
+        max_args=1,
+    ),
+    CommandSpec("unpin", "/unpin [N]", "Unpin message N (or the highlighted one)", max_args=1),
     CommandSpec("context", "/context", "Show exactly what the model will see next"),
     CommandSpec("mcp", "/mcp", "MCP servers: their state and tools"),
     CommandSpec("retry", "/retry", "Send the message whose turn failed again (not typed twice)"),

@@ -82,6 +82,7 @@ class KeyActions:
         self.transcript.set_empty_hint(
             "" if early else empty_hint(key, self._key_label, demo=self.config.provider.demo)
         )
+        self.transcript.set_pinned(getattr(memory, "pins", frozenset()))
         await self.transcript.load_history(memory.history, tail=self.tail_items,
                                            numbers=memory.history_numbers())
         self.chat_input.recall_from(typed_inputs(memory.history))

@@ -48,6 +48,7 @@ class SteerActions:
         def notify(self, message: str, **kwargs: Any) -> None: ...
         def call_later(self, callback: Any, *args: Any) -> Any: ...
         def refused(self, exc: Refused, extra: str = "") -> None: ...
+        def pin_message(self, n: int | None, pinned: bool = True) -> bool: ...
         def _refresh_sidebar(self, memory: Any | None = None) -> None: ...
         def _refresh_usage(self) -> Any: ...
         async def push_screen_wait(self, screen: Any) -> Any: ...
@@ -143,6 +144,7 @@ class SteerActions:
         """The key on screen drawn again from its store (after a rewind)."""
         memory = self.controller.agent.memory(self.key)
         await self.transcript.reset()
+        self.transcript.set_pinned(getattr(memory, "pins", frozenset()))
         await self.transcript.load_history(memory.history, tail=self.tail_items,
                                            numbers=memory.history_numbers())
         self._refresh_sidebar(memory)
@@ -276,6 +278,9 @@ class SteerActions:
             rows.append(("branch", "Branch from here: a new key from before message "
                                    f"{entry.n}" if mine else
                                    f"Branch from here: a new key up to message {entry.n}"))
+            if not entry.rewound:  # pin_actions.py
+                rows.append(("unpin", "Unpin: compactions summarise it again") if entry.pinned
+                            else ("pin", "Pin: every compaction keeps it verbatim"))
         if last is not None:
             rows.append(("regenerate", "Regenerate the last answer (the old one is kept, "
                                        "rewound)"))
@@ -300,6 +305,8 @@ class SteerActions:
             await self.regenerate()
         elif action == "branch":
             await self.branch_from(self.branch_point(item))
+        elif action in ("pin", "unpin") and n:
+            self.pin_message(n, action == "pin")
 
     @work(exclusive=True, group="steer")
     async def action_edit_last(self) -> None:

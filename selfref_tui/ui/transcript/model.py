@@ -42,6 +42,9 @@ class Item:
     number: int = 0
     #: out of the model's context by a rewind (shown in a :class:`RewoundItem`'s section)
     rewound: bool = False
+    #: the person pinned this message: every compaction keeps it verbatim (a user message
+    #: and an answer say so under them)
+    pinned: bool = False
 
     kind = "item"
     #: the item this one is part of (an image under its message or call), moved with it
@@ -166,6 +169,10 @@ class ToolItem(Item):
     @property
     def copy_text(self) -> str:
         return f"{self.title}\narguments:\n{self.arguments}\nresult:\n{self.result or ''}"
+
+
+#: what a pinned message says under it
+PINNED_LINE = "◆ pinned · every compaction keeps it verbatim"
 
 
 def pretty_arguments(arguments: str) -> str:

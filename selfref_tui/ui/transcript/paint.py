@@ -39,6 +39,7 @@ from selfref_tui.ui.theme_colors import fade
 from selfref_tui.ui.transcript.image import ImageItem, decode_in_thread, picture
 from selfref_tui.ui.transcript.image import estimate as estimate_image
 from selfref_tui.ui.transcript.model import (
+    PINNED_LINE,
     AnswerItem,
     Block,
     DividerItem,
@@ -154,8 +155,8 @@ def estimate(row: Row, width: int) -> int:
         return row.margin + estimate_image(item, width)
     if isinstance(item, UserItem):
         lines = sum(1 + len(x) // inner for x in item.text.split("\n"))
-        return row.margin + lines + item.queued + (1 + len(item.failed) // inner if item.failed
-                                                   else 0)
+        return row.margin + lines + item.queued + item.pinned + (
+            1 + len(item.failed) // inner if item.failed else 0)
     return row.margin + 1
 
 
@@ -401,6 +402,8 @@ class Painter:
             why = "" if item.failed_said_below else f": {item.failed}"
             body += self._text(f"failed — not sent again; /retry (F5) sends it{why}",
                                inner, "italic $text-error")
+        if item.pinned:
+            body += self._text(PINNED_LINE, inner, "italic $text-accent")
         return self._bar_lines(
             self._with_bg(body, bg), bar, bg, glyph="┃" if item.highlighted else "▌"
         )
@@ -728,11 +731,15 @@ class Painter:
         return self._answer_lines(answer, body, ())
 
     def _draw_marker(self, row: Row) -> list[Line]:
+        """Under an answer: how it ended (interrupted, cut off) and whether it is pinned."""
         answer = row.item
         assert isinstance(answer, AnswerItem)
         inner = self.width - 4
-        marker = self._text(answer.marker, inner, "italic $text-warning")
-        body = [Strip([_pad(inner)], inner), *marker]
+        body = [Strip([_pad(inner)], inner)]
+        if answer.marker:
+            body += self._text(answer.marker, inner, "italic $text-warning")
+        if answer.pinned:
+            body += self._text(PINNED_LINE, inner, "italic $text-accent")
         return self._answer_lines(answer, body, ())
 
 

@@ -59,6 +59,8 @@ class TranscriptModel:
         self._latest: dict[str, RefInfo] = {}
         #: an answer whose stream failed: the ErrorEvent that follows in its turn says why
         self._failing: AnswerItem | None = None
+        #: the numbers of the messages the person pinned (items built later are marked too)
+        self.pinned: frozenset[int] = frozenset()
 
     # ---------------------------------------------------------------- items
 
@@ -451,7 +453,25 @@ class TranscriptModel:
                 item.rewound = rewound
                 if not item.number:
                     item.number = number
+                item.pinned = _pinnable(item) and item.number in self.pinned
         return items
+
+    def set_pinned(self, numbers: frozenset[int]) -> list[Item]:
+        """Mark the items of pinned messages (and unmark the rest); the items that changed."""
+        self.pinned = frozenset(numbers)
+        changed = []
+        for item in self.items:
+            pinned = _pinnable(item) and bool(item.number) and item.number in self.pinned
+            if item.pinned != pinned:
+                item.pinned = pinned
+                changed.append(item)
+        return changed
+
+
+def _pinnable(item: Item) -> bool:
+    """Whether an item shows that its message is pinned: a person's message or an answer
+    (not its images, nor a tool card, which carries its call's number)."""
+    return item.owner is None and item.kind in ("user", "answer")
 
 
 def _section(messages: list[dict], numbers: list[int]) -> RewoundItem:

@@ -296,6 +296,12 @@ class Transcript(ScrollView, can_focus=False):
         self._stuck = True
         self._relayout()
 
+    def set_pinned(self, numbers: frozenset[int]) -> None:
+        """Show which messages are pinned (those built later, from history, too)."""
+        for item in self.model.set_pinned(numbers):
+            item.touch()
+        self._changed()
+
     async def load_older(self, count: int = TAIL_ITEMS) -> int:
         """Put the next ``count`` older messages above, keeping what is on screen in place."""
         first = self.model.items[0] if self.model.items else None
@@ -389,7 +395,7 @@ class Transcript(ScrollView, can_focus=False):
             shape: tuple = (
                 len(item.blocks),
                 bool(item.reasoning_words or item._reasoning),
-                bool(item.marker),
+                bool(item.marker or item.pinned),
                 tuple(map(id, item.open_refs)),
             )
         else:
