@@ -171,7 +171,8 @@ class SelfRefSession:
         # the working stretch: what this compaction takes out of the model's view
         working = [e for e in entries if not e.compacted and not e.rewound]
         return keep_words(working, window=window, count=self._count_text or estimate_tokens,
-                          pinned=[e for e in entries if e.pinned],
+                          # a pinned message a rewind took away is out of the model's view
+                          pinned=[e for e in entries if e.pinned and not e.rewound],
                           last=getattr(self.memory, "last_number", 0))
 
     def inspect(self) -> dict[str, Any]:
