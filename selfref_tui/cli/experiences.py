@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 from selfref_tui.cli.common import (
@@ -46,46 +47,42 @@ def _session(args: argparse.Namespace) -> tuple[Any, Any]:
     return store, SelfRefSession(store_notes(store.open(key_of(args))))
 
 
-def _experiences_forget(args: argparse.Namespace) -> int:
+def _change(args: argparse.Namespace, change: Callable[[Any], Any],
+            done: Callable[[Any], str]) -> int:
+    """One change through a session (``change(session)``), committed; ``done(result)`` printed.
+
+    ``change`` returning False means the experience named is not there.
+    """
     store, session = _session(args)
     try:
-        if not session.forget(args.exp_id):
+        result = change(session)
+        if result is False:
             raise CliError(f"no experience '{args.exp_id}' under key '{session.key}'; see "
                            "`selfref-tui experiences list`")
         session.commit(session.collect_context_mutations())
     finally:
         store.close()
-    print(f"forgot {args.exp_id}")
+    print(done(result))
     return EXIT_OK
+
+
+def _experiences_forget(args: argparse.Namespace) -> int:
+    return _change(args, lambda session: session.forget(args.exp_id),
+                   lambda _: f"forgot {args.exp_id}")
 
 
 def _experiences_add(args: argparse.Namespace) -> int:
     if not args.text.strip():
         raise CliError("the experience text is empty", EXIT_USAGE)
-    store, session = _session(args)
-    try:
-        exp_id = session.remember(args.text)
-        session.commit(session.collect_context_mutations())
-    finally:
-        store.close()
-    print(exp_id)
-    return EXIT_OK
+    return _change(args, lambda session: session.remember(args.text), str)
 
 
 def _experiences_edit(args: argparse.Namespace) -> int:
     if not args.text.strip():
         raise CliError("the new text is empty; to remove the experience use `selfref-tui "
                        "experiences forget`", EXIT_USAGE)
-    store, session = _session(args)
-    try:
-        if not session.edit(args.exp_id, args.text):
-            raise CliError(f"no experience '{args.exp_id}' under key '{session.key}'; see "
-                           "`selfref-tui experiences list`")
-        session.commit(session.collect_context_mutations())
-    finally:
-        store.close()
-    print(f"edited {args.exp_id}")
-    return EXIT_OK
+    return _change(args, lambda session: session.edit(args.exp_id, args.text),
+                   lambda _: f"edited {args.exp_id}")
 
 
 def register(commands: Any) -> None:

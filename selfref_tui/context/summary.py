@@ -88,18 +88,25 @@ PINNED_TITLE = "## Pinned messages (verbatim)"
 HISTORY_TITLE = "## Earlier conversation (searchable)"
 
 
-def render_summary(summary: Summary, kept: KeptWords | None = None) -> str:
-    """The summary as Markdown sections, every section present (empty ones say so),
-    then what the runtime kept verbatim (``kept``), when given."""
-    parts = [SUMMARY_HEADER]
-    for title, name in SECTIONS:
+def sections(summary: Summary, titles: tuple[tuple[str, str], ...]) -> list[str]:
+    """``## Title`` blocks of ``summary``'s fields (lists as ``- `` items, empty ones as
+    (none)); the summary message and the text a person reviews are both made of them."""
+    blocks = []
+    for title, name in titles:
         value = getattr(summary, name)
         if isinstance(value, list):
             items = [" ".join(str(v).split()) for v in value if str(v).strip()]
             body = "\n".join(f"- {item}" for item in items) if items else EMPTY
         else:
             body = str(value).strip() or EMPTY
-        parts.append(f"## {title}\n{body}")
+        blocks.append(f"## {title}\n{body}")
+    return blocks
+
+
+def render_summary(summary: Summary, kept: KeptWords | None = None) -> str:
+    """The summary as Markdown sections, every section present (empty ones say so),
+    then what the runtime kept verbatim (``kept``), when given."""
+    parts = [SUMMARY_HEADER, *sections(summary, SECTIONS)]
     if kept is not None:
         parts += render_kept(kept)
     return "\n\n".join(parts)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from .summary import EMPTY, SECTIONS, Summary
+from .summary import EMPTY, SECTIONS, Summary, sections
 
 REMEMBER_TITLE = "Remember"
 #: every editable section, (title, field), in the order shown
@@ -27,16 +27,7 @@ _BY_TITLE = {" ".join(title.lower().split()): name for title, name in EDITABLE}
 
 def editable_text(summary: Summary) -> str:
     """``summary`` as ``## Title`` blocks; :func:`summary_from_text` gives it back."""
-    blocks = []
-    for title, name in EDITABLE:
-        value = getattr(summary, name)
-        if isinstance(value, list):
-            items = [" ".join(str(v).split()) for v in value if str(v).strip()]
-            body = "\n".join(f"- {item}" for item in items) if items else EMPTY
-        else:
-            body = str(value).strip() or EMPTY
-        blocks.append(f"## {title}\n{body}")
-    return "\n\n".join(blocks)
+    return "\n\n".join(sections(summary, EDITABLE))
 
 
 def summary_from_text(text: str) -> Summary:
