@@ -53,11 +53,15 @@ def _context_show(args: argparse.Namespace) -> int:
     # else the config's; with nothing configured (and no flag), the demo model's: the app
     # offers only it.
     provider_config = conversation_provider(args, config, settings)
-    if not provider_flagged(args) and nowhere_to_send(config, provider_config):
-        err("no model provider is configured: this is the request the offline demo model "
-            "would get (the app offers it); set OPENAI_API_KEY or OPENAI_BASE_URL, or give "
-            "--profile or --base-url, to see another model's")
-        provider_config = demo_provider("")  # the conversation's own choice waits, as in the app
+    only_demo = not provider_flagged(args) and nowhere_to_send(config, provider_config)
+    if only_demo:
+        # the conversation's own choice waits, as in the app; a --context-window still holds
+        window_flag = config.provider.context_window if getattr(args, "context_window", None) \
+            else None
+        provider_config = demo_provider("")
+        if window_flag:
+            provider_config = replace(provider_config, context_window=window_flag,
+                                      window_source="flag")
     if provider_config.demo and not provider_config.base_url:
         # nothing to ask: the demo's window is known, and no demo server is started
         provider_config = replace(provider_config, base_url="http://127.0.0.1:9/v1")
@@ -85,6 +89,10 @@ def _context_show(args: argparse.Namespace) -> int:
     say(f"model {provider_config.model} · {len(messages)} messages · {len(plan.tools)} tools "
         f"· {estimate}{tokens} tokens of {window}"
         + (" (an estimate: messages and tool schemas, counted here)" if plan.estimated else ""))
+    if only_demo:
+        say("no model provider is configured: this is the request the offline demo model would "
+            "get (the app offers it); set OPENAI_API_KEY or OPENAI_BASE_URL, or give --profile "
+            "or --base-url, to see another model's")
     if plan.left_out:
         say(f"{plan.left_out} oldest messages are left out of this request (still stored): "
             "it no longer fits the window")

@@ -30,13 +30,18 @@ def test_a_conversation_begun_in_the_demo_shows_the_demo_model_while_nothing_is_
     assert not (_key_dir() / SETTINGS_NAME).exists()  # the demo is not remembered
 
     shown = cli("context", "show", "--json")
-    assert shown.returncode == 0, shown.stderr
+    assert shown.returncode == 0 and shown.stderr == "", shown.stderr
     request = json.loads(shown.stdout)
     assert (request["model"], request["window"]) == ("selfref-demo", 32_000)
-    assert "no model provider is configured" in one_line(shown.stderr)
     text = cli("context", "show").stdout
-    assert text.startswith("model selfref-demo · ") and "of 32000" in text.splitlines()[0]
+    first, second = text.splitlines()[:2]
+    assert first.startswith("model selfref-demo · ") and " of 32000" in first
+    assert second.startswith("no model provider is configured: this is the request the "
+                             "offline demo model would get")
     assert "gpt-4o-mini" not in text and "128000" not in text
+    # a --context-window still holds (it names a window, not a provider)
+    small = json.loads(cli("context", "show", "--json", "--context-window", "4096").stdout)
+    assert (small["model"], small["window"]) == ("selfref-demo", 4096)
 
     refused = cli("ask", "again")  # nothing configured: the command line does not guess
     assert refused.returncode == 1 and "--demo" in one_line(refused.stderr)
