@@ -23,6 +23,7 @@ from selfref_tui.demo.script import Reply, Script, demo_script
 from selfref_tui.demo.server import DemoServer
 from selfref_tui.selfref.errors import StoreError
 from selfref_tui.selfref.reference import SelfReference
+from tests.agent.helpers import wait_until
 from tests.selfref.helpers import stored_history, turn
 
 
@@ -210,6 +211,48 @@ async def test_compact_when_idle_compacts_once_without_a_made_up_message(tmp_pat
     history = stored_history(tmp_path / "data")
     assert typed_inputs(history) == ["hello"]
     assert sum(1 for m in history if m.get("compaction") is not None) == 1
+
+
+async def test_a_token_count_under_way_never_opens_a_key_let_go_again(tmp_path):
+    """A count of the key on screen still in its thread when a switch (or a rename)
+    lets that key go: it opened the key again, lock and all, and deleting or renaming
+    it was refused ("open in this window"), nor could another window write it."""
+    counting, go = threading.Event(), threading.Event()
+    async with running(tmp_path, [Reply(text="hi")]) as (controller, _server, _events):
+        await controller.open_key("main")
+        agent = controller.agent
+        count = agent.preview_request
+
+        def held_count(key: str) -> object:
+            counting.set()
+            go.wait(10)
+            return count(key)
+
+        agent.preview_request = held_count
+        worker = asyncio.create_task(controller.usage())
+        await asyncio.to_thread(counting.wait, 10)
+        switching = asyncio.create_task(controller.open_key("other"))
+        # "other" is on screen while main is still counted: main is let go after the count
+        await wait_until(lambda: controller.key == "other", what="other on screen")
+        go.set()
+        await switching
+        assert (await worker)[0] == "main"  # the count under way finished, on main
+        assert "main" not in controller.selfref.open_keys()
+        assert _writable(tmp_path, "main")
+        await controller.delete_key("main")
+
+        # A rename lets the key on screen go: a count under way is waited for too.
+        counting.clear(), go.clear()
+        worker = asyncio.create_task(controller.usage())
+        await asyncio.to_thread(counting.wait, 10)
+        renaming = asyncio.create_task(controller.rename_key("other", "renamed"))
+        await asyncio.sleep(0)  # the rename starts letting "other" go
+        go.set()
+        await renaming
+        await worker
+        assert "other" not in controller.selfref.open_keys()
+        await controller.open_key("renamed")  # what the app does after a rename
+        assert [k["key"] for k in await controller.person_keys()] == ["renamed"]
 
 
 async def test_close_waits_for_a_token_count_still_in_its_thread(tmp_path):

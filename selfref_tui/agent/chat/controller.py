@@ -160,8 +160,10 @@ class ChatController(Startup, KeyLifecycle, ConversationSettings, Steering):
             return None
         key, agent = self.key, self.agent
         try:
-            plan = await self._in_thread(agent.preview_request, key)
+            plan = await self._reading(key, agent.preview_request, key)
         except Exception:
+            return None
+        if plan is None:  # the key was let go meanwhile: counting would open it again
             return None
         return key, plan.tokens, agent.context_window, plan.estimated
 

@@ -14,6 +14,7 @@ and nothing touches the store after it closed. A mixin of
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -59,6 +60,8 @@ class KeyLifecycle:
         def _store(self) -> SelfReference | ReadOnlyReference: ...
         async def use_key_settings(self, memory: MemoryLike) -> tuple[bool, list[str]]: ...
         async def _in_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
+        def _thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any
+                    ) -> asyncio.Future[T]: ...
 
     def __init__(self, key: str) -> None:
         #: the key on screen (the router's key once the runtime runs)
@@ -66,6 +69,10 @@ class KeyLifecycle:
         #: why the current key cannot take input (locked, corrupt…); None when it can
         self.key_error: str | None = None
         self._early: list[str] = []
+        #: store threads reading a key through the agent (token counts), by key
+        self._readers: dict[str, set[asyncio.Future[Any]]] = {}
+        #: keys being let go: no new reader of them starts
+        self._letting_go: set[str] = set()
 
     # ------------------------------------------------------------ opening
 
@@ -102,10 +109,10 @@ class KeyLifecycle:
             await self._in_thread(self._store().create, key)
             await self._in_thread(_remember_shown, self._store().data_dir, key)
         previous, self.key = self.key, key
-        if previous != key:
-            agent.release(previous)  # another window may write it now
         if self.router is not None:
             self.router.key = key
+        if previous != key:
+            await self._let_go(previous)  # another window may write it now
         changed, notes = await self.use_key_settings(memory)
         return OpenedKey(key, memory, salvaged, warnings + notes, changed)
 
@@ -175,7 +182,7 @@ class KeyLifecycle:
         if old == self.key:
             if self.busy:
                 raise StoreError("A turn is running; press Esc first, then rename.")
-            self._agent().release(old)
+            await self._let_go(old, on_screen=True)
         await self._in_thread(self._store().rename, old, new)
 
     async def delete_key(self, key: str) -> None:
@@ -185,6 +192,43 @@ class KeyLifecycle:
         if key == self.key:
             raise StoreError("This key is on screen; switch to another key, then delete it.")
         await self._in_thread(self._store().trash, key)
+
+    # ------------------------------------------------ reading, letting go
+
+    async def _reading(self, key: str, fn: Callable[..., T], *args: Any) -> T | None:
+        """``fn(*args)`` in a store thread that reads ``key`` through the agent; None
+        (nothing run) when ``key`` is not loaded or is being let go.
+
+        The agent opens a key that is not loaded, lock and all: a token count of
+        the previous key still in its thread when a switch let that key go opened
+        it again, and it stayed locked (deleting or renaming it was refused, and
+        another window could not write it). So a reader starts only on a loaded
+        key, and :meth:`_let_go` waits for the ones under way.
+        """
+        if key in self._letting_go or key not in self._store().open_keys():
+            return None
+        future = self._thread(fn, *args)
+        readers = self._readers.setdefault(key, set())
+        readers.add(future)
+        future.add_done_callback(readers.discard)
+        return await asyncio.shield(future)
+
+    async def _let_go(self, key: str, *, on_screen: bool = False) -> None:
+        """Release ``key`` once no reader of it runs (:meth:`_reading`).
+
+        Left loaded when it is the key on screen again by then, unless
+        ``on_screen`` (a rename lets the key on screen go). A cancelled caller
+        releases it at once (the wait never cancels the readers' threads).
+        """
+        self._letting_go.add(key)
+        try:
+            readers = self._readers.pop(key, set())
+            if readers:
+                await asyncio.wait(readers)
+        finally:
+            self._letting_go.discard(key)
+            if on_screen or key != self.key:
+                self._agent().release(key)
 
     # ----------------------------------------------------------- refusals
 

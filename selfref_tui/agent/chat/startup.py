@@ -248,12 +248,17 @@ class Startup:
         thread is shielded and tracked instead of left to finish after the
         store closed. Refused once closing: no store work starts after that.
         """
+        return await asyncio.shield(self._thread(fn, *args, **kwargs))
+
+    def _thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> asyncio.Future[T]:
+        """``fn`` started in a tracked thread (:meth:`_in_thread`); its future, to await
+        shielded (or to wait for elsewhere: letting a key go waits for its counts)."""
         if self._closed:
             raise Refused("This window is closing.")
         future = asyncio.ensure_future(asyncio.to_thread(fn, *args, **kwargs))
         self._store_threads.add(future)
         future.add_done_callback(self._store_threads.discard)
-        return await asyncio.shield(future)
+        return future
 
     # ------------------------------------------------- refused until started
 
