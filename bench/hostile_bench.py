@@ -13,12 +13,19 @@ case costs beyond it is the hostile part), endless, trickle, redirect (window
 discovery: a /v1/models body that never ends, one that trickles a byte a
 second, a 302 whose own body never ends), fifo,
 zero (windows.json a FIFO, a link to /dev/zero), absurd (a 400-digit n_ctx,
-``context show``), images (a tool result of 200 2x2 PNGs, then a second ``ask``).
+``context show``), images (a tool result of 200 2x2 PNGs, then a second ``ask``),
+chat-endless, chat-trickle, chat-gzip (the chat request answered 500 with an error
+body that never ends, that trickles a byte a second, that is a gzip bomb),
+chat-line (a 200 whose first event never ends), chat-redirect (a 307 whose own body
+never ends); chat-ok is their baseline (a one-word answer). The chat cases run
+``ask`` with its default timeouts and retries, and ``--first-byte`` seconds as
+SELFREF_FIRST_BYTE_TIMEOUT when given.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -85,6 +92,16 @@ def case_window(mode: str, limit: float, rss_cap: float) -> tuple[float, float, 
                        rss_cap)
 
 
+def case_chat(mode: str, limit: float, rss_cap: float,
+              first_byte: float | None = None) -> tuple[float, float, str]:
+    _, env = _dirs()
+    if first_byte:
+        env["SELFREF_FIRST_BYTE_TIMEOUT"] = str(first_byte)
+    with spawn("http_window", "--chat", mode) as url:
+        return measure(["ask", "hi", "--base-url", url, "--model", "hostile",
+                        "--context-window", "8192"], env, limit, rss_cap)
+
+
 def case_cache_file(kind: str, limit: float, rss_cap: float) -> tuple[float, float, str]:
     tmp, env = _dirs()
     cache = tmp / "data" / "windows.json"
@@ -135,6 +152,11 @@ CASES = {
     "zero": lambda lim, cap: case_cache_file("zero", lim, cap),
     "absurd": case_absurd,
     "images": case_images,
+    **{f"chat-{name}": functools.partial(case_chat, mode)
+       for name, mode in (("ok", "ok"), ("endless", "error-endless"),
+                          ("trickle", "error-trickle"),
+                          ("gzip", "error-gzip"), ("line", "line-endless"),
+                          ("redirect", "redirect"))},
 }
 
 
@@ -143,10 +165,13 @@ def main() -> None:
     parser.add_argument("cases", nargs="*", default=list(CASES))
     parser.add_argument("--limit", type=float, default=30.0)
     parser.add_argument("--rss-cap", type=float, default=2000.0)
+    parser.add_argument("--first-byte", type=float, default=None,
+                        help="SELFREF_FIRST_BYTE_TIMEOUT for the chat cases")
     options = parser.parse_args()
     for name in options.cases:
-        seconds, peak, ending = CASES[name](options.limit, options.rss_cap)
-        print(f"{name:8} {seconds:6.1f} s  peak {peak:7.0f} MB  {ending}", flush=True)
+        extra = (options.first_byte,) if name.startswith("chat-") else ()
+        seconds, peak, ending = CASES[name](options.limit, options.rss_cap, *extra)
+        print(f"{name:13} {seconds:6.1f} s  peak {peak:7.0f} MB  {ending}", flush=True)
 
 
 if __name__ == "__main__":

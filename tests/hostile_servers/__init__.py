@@ -16,12 +16,15 @@ endless messages, thousands of tools, deep schemas, a server deaf to SIGTERM);
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,6 +59,21 @@ def spawn(name: str, *args: str) -> Iterator[str]:
         proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+def stats(url: str) -> dict:
+    """What ``http_window`` at ``url`` says of each path: body bytes sent, answer over."""
+    with urllib.request.urlopen(url.removesuffix("/v1") + "/stats") as answer:
+        return json.loads(answer.read())
+
+
+async def wait_done(url: str, path: str) -> dict:
+    """The server's figures for ``path`` once that answer is over (the client went away)."""
+    while True:
+        entry = (await asyncio.to_thread(stats, url)).get(path)
+        if entry and entry["done"]:
+            return entry
+        await asyncio.sleep(0.05)
 
 
 def alive(pid: int) -> bool:

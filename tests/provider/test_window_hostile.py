@@ -16,7 +16,6 @@ import resource
 import stat
 import subprocess
 import sys
-import urllib.request
 
 import pytest
 
@@ -31,7 +30,7 @@ from selfref_tui.agent.provider.window import (
 from selfref_tui.config import ConfigError, ProviderConfig, load_config
 from selfref_tui.demo import DemoServer
 from tests.cli.helpers import ROOT, _env, cli
-from tests.hostile_servers import spawn
+from tests.hostile_servers import spawn, stats, wait_done
 
 #: a guard, not a goal: only a look-up without a total bound gets near it
 GUARD_S = 60
@@ -39,20 +38,6 @@ GUARD_S = 60
 
 def config(url: str, **kw) -> ProviderConfig:
     return ProviderConfig(base_url=url, api_key="k", model=kw.pop("model", "hostile"), **kw)
-
-
-def stats(url: str) -> dict:
-    with urllib.request.urlopen(url.removesuffix("/v1") + "/stats") as answer:
-        return json.loads(answer.read())
-
-
-async def wait_done(url: str, path: str) -> dict:
-    """The server's figures for ``path`` once that answer is over (the client went away)."""
-    while True:
-        entry = (await asyncio.to_thread(stats, url)).get(path)
-        if entry and entry["done"]:
-            return entry
-        await asyncio.sleep(0.05)
 
 
 async def test_a_models_body_that_never_ends_is_given_up_on_past_the_size_limit():

@@ -45,6 +45,7 @@ from selfref_tui.agent.provider.errors import (
     provider_error,
 )
 from selfref_tui.agent.provider.hosts import is_local, is_openai
+from selfref_tui.agent.provider.refusal import cap_refusal
 from selfref_tui.agent.provider.sse import SseError
 from selfref_tui.agent.provider.think import ThinkSplitter
 from selfref_tui.config import ProviderConfig
@@ -74,11 +75,15 @@ class Provider:
         # SSE keep-alive comments never trips a socket read timeout. The read
         # timeout here is only a backstop for requests without those timers.
         backstop = max(config.first_byte_timeout, config.idle_timeout)
+        # An error's body is read with a cap (refusal.py); its time is each
+        # request's deadline (_open, _diagnose), which covers the body too.
         self._client = openai.AsyncOpenAI(
             base_url=config.base_url or None,
             api_key=config.api_key or "not-needed",
             max_retries=0,
             timeout=openai.Timeout(backstop, connect=config.connect_timeout_s),
+            http_client=openai.DefaultAsyncHttpxClient(
+                event_hooks={"response": [cap_refusal]}),
         )
 
     @property

@@ -43,8 +43,10 @@ def headers(config: ProviderConfig) -> dict[str, str]:
 
 
 def http_errors(http: Any) -> tuple[type[BaseException], ...]:
-    """The HTTP library's errors (``httpx`` or ``httpx2``, whichever openai carries)."""
-    library = sys.modules.get(type(http).__mro__[1].__module__.split(".")[0])
+    """The HTTP library's errors (``httpx`` or ``httpx2``, whichever openai carries), told
+    by one of its objects: a client (openai's subclass of it) or a response."""
+    home = next(c.__module__ for c in type(http).__mro__ if not c.__module__.startswith("openai"))
+    library = sys.modules.get(home.split(".")[0])
     return tuple(error for error in (getattr(library, "HTTPError", None),
                                      getattr(library, "InvalidURL", None),
                                      getattr(library, "StreamError", None))
