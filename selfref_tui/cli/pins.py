@@ -30,10 +30,10 @@ def _set(args: argparse.Namespace, pinned: bool) -> int:
         try:
             changed = memory.set_pinned(args.n, pinned)
         except IndexError:
-            last = memory.last_number
-            numbered = f"numbered 1 to {last}" if last else "none yet"
-            raise CliError(f"no message {args.n} in key '{memory.key}' (its messages: "
-                           f"{numbered}); see `selfref-tui history`") from None
+            from selfref_tui.context.history import unknown_number
+
+            raise CliError(unknown_number(memory.key, args.n, memory.last_number,
+                                          memory.is_hidden(args.n))) from None
     finally:
         store.close()
     verb = "pinned" if pinned else "unpinned"

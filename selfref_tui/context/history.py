@@ -103,6 +103,21 @@ class HistoryEntry:
     pinned: bool = False
 
 
+def unknown_number(key: str, n: int, last: int, hidden: bool) -> str:
+    """The one line a front end says for message ``n`` that ``entry(n)`` refused.
+
+    ``hidden``: ``n`` was handed out but names no message any more (see the
+    module's docstring), so "numbered 1 to last" alone would contradict it.
+    """
+    if not last:
+        return f"key '{key}' has no messages yet"
+    if hidden:
+        return (f"message {n} of key '{key}' is not shown: it held only a tool call, whose "
+                "result with images follows as the next messages; see `selfref-tui history`")
+    return (f"no message {n} in key '{key}': its messages are numbered 1 to {last}; see "
+            "`selfref-tui history --all`")
+
+
 def is_numbered(message: dict[str, Any]) -> bool:
     """Whether a message entering the transcript gets a number."""
     return (
@@ -293,14 +308,23 @@ class HistoryBuilder(TranscriptBuilder):
         return self._patch_of[n - 1]
 
     def entry(self, n: int) -> HistoryEntry:
-        """Message ``n`` as the person reads it (IndexError when there is none)."""
-        self._check(n)
+        """Message ``n`` as the person reads it (IndexError when there is none).
+
+        A hidden number raises too: :meth:`entries` leaves it out, and a reader
+        by number (``read_history``, a pin) must see the same messages.
+        """
+        self._check_shown(n)
         return self._entry(n)
 
     def message(self, n: int) -> dict[str, Any]:
-        """Message ``n``'s latest dict (IndexError when there is none)."""
-        self._check(n)
+        """Message ``n``'s latest dict (IndexError when there is none, or it is hidden)."""
+        self._check_shown(n)
         return self._msg[self._slot_of[n - 1]]
+
+    def is_hidden(self, n: int) -> bool:
+        """Whether ``n`` was handed out and is hidden now (a multimodal result's emptied
+        owner): a point in the log (a rewind or a branch may go there), not a message."""
+        return 1 <= n <= len(self._slot_of) and self._state[self._slot_of[n - 1]] == HIDDEN
 
     def entries(self) -> list[HistoryEntry]:
         """Every numbered message, in order, hidden ones left out."""
@@ -384,6 +408,11 @@ class HistoryBuilder(TranscriptBuilder):
     def _check(self, n: int) -> None:
         if not 1 <= n <= len(self._slot_of):
             raise IndexError(f"no message {n}")
+
+    def _check_shown(self, n: int) -> None:
+        self._check(n)
+        if self._state[self._slot_of[n - 1]] == HIDDEN:
+            raise IndexError(f"message {n} is hidden")
 
     def _entry(self, n: int) -> HistoryEntry:
         sid = self._slot_of[n - 1]

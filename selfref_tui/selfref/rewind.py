@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..context.history import HistoryEntry
+from ..context.history import HistoryEntry, unknown_number
 from ..context.mutations import RewindMutation
 from .checkpoints import FileChange, changes
 
@@ -98,16 +98,20 @@ class RewindReport:
         return out
 
 
-def check_message(memory: Any, n: int) -> HistoryEntry:
-    """Message ``n`` of the key, or a RewindError saying which numbers exist."""
-    last = memory.last_number
-    if last == 0:
-        raise RewindError(f"key '{memory.key}' has no messages yet")
+def check_message(memory: Any, n: int) -> HistoryEntry | None:
+    """Message ``n`` of the key, or a RewindError saying which numbers exist.
+
+    None for a hidden number: it names no message to read, but it is still the
+    point in the log where that message entered (the app's live item of such a
+    call carries it), so a rewind may go just before it (where it is readable
+    again, rewound: the rewind undid what hid it).
+    """
     try:
         return memory.entry(n)
     except IndexError:
-        raise RewindError(f"no message {n} in key '{memory.key}': its messages are numbered "
-                          f"1 to {last}; see `selfref-tui history --all`") from None
+        if memory.is_hidden(n):
+            return None
+        raise RewindError(unknown_number(memory.key, n, memory.last_number, False)) from None
 
 
 def rewind(memory: Any, n: int) -> RewindReport:

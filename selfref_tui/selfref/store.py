@@ -307,9 +307,15 @@ class MemoryKey:
         return True
 
     def entry(self, n: int) -> HistoryEntry:
-        """Message ``n`` (IndexError when the key has no such message)."""
+        """Message ``n`` (IndexError when the key has no such message, or ``n`` is hidden:
+        the numbers :meth:`entries` leaves out are refused here too)."""
         entry = self._builder.entry(n)
         return replace(entry, pinned=True) if n in self._pins else entry
+
+    def is_hidden(self, n: int) -> bool:
+        """Whether ``n`` was handed out to a message that is hidden now (see
+        ``context.history``): not readable, still a point a rewind or a branch can take."""
+        return self._builder.is_hidden(n)
 
     @property
     def last_number(self) -> int:

@@ -206,3 +206,56 @@ def test_a_branch_holds_the_prefix_and_the_original_is_unchanged(server):
     assert result.returncode == 2 and "already exists" in result.stderr
     result = cli("branch", "40", "--name", "other")
     assert result.returncode == 1 and "no message 40" in result.stderr
+
+
+def test_a_hidden_number_is_no_message_to_read_but_still_a_point_to_rewind_to(tmp_path):
+    """Message 2 held only a call whose result had images, so it is hidden: ``entries()``
+    leaves it out and ``entry(2)`` refuses it too; ``read_history`` reads around it,
+    ``pin 2`` says why in one line, and ``rewind 2`` still goes just before it."""
+    import os
+
+    from selfref_tui.context.mutations import (
+        AssistantMessageMutation,
+        MultimodalToolResultMutation,
+        UserMessageMutation,
+    )
+    from selfref_tui.context.recall import read_history
+    from selfref_tui.selfref import SelfReference
+
+    call = {"id": "c1", "type": "function", "function": {"name": "shot", "arguments": "{}"}}
+    with SelfReference(Path(os.environ["SELFREF_DATA_DIR"])) as store:
+        memory = store.open("main")
+        memory.commit([UserMessageMutation({"role": "user", "content": "look"}),
+                       AssistantMessageMutation(content="", tool_calls=[call])])
+        memory.commit([MultimodalToolResultMutation("c1", "shot", "{}",
+                                                    [{"content": "the picture"}])])
+        memory.commit([AssistantMessageMutation(content="A cat.")])
+        assert [e.n for e in memory.entries()] == [1, 3, 4, 5]
+        with pytest.raises(IndexError):
+            memory.entry(2)
+        assert memory.last_number == 5 and memory.is_hidden(2)
+        assert memory.entry(3).message["content"].startswith("I called shot({})")
+        read = read_history(memory, 1, 10)
+        assert [line for line in read.splitlines() if line.startswith("<message")] == [
+            f'<message n="{e.n}" role="{e.role}" time="{e.time}">' for e in memory.entries()]
+    assert [row["n"] for row in history()] == [1, 3, 4, 5]
+
+    pin = cli("pin", "2")
+    assert pin.returncode == 1 and pin.stdout == ""
+    assert pin.stderr == (
+        "selfref-tui: message 2 of key 'main' is not shown: it held only a tool call, whose "
+        "result with images follows as the next messages; see `selfref-tui history`\n")
+    far = cli("pin", "9")
+    assert far.returncode == 1
+    assert "no message 9 in key 'main': its messages are numbered 1 to 5" in far.stderr
+    assert cli("pin", "3").returncode == 0
+
+    rewound = cli("rewind", "2")
+    assert rewound.returncode == 0, rewound.stderr
+    assert rewound.stdout.startswith("rewound key 'main' to just before message 2: 3 messages "
+                                     "(3–5) left the model's context")
+    # the rewind undid what hid it: message 2 is its call again, readable and rewound
+    assert [(row["n"], row["rewound"]) for row in history("--all")] == [
+        (1, False), (2, True), (3, True), (4, True), (5, True)]
+    assert cli("rewind", "--undo").returncode == 0
+    assert [row["n"] for row in history("--all")] == [1, 3, 4, 5]

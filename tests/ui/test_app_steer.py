@@ -266,3 +266,35 @@ async def test_edit_brings_back_the_images_of_your_message(tmp_path):
             parts = [m for m in sent if m["role"] == "user"][-1]["content"]
             assert parts[0] == {"type": "text", "text": "what is it?"}
             assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
+
+
+async def test_rewinding_to_a_hidden_number_goes_just_before_that_call(tmp_path):
+    """A live item of a call whose result had images keeps the number of the message that
+    held the call, hidden since; rewinding to it goes just before the call."""
+    from selfref_tui.context.mutations import (
+        AssistantMessageMutation,
+        MultimodalToolResultMutation,
+        UserMessageMutation,
+    )
+
+    call = {"id": "c1", "type": "function", "function": {"name": "shot", "arguments": "{}"}}
+    with SelfReference(tmp_path / "data") as store:
+        memory = store.open("main")
+        memory.commit([UserMessageMutation({"role": "user", "content": "look"}),
+                       AssistantMessageMutation(content="", tool_calls=[call])])
+        memory.commit([MultimodalToolResultMutation("c1", "shot", "{}",
+                                                    [{"content": "the picture"}])])
+        memory.commit([AssistantMessageMutation(content="A cat.")])
+    async with DemoServer([Reply(text="unused")]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await pilot.press(*"/rewind 2")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: app.transcript.items_of("rewound"),
+                             what="the rewound section")
+            assert said(app.agent.memory("main").messages) == [("user", "look")]
+            assert app.chat_input.text == ""  # a call is no message of the person's
+            [note] = [str(n.message) for n in app._notifications]
+            assert note.startswith("rewound key 'main' to just before message 2: 3 messages "
+                                   "(3–5) left the model's context")

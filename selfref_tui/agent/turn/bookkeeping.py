@@ -160,7 +160,10 @@ class KeyBookkeeping:
     def _stored(self, key: str, memory: Any, before: int) -> None:
         """``MessageStored`` for each message a commit numbered (front ends tie items to it)."""
         for n in range(before + 1, getattr(memory, "last_number", 0) + 1):
-            message = memory.entry(n).message
+            try:
+                message = memory.entry(n).message
+            except IndexError:  # hidden at once (its only call's result had images)
+                continue
             person = is_person_message(message)
             calls = tuple(str(c.get("id", "")) for c in message.get("tool_calls") or ()
                           if isinstance(c, dict))
