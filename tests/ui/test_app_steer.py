@@ -270,7 +270,8 @@ async def test_edit_brings_back_the_images_of_your_message(tmp_path):
 
 async def test_rewinding_to_a_hidden_number_goes_just_before_that_call(tmp_path):
     """A live item of a call whose result had images keeps the number of the message that
-    held the call, hidden since; rewinding to it goes just before the call."""
+    held the call, hidden since: pinning it says why not, rewinding to it goes just before
+    the call."""
     from selfref_tui.context.mutations import (
         AssistantMessageMutation,
         MultimodalToolResultMutation,
@@ -289,6 +290,14 @@ async def test_rewinding_to_a_hidden_number_goes_just_before_that_call(tmp_path)
         app = make_app(tmp_path, url)
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
+            await pilot.press(*"/pin 2")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: app._notifications, what="the pin refused")
+            [refused] = [str(n.message) for n in app._notifications]
+            assert refused == ("Message 2 held only a tool call, whose result with images "
+                               "follows it: pin that instead.")
+            app.clear_notifications()
+            app.chat_input.clear()  # a refused command stays in the input
             await pilot.press(*"/rewind 2")
             await pilot.press("enter")
             await wait_until(pilot, lambda: app.transcript.items_of("rewound"),

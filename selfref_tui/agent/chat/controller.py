@@ -127,6 +127,9 @@ class ChatController(Startup, KeyLifecycle, ConversationSettings, Steering):
         try:
             return memory.set_pinned(n, pinned)
         except IndexError:
+            if memory.is_hidden(n):  # a live call's item keeps it (context.history)
+                raise Refused(f"Message {n} held only a tool call, whose result with images "
+                              "follows it: pin that instead.") from None
             last = memory.last_number
             raise Refused(f"No message {n} in this conversation"
                           + (f" (its messages are numbered 1 to {last})." if last else ".")
