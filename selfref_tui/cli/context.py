@@ -92,7 +92,7 @@ def _context_show(args: argparse.Namespace) -> int:
     if only_demo:
         say("no model provider is configured: this is the request the offline demo model would "
             "get (the app offers it); set OPENAI_API_KEY or OPENAI_BASE_URL, or give --profile "
-            "or --base-url, to see another model's")
+            "or --base-url, to see the request another model would get")
     if plan.left_out:
         say(f"{plan.left_out} oldest messages are left out of this request (still stored): "
             "it no longer fits the window")
