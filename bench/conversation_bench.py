@@ -6,8 +6,12 @@ In a temporary data dir, through the public API:
   * ``selfref-tui search`` over 100,000 stored messages (goal <= 1 s): one conversation of
     100,000 messages, and 100 conversations of 1,000 each; what the command does
     (``ConversationSearch``: "cached" when the conversations have not changed since the
-    last search, "cold" with no search cache, so every key that may match is folded), and
+    last search, "changed" when one of them gained a turn since (its cache is brought up
+    to date), "cold" with no search cache, so every key that may match is folded), and
     the whole command as a process (Python's start and imports included);
+  * the recall tools' reads of the same 100,000 messages (``context.recall``, what
+    ``search_history`` and ``read_history`` do over ``MemoryKey.entries()``): goals
+    <= 200 ms and <= 50 ms;
   * ``selfref-tui export`` of 20,000 messages as Markdown (goal <= 2 s), and as JSON.
 
 Wall seconds are medians of ``--runs``; CPU seconds beside them are what a busy machine
@@ -88,11 +92,33 @@ def search_once(data_dir: Path, query: str) -> int:
         return search.search(query).total
 
 
-def command(args: list[str], data_dir: Path, runs: int) -> tuple[float, float]:
-    """The command as a person runs it: a new process (children's CPU counted)."""
+def grow(data_dir: Path, key: str, i: int) -> None:
+    """One more turn in ``key``: the conversation changed since the last search."""
+    with SelfReference(data_dir) as store:
+        store.open(key).commit(turn(1_000_000 + i))
+
+
+def changed(data_dir: Path, key: str, query: str, runs: int) -> tuple[float, float]:
+    """A search after ``key`` grew by a turn (the growing not timed)."""
+    walls, cpus = [], []
+    for i in range(runs):
+        grow(data_dir, key, i)
+        w0, c0 = time.perf_counter(), time.process_time()
+        search_once(data_dir, query)
+        walls.append(time.perf_counter() - w0)
+        cpus.append(time.process_time() - c0)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def command(args: list[str], data_dir: Path, runs: int,
+            before: Callable[[int], object] | None = None) -> tuple[float, float]:
+    """The command as a person runs it: a new process (children's CPU counted); ``before``
+    runs untimed before each."""
     walls, cpus = [], []
     env = dict(os.environ, SELFREF_DATA_DIR=str(data_dir))
-    for _ in range(runs):
+    for i in range(runs):
+        if before is not None:
+            before(i)
         before = os.times()
         w0 = time.perf_counter()
         subprocess.run([sys.executable, "-m", "selfref_tui", *args], cwd=ROOT, env=env,
@@ -102,6 +128,28 @@ def command(args: list[str], data_dir: Path, runs: int) -> tuple[float, float]:
         cpus.append(after.children_user + after.children_system
                     - before.children_user - before.children_system)
     return statistics.median(walls), statistics.median(cpus)
+
+
+def recall(data_dir: Path, key: str, runs: int) -> None:
+    """``search_history`` and ``read_history`` as the agent runs them: over the open key's
+    entries, the index made by the first search and kept for the next."""
+    from selfref_tui.context.recall import HistoryIndex, read_history
+
+    with SelfReference(data_dir) as store:
+        memory = store.open(key, write=False)
+        entries = memory.entries()
+        n = len(entries)
+        index = HistoryIndex()
+        first, first_cpu = timed(lambda: index.search(entries, "question 4242"), 1)
+        wall, cpu = timed(lambda: index.search(entries, "question 4242"), runs)
+        every, every_cpu = timed(lambda: index.search(entries, "ordinary chat"), runs)
+        read, read_cpu = timed(lambda: read_history(entries, n // 2, 100), runs)
+    print(f"recall over {n:,} messages (search_history goal <= 200 ms, read_history <= 50 ms),"
+          f" median of {runs}:")
+    print(f"  search_history: first {first * 1000:6.0f} ms (CPU {first_cpu * 1000:.0f} ms: "
+          f"indexes every message), then {wall * 1000:6.1f} ms (CPU {cpu * 1000:.1f} ms); "
+          f"every message matching {every * 1000:6.1f} ms (CPU {every_cpu * 1000:.1f} ms)")
+    print(f"  read_history of 100 messages: {read * 1000:6.1f} ms (CPU {read_cpu * 1000:.1f} ms)")
 
 
 def main() -> None:
@@ -122,23 +170,31 @@ def main() -> None:
             build(store, "main", 20_000 // scale)
         n = 100_000 // scale
         print(f"search over {n:,} stored messages (goal <= 1 s), median of {runs}:")
-        for label, data_dir in (("1 conversation", one), ("100 conversations", many)):
+        for label, data_dir, key in (("1 conversation", one, "big"),
+                                     ("100 conversations", many, "conversation-042")):
             for query, what in (("question 4242", "a few matches"),
                                 ("ordinary chat", "every message matches"),
                                 ("nowhere-to-be-found", "no match")):
                 total = search_once(data_dir, query)
                 wall, cpu = timed(lambda d=data_dir, q=query: search_once(d, q), runs)
+                grown, grown_cpu = changed(data_dir, key, query, runs)
                 cold, cold_cpu = timed(lambda d=data_dir, q=query: (
                     shutil.rmtree(d / "cache", ignore_errors=True), search_once(d, q)), runs)
                 print(f"  {label:<18} {what:<22} {total:>7,} hits  cached {wall:6.3f} s "
-                      f"(CPU {cpu:.3f} s)  cold {cold:6.3f} s (CPU {cold_cpu:.3f} s)")
+                      f"(CPU {cpu:.3f} s)  changed {grown:6.3f} s (CPU {grown_cpu:.3f} s)  "
+                      f"cold {cold:6.3f} s (CPU {cold_cpu:.3f} s)")
                 search_once(data_dir, query)  # cached again for what follows
             search_once(data_dir, "question 4242")  # the cache as a first search leaves it
-            wall, cpu = command(["search", "question 4242"], data_dir, max(1, runs // 2))
+            args = ["search", "question 4242"]
+            wall, cpu = command(args, data_dir, max(1, runs // 2))
+            grown, grown_cpu = command(args, data_dir, max(1, runs // 2),
+                                       lambda i, d=data_dir, k=key: grow(d, k, 100 + i))
             shutil.rmtree(data_dir / "cache", ignore_errors=True)
-            cold, cold_cpu = command(["search", "question 4242"], data_dir, 1)
+            cold, cold_cpu = command(args, data_dir, 1)
             print(f"  {label:<18} `selfref-tui search` as a process: cached {wall:6.3f} s "
-                  f"(CPU {cpu:.3f} s), cold {cold:6.3f} s (CPU {cold_cpu:.3f} s)")
+                  f"(CPU {cpu:.3f} s), changed {grown:6.3f} s (CPU {grown_cpu:.3f} s), "
+                  f"cold {cold:6.3f} s (CPU {cold_cpu:.3f} s)")
+        recall(one, "big", runs)
         m = 20_000 // scale
         print(f"export of {m:,} messages (goal <= 2 s), median of {runs}:")
         out = Path(tmp, "out")

@@ -44,12 +44,29 @@ NO_RESULT_TEXT = (
 )
 
 
+UNKNOWN_TOOL = "unknown_tool"
+#: how a second system message is kept: as a person's line, marked
+SYSTEM_AS_USER = "[system] "
+
+
 def cancelled_text(tool_name: str, abort_reason: str) -> str:
     reason = abort_reason or "the turn was aborted"
     return (
         f"Tool call '{tool_name}' was cancelled by the person before it finished "
         f"(reason: {reason}). It produced no result; do not assume it ran."
     )
+
+
+def multimodal_note(tool_name: str, arguments: str) -> str:
+    """The assistant's note before a tool's images (their user message follows it)."""
+    return f"I called {tool_name}({arguments}); its result is in the next message."
+
+
+#: the words the fold writes into messages itself, not taken from a patch (around what
+#: is: a name, a reason, a person's text). A search that rules a log out because its
+#: bytes lack a word must not do so for these (``selfref/conversation_search.py``).
+FOLD_TEXTS = (NO_RESULT_TEXT, cancelled_text("", ""), multimodal_note("", ""),
+              f"{UNKNOWN_TOOL} {{}}", SYSTEM_AS_USER)
 
 
 def normalize_tool_call(call: dict[str, Any], position: int) -> dict[str, Any]:
@@ -195,7 +212,8 @@ class TranscriptBuilder:
             if self.messages and self.messages[0].get("role") == "system":
                 # Only one system message may lead; a later one is kept as user text.
                 self._close_block()
-                self._push({"role": "user", "content": f"[system] {message.get('content', '')}"})
+                text = f"{SYSTEM_AS_USER}{message.get('content', '')}"
+                self._push({"role": "user", "content": text})
             else:
                 self._insert(0, dict(message))
                 self._shift(1)
@@ -323,7 +341,7 @@ class TranscriptBuilder:
         call = {
             "id": call_id,
             "type": "function",
-            "function": {"name": tool_name or "unknown_tool", "arguments": "{}"},
+            "function": {"name": tool_name or UNKNOWN_TOOL, "arguments": "{}"},
         }
         if self._open_idx is not None:
             owner = dict(self.messages[self._open_idx])
@@ -352,7 +370,7 @@ class TranscriptBuilder:
     def _apply_multimodal(self, m: MultimodalToolResultMutation) -> None:
         note = {
             "role": "assistant",
-            "content": f"I called {m.tool_name}({m.arguments}); its result is in the next message.",
+            "content": multimodal_note(m.tool_name, m.arguments),
             MULTIMODAL_MARK: m.tool_call_id,
         }
         users = [

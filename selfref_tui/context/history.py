@@ -172,6 +172,8 @@ class HistoryBuilder(TranscriptBuilder):
         #: the highest experience number ever handed out (ids are never reused,
         #: even when a rewind takes their experience away)
         self._exp_high = 0
+        #: set by :meth:`resumed`: the patches before this builder are not known here
+        self._resumed = False
         super().__init__()
 
     # ------------------------------------------------------------------ public
@@ -221,6 +223,9 @@ class HistoryBuilder(TranscriptBuilder):
             self.flush_experiences()
         self.marks.append(len(self.journal))
         if kind is RewindMutation:
+            if self._resumed:
+                raise ValueError("a resumed fold cannot rewind: it lacks the patches before "
+                                 "it; fold the log from its start")
             self.rewinds.append(len(self.marks) - 1)
             target = mutation.to_patch  # type: ignore[union-attr]
             if target < len(self.marks) - 1:
@@ -231,6 +236,89 @@ class HistoryBuilder(TranscriptBuilder):
         if kind in _COMPACTING and self._before_compaction is not None:
             self._before_compaction(mutation)
         super().apply(mutation)
+
+    def resume_state(self) -> dict[str, Any]:
+        """What :meth:`resumed` needs to go on folding patches appended after this point.
+
+        A patch appended to a log reads little of the state before it: whether the
+        working transcript starts with a system message (a second one becomes a
+        person's line), the open tool block (the assistant message whose calls still
+        wait for results, and the messages after it: where results go, which calls
+        are answered or renamed) and the highest number handed out. That is this
+        state, as plain data (JSON): ``last``, ``system``, ``block`` (``[number, time,
+        message]`` from the block's assistant message on; number 0 for an unnumbered
+        one), ``unresolved``, ``answered``, ``repeats`` and ``insert_at`` (counted from
+        the block's start). Batched experience patches must have been flushed.
+        """
+        messages = self.messages
+        state: dict[str, Any] = {
+            "last": len(self._slot_of),
+            "system": bool(messages) and messages[0].get("role") == "system",
+            "block": [], "unresolved": [], "answered": [], "repeats": {}, "insert_at": 0,
+        }
+        start = self._open_idx
+        if start is None:
+            return state
+        slots = self.slots[start:]
+        low = min((sid for sid in slots if sid >= 0), default=len(self._msg))
+        number_of = {sid: n for n, sid in enumerate(self._slot_of, 1) if sid >= low}
+        state["block"] = [
+            [number_of.get(sid, 0), self._time_of[number_of[sid] - 1] if sid in number_of
+             else "", message] for sid, message in zip(slots, messages[start:], strict=True)
+        ]
+        state.update(unresolved=list(self._unresolved), answered=sorted(self._answered),
+                     repeats={k: list(v) for k, v in self._repeats.items()},
+                     insert_at=self._insert_at - start)
+        return state
+
+    @classmethod
+    def resumed(cls, state: dict[str, Any]) -> HistoryBuilder:
+        """A builder that goes on from a fold it did not make (``state``: :meth:`resume_state`).
+
+        It numbers the messages of the patches it folds as the whole fold would
+        and says how they change the block's messages (a result added, a call
+        taken by a multimodal result, a compaction): its :meth:`entries` are the
+        block's numbered messages and the new ones; the other numbers up to
+        ``state["last"]`` are unknown here and left out. What it does not know, it
+        does not pretend: a rewind raises ``ValueError``, the experiences start from
+        an empty system message, and a failed turn marks only messages it holds.
+        ``ValueError`` too for a state that does not hold together.
+        """
+        builder = cls()
+        builder._resumed = True
+        last = state["last"]
+        block = state["block"]
+        if type(last) is not int or last < 0 or type(block) is not list:
+            raise ValueError("not a resume state")
+        # slot 0 stands for every number handed out before: unknown here, read as hidden
+        builder._msg.append({})
+        builder._state.append(HIDDEN)
+        builder._slot_of = [0] * last
+        builder._patch_of = [-1] * last
+        builder._time_of = [""] * last
+        if state["system"]:
+            builder.slots.append(-1)
+            builder.messages.append({"role": "system", "content": ""})
+        for n, time, message in block:
+            if type(n) is not int or not 0 <= n <= last or type(message) is not dict:
+                raise ValueError("not a resume state")
+            sid = len(builder._msg)
+            builder._msg.append(message)
+            builder._state.append(WORKING)
+            if n:
+                if builder._slot_of[n - 1]:
+                    raise ValueError("not a resume state")
+                builder._slot_of[n - 1] = sid
+                builder._time_of[n - 1] = time if type(time) is str else ""
+            builder.slots.append(sid)
+            builder.messages.append(message)
+        if block:
+            builder._open_idx = len(builder.messages) - len(block)
+            builder._unresolved = list(state["unresolved"])
+            builder._answered = set(state["answered"])
+            builder._repeats = {k: list(v) for k, v in state["repeats"].items()}
+            builder._insert_at = builder._open_idx + state["insert_at"]
+        return builder
 
     def go_to(self, patch: int) -> None:
         """The state as it was just before patch ``patch`` (an earlier position)."""

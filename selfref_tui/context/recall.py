@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -164,9 +164,25 @@ class HistoryIndex:
     def __init__(self) -> None:
         self._texts: list[str] = []
         self._numbers: list[int] = []
-        self._tool_names: dict[str, str] = {}
+        #: call id -> tool name, as far as indexed (None: not known, see :meth:`of_texts`)
+        self._tool_names: dict[str, str] | None = {}
         self._rewound: frozenset[int] = frozenset()
         self._rewind_mark: Any = None
+
+    @classmethod
+    def of_texts(cls, history: HistorySource, numbers: Sequence[int], texts: Sequence[str],
+                 rewound: Iterable[int]) -> HistoryIndex:
+        """The index of ``history`` made from what a search cache keeps of it: each
+        message's number and searchable text (:func:`searchable_text`, in order) and the
+        numbers rewound; only lower-cased here. Given more messages later, it indexes
+        them all anew (it does not know the calls before them)."""
+        index = cls()
+        index._texts = _lowered(list(texts))
+        index._numbers = list(numbers)
+        index._tool_names = None
+        index._rewound = frozenset(rewound)
+        index._rewind_mark = getattr(history, "last_rewind", None)
+        return index
 
     def __len__(self) -> int:
         return len(self._texts)
@@ -182,12 +198,13 @@ class HistoryIndex:
         source = as_source(history)
         last = source.last_number if upto is None else min(upto, source.last_number)
         done = self._numbers[-1] if self._numbers else 0
-        if done > last:  # another history (a key salvaged shorter): index it anew
+        # another history (a key salvaged shorter), or one whose calls are not known: anew
+        if done > last or (self._tool_names is None and last > done):
             self._texts, self._numbers, self._tool_names = [], [], {}
             done = 0
         new = _new_messages(source, done, last)
-        if new:
-            names = self._tool_names
+        names = self._tool_names
+        if new and names is not None:
             texts: list[str] = []
             # Written for speed (the first search of a long history indexes all of it): a
             # plain text message, by far the most common, skips searchable_text.
@@ -233,7 +250,8 @@ class HistoryIndex:
             rewound = self._rewound
             found = [i for i in found if numbers[i] not in rewound]
         chosen = found[-limit:] if limit else found
-        hits = tuple(_hit(source.entry(numbers[i]), terms) for i in reversed(chosen))
+        first_term = re.compile(re.escape(terms[0]), re.IGNORECASE)  # once, not per hit
+        hits = tuple(_hit(source.entry(numbers[i]), first_term) for i in reversed(chosen))
         return SearchResult(tuple(terms), hits, len(found))
 
 
@@ -344,15 +362,15 @@ def _lowered(texts: list[str]) -> list[str]:
     return [t.lower().replace("\n", " ").replace("\t", " ") for t in texts]
 
 
-def _hit(entry: EntryLike, terms: list[str]) -> Hit:
+def _hit(entry: EntryLike, first_term: re.Pattern[str]) -> Hit:
     text = " ".join(searchable_text(entry.message, {}).split())
-    return Hit(entry.n, entry.role, entry.time, _snippet(text, terms),
+    return Hit(entry.n, entry.role, entry.time, _snippet(text, first_term),
                bool(getattr(entry, "compacted", False)), bool(getattr(entry, "rewound", False)))
 
 
-def _snippet(text: str, terms: list[str]) -> str:
+def _snippet(text: str, first_term: re.Pattern[str]) -> str:
     """The text around the first match of the first term (whitespace folded)."""
-    match = re.search(re.escape(terms[0]), text, re.IGNORECASE)
+    match = first_term.search(text)
     if match is None:
         return text[: 2 * SNIPPET_SIDE] + ("…" if len(text) > 2 * SNIPPET_SIDE else "")
     start = max(0, match.start() - SNIPPET_SIDE)

@@ -30,14 +30,22 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..context.builder import FOLD_TEXTS
 from .fsutil import read_regular
+from .images import missing_text
 from .reference import SelfReference
 from .store import LOG_NAME
 
 #: the two characters whose lower case holds ASCII (``"İ".lower()`` holds an "i"), as a
-#: log escapes them, and in UTF-8 (a cache)
-_ESCAPED_TO_ASCII = (b"\\u0130", b"\\u212a")
+#: log escapes them, and in UTF-8 (a cache); and, in a log, the start of a message whose
+#: content is a list of parts (their texts are read joined: a word may run across two)
+_ESCAPED_TO_ASCII = (b"\\u0130", b"\\u212a", b'"content":[')
 _UTF8_TO_ASCII = ("\u0130".encode(), "\u212a".encode())
+#: characters a word checked against a log may not hold: those JSON escapes, and those the
+#: fold writes next to a patch's text
+_ESCAPED = frozenset('"\\\'()[]')
+#: what the fold writes into messages itself, lower-cased
+_FOLD_WORDS = " ".join([*FOLD_TEXTS, missing_text("")]).lower()
 
 
 @dataclass(frozen=True)
@@ -86,6 +94,13 @@ class ConversationSearch:
 
         saves, self._saves = self._saves, []
         for key, key_dir, stamp, entries in saves:
+            if isinstance(entries, tuple):  # a fold of the whole log: its columns made now
+                folded, state, end = entries
+                crc = search_cache.log_crc(key_dir, stamp, end) if state is not None else None
+                entries = search_cache.from_entries(folded, state if crc is not None else None,
+                                                    end, crc or 0)
+                if entries is None:
+                    continue
             search_cache.save(self._store.data_dir, key, key_dir, stamp, entries)
         self._store.close()
 
@@ -108,6 +123,7 @@ class ConversationSearch:
         """
         from ..context.recall import HistoryIndex, parse_query
         from .errors import StoreError
+        from .search_cache import SearchEntries
 
         if not parse_query(query):
             from ..context.recall import RecallError
@@ -118,18 +134,24 @@ class ConversationSearch:
         counts: dict[str, int] = {}
         problems: list[str] = []
         total = 0
-        words = _plain_words(parse_query(query))
+        log_words, cache_words = _plain_words(parse_query(query))
         for key in keys if keys is not None else self.keys(forks=forks):
             try:
-                entries = self._entries_of(key, words, problems)
+                entries = self._entries_of(key, log_words, cache_words, problems)
             except StoreError as exc:
                 problems.append(str(exc))
                 continue
             if entries is None:
                 continue  # never loaded: its log (or cache) lacks a word of the query
-            index = self._indexes.get(key)
-            if index is None:
-                index = self._indexes[key] = HistoryIndex()
+            kept = self._indexes.get(key)
+            if kept is not None and kept[0] is entries:
+                index = kept[1]
+            elif isinstance(entries, SearchEntries):  # the texts are there: lower-cased only
+                index = HistoryIndex.of_texts(entries, entries.numbers, entries.texts,
+                                              entries.rewound())
+            else:
+                index = HistoryIndex()
+            self._indexes[key] = (entries, index)
             found = index.search(entries, query, limit=limit, every=limit is None,
                                  include_rewound=True)
             if not found.total:
@@ -140,40 +162,57 @@ class ConversationSearch:
                               hit.compacted) for hit in found.hits]
         return Found(matches, total, counts, problems)
 
-    def _entries_of(self, key: str, words: list[bytes] | None, problems: list[str]) -> Any:
+    def _entries_of(self, key: str, log_words: list[bytes], cache_words: list[bytes],
+                    problems: list[str]) -> Any:
         """``key``'s numbered messages: from the last search, or its cache while its log
-        is unchanged, else folded (and cached for the next search); None when its bytes
-        show that it cannot hold all of ``words``."""
+        is unchanged, or its cache brought up to date when its log only grew, else folded
+        (and cached for the next search); None when its bytes show that it cannot hold all
+        of the words (``_plain_words``)."""
         from . import search_cache
+        from .search_extend import extend
 
         key_dir = self._store.key_dir(key)
         stamp = search_cache.stamp_of(key_dir)
         memo = self._entries.get(key)
         if memo is not None and stamp is not None and memo[0] == stamp:
             return memo[1]
-        data_dir = self._store.data_dir
-        cached = search_cache.read(data_dir, key, key_dir)
-        if cached is not None:
-            if words and not _may_hold(cached, words, _UTF8_TO_ASCII):
-                return None
-            entries: Any = search_cache.parse(cached)
-            if entries is not None:
-                self._entries[key] = (stamp, entries)
-                return entries
-        elif words:
-            try:
-                log_bytes = read_regular(key_dir / LOG_NAME)
-            except OSError:
-                log_bytes = b""  # loading it says what is wrong
-            if log_bytes is None:
-                return None  # no log: no messages
-            if log_bytes and not _may_hold(log_bytes, words, _ESCAPED_TO_ASCII):
-                return None
+        base: Any = memo[1] if memo is not None else None
+        if not isinstance(base, search_cache.SearchEntries) or base.fold is None:
+            base = None
+            found = search_cache.read(self._store.data_dir, key)
+            if found is not None and stamp is not None and found[0].get("stamp") == stamp:
+                if cache_words and not _may_hold(found[1], cache_words, _UTF8_TO_ASCII):
+                    return None
+                entries = search_cache.parse(*found)
+                if entries is not None:
+                    self._entries[key] = (stamp, entries)
+                    return entries
+            elif found is not None and found[0].get("fold") is not None:
+                base = found  # parsed below, if the log may hold the words
+        try:
+            log_bytes = read_regular(key_dir / LOG_NAME)
+        except OSError:
+            log_bytes = b""  # loading it says what is wrong
+        if log_bytes is None:
+            return None  # no log: no messages
+        if log_words and log_bytes and not _may_hold(log_bytes, log_words, _ESCAPED_TO_ASCII):
+            return None
+        if isinstance(base, tuple):
+            base = search_cache.parse(*base)
+        if base is not None and log_bytes:
+            extended = extend(base, log_bytes, key_dir)
+            if extended is not None:
+                self._saves.append((key, key_dir, stamp, extended))
+                self._entries[key] = (stamp, extended)
+                return extended
         memory = self._store.open(key, write=False)
-        problems += memory.take_warnings()
+        warnings = memory.take_warnings()
+        problems += warnings
         entries = memory.entries()
+        # a load that had to skip or mend something is not a base to build on
+        state = None if warnings else memory.resume_state()
+        self._saves.append((key, key_dir, stamp, (entries, state, memory.log_size)))
         self._store.release(key)  # what the search needs is in the entries
-        self._saves.append((key, key_dir, stamp, entries))
         self._entries[key] = (stamp, entries)
         return entries
 
@@ -186,13 +225,23 @@ def _may_hold(data: bytes, words: list[bytes], marks: tuple[bytes, ...]) -> bool
     return all(word in lowered for word in words)
 
 
-def _plain_words(terms: list[str]) -> list[bytes] | None:
-    """The query's words as the log's bytes hold them, or None when one cannot be checked
-    that way (not ASCII, or a character JSON escapes)."""
-    words: list[bytes] = []
+def _plain_words(terms: list[str]) -> tuple[list[bytes], list[bytes]]:
+    """The query's words that can rule a log out by its bytes, and those that can rule a
+    cache out by its bytes (either may be empty: nothing is ruled out).
+
+    A cache holds the searchable texts as they are: any ASCII word will do. A log holds
+    what the patches said, escaped as JSON: not a word with a character JSON escapes,
+    nor one the fold itself may write (``FOLD_TEXTS``, a missing image's note), nor one
+    with a character the fold writes around a name or a reason (``'``, brackets): a word
+    there may run across the fold's text and the patch's.
+    """
+    log_words: list[bytes] = []
+    cache_words: list[bytes] = []
     for term in terms:
         for word in term.split():
-            if not word.isascii() or not word.isprintable() or '"' in word or "\\" in word:
-                return None
-            words.append(word.encode("ascii"))
-    return words
+            if not word.isascii() or not word.isprintable():
+                continue
+            cache_words.append(word.encode("ascii"))
+            if _ESCAPED.isdisjoint(word) and word not in _FOLD_WORDS:
+                log_words.append(word.encode("ascii"))
+    return log_words, cache_words

@@ -58,6 +58,11 @@ def _parts(record: dict[str, Any]) -> list[tuple[list[Any], int]]:
     return found
 
 
+def missing_text(digest: str) -> str:
+    """What a part whose image cannot be found says instead."""
+    return f"[an image (sha256 {digest[:12]}) is missing from the store]"
+
+
 class ImageStore:
     """The ``images/`` folder of one key."""
 
@@ -112,9 +117,7 @@ class ImageStore:
             mime = str(image_url.pop("mime", "") or "image/png")
             resolved = self._url(digest, mime)
             if resolved is None:  # said in words: the model is never sent an empty image
-                content[index] = {"type": "text",
-                                  "text": f"[an image (sha256 {digest[:12]}) is missing from "
-                                          "the store]"}
+                content[index] = {"type": "text", "text": missing_text(digest)}
             else:
                 image_url["url"] = resolved
         return record

@@ -1,17 +1,28 @@
 """What a search needs of a conversation, kept between searches: ``<data dir>/cache/search/``.
 
 Folding a long log is most of a search's cost (about 0.7 s for 100,000
-messages), and most conversations have not changed since the last search.
-So after a key is folded for a search, each numbered message's searchable
-text (``context.recall.searchable_text``), number, role, time and flags are
-written here, with the log's size, modification time and inode; the next
-search of an unchanged log reads this instead of folding it.
+messages), and most conversations have not changed since the last search, or
+have only grown. So after a key is folded for a search, each numbered
+message's searchable text (``context.recall.searchable_text``), number, role,
+time and flags are written here, with the log's size, modification time and
+inode (the *stamp*); the next search of an unchanged log reads this instead of
+folding it. With them goes what it takes to go on from there (the *fold*: how
+many bytes of the log were folded, their CRC-32, and the little state an
+appended patch reads, ``HistoryBuilder.resume_state``): a log that has grown
+since is brought up to date by folding only what was appended
+(``search_extend.py``).
 
-A cache, never the truth: it is rebuilt whenever the log differs in any of the
-three, written whole (temp file + rename) and private (0600), not fsynced, and
-read with the store's rules (no link followed, no FIFO opened). Anything odd
-about it — garbled, of another key, counts that disagree — means "no cache":
-the key is folded as if there were none.
+A cache, never the truth: written whole (temp file + rename) and private
+(0600), not fsynced, and read with the store's rules (no link followed, no
+FIFO opened). Anything odd about it — garbled, of another key or another
+version, counts that disagree — means "no cache": the key is folded as if
+there were none.
+
+The format is three parts: a JSON header line, a JSON line of columns
+(numbers and times as runs, a letter per role and a digit per flag), then
+the texts joined by NUL (a NUL inside a text is written as a space: no query
+holds one). Reading 100,000 entries this way takes a few milliseconds; the
+entries themselves are made only for the messages a search shows.
 """
 
 from __future__ import annotations
@@ -19,9 +30,11 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Sequence
+import zlib
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 from .errors import StoreError
 from .fsutil import atomic_write, ensure_dir, read_regular
@@ -29,14 +42,20 @@ from .keys import key_dirname
 from .store import LOG_NAME
 
 CACHE_DIR = Path("cache") / "search"
-VERSION = 1
+VERSION = 2
+#: a fold state (the open tool block's messages) larger than this is not kept: the cache
+#: still serves an unchanged log, and a grown one is folded whole
+MAX_FOLD_BYTES = 256 * 1024
+_ROLE_LETTER = {"user": "u", "assistant": "a", "tool": "t"}
+_LETTER_ROLE = {letter: role for role, letter in _ROLE_LETTER.items()}
+#: flags, one digit per entry
+WORKING, REWOUND, COMPACTED = "0", "1", "2"
 log = logging.getLogger(__name__)
 
 
 class CachedEntry(NamedTuple):
     """A numbered message as a search sees it: ``message`` holds only its searchable text
-    (what ``context.recall`` would read of the whole message). A tuple: 100,000 of them
-    are made per search of a long conversation, and a dataclass took 5 µs each."""
+    (what ``context.recall`` would read of the whole message)."""
 
     n: int
     role: str
@@ -44,6 +63,120 @@ class CachedEntry(NamedTuple):
     time: str
     rewound: bool = False
     compacted: bool = False
+
+
+class SearchEntries:
+    """A key's numbered messages as columns; an entry is made when it is asked for.
+
+    It is what ``context.recall.HistoryIndex`` reads (a ``HistorySource``: the highest
+    number, an entry by number, all of them), and a sequence of entries in order.
+    ``fold`` (None when the key cannot be brought up to date this way) is ``{"end":
+    bytes folded, "crc": their CRC-32, "state": HistoryBuilder.resume_state(), "names":
+    call id -> tool name, for the calls of the open tool block}``.
+    """
+
+    __slots__ = ("flags", "fold", "numbers", "roles", "texts", "times")
+
+    def __init__(self, numbers: list[int], roles: str, times: list[str], flags: str,
+                 texts: list[str], fold: dict[str, Any] | None = None) -> None:
+        self.numbers, self.roles, self.times, self.flags = numbers, roles, times, flags
+        self.texts, self.fold = texts, fold
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+    @overload
+    def __getitem__(self, index: int) -> CachedEntry: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[CachedEntry]: ...
+
+    def __getitem__(self, index: int | slice) -> CachedEntry | list[CachedEntry]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        role = _LETTER_ROLE[self.roles[index]]
+        flag = self.flags[index]
+        return CachedEntry(self.numbers[index], role, {"role": role, "content": self.texts[index]},
+                           self.times[index], flag == REWOUND, flag == COMPACTED)
+
+    def __iter__(self) -> Iterator[CachedEntry]:
+        return (self[i] for i in range(len(self)))
+
+    @property
+    def last_number(self) -> int:
+        return self.numbers[-1] if self.numbers else 0
+
+    @property
+    def last_rewind(self) -> object:
+        """Changes when the rewound numbers may have: these columns never change."""
+        return self
+
+    def entry(self, n: int) -> CachedEntry:
+        """Message ``n`` (IndexError when there is none)."""
+        at = bisect_left(self.numbers, n)
+        if at == len(self.numbers) or self.numbers[at] != n:
+            raise IndexError(f"no message {n}")
+        return self[at]
+
+    def entries(self) -> SearchEntries:
+        return self
+
+    def rewound(self) -> list[int]:
+        """The numbers of the rewound messages."""
+        flags, numbers = self.flags, self.numbers
+        out: list[int] = []
+        at = flags.find(REWOUND)
+        while at >= 0:
+            out.append(numbers[at])
+            at = flags.find(REWOUND, at + 1)
+        return out
+
+
+def text_pass(entries: Iterable[Any], names: dict[str, str]) -> list[str]:
+    """Each entry's searchable text, in order; ``names`` (call id -> tool name) is read and
+    filled as the entries are met, as ``context.recall.HistoryIndex`` does."""
+    from ..context.recall import searchable_text
+
+    texts = []
+    add = texts.append
+    for entry in entries:
+        message = entry.message
+        content = message.get("content")
+        if type(content) is str and entry.role != "tool" and not message.get("tool_calls"):
+            add(content)  # what searchable_text returns for a plain message, sooner
+        else:
+            add(searchable_text(message, names))
+    return texts
+
+
+def from_entries(entries: Sequence[Any], state: dict[str, Any] | None = None,
+                 end: int = 0, crc: int = 0) -> SearchEntries | None:
+    """The columns of ``MemoryKey.entries()``; with ``state`` (the fold's resume state at
+    ``end`` bytes whose CRC-32 is ``crc``) they can be brought up to date later. None when a
+    role is not one a numbered message has."""
+    names: dict[str, str] = {}
+    texts = text_pass(entries, names)
+    try:
+        roles = "".join([_ROLE_LETTER[entry.role] for entry in entries])
+    except KeyError:
+        return None
+    flags = "".join([REWOUND if entry.rewound else COMPACTED if entry.compacted else WORKING
+                     for entry in entries])
+    fold = None
+    if state is not None:
+        fold = {"end": end, "crc": crc, "state": state, "names": block_names(state, names)}
+    return SearchEntries([entry.n for entry in entries], roles, [entry.time for entry in entries],
+                         flags, texts, fold)
+
+
+def block_names(state: dict[str, Any], names: dict[str, str]) -> dict[str, str]:
+    """Of ``names``, the calls of the open tool block (the only ones an appended result
+    can answer)."""
+    block = state.get("block") or []
+    if not block:
+        return {}
+    calls = block[0][2].get("tool_calls") or []
+    ids = [str(call.get("id", "")) for call in calls if isinstance(call, dict)]
+    return {cid: names[cid] for cid in ids if cid in names}
 
 
 def _stamp(key_dir: Path) -> list[int] | None:
@@ -54,15 +187,18 @@ def _stamp(key_dir: Path) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns, st.st_ino]
 
 
+def stamp_of(key_dir: Path) -> list[int] | None:
+    """What tells an unchanged log (taken before the log is read)."""
+    return _stamp(key_dir)
+
+
 def _path(data_dir: Path, key: str) -> Path:
     return data_dir / CACHE_DIR / f"{key_dirname(key)}.txt"
 
 
-def read(data_dir: Path, key: str, key_dir: Path) -> bytes | None:
-    """The key's cache as bytes when it was made from its log as it is now; else None."""
-    stamp = _stamp(key_dir)
-    if stamp is None:
-        return None
+def read(data_dir: Path, key: str) -> tuple[dict[str, Any], bytes] | None:
+    """The key's cache (its header, and its bytes), whatever log it was made from; None
+    when there is none of this version and key."""
     try:
         data = read_regular(_path(data_dir, key))
         if data is None:
@@ -70,71 +206,104 @@ def read(data_dir: Path, key: str, key_dir: Path) -> bytes | None:
         header = json.loads(data[: data.index(b"\n")])
     except (OSError, ValueError, RecursionError, StoreError):
         return None
-    if (not isinstance(header, dict) or header.get("v") != VERSION
-            or header.get("key") != key or header.get("stamp") != stamp):
+    if not isinstance(header, dict) or header.get("v") != VERSION or header.get("key") != key:
         return None
-    return data
+    return header, data
 
 
-def parse(data: bytes) -> list[CachedEntry] | None:
+def parse(header: dict[str, Any], data: bytes) -> SearchEntries | None:
     """The entries in a cache :func:`read` returned; None when it does not hold together."""
     try:
-        _head, meta, texts = data.decode("utf-8").split("\n", 2)
-        rows = json.loads(meta)
-        parts = texts.split("\x00") if rows else []
-        if not isinstance(rows, list) or len(rows) != len(parts):
+        _head, meta, text = data.decode("utf-8", "surrogatepass").split("\n", 2)
+        columns = json.loads(meta)
+        numbers = _runs_out(columns["n"], int)
+        times = _runs_out(columns["t"], str)
+        roles, flags = columns["r"], columns["f"]
+        texts = text.split("\x00") if numbers else []
+        count = len(numbers)
+        if not (type(roles) is str and type(flags) is str and len(roles) == count
+                and len(flags) == count and len(times) == count and len(texts) == count):
             return None
-        if not all(type(row) is list and len(row) == 4 for row in rows):
+        if roles.strip("uat") or flags.strip("012"):
             return None
-        return [CachedEntry(n, role, {"role": role, "content": text}, time, flags & 1 == 1,
-                            flags & 2 == 2)
-                for (n, role, time, flags), text in zip(rows, parts, strict=True)
-                if type(n) is int and type(role) is str and type(time) is str
-                and type(flags) is int]
-    except (ValueError, TypeError, RecursionError):
+        fold = header.get("fold")
+        if fold is not None and not _fold_ok(fold):
+            fold = None
+        return SearchEntries(numbers, roles, times, flags, texts, fold)
+    except (ValueError, TypeError, KeyError, RecursionError):
         return None
 
 
-def load(data_dir: Path, key: str, key_dir: Path) -> list[CachedEntry] | None:
+def load(data_dir: Path, key: str, key_dir: Path) -> SearchEntries | None:
     """The key's entries as last cached, when its log has not changed since; else None."""
-    data = read(data_dir, key, key_dir)
-    return parse(data) if data is not None else None
+    found = read(data_dir, key)
+    if found is None or found[0].get("stamp") != _stamp(key_dir):
+        return None
+    return parse(*found)
 
 
 def save(data_dir: Path, key: str, key_dir: Path, stamp: list[int] | None,
-         entries: Sequence[Any]) -> None:
+         entries: SearchEntries) -> None:
     """Keep ``entries`` (a fold of the log as it was at ``stamp``) for the next search."""
-    from ..context.recall import searchable_text
-
     if stamp is None or stamp != _stamp(key_dir):
         return  # the log moved on while it was read: the next search folds it again
-    names: dict[str, str] = {}
-    rows, texts = [], []
-    for entry in entries:
-        message = entry.message
-        content = message.get("content")
-        if type(content) is str and entry.role != "tool" and not message.get("tool_calls"):
-            text = content  # what searchable_text returns for a plain message, sooner
-        else:
-            text = searchable_text(message, names)
-        if "\x00" in text:
-            text = text.replace("\x00", " ")
-        rows.append([entry.n, entry.role, entry.time,
-                     int(bool(getattr(entry, "rewound", False)))
-                     | 2 * int(bool(getattr(entry, "compacted", False)))])
-        texts.append(text)
-    header = json.dumps({"v": VERSION, "key": key, "stamp": stamp}, ensure_ascii=True)
-    body = "\n".join([header, json.dumps(rows, ensure_ascii=True, separators=(",", ":")),
-                      "\x00".join(texts)])
+    fold = entries.fold
+    if fold is not None and len(json.dumps(fold, ensure_ascii=True)) > MAX_FOLD_BYTES:
+        fold = None
+    header = json.dumps({"v": VERSION, "key": key, "stamp": stamp, "fold": fold},
+                        ensure_ascii=True, separators=(",", ":"))
+    columns = json.dumps({"n": _runs_in(entries.numbers, 1), "t": _runs_in(entries.times, 0),
+                          "r": entries.roles, "f": entries.flags},
+                         ensure_ascii=True, separators=(",", ":"))
+    body = "\x00".join(entries.texts)
+    if "\x00" in body and body.count("\x00") != len(entries.texts) - 1:
+        body = "\x00".join(text.replace("\x00", " ") for text in entries.texts)
     path = _path(data_dir, key)
     try:
         ensure_dir(path.parent)
-        atomic_write(path, body.encode("utf-8"), fsync=False)
+        atomic_write(path, f"{header}\n{columns}\n{body}".encode("utf-8", "surrogatepass"),
+                     fsync=False)
     except OSError as exc:  # a cache: the search still answered
         log.warning("could not keep the search cache %s: %s", path, exc)
 
 
-def stamp_of(key_dir: Path) -> list[int] | None:
-    """What :func:`save` checks the log against (taken before the log is read)."""
-    return _stamp(key_dir)
+def log_crc(key_dir: Path, stamp: list[int] | None, end: int) -> int | None:
+    """The CRC-32 of the log's first ``end`` bytes, when the log is still as it was at
+    ``stamp``; else None."""
+    try:
+        data = read_regular(key_dir / LOG_NAME)
+    except (OSError, StoreError):
+        return None
+    if data is None or len(data) < end or stamp is None or stamp != _stamp(key_dir):
+        return None
+    return zlib.crc32(memoryview(data)[:end])
 
+
+def _fold_ok(fold: Any) -> bool:
+    return (isinstance(fold, dict) and type(fold.get("end")) is int
+            and type(fold.get("crc")) is int and isinstance(fold.get("state"), dict)
+            and isinstance(fold.get("names"), dict))
+
+
+def _runs_in(values: list[Any], step: int) -> list[list[Any]]:
+    """``values`` as runs ``[first, count]``: each value ``step`` after the one before
+    (numbers count up, times repeat)."""
+    runs: list[list[Any]] = []
+    for value in values:
+        if runs:
+            run = runs[-1]
+            if (value - run[0] == run[1] if step else value == run[0]):
+                run[1] += 1
+                continue
+        runs.append([value, 1])
+    return runs
+
+
+def _runs_out(runs: Any, kind: type) -> list[Any]:
+    out: list[Any] = []
+    step = kind is int
+    for first, count in runs:
+        if type(first) is not kind or type(count) is not int or count < 1:
+            raise ValueError("not a run")
+        out += range(first, first + count) if step else [first] * count
+    return out

@@ -379,6 +379,11 @@ class MemoryKey:
     def log_size(self) -> int:
         return self._size
 
+    def resume_state(self) -> dict[str, Any]:
+        """What folding the patches appended after the first :attr:`log_size` bytes needs
+        (``HistoryBuilder.resume_state``; the search cache keeps it)."""
+        return self._builder.resume_state()
+
     @property
     def settings(self) -> KeySettings:
         """The conversation's model, profile and instructions (key_settings.py)."""

@@ -68,3 +68,40 @@ def test_an_unchanged_conversation_is_read_from_the_cache_and_a_changed_one_fold
     assert search_cache.load(data, "tea", key_dir) is None
     with ConversationSearch(data) as search:
         assert search.search("tea").total == 3
+
+
+def test_words_the_fold_writes_are_found_before_and_after_the_cache(tmp_path):
+    """A log's bytes lack what the fold writes (a call's "no result" reply, a cancel's
+    words, the note before a tool's images, texts joined from parts): such words never
+    rule a key out, so a first search finds what a cached one does."""
+    import shutil
+
+    from selfref_tui.context.mutations import (
+        MultimodalToolResultMutation,
+        ToolCancelledMutation,
+        ToolResultMutation,
+    )
+
+    call = {"id": "c1", "type": "function", "function": {"name": "shot", "arguments": "{}"}}
+    parts = [{"type": "text", "text": "earl"}, {"type": "text", "text": "grey"}]
+    with SelfReference(tmp_path) as store:
+        memory = store.open("tea")
+        memory.commit([UserMessageMutation({"role": "user", "content": "go"}),
+                       AssistantMessageMutation(content="", tool_calls=[call])])
+        memory.commit([UserMessageMutation({"role": "user", "content": "next"})])
+        memory.commit([ToolCancelledMutation("c9", "brew", "too hot")])
+        memory.commit([ToolResultMutation("c7", "an orphan")])
+        memory.commit([MultimodalToolResultMutation("c8", "snap", '{"x": 1}',
+                                                    [{"content": "pixels"}])])
+        memory.commit([UserMessageMutation({"role": "user", "content": parts})])
+    queries = ["recorded", "brew'", "hot).", "unknown_tool", "snap({", "called", "earlgrey"]
+    first = {}
+    for query in queries:
+        shutil.rmtree(tmp_path / "cache", ignore_errors=True)
+        with ConversationSearch(tmp_path) as search:
+            first[query] = search.search(query).total
+    with ConversationSearch(tmp_path) as search:
+        search.search("go")  # folds the key and keeps the cache
+    with ConversationSearch(tmp_path) as search:
+        assert {query: search.search(query).total for query in queries} == first
+    assert all(first.values()), first
