@@ -9,9 +9,6 @@ In a temporary data dir, through the public API:
     last search, "changed" when one of them gained a turn since (its cache is brought up
     to date), "cold" with no search cache, so every key that may match is folded), and
     the whole command as a process (Python's start and imports included);
-  * the recall tools' reads of the same 100,000 messages (``context.recall``, what
-    ``search_history`` and ``read_history`` do over ``MemoryKey.entries()``): goals
-    <= 200 ms and <= 50 ms;
   * ``selfref-tui export`` of 20,000 messages as Markdown (goal <= 2 s), and as JSON.
 
 Wall seconds are medians of ``--runs``; CPU seconds beside them are what a busy machine
@@ -130,28 +127,6 @@ def command(args: list[str], data_dir: Path, runs: int,
     return statistics.median(walls), statistics.median(cpus)
 
 
-def recall(data_dir: Path, key: str, runs: int) -> None:
-    """``search_history`` and ``read_history`` as the agent runs them: over the open key's
-    entries, the index made by the first search and kept for the next."""
-    from selfref_tui.context.recall import HistoryIndex, read_history
-
-    with SelfReference(data_dir) as store:
-        memory = store.open(key, write=False)
-        entries = memory.entries()
-        n = len(entries)
-        index = HistoryIndex()
-        first, first_cpu = timed(lambda: index.search(entries, "question 4242"), 1)
-        wall, cpu = timed(lambda: index.search(entries, "question 4242"), runs)
-        every, every_cpu = timed(lambda: index.search(entries, "ordinary chat"), runs)
-        read, read_cpu = timed(lambda: read_history(entries, n // 2, 100), runs)
-    print(f"recall over {n:,} messages (search_history goal <= 200 ms, read_history <= 50 ms),"
-          f" median of {runs}:")
-    print(f"  search_history: first {first * 1000:6.0f} ms (CPU {first_cpu * 1000:.0f} ms: "
-          f"indexes every message), then {wall * 1000:6.1f} ms (CPU {cpu * 1000:.1f} ms); "
-          f"every message matching {every * 1000:6.1f} ms (CPU {every_cpu * 1000:.1f} ms)")
-    print(f"  read_history of 100 messages: {read * 1000:6.1f} ms (CPU {read_cpu * 1000:.1f} ms)")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -194,7 +169,6 @@ def main() -> None:
             print(f"  {label:<18} `selfref-tui search` as a process: cached {wall:6.3f} s "
                   f"(CPU {cpu:.3f} s), changed {grown:6.3f} s (CPU {grown_cpu:.3f} s), "
                   f"cold {cold:6.3f} s (CPU {cold_cpu:.3f} s)")
-        recall(one, "big", runs)
         m = 20_000 // scale
         print(f"export of {m:,} messages (goal <= 2 s), median of {runs}:")
         out = Path(tmp, "out")
