@@ -96,3 +96,27 @@ async def test_find_marks_counts_and_reaches_collapsed_and_older_parts(tmp_path)
             await wait_until(pilot, lambda: bar.display and bar.count == "1 of 1",
                              what="/find")
             assert transcript.highlighted.copy_text == "question 59"
+
+
+async def test_find_in_an_ansi_theme_marks_in_the_terminals_own_colours(tmp_path):
+    """An ANSI theme's background is the terminal's own, with no colour value: the marks
+    are drawn without one (the current one reversed), and the app goes on."""
+    _seed(tmp_path)
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            app.theme = "ansi-dark"
+            await pilot.press("ctrl+f", *"needle")
+            bar = app.query_one(FindBar)
+            await wait_until(pilot, lambda: bar.count == "3 of 3", what="three found")
+            transcript = app.transcript
+            styles = [segment.style
+                      for y in range(transcript.scrollable_content_region.height)
+                      for segment in transcript.render_line(y)
+                      if segment.text.lower() == "needle" and segment.style is not None]
+            assert any(style.reverse and style.bold for style in styles)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: bar.count == "2 of 3", what="the next one")
+            await pilot.pause()
+            assert app.is_running and app.return_code is None

@@ -696,7 +696,10 @@ class Transcript(ScrollView, can_focus=False):
         here = current[2:] if current is not None and current[0] is row and current[1] == offset \
             else None
         other = Style(bgcolor=palette.mix(palette.warning, 0.4))
-        chosen = Style(bgcolor=palette.accent.hex, color=palette.bg.hex, bold=True)
+        # an ANSI theme's background is the terminal's own ("ansi_default" has no hex):
+        # the current one is drawn reversed, in the terminal's own colours
+        chosen = Style(reverse=True, bold=True) if palette.ansi else Style(
+            bgcolor=palette.accent.rich_color, color=palette.bg.rich_color, bold=True)
         cuts: list[int] = []
         for start, end in found:
             cuts += [cell_len(text[:start]), cell_len(text[:end])]
