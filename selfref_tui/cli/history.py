@@ -98,7 +98,7 @@ def _rewind(args: argparse.Namespace) -> int:
             say(line)
         if args.restore_files and report.files:
             _restore(args, memory, report)
-        if report.message:
+        if report.message and not report.already:
             say(f"to undo: selfref-tui rewind --undo --key {memory.key}")
     finally:
         store.close()

@@ -172,6 +172,8 @@ class HistoryBuilder(TranscriptBuilder):
         #: the highest experience number ever handed out (ids are never reused,
         #: even when a rewind takes their experience away)
         self._exp_high = 0
+        #: (patch, patches, segment, journal length) just after the latest rewind
+        self._went_to: tuple[int, int, _Segment, int] | None = None
         #: set by :meth:`resumed`: the patches before this builder are not known here
         self._resumed = False
         super().__init__()
@@ -232,6 +234,7 @@ class HistoryBuilder(TranscriptBuilder):
                 self.go_to(target)
                 # what was batched then is batched again (folded at the batch's end)
                 self._pending_experiences = list(self._batched_at.get(target, ()))
+                self._went_to = (target, len(self.marks), self._segment, len(self.journal))
             return  # a rewind to a patch not in this log (a damaged one) changes nothing
         if kind in _COMPACTING and self._before_compaction is not None:
             self._before_compaction(mutation)
@@ -354,6 +357,29 @@ class HistoryBuilder(TranscriptBuilder):
         self._unresolved, self._answered, self._repeats = [], set(), {}
         self._keep_experience_ids()  # may put a system message first: before the block is found
         self._find_open_block()
+
+    def is_at(self, patch: int) -> bool:
+        """Whether the state now is the state just before patch ``patch``: a rewind there
+        would change nothing (no change lies between the two on the journal's paths)."""
+        if self._pending_experiences or patch in self._batched_at:
+            return False
+        if self._went_to == (patch, len(self.marks), self._segment, len(self.journal)):
+            return True  # rewound there, and nothing since (what the rewind journaled too)
+        seg_t, off_t = self._mark(patch)
+        here = self._segment.chain()
+        there = seg_t.chain()
+        common = 0
+        while common < min(len(here), len(there)) and here[common] is there[common]:
+            common += 1
+        now = here[common].at if common < len(here) else len(self._segment.entries)
+        want = there[common].at if common < len(there) else off_t
+        if now != want:
+            return False
+        for path, last in ((here, len(self._segment.entries)), (there, off_t)):
+            for index in range(common, len(path)):
+                if (path[index + 1].at if index + 1 < len(path) else last):
+                    return False
+        return True
 
     def _mark(self, patch: int) -> tuple[_Segment, int]:
         """Where patch ``patch``'s mark is: its segment and the offset in it."""

@@ -49,6 +49,8 @@ class RewindReport:
     mcp_tools: list[str] = field(default_factory=list)
     #: the patch position that undoes this rewind (``undo``)
     undo_patch: int = -1
+    #: the context was already there: nothing was committed (and there is nothing to undo)
+    already: bool = False
 
     @property
     def changed(self) -> bool:
@@ -86,6 +88,9 @@ class RewindReport:
             return (f"message {first}" if len(numbers) == 1
                     else f"{len(numbers)} messages ({first}–{last})")
 
+        if self.already:
+            return (f"key '{self.key}' is already rewound to just before message "
+                    f"{self.message}: nothing changed")
         if self.message:
             what = (f"{span(self.left)} left the model's context (still readable, marked "
                     "rewound)" if self.left else "no message left the model's context")
@@ -115,9 +120,16 @@ def check_message(memory: Any, n: int) -> HistoryEntry | None:
 
 
 def rewind(memory: Any, n: int) -> RewindReport:
-    """Take ``memory``'s context back to just before message ``n``; what changed."""
+    """Take ``memory``'s context back to just before message ``n``; what changed.
+
+    When it is there already, nothing is committed: a patch that changes nothing
+    would become the rewind an undo takes back, and that undo would do nothing.
+    """
     check_message(memory, n)
-    return _commit(memory, memory.rewind_patch(n), n)
+    patch = memory.rewind_patch(n)
+    if memory.is_at(patch.to_patch):
+        return RewindReport(memory.key, n, already=True)
+    return _commit(memory, patch, n)
 
 
 def undo(memory: Any, report: RewindReport | None = None) -> RewindReport:

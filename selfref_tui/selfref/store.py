@@ -354,6 +354,11 @@ class MemoryKey:
         """
         return RewindMutation(to_patch=self._builder.patch_of(n), first_message=n)
 
+    def is_at(self, patch: int) -> bool:
+        """Whether the context is already as it was just before patch ``patch`` (a rewind
+        there would change nothing)."""
+        return self._builder.is_at(patch)
+
     @property
     def last_rewind(self) -> int | None:
         """The position of the newest rewind patch (a rewind to it undoes it), or None."""

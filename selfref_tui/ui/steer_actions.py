@@ -134,7 +134,7 @@ class SteerActions:
         self.controller.unsent = []
         if not quiet:
             lines = report.lines()
-            if report.message:
+            if report.message and not report.already:
                 lines.append("/rewind undo brings it back.")
             self.notify("\n".join(lines), timeout=10)
         if report.files:

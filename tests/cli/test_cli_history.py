@@ -93,6 +93,10 @@ def test_undoing_a_rewind_brings_the_messages_back(server):
     run(url, "ask", "q1")
     run(url, "ask", "q2")
     assert cli("rewind", "2").returncode == 0
+    again = cli("rewind", "2")  # run twice: the second changes nothing, and says so
+    assert again.returncode == 0
+    assert again.stdout == ("key 'main' is already rewound to just before message 2: "
+                            "nothing changed\n")
     code, out, _ = run(url, "rewind", "--undo")
     assert code == 0 and "3 messages (2–4) back in the model's context" in out
     assert not any(h["rewound"] for h in history("--all"))

@@ -110,3 +110,32 @@ def test_undoing_a_rewind_and_rewinding_past_a_compaction(tmp_path):
         (1, False, False), (2, True, False), (3, True, False), (4, True, False)]
     marker = [m for m in again.history if m.get("role") == "compaction"]
     assert marker and marker[0]["rewound"] is True
+
+
+def test_a_rewind_to_where_the_context_already_is_changes_nothing_and_undo_still_works(
+        tmp_path):
+    """The same rewind twice (a command run again): the second is no patch, says so, and
+    the undo after it brings back what the first took (a no-op patch left the undo stuck
+    on itself: every undo after it undid nothing)."""
+    from selfref_tui.selfref.rewind import rewind, undo
+
+    memory = SelfReference(tmp_path).open("main")
+    memory.commit(turn(1))
+    memory.commit([turn(2)[0], ExperienceRememberMutation("likes tea"), turn(2)[1]])
+    memory.commit(turn(3))
+    full = list(memory.messages)
+    first = rewind(memory, 3)  # past the remember: the rewind journals the id counter too
+    assert first.left == [3, 4, 5, 6] and memory.experiences == []
+    patches, size = memory.patch_count, memory.log_size
+    for reopen in (False, True):  # and after a reload
+        if reopen:
+            memory.close()
+            memory = SelfReference(tmp_path).open("main")
+        again = rewind(memory, 3)
+        assert (memory.patch_count, memory.log_size) == (patches, size)  # nothing written
+        assert again.left == [] and again.undo_patch == -1
+        assert again.lines() == ["key 'main' is already rewound to just before message 3: "
+                                 "nothing changed"]
+    back = undo(memory)
+    assert back.back == [3, 4, 5, 6] and memory.messages == full
+    assert reload(tmp_path).messages == full
