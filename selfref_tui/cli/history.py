@@ -157,7 +157,8 @@ def register(commands: Any) -> None:
                     "message N (nothing is deleted; --undo brings it back)")
     p.add_argument("n", metavar="N", type=int, nargs="?", help="a message number from "
                    "`selfref-tui history`")
-    p.add_argument("--undo", action="store_true", help="undo the key's last rewind")
+    p.add_argument("--undo", action="store_true", help="undo the key's last rewind (again: the one "
+                   "before it)")
     p.add_argument("--restore-files", action="store_true",
                    help="also put back the files the model wrote after that point (a file "
                         "changed since by someone else is left as it is, and said)")

@@ -159,6 +159,8 @@ class HistoryBuilder(TranscriptBuilder):
         self._segments: list[tuple[int, _Segment]] = [(0, self._root)]
         #: positions of the rewind patches folded, oldest first
         self.rewinds: list[int] = []
+        #: positions of the rewinds an undo takes back, newest last (see _stack_rewind)
+        self.undoable: list[int] = []
         #: experience patches still batched (not yet folded) at a patch's mark, by position
         self._batched_at: dict[int, tuple[ContextMutation, ...]] = {}
         #: the time of the record being folded (any JSON value a log holds; text is used)
@@ -223,11 +225,13 @@ class HistoryBuilder(TranscriptBuilder):
             return
         if self._pending_experiences:  # the batched ones belong before this patch's mark
             self.flush_experiences()
-        self.marks.append(len(self.journal))
         if kind is RewindMutation:
             if self._resumed:
                 raise ValueError("a resumed fold cannot rewind: it lacks the patches before "
                                  "it; fold the log from its start")
+            self._stack_rewind(mutation.to_patch)  # type: ignore[union-attr]
+        self.marks.append(len(self.journal))
+        if kind is RewindMutation:
             self.rewinds.append(len(self.marks) - 1)
             target = mutation.to_patch  # type: ignore[union-attr]
             if target < len(self.marks) - 1:
@@ -357,6 +361,22 @@ class HistoryBuilder(TranscriptBuilder):
         self._unresolved, self._answered, self._repeats = [], set(), {}
         self._keep_experience_ids()  # may put a system message first: before the block is found
         self._find_open_block()
+
+    def _stack_rewind(self, target: int) -> None:
+        """Keep :attr:`undoable` as a rewind patch (not yet marked) is folded.
+
+        A rewind back to the newest undoable rewind's own patch, with nothing
+        changed since that rewind, undoes it: it leaves the stack, and the next
+        undo takes the one before it. Any other rewind is one more to undo
+        (an undo after the person went on is one too: undoing it brings back
+        what they sent since).
+        """
+        stack = self.undoable
+        if stack and target == stack[-1] and (
+                target + 1 == len(self.marks) or self.is_at(target + 1)):
+            stack.pop()
+        else:
+            stack.append(len(self.marks))
 
     def is_at(self, patch: int) -> bool:
         """Whether the state now is the state just before patch ``patch``: a rewind there

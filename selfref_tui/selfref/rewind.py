@@ -133,9 +133,10 @@ def rewind(memory: Any, n: int) -> RewindReport:
 
 
 def undo(memory: Any, report: RewindReport | None = None) -> RewindReport:
-    """Undo the rewind ``report`` describes (default: the key's newest), by a rewind to
-    its own patch; what changed. Undoing an undo redoes the rewind."""
-    position = report.undo_patch if report is not None else memory.last_rewind
+    """Undo the rewind ``report`` describes (default: the newest not undone yet), by a
+    rewind to its own patch; what changed. Undo after undo walks back through the
+    rewinds; an undo done after the person went on is undone like any rewind."""
+    position = report.undo_patch if report is not None else memory.undoable_rewind
     if position is None or position < 0:
         raise RewindError(f"key '{memory.key}' has no rewind to undo")
     return _commit(memory, RewindMutation(to_patch=position), 0)

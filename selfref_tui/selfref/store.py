@@ -366,6 +366,16 @@ class MemoryKey:
         return rewinds[-1] if rewinds else None
 
     @property
+    def undoable_rewind(self) -> int | None:
+        """The position of the rewind an undo takes back (the newest not undone), or None.
+
+        Undoing it is a rewind to that position; the next undo then takes the
+        rewind before it, so a person can walk back through every rewind.
+        """
+        stack = self._builder.undoable
+        return stack[-1] if stack else None
+
+    @property
     def patch_count(self) -> int:
         """Patches folded so far: a rewind to this position undoes what comes after it."""
         return self._builder.patch_count

@@ -99,6 +99,8 @@ def test_undoing_a_rewind_brings_the_messages_back(server):
                             "nothing changed\n")
     code, out, _ = run(url, "rewind", "--undo")
     assert code == 0 and "3 messages (2–4) back in the model's context" in out
+    nothing = cli("rewind", "--undo")  # every rewind is undone: an undo does not redo one
+    assert nothing.returncode == 1 and "has no rewind to undo" in nothing.stderr
     assert not any(h["rewound"] for h in history("--all"))
     shown = json.loads(run(url, "context", "show", "--json")[1])["messages"]
     assert said(shown) == [("user", "q1"), ("assistant", "a1"), ("user", "q2"),

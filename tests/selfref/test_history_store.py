@@ -139,3 +139,29 @@ def test_a_rewind_to_where_the_context_already_is_changes_nothing_and_undo_still
     back = undo(memory)
     assert back.back == [3, 4, 5, 6] and memory.messages == full
     assert reload(tmp_path).messages == full
+
+
+def test_undo_walks_back_through_the_rewinds_one_by_one(tmp_path):
+    """Rewind to 5, then to 3: the first undo brings 3-4 back, the next 5-6 (an undo of
+    an undo redid the later rewind, so what the first rewind took never came back);
+    messages sent after a rewind are never what an undo loses."""
+    from selfref_tui.selfref.rewind import RewindError, rewind, undo
+
+    memory = SelfReference(tmp_path).open("main")
+    for i in range(1, 4):
+        memory.commit(turn(i))
+    full = list(memory.messages)
+    rewind(memory, 5)
+    rewind(memory, 3)
+    assert undo(memory).back == [3, 4]
+    assert undo(memory).back == [5, 6] and memory.messages == full
+    with pytest.raises(RewindError, match="no rewind to undo"):
+        undo(memory)
+    memory.close()
+    memory = SelfReference(tmp_path).open("main")  # the log replays to the same walk
+    assert memory.messages == full
+    rewind(memory, 3)
+    memory.commit(turn(4))  # then the person goes on from there
+    went_on = list(memory.messages)
+    assert undo(memory).back == [3, 4, 5, 6]  # the rewind undone: question 4 leaves
+    assert undo(memory).back == [7, 8] and memory.messages == went_on  # and comes back
