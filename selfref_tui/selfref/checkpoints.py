@@ -121,14 +121,29 @@ class FileChange:
     #: the hash the last of those writes left (the file must still hold it; None: missing)
     after: str | None
     writes: int = 1
+    #: other hashes the model's own writes left there since the first of these (writes an
+    #: earlier rewind took out of the context, whose file the person kept): not a change
+    #: by someone else either
+    also: tuple[str, ...] = ()
 
     def reversed(self) -> FileChange:
         """The change that redoes these writes (an undone rewind puts them back)."""
         return FileChange(self.path, self.after, self.before, self.writes)
 
+    def model_left(self, now: str | None) -> bool:
+        """Whether ``now`` (the file's hash, None: missing) is what the model's writes left
+        there: restoring it overwrites nothing of anyone else's."""
+        return now == self.after or now in self.also
 
-def changes(records: Iterable[dict[str, Any]]) -> list[FileChange]:
-    """The files ``records`` (``file`` records, oldest first) changed, one per path."""
+
+def changes(records: Iterable[dict[str, Any]],
+            later: Iterable[dict[str, Any]] = ()) -> list[FileChange]:
+    """The files ``records`` (``file`` records, oldest first) changed, one per path.
+
+    ``later``: file records of every write from the first of ``records`` on, in
+    log order (those too, and those of messages rewound before): what each of
+    them left is recorded as :attr:`FileChange.also`.
+    """
     out: dict[str, FileChange] = {}
     for record in records:
         path, after = record.get("path"), record.get("after")
@@ -142,6 +157,11 @@ def changes(records: Iterable[dict[str, Any]]) -> list[FileChange]:
         else:
             known.after = after
             known.writes += 1
+    for record in later:
+        known = out.get(record.get("path"))  # type: ignore[arg-type]
+        after = record.get("after")
+        if known is not None and isinstance(after, str) and after not in known.also:
+            known.also += (after,)
     return list(out.values())
 
 
@@ -184,7 +204,7 @@ def restore(checkpoints: Checkpoints, wanted: Sequence[FileChange],
     report = RestoreReport()
     for change in wanted:
         now = state_of(change.path)
-        if now != change.after:
+        if not change.model_left(now):
             why = ("it was removed since" if now is None
                    else "it was created again since" if change.after is None
                    else "it was changed since the model wrote it")

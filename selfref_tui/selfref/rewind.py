@@ -160,9 +160,16 @@ def _commit(memory: Any, patch: RewindMutation, n: int) -> RewindReport:
             report.refs_reverted.append(ref_id)
     report.refs_reverted += [r for r in memory.refs if r not in refs]
     left, back = set(report.left), set(report.back)
-    undone = [record for number, record in memory.file_writes() if number in left]
-    redone = [record for number, record in memory.file_writes() if number in back]
-    report.files = changes(undone) + [c.reversed() for c in changes(redone)]
+    writes = memory.file_writes()
+    undone = [record for number, record in writes if number in left]
+    redone = [record for number, record in writes if number in back]
+    # what the model's writes since the first undone one left, those out of the context
+    # now (an earlier rewind's, whose files the person kept): restoring over it takes
+    # nobody's work; over what a write still in the context left, it would
+    first = next((i for i, (number, _) in enumerate(writes) if number in left), len(writes))
+    later = [record for number, record in writes[first:]
+             if number in left or _rewound(memory, number)]
+    report.files = changes(undone, later) + [c.reversed() for c in changes(redone)]
     names = set()
     for number in report.left:
         for call in memory.message(number).get("tool_calls") or ():
@@ -172,6 +179,13 @@ def _commit(memory: Any, patch: RewindMutation, n: int) -> RewindReport:
                 names.add(name)
     report.mcp_tools = sorted(names)
     return report
+
+
+def _rewound(memory: Any, n: int) -> bool:
+    try:
+        return bool(memory.entry(n).rewound)
+    except IndexError:  # a hidden number: no message of its own to say
+        return False
 
 
 def _what_restore_does(change: FileChange) -> str:

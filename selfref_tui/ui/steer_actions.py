@@ -187,7 +187,7 @@ class SteerActions:
         for change in report.files:
             now = await asyncio.to_thread(state_of, change.path)
             why = ""
-            if now != change.after and now != change.before:
+            if not change.model_left(now) and now != change.before:
                 why = ("changed since the model wrote it: left as it is" if now is not None
                        else "removed since: left as it is")
             what = ("remove it (it did not exist before)" if change.before is None

@@ -178,6 +178,28 @@ def test_a_file_changed_since_is_never_overwritten_unasked(server, work):
     assert not (work / "new.txt").exists()  # the other one was restored
 
 
+def test_files_kept_at_one_rewind_are_restored_by_a_rewind_further_back(server, work):
+    """Rewind past the second write and keep the file, then past the first: the file
+    holds what the model wrote (the second write), so it is restored to what it was
+    before the first (it was refused as changed since)."""
+    def write(text: str) -> list[Reply]:
+        return [Reply(text=f'<ref id="note">{text}</ref>', tool_calls=[
+            ToolCall("fd_to_file", {"fd": "ref:note", "file_path": "exists.txt",
+                                    "exist_ok": True})]), Reply(text="Written.")]
+
+    _, url = server(write("one") + write("two"))
+    assert run(url, "ask", "--allow-overwrite", "write one")[0] == 0
+    assert run(url, "ask", "--allow-overwrite", "write two")[0] == 0
+    assert (work / "exists.txt").read_text() == "two"
+    code, out, err = run(url, "rewind", "5")
+    assert code == 0, err
+    assert (work / "exists.txt").read_text() == "two"  # listed, kept
+    code, out, err = run(url, "rewind", "1", "--restore-files")
+    assert code == 0, out + err
+    assert f"restored {work / 'exists.txt'}" in out
+    assert (work / "exists.txt").read_text() == "old\n"
+
+
 def test_rewinding_past_an_mcp_call_says_it_may_have_changed_files(server):
     _, url = server([Reply(tool_calls=[ToolCall("mcp__fs__write", {"path": "x"})]),
                      Reply(text="done")])
