@@ -166,11 +166,14 @@ async def test_finished_fork_renders_final_text_once():
             panel.child_text("k::fork::1", part)
             await pilot.pause()
         panel.fork_finished("fork_1", "completed", "done")
-        await pilot.pause()
-        await pilot.pause()
+
+        def ends() -> list[str]:
+            return [str(w.render()) for w in panel.transcript.query(".fork-end").results(Static)]
+
+        await _shows(pilot, panel, ends, "the end line")
+        await workers_done(pilot, app, "fork-view")
         assert _markdown_text(panel) == "```python\ndef f():\n    return 1\n```\n"
-        ends = [str(w.render()) for w in panel.transcript.query(".fork-end").results(Static)]
-        assert ends == ["── finished ──"]
+        assert ends() == ["── finished ──"]
 
 
 async def test_load_forks_from_store_records():
@@ -190,10 +193,9 @@ async def test_load_forks_from_store_records():
                 }
             ]
         )
-        await pilot.pause()
-        await pilot.pause()
+        await _shows(pilot, panel, lambda: _markdown_text(panel) == "The answer.",
+                     "the stored fork's answer")
         assert _cells(panel, "fork_1")[3] == "42s"
-        assert _markdown_text(panel) == "The answer."
 
 
 def test_elapsed_format():
@@ -216,8 +218,12 @@ async def test_the_detail_follows_a_fork_spawned_in_a_later_turn():
         panel.fork_spawned("fork_2", "main::fork::2", "Second turn's task")
         await pilot.pause()
         assert panel.chosen == "fork_2"
-        heading = str(panel.query_one(".fork-heading", Static).render())
-        assert "fork_2" in heading and "Second turn" in heading
+
+        def heading() -> str:
+            return " ".join(str(w.render()) for w in panel.query(".fork-heading").results(Static))
+
+        await _shows(pilot, panel, lambda: "fork_2" in heading(), "the second fork's heading")
+        assert "Second turn" in heading()
         # A running fork the person is watching is not taken away by the next spawn.
         panel.fork_spawned("fork_3", "main::fork::3", "Third")
         await pilot.pause()
