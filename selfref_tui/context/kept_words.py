@@ -4,8 +4,8 @@ A summary written by the model loses exactly what the person cares most about:
 their own wording — a constraint stated once, a correction, the question still
 open. So the runtime, not the model, decides what of it survives: the person's
 messages since the previous compaction, newest first, as many as fit a share
-of the window (the others are named by number, so ``read_history`` can bring
-them back), and the last exchange (the person's latest message and the model's
+of the window, or the room the request has left when that is less (the others
+are named by number, so ``read_history`` can bring them back), and the last exchange (the person's latest message and the model's
 last words) in full unless it is huge. Pinned messages, when the person pins
 some, are kept whole whatever the budget.
 
@@ -29,6 +29,10 @@ PERSON_SHARE = 0.15
 EXCHANGE_SHARE = 0.05
 #: what the tags around one kept message cost, roughly, in tokens
 TAG_TOKENS = 12
+#: what the summary message costs besides the model's sections and the kept messages (the
+#: sections' titles, the note on the searchable history), with the runtime's note after a
+#: compaction: reserved when the kept words are fitted to the room a request has left
+FRAME_TOKENS = 300
 
 
 class EntryLike(Protocol):
@@ -114,6 +118,7 @@ def keep_words(
     count: Callable[[str], int],
     pinned: Iterable[EntryLike] = (),
     last: int = 0,
+    room: int | None = None,
 ) -> KeptWords:
     """Choose what the summary keeps verbatim from ``entries``.
 
@@ -123,13 +128,27 @@ def keep_words(
     (:data:`PERSON_SHARE`, :data:`EXCHANGE_SHARE`). A message that does not fit
     what is left of the budget is left out (named), and older, shorter ones are
     still tried: one long paste must not push out every instruction before it.
+
+    ``room``: the most tokens the kept messages may take in all, when the request
+    has less left than the shares (a small window, a long system prompt): pinned
+    messages are kept whole first (the person's choice), then the last exchange,
+    then the person's other messages in what remains.
     """
     persons = [e for e in entries if is_person_message(e.message)]
     pinned_list = sorted({e.n: e for e in pinned}.values(), key=lambda e: e.n)
     pinned_numbers = {e.n for e in pinned_list}
     exchange = _last_exchange(entries, persons)
     in_exchange = {e.n for e in exchange}
+    pinned_said = tuple(Said(e.n, e.role, said_text(e.message), e.time) for e in pinned_list)
+    left = None if room is None else room - sum(count(s.text) + TAG_TOKENS for s in pinned_said)
+    share = int(EXCHANGE_SHARE * window) // max(1, len(exchange))
+    if left is not None:
+        share = max(0, min(share, left // max(1, len(exchange))))
+    exchange_said = tuple(_fitted(e, share, count) for e in exchange)
     budget = int(PERSON_SHARE * window)
+    if left is not None:
+        left -= sum(count(s.text) + TAG_TOKENS for s in exchange_said)
+        budget = max(0, min(budget, left))
     kept: list[Said] = []
     left_out: list[int] = []
     for entry in reversed(persons):
@@ -142,12 +161,11 @@ def keep_words(
             budget -= cost
         else:
             left_out.append(entry.n)
-    share = int(EXCHANGE_SHARE * window) // max(1, len(exchange))
     return KeptWords(
         person=tuple(kept),
         left_out=tuple(sorted(left_out)),
-        exchange=tuple(_fitted(e, share, count) for e in exchange),
-        pinned=tuple(Said(e.n, e.role, said_text(e.message), e.time) for e in pinned_list),
+        exchange=exchange_said,
+        pinned=pinned_said,
         last=max(last, entries[-1].n if entries else 0),
         first=entries[0].n if entries else 0,
     )

@@ -143,7 +143,7 @@ class SelfRefSession:
             pending_tasks=_str_list(fields.get("pending_tasks")),
             remember=_str_list(fields.get("remember")),
         )
-        mutation = summary_mutation(summary, self._kept_words())
+        mutation = summary_mutation(summary, self._kept_words(summary))
         if mutation.remember:  # facts the summary keeps: provenance "compaction"
             meta = {"source": "compaction", "created": now_iso()}
             message = self.latest_message()
@@ -153,11 +153,20 @@ class SelfRefSession:
         self._compaction = mutation
         return self._compaction
 
-    def _kept_words(self) -> Any:
+    def _kept_words(self, summary: Any) -> Any:
         """What the summary carries verbatim, chosen from the stored messages (never by the
         model): the person's messages since the previous compaction, the last exchange,
-        pinned messages; None for a store without numbered history."""
-        from ..context.kept_words import keep_words
+        pinned messages; None for a store without numbered history.
+
+        The whole summary takes at most half of what the request has free below the
+        compaction point besides the system message and the tool schemas, so the kept
+        words get what the model's sections leave of that half: kept words that filled
+        the request to that point would have the next message ask for the next
+        compaction at once (or, past the window, cut the summary itself out of the
+        request).
+        """
+        from ..context.kept_words import FRAME_TOKENS, keep_words
+        from ..context.summary import render_summary
         from ..context.tokens import estimate_tokens
 
         entries_of = getattr(self.memory, "entries", None)
@@ -170,7 +179,15 @@ class SelfRefSession:
         window = int(usage.get("budget") or usage.get("window") or 0) or 128_000
         # the working stretch: what this compaction takes out of the model's view
         working = [e for e in entries if not e.compacted and not e.rewound]
-        return keep_words(working, window=window, count=self._count_text or estimate_tokens,
+        count = self._count_text or estimate_tokens
+        room = None
+        if usage.get("fixed"):
+            limit = min(window, int(usage.get("compacts_at") or window))
+            # half of what is free below the point: the other half is the conversation's,
+            # or the next message would ask for the next compaction at once
+            room = ((limit - int(usage["fixed"])) // 2 - count(render_summary(summary))
+                    - FRAME_TOKENS)
+        return keep_words(working, window=window, count=count, room=room,
                           # a pinned message a rewind took away is out of the model's view
                           pinned=[e for e in entries if e.pinned and not e.rewound],
                           last=getattr(self.memory, "last_number", 0))

@@ -27,7 +27,7 @@ PLAN = ("Here is the migration plan. " + "Step by step we move each rule. " * 10
 def _settings(**changes):
     from selfref_tui.config import AgentSettings
 
-    return AgentSettings(base_system_prompt="You are a test agent.", **changes)
+    return AgentSettings(**{"base_system_prompt": "You are a test agent.", **changes})
 
 
 async def _compacted(h) -> None:
@@ -172,3 +172,37 @@ async def test_two_searches_of_one_batch_over_a_long_history_agree(harness):
             "#4015", "#2015", "#15"]
         assert results["s2"].startswith("1 message match '\"odd one\"'")
         assert "#5002 assistant" in results["s2"]
+
+
+async def test_the_kept_words_fit_what_the_window_has_left_after_the_compaction(harness):
+    """A small window, a long system prompt and tool schemas: the person's messages kept
+    verbatim are what fits below the compaction point, the rest named, so the compacted
+    request is smaller than the one it replaced and the next message still comes after
+    the summary (not in a request that leaves the summary out to fit)."""
+    script = [Reply(text="ok")] * 4 + [
+        Reply(text="Summarising.", tool_calls=[ToolCall("compact", SUMMARY, id="k1")]),
+        Reply(text="Compacted."), Reply(text="Next.")]
+    said = [f"Message {i}: " + "please keep this exact wording in mind. " * 15
+            for i in range(4)]
+    from selfref_tui.config import AgentSettings
+
+    settings = AgentSettings(base_system_prompt="You are a test agent. " + "Follow rules. " * 60)
+    async with harness(script, settings=settings, context_window=4096) as h:
+        for text in said:
+            assert await h.agent.run_turn("main", text) == "done"
+        h.agent.request_compaction("main")
+        assert await h.agent.run_turn("main", None) == "done"
+        assert len(h.of(ev.CompactionApplied)) == 1
+        after = h.agent.preview_request("main")
+        assert after.tokens < after.compacts_at
+        assert not [e for e in h.of(ev.Notice) if "still" in e.message]
+        assert await h.agent.run_turn("main", said[0]) == "done"
+        # the next message neither crosses the compaction point again nor pushes the
+        # summary out of the request
+        last = h.server.requests[-1]["messages"]
+        assert "[Context summary]" in str(last[1]["content"])
+        assert "compact" not in str(last[-1]["content"]).lower()
+        assert not h.agent.preview_request("main").compaction_asked
+    kept = h.reload().summary["verbatim"]
+    assert kept["left_out"] and sorted(kept["left_out"] + kept["person"]) == [1, 3, 5]
+    assert kept["exchange"][0] == 7

@@ -136,3 +136,22 @@ def test_images_and_tool_calls_are_named_not_dumped():
     person = kept.exchange[0].text
     assert person.startswith("see this\n[image") and "base64" not in person
     assert kept.exchange[1].text == 'looking\n[called read_fd({"fd": "fd:1"})]'
+
+
+def test_a_small_room_keeps_pins_whole_then_the_exchange_then_the_newest_words():
+    words = "word " * 40  # ~50 tokens each
+    entries = [user(1, "one " + words), answer(2, "ok"), user(3, "three " + words),
+               answer(4, "ok"), user(5, "five " + words), answer(6, "the answer " + words),
+               user(7, "seven " + words)]
+    pinned = [HistoryEntry(2, "assistant", entries[1].message, TIME, pinned=True)]
+    roomy = keep_words(entries, window=100_000, count=estimate_tokens, pinned=pinned)
+    assert [s.n for s in roomy.person] == [5, 3, 1] and not roomy.left_out
+    tight = keep_words(entries, window=100_000, count=estimate_tokens, pinned=pinned,
+                       room=260)
+    assert [s.n for s in tight.pinned] == [2]
+    assert [s.n for s in tight.exchange] == [6, 7] and not any(s.cut for s in tight.exchange)
+    assert [s.n for s in tight.person] == [5] and tight.left_out == (1, 3)
+    # no room at all: the person's words are named, the exchange is cut to its ends
+    none = keep_words(entries, window=100_000, count=estimate_tokens, pinned=pinned, room=-50)
+    assert none.person == () and none.left_out == (1, 3, 5)
+    assert [s.n for s in none.pinned] == [2]

@@ -210,6 +210,8 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning, CompactionWat
                 "tokens": self._last_tokens.get(key, 0),
                 "window": self.context_window,
                 "budget": turn.budget or self.context_window,
+                "fixed": turn.fixed_tokens,
+                "compacts_at": self.compaction.threshold(self.context_window),
             },
             count_text=self.tokens.count_text,
         )
@@ -315,6 +317,9 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning, CompactionWat
             for text in delivered:
                 self.emit(QueuedMessageDelivered(key=key, text=text_of(text)))
             self._last_tokens[key] = plan.tokens
+            if plan.messages:  # (both counts are cached: the compile counted them)
+                turn.fixed_tokens = self.calibration.apply(
+                    self.tokens.count_message(plan.messages[0]) + self.tokens.count_tools(tools))
             self.emit(ContextUsage(key=key, tokens=plan.tokens, window=self.context_window,
                                    estimated=plan.estimated))
             if not plan.fits:

@@ -44,3 +44,6 @@ class TurnState:
     compact_error: str = ""
     #: invalid ``compact`` calls in this turn (at COMPACT_TRIES the tool is withdrawn)
     compact_failures: int = 0
+    #: tokens the last request spent before its first working message (the system
+    #: message and the tool schemas): what a compaction's summary cannot make smaller
+    fixed_tokens: int = 0
