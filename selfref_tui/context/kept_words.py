@@ -5,8 +5,9 @@ their own wording — a constraint stated once, a correction, the question still
 open. So the runtime, not the model, decides what of it survives: the person's
 messages since the previous compaction, newest first, as many as fit a share
 of the window, or the room the request has left when that is less (the others
-are named by number, so ``read_history`` can bring them back), and the last exchange (the person's latest message and the model's
-last words) in full unless it is huge. Pinned messages, when the person pins
+are named by number, so ``read_history`` can bring them back), and the last
+exchange (the person's latest message and the model's last words) in full
+unless it is huge. Pinned messages, when the person pins
 some, are kept whole whatever the budget.
 
 Everything here is pure: it reads numbered history entries (``n``, ``role``,
