@@ -351,15 +351,23 @@ def _new_messages(source: HistorySource, done: int, last: int) -> list[tuple[int
 
 
 def _lowered(texts: list[str]) -> list[str]:
-    """Each text lower-cased, line breaks and tabs as spaces (so a quoted phrase matches
-    across a line break): lowered as one string, which is faster than one call each."""
+    """Each text lower-cased, every run of white space as one space, as a query's phrase
+    is (so a quoted phrase matches across a line break, a paragraph break, ``\\r\\n`` or
+    two spaces): lowered as one string, which is faster than one call each, and only the
+    texts that still hold a run of spaces folded one by one."""
     sep = "\x00"
     joined = sep.join(texts)
+    out: list[str] | None = None
     if joined.count(sep) == len(texts) - 1:
-        out = joined.lower().replace("\n", " ").replace("\t", " ").split(sep)
-        if len(out) == len(texts):
-            return out
-    return [t.lower().replace("\n", " ").replace("\t", " ") for t in texts]
+        out = _spaced(joined.lower()).split(sep)
+    if out is None or len(out) != len(texts):
+        out = [_spaced(t.lower()) for t in texts]
+    return [" ".join(t.split()) if "  " in t else t for t in out]
+
+
+def _spaced(text: str) -> str:
+    """The common white space other than a space made a space (one C pass each)."""
+    return text.replace("\r", " ").replace("\n", " ").replace("\t", " ").replace("\xa0", " ")
 
 
 def _hit(entry: EntryLike, first_term: re.Pattern[str]) -> Hit:

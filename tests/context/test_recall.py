@@ -150,3 +150,19 @@ def test_a_store_that_lists_messages_in_bulk_is_read_that_way():
     assert [h.n for h in index.search(store, '"blue button"').hits] == [7, 2, 1]
     assert store.entry_calls == 3  # the hits only (no rewind mark: nothing is rewound)
     assert len(index) == 8
+
+
+def test_a_quoted_phrase_matches_across_any_run_of_white_space():
+    """A paragraph break, a Windows line end, two spaces or a tab between the words."""
+    texts = ["Keep the  blue button.", "Step one.\n\nStep two.", "over the\r\nwire",
+             "tab\tbetween", "a\u00a0non-breaking space", "plain: step two is the blue wire"]
+    entries = [entry(n, "user", {"role": "user", "content": t})
+               for n, t in enumerate(texts, 1)]
+    index = HistoryIndex()
+    for query, found in [('"the blue button"', [1]), ('"one. step two"', [2]),
+                         ('"the wire"', [3]), ('"tab between"', [4]),
+                         ('"a non-breaking"', [5]), ('"blue wire"', [6])]:
+        result = index.search(entries, query)
+        assert [h.n for h in result.hits] == found, query
+    hit = index.search(entries, '"one. step two"').hits[0]
+    assert hit.snippet == "Step one. Step two."
