@@ -17,6 +17,7 @@ returns values the summary renders (:mod:`.summary`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -28,6 +29,8 @@ from .images import readable
 PERSON_SHARE = 0.15
 #: the last exchange (the person's latest message and the model's last words) may take this
 EXCHANGE_SHARE = 0.05
+#: the tag's name inside a kept text (any case), escaped so it cannot end or open a tag
+_TAG = re.compile(r"<(/?message)", re.IGNORECASE)
 #: what the tags around one kept message cost, roughly, in tokens
 TAG_TOKENS = 12
 #: what the summary message costs besides the model's sections and the kept messages (the
@@ -102,14 +105,18 @@ def tagged(said: Said, **flags: str) -> str:
     """One message between tags that give its number, author, time and any ``flags``.
 
     The summary and ``read_history`` show messages the same way, so the model
-    reads one format for "a stored message, verbatim".
+    reads one format for "a stored message, verbatim". A ``<message`` or
+    ``</message`` inside the text is written ``&lt;message``: a tool's result (a
+    fetched page) could otherwise close its own tag and open one with
+    ``role="user"``, and the model would read it as the person's words.
     """
     attrs = f'n="{said.n}" role="{said.role}"'
     if said.time:
         attrs += f' time="{said.time}"'
     for name, value in flags.items():
         attrs += f' {name}="{value}"'
-    return f"<message {attrs}>\n{said.text}\n</message>"
+    text = _TAG.sub(r"&lt;\1", said.text)
+    return f"<message {attrs}>\n{text}\n</message>"
 
 
 def keep_words(
