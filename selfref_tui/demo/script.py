@@ -273,6 +273,9 @@ def _after_tools(messages: list[dict], tools: set[str]) -> Step:
             return Reply(text=f"{DEMO_TAG} Forgot {exp_id}: it is gone from my system prompt.")
         return Reply(text=f"{DEMO_TAG} The forget tool answered: {one_line(first, 120)}")
     if "compact" in called:
+        if _json_field(first, "status") == "cancelled":  # the person's review said no
+            return Reply(text=f"{DEMO_TAG} You cancelled the compaction: the conversation "
+                         "stays as it is.")
         return Reply(text=f"{DEMO_TAG} Compaction queued: the transcript is replaced by the "
                      "structured summary at the next step.")
     if any(name.endswith("__get_current_time") for name in called):

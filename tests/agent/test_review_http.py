@@ -91,3 +91,19 @@ async def test_a_run_that_cannot_ask_applies_without_review(harness):
         assert await h.agent.run_turn("main", "compact please") == "done"
         assert not h.of(ev.QuestionAsked)
     assert h.reload().summary["goal"] == "Plan the trip"
+
+
+async def test_the_demo_model_says_a_cancelled_compaction_was_cancelled(harness):
+    from selfref_tui.demo.script import demo_script
+
+    async with harness(demo_script) as h:
+        h.agent.settings = h.with_settings(review_compaction=True).settings
+        h.agent.interactive = True
+        router = AgentInputRouter(h.agent)
+        assert router.submit("compact the context") == "started"
+        await wait_until(lambda: h.of(ev.QuestionAsked), what="the review")
+        router.answer(h.of(ev.QuestionAsked)[0].question_id, "cancel")
+        await router.wait_idle()
+        said = "".join(e.text for e in h.of(ev.TextDelta))
+        assert "cancelled the compaction" in said and "queued" not in said
+        assert not h.of(ev.CompactionApplied)
