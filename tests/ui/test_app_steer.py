@@ -209,6 +209,12 @@ async def test_rewinding_during_a_turn_stops_it_first_and_keeps_what_was_queued(
             await wait_until(pilot, lambda: "tell me a long story" in app.chat_input.text,
                              what="the input")
             assert "and make it funny" in app.chat_input.text
+            # the stop is said after the transcript was drawn again: it marks no answer
+            # on screen (it marked the last one before the rewound section "interrupted")
+            await wait_until(pilot, lambda: app.header.status == "stopped", what="stopped")
+            await pilot.pause()
+            assert "one" in shown(app) and "Rewound #3–#4" in shown(app)
+            assert "interrupted" not in shown(app)
         release.set()
     memory = SelfReference(tmp_path / "data").open("main", write=False)
     stopped = memory.entry(4)  # the stopped answer: kept as it was, marked, and rewound

@@ -268,3 +268,32 @@ def test_the_divider_says_which_of_your_messages_the_summary_kept_word_for_word(
         "Left out (the model can read them back): messages 1–2",
     ]
     assert summary_text({"goal": "g"}) == "Goal: g"
+
+
+def test_a_stop_marks_only_the_stopped_turns_answer():
+    """Esc before the first word marks nothing (it marked the previous turn's answer
+    "interrupted"); an answer drawn from the store is never the stopped turn's."""
+    model = TranscriptModel()
+    model.add_user("q1")
+    model.apply(ev.TurnStarted(key=K, turn_id=1, user_text="q1"))
+    feed(model, "answer one")
+    model.apply(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
+    model.apply(ev.TurnEnded(key=K, turn_id=1, outcome="done"))
+    model.add_user("q2")
+    model.apply(ev.TurnStarted(key=K, turn_id=2, user_text="q2"))
+    model.apply(ev.Aborted(key=K, reason="user pressed Esc", stage="stream"))
+    first = model.last_answer()
+    assert first is not None and first.text == "answer one" and not first.marker
+
+    model.apply(ev.TurnStarted(key=K, turn_id=3, user_text=""))
+    feed(model, "half an ans")
+    model.apply(ev.Aborted(key=K, reason="user pressed Esc", stage="stream"))
+    stopped = model.last_answer()
+    assert stopped is not first and stopped.marker == "■ interrupted — user pressed Esc"
+
+    model.reset()
+    model.load_history([{"role": "user", "content": "q"},
+                        {"role": "assistant", "content": "stored answer"}])
+    model.apply(ev.Aborted(key=K, reason="the person rewound the conversation",
+                           stage="stream"))
+    assert not model.last_answer().marker

@@ -261,10 +261,24 @@ class TranscriptModel:
 
     def _on_Aborted(self, event: Any) -> None:
         self.finish_answer(interrupted=True, reason=event.reason)
-        last = self.last_answer()
+        last = self._turn_answer()
         if last is not None and (last.interrupted or event.stage == "stream"):
             last.mark_interrupted(event.reason)
         self._cancel_cards(event.reason)
+
+    def _turn_answer(self) -> AnswerItem | None:
+        """The stopped turn's last answer: a live one after the person's last message.
+
+        Not an earlier turn's (a stop before the first word of the answer), nor one
+        drawn from the store (a rewind stops the turn and draws the transcript
+        again before the stop is said).
+        """
+        for item in reversed(self.items):
+            if isinstance(item, AnswerItem):
+                return item if item.live else None
+            if isinstance(item, UserItem) and not item.queued:
+                return None
+        return None
 
     def _on_ErrorEvent(self, event: Any) -> None:
         current = self.current
