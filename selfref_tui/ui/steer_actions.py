@@ -241,7 +241,7 @@ class SteerActions:
         """F8: what can be done with the highlighted message (or the last one)."""
         from selfref_tui.ui.screens.choice_list import ChoiceList
 
-        item = self.transcript.highlighted_item()
+        item = self.transcript.highlighted_item() or self._last_message_item()
         rows, about = self._actions_for(item)
         if not rows:
             self.notify("Nothing to act on in this conversation yet.")
@@ -249,6 +249,14 @@ class SteerActions:
         chosen = await self.push_screen_wait(ChoiceList("Message", rows, about=about))
         if chosen:
             await self.run_message_action(chosen, item)
+
+    def _last_message_item(self) -> Item | None:
+        """The newest message on screen (or rewound section): what F8 acts on when
+        nothing is highlighted."""
+        for item in reversed(self.transcript.model.items):
+            if item.kind == "rewound" or item.number:
+                return item
+        return None
 
     def _actions_for(self, item: Item | None) -> tuple[list[tuple[str, str]], str]:
         from selfref_tui.context.history import is_person_message

@@ -179,6 +179,24 @@ async def test_actions_menu_on_a_highlighted_message_rewinds_to_it(tmp_path):
             assert app.chat_input.text == ""  # an answer's text does not go to the input
 
 
+async def test_actions_menu_with_nothing_highlighted_acts_on_the_last_message(tmp_path):
+    script = [Reply(text="one"), Reply(text="two")]
+    async with DemoServer(script) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await two_turns(pilot, app)
+            assert app.transcript.highlighted_item() is None
+            await pilot.press("f8")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "ChoiceList",
+                             what="the actions")
+            assert app.screen.rows[0] == (
+                "rewind", "Rewind to here: the context goes back to just before message 4")
+            assert "#4 assistant: two" in app.screen.about
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: len(app.agent.memory("main").messages) == 3,
+                             what="rewound before the last answer")
+
+
 async def test_rewinding_during_a_turn_stops_it_first_and_keeps_what_was_queued(tmp_path):
     import asyncio
 
