@@ -40,6 +40,7 @@ from .store import (
     header_line,
     log_prefix,
     now_iso,
+    pin_record,
     sealed_record,
 )
 
@@ -186,7 +187,9 @@ class SelfReference:
                 f"{source.last_number}") from None
         data = read_regular(self.key_dir(key) / LOG_NAME) or b""
         created = now_iso()
-        lines = [header_line(new, created), *log_prefix(data, patch),
+        prefix = log_prefix(data, patch)
+        lines = [header_line(new, created), *prefix,
+                 *_pins_now(prefix, source.pins, n, created),
                  sealed_record({"t": "origin", "key": key, "message": n, "created": created,
                                 "ts": created})]
         self._ensure_root()
@@ -351,3 +354,23 @@ def _key_from_log_header(key_dir: Path) -> str | None:
         return None
     key = header.get("key") if isinstance(header, dict) else None
     return key if isinstance(key, str) else None
+
+
+def _pins_now(prefix: list[bytes], pins: frozenset[int], n: int, ts: str) -> list[bytes]:
+    """Pin records that leave a branch's messages (before ``n``) pinned as the source's
+    are now: a pin is the person's mark on a number, not the state at a point (a
+    rewind keeps pins too), so one made or taken back after ``n`` counts."""
+    then: set[int] = set()
+    for line in prefix:
+        if b'"t":"pin"' not in line:
+            continue
+        record = json.loads(line)
+        if record.get("t") != "pin":
+            continue
+        if record["pinned"]:
+            then.add(record["n"])
+        else:
+            then.discard(record["n"])
+    wanted = {k for k in pins if k < n}
+    return [sealed_record({**pin_record(k, k in wanted), "ts": ts})
+            for k in sorted(then ^ wanted)]

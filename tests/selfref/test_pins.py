@@ -65,3 +65,24 @@ def test_a_rewind_leaves_pins_as_they_are(tmp_path):
         assert {e.n: (e.pinned, e.rewound) for e in memory.entries()}[5] == (True, True)
         undo(memory)
         assert memory.pins == {1, 5}
+
+
+def test_a_branch_carries_the_pins_of_the_messages_it_holds(tmp_path):
+    """Pins are the person's marks on numbers, not context state (a rewind keeps them):
+    a branch before message 5 holds messages 1-4 pinned as they are now, though the
+    pin of 1 was made, and the pin of 3 taken back, after message 5."""
+    with SelfReference(tmp_path / "data") as store:
+        memory = store.open("main")
+        _talk(memory, 1)
+        _talk(memory, 1)
+        memory.set_pinned(3)  # pinned before message 5, unpinned after it
+        _talk(memory, 2)
+        memory.set_pinned(1)
+        memory.set_pinned(3, False)
+        memory.set_pinned(5)  # not in the branch
+        branch = store.branch("main", 5, "side")
+        assert branch.pins == {1}
+        assert [e.n for e in branch.entries() if e.pinned] == [1]
+        assert memory.pins == {1, 5}
+    with reading(tmp_path / "data", "side") as again:
+        assert again.pins == {1} and again.message_count == 4
