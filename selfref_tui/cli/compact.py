@@ -41,4 +41,8 @@ def register(commands: Any) -> None:
     compact.add_argument("--focus", metavar="TEXT",
                          help="what the summary should keep above all (for example: "
                               "\"the API decisions\"); the model reads it with the request")
+    compact.add_argument("--allow-memory", action="store_true",
+                         help='with [agent] memory_writes = "ask": keep the facts the summary '
+                              "asks to remember as experiences (otherwise refused; nobody can "
+                              "be asked here)")
     compact.set_defaults(handler=lambda args: asyncio.run(_compact(args)), writes="compact")

@@ -107,3 +107,37 @@ def test_pin_and_unpin_by_number():
     assert refused.returncode == 2 and "--read-only" in one_line(refused.stderr)
     assert cli("unpin", "1").stdout.strip() == "unpinned message 1"
     assert not any(r["pinned"] for r in json.loads(cli("history", "--json").stdout))
+
+
+def test_compact_with_memory_writes_ask_keeps_the_summary_s_facts_only_with_allow_memory(
+        tmp_path):
+    """Nobody can be asked on the command line: the summary's facts to remember are refused
+    (the model is told to suggest --allow-memory), and --allow-memory is compact's yes too."""
+    from selfref_tui.demo import DemoServer, Reply, ToolCall
+
+    (tmp_path / "config.toml").write_text('[agent]\nmemory_writes = "ask"\n')
+    summary = {"goal": "g", "instruction": "i", "discoveries": [], "completed": [],
+               "current_status": "s", "likely_next_work": "n",
+               "relevant_files_directories": [], "remember": ["The person uses vim."]}
+    compact = [Reply(tool_calls=[ToolCall("compact", summary, id="k")]), Reply(text="Done.")]
+    server = DemoServer([Reply(text="hi"), *compact, Reply(text="again"), *compact],
+                        api_key="sk-test", models=("m1",))
+    url = server.start_in_thread()
+    try:
+        base = ("--base-url", url, "--model", "m1")
+        env = {"OPENAI_API_KEY": "sk-test"}
+        assert cli("ask", *base, "hello", env=env).returncode == 0
+        refused = cli("compact", *base, env=env)
+        assert refused.returncode == 0, refused.stderr
+        with SelfReference(os.environ["SELFREF_DATA_DIR"]) as store:
+            (told,) = [json.loads(e.message["content"]) for e in
+                       store.open("main", write=False).entries() if e.role == "tool"]
+        assert NOT_ASKED_REFUSAL in told["remember"] and "--allow-memory" in told["remember"]
+        assert json.loads(cli("experiences", "list", "--json").stdout) == []
+        assert cli("ask", *base, "more", env=env).returncode == 0
+        allowed = cli("compact", *base, "--allow-memory", env=env)
+        assert allowed.returncode == 0, allowed.stderr
+    finally:
+        server.stop_thread()
+    kept = json.loads(cli("experiences", "list", "--json").stdout)
+    assert [(e["text"], e["source"]) for e in kept] == [("The person uses vim.", "compaction")]
