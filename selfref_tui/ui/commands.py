@@ -124,8 +124,8 @@ COMMANDS: tuple[CommandSpec, ...] = (
                 "input to edit and resend; the rest is kept, rewound", max_args=1),
     CommandSpec("regenerate", "/regenerate", "Ask again for the last answer (the old one is "
                 "kept, rewound)"),
-    CommandSpec("branch", "/branch [NAME]", "A new key from here (before the highlighted "
-                "message, or all of it); this key is unchanged", max_args=1),
+    CommandSpec("branch", "/branch [NAME]", "A new conversation from here (before the highlighted "
+                "message, or all of it); this one is unchanged", max_args=1),
     CommandSpec("help", "/help", "Keys and commands"),
 )
 

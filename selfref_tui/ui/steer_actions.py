@@ -274,7 +274,8 @@ class SteerActions:
                          else "Show the rewound messages"))
             rows.append(("undo", "Undo the last rewind (its messages come back)"))
             if n:
-                rows.append(("branch", f"Branch from here: a new key from before message {n}"))
+                rows.append(("branch", "Branch from here: a new conversation from before "
+                                       f"message {n}"))
             return rows, f"Rewound messages #{n}…" if n else "Rewound messages"
         if entry is not None:
             mine = is_person_message(entry.message)
@@ -283,9 +284,9 @@ class SteerActions:
                                                            if mine else "")))
             if mine:
                 rows.append(("edit", "Edit and resend this message"))
-            rows.append(("branch", "Branch from here: a new key from before message "
+            rows.append(("branch", "Branch from here: a new conversation from before message "
                                    f"{entry.n}" if mine else
-                                   f"Branch from here: a new key up to message {entry.n}"))
+                                   f"Branch from here: a new conversation up to message {entry.n}"))
             if not entry.rewound:  # pin_actions.py
                 rows.append(("unpin", "Unpin: compactions summarise it again") if entry.pinned
                             else ("pin", "Pin: every compaction keeps it verbatim"))

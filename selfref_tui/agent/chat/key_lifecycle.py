@@ -99,7 +99,7 @@ class KeyLifecycle:
             self.key_error = str(exc)
             raise KeyOpenError(str(exc), expected=True) from exc
         except Exception as exc:
-            self.key_error = f"Cannot open memory key {key!r}: {exc}"
+            self.key_error = f"Cannot open conversation {key!r}: {exc}"
             raise KeyOpenError(self.key_error, expected=False) from exc
         self.key_error = None
         warnings = list(memory.take_warnings())
@@ -163,7 +163,7 @@ class KeyLifecycle:
 
     async def new_key_names(self) -> tuple[str, set[str]]:
         """A free ``chat-N`` to suggest for a new key, and the names already taken."""
-        self.check_writable("create keys")
+        self.check_writable("create conversations")
         existing = {info.key for info in await self._in_thread(self._store().keys)}
         existing.add(self.key)
         n = 1
@@ -190,7 +190,8 @@ class KeyLifecycle:
         from selfref_tui.selfref.errors import StoreError
 
         if key == self.key:
-            raise StoreError("This key is on screen; switch to another key, then delete it.")
+            raise StoreError("This conversation is on screen; switch to another one, then "
+                             "delete it.")
         await self._in_thread(self._store().trash, key)
 
     # ------------------------------------------------ reading, letting go

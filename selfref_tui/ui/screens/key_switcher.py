@@ -386,9 +386,10 @@ class KeySwitcher(ModalScreen[str | None]):
         count = next((k.get("messages", 0) for k in self.keys if k.get("key") == key), 0)
         confirmed = await self.app.push_screen_wait(
             ConfirmScreen(
-                f"Delete the key {inert_line(key, 60)} ({count} messages)? Its files are "
+                f"Delete the conversation {inert_line(key, 60)} ({count} message"
+                f"{'' if count == 1 else 's'})? Its files are "
                 "moved to the trash folder in the data dir, not destroyed.",
-                title="Delete key",
+                title="Delete conversation",
             )
         )
         if not confirmed:

@@ -88,7 +88,7 @@ class NewKeyPrompt(ModalScreen[str | None]):
             return
         if name in self.existing:
             error.update(
-                content(f"A key named {name} exists; pick another name (ctrl+o opens it).")
+                content(f"A conversation named {name} exists; pick another name (ctrl+o opens it).")
             )
             return
         if self._validate is not None:
