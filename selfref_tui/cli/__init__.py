@@ -118,8 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     writer = getattr(args, "writes", None)
     if writer and getattr(args, "read_only", False):
-        raise CliError(f"`{writer}` changes the key, and --read-only was given; leave "
-                       "--read-only out (once no other selfref-tui writes the key)", EXIT_USAGE)
+        raise CliError(f"`{writer}` changes the conversation, and --read-only was given; leave "
+                       "--read-only out (once no other selfref-tui writes it)", EXIT_USAGE)
     if args.command is None:
         return _run_app(args)
     return args.handler(args)

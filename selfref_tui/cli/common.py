@@ -30,11 +30,11 @@ exit codes:
   0    success
   1    error (provider failure, empty answer, missing ref or experience, file exists,
        ...)
-  2    usage error (bad arguments, invalid key name, bad config, a data dir
-       that is not a readable folder, a --config file that does not exist,
-       a command that writes given with --read-only)
+  2    usage error (bad arguments, an invalid conversation name, bad config,
+       a data dir that is not a readable folder, a --config file that does
+       not exist, a command that writes given with --read-only)
   3    store locked by another selfref-tui, unreadable or unwritable, a link or FIFO
-       in it, a log of another key, or from a newer version
+       in it, a log of another conversation, or from a newer version
   4    incomplete answer: cut off at the output limit or stopped by the provider's
        filter (what arrived is printed and kept, marked)
   130  interrupted (Ctrl+C): the partial answer is kept, marked as truncated
@@ -63,7 +63,10 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-def common_flags(parser: argparse.ArgumentParser, *, key: bool = True, top: bool = False) -> None:
+def common_flags(parser: argparse.ArgumentParser, *, key: bool = True, top: bool = False,
+                 key_help: str | None = None) -> None:
+    """--data-dir, --key and --read-only; ``key_help`` for a command whose --key is not
+    "this one conversation, main by default" (search: every conversation unless given)."""
     # Sub-commands use SUPPRESS so a flag given before the command is not reset.
     default = None if top else argparse.SUPPRESS
     parser.add_argument("--data-dir", metavar="DIR", default=default, help="store directory "
@@ -74,10 +77,10 @@ def common_flags(parser: argparse.ArgumentParser, *, key: bool = True, top: bool
             help="the conversation (memory key); default: the app opens the one it "
                  f"showed last in this data dir ({DEFAULT_KEY} the first time), commands "
                  f"use {DEFAULT_KEY}" if top else
-                 f"the conversation (memory key); default: {DEFAULT_KEY}")
+                 key_help or f"the conversation (memory key); default: {DEFAULT_KEY}")
     parser.add_argument("--read-only", action="store_true", default=False if top else default,
                         help="read a conversation another selfref-tui is writing (no lock taken; "
-                             "commands that change the key are refused)")
+                             "commands that change the conversation are refused)")
 
 
 def provider_flags(parser: argparse.ArgumentParser, *, top: bool = False) -> None:

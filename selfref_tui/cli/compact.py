@@ -31,8 +31,8 @@ async def _compact(args: argparse.Namespace) -> int:
 
 
 def register(commands: Any) -> None:
-    compact = add_command(commands, "compact", "ask the model to compact the key's context "
-                          "now (its summary replaces the conversation; nothing is deleted)")
+    compact = add_command(commands, "compact", "ask the model to compact the conversation's "
+                          "context now (its summary replaces the conversation; nothing is deleted)")
     compact.epilog = ("The summary is applied as the model wrote it: [agent] review_compaction "
                       "is for the app, which shows it to edit, accept or cancel first.\n\n"
                       + (compact.epilog or ""))

@@ -147,8 +147,10 @@ def register(commands: Any) -> None:
     common_flags(p)
     provider_flags(p)
     p.add_argument("--json", action="store_true",
-                   help='{"model","messages":[...],"tools":[...],"tokens":N,"window":N,"rewound":N,'
-                        '"instructions":"...","breakdown":{"system_prompt","experiences",'
-                        '"tool_schemas","summary","messages","images"} (adding up to tokens),'
-                        '"auto_compaction":{"ratio","at","asked","next"}}')
+                   # spaces after the commas: the help is wrapped at spaces, not inside a name
+                   help='{"model", "messages":[...], "tools":[...], "tokens":N, "window":N, '
+                        '"rewound":N, "instructions":"...", "breakdown":{"system_prompt", '
+                        '"experiences", "tool_schemas", "summary", "messages", "images"} '
+                        '(adding up to tokens), "auto_compaction":{"ratio", "at", "asked", '
+                        '"next"}}')
     p.set_defaults(handler=_context_show)

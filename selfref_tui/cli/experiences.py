@@ -87,7 +87,7 @@ def _experiences_edit(args: argparse.Namespace) -> int:
 
 def register(commands: Any) -> None:
     exps = add_group(commands, "experiences", "durable experiences in the system prompt")
-    p = add_command(exps, "list", "experiences of a key")
+    p = add_command(exps, "list", "experiences of a conversation")
     common_flags(p)
     p.add_argument("--json", action="store_true",
                    help='[{"id","text","created","source","message","edited"}] (source: '

@@ -130,8 +130,8 @@ def _branch(args: argparse.Namespace) -> int:
     try:
         source = store_notes(store.open(key, write=False))
         if not 1 <= args.n <= source.last_number:
-            raise CliError(f"no message {args.n} in key '{key}': its messages are numbered 1 "
-                           f"to {source.last_number}; see `selfref-tui history --all`")
+            raise CliError(f"no message {args.n} in conversation '{key}': its messages are "
+                           f"numbered 1 to {source.last_number}; see `selfref-tui history --all`")
         try:
             branch = store.branch(key, args.n, new)
         except InvalidKeyError as exc:
@@ -139,14 +139,14 @@ def _branch(args: argparse.Namespace) -> int:
         count = branch.message_count
     finally:
         store.close()
-    say(f"branched key '{new}' from '{key}' before message {args.n}: {count} messages, "
+    say(f"branched conversation '{new}' from '{key}' before message {args.n}: {count} messages, "
         f"with the experiences and refs of that point ('{key}' is unchanged)")
     return EXIT_OK
 
 
 def register(commands: Any) -> None:
-    p = add_command(commands, "history", "the key's messages, numbered from 1 as the person "
-                    "reads them (other commands take these numbers)")
+    p = add_command(commands, "history", "the conversation's messages, numbered from 1 as the "
+                    "person reads them (other commands take these numbers)")
     common_flags(p)
     p.add_argument("--all", action="store_true", help="include rewound messages (marked)")
     p.add_argument("--json", action="store_true",
@@ -157,18 +157,18 @@ def register(commands: Any) -> None:
                     "message N (nothing is deleted; --undo brings it back)")
     p.add_argument("n", metavar="N", type=int, nargs="?", help="a message number from "
                    "`selfref-tui history`")
-    p.add_argument("--undo", action="store_true", help="undo the key's last rewind (again: the one "
-                   "before it)")
+    p.add_argument("--undo", action="store_true", help="undo the conversation's last rewind "
+                   "(again: the one before it)")
     p.add_argument("--restore-files", action="store_true",
                    help="also put back the files the model wrote after that point (a file "
                         "changed since by someone else is left as it is, and said)")
     common_flags(p)
     p.set_defaults(handler=_rewind, writes="rewind")
 
-    p = add_command(commands, "branch", "start a new key from the state just before message "
-                    "N of this one (this key is not changed)")
+    p = add_command(commands, "branch", "start a new conversation from the state just before "
+                    "message N of this one (this one is not changed)")
     p.add_argument("n", metavar="N", type=int, help="a message number from "
                    "`selfref-tui history`")
-    p.add_argument("--name", metavar="NEW", required=True, help="the new key's name")
+    p.add_argument("--name", metavar="NEW", required=True, help="the new conversation's name")
     common_flags(p)
     p.set_defaults(handler=_branch, writes="branch")

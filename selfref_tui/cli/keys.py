@@ -85,9 +85,10 @@ def _keys_instructions(args: argparse.Namespace) -> int:
 def register(commands: Any) -> None:
     keys = add_group(commands, "keys", "conversations (memory keys)")
     p = add_command(keys, "list", "conversations with message counts and last activity (empty "
-                    "ones too); the agent's fork keys only with --all")
+                    "ones too); the agent's forks only with --all")
     common_flags(p, key=False)
-    p.add_argument("--all", action="store_true", help="include fork keys (main::fork::1, ...)")
+    p.add_argument("--all", action="store_true",
+                   help="include the agent's fork conversations (main::fork::1, ...)")
     p.add_argument("--json", action="store_true",
                    help='[{"key","messages","updated"[,"origin":{"key","message"}]}]')
     p.set_defaults(handler=_keys_list)

@@ -64,5 +64,6 @@ def register(commands: Any) -> None:
     p.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS,
                    help="config.toml to read")
     p.add_argument("--json", action="store_true",
-                   help='[{"name","transport","state","error","start_s","tools":[...]}]')
+                   help='[{"name", "transport", "target", "state", "error", "start_s", '
+                        '"tools":[{"name", "server_tool", "description", "trusted"}]}]')
     p.set_defaults(data_dir=None, handler=_mcp_list)

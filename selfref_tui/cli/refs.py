@@ -81,7 +81,7 @@ def _refs_export(args: argparse.Namespace) -> int:
 
 def register(commands: Any) -> None:
     refs = add_group(commands, "refs", "list, show and export refs")
-    p = add_command(refs, "list", "refs of a key: id, size, creation time")
+    p = add_command(refs, "list", "refs of a conversation: id, size, creation time")
     common_flags(p)
     p.add_argument("--json", action="store_true", help='[{"id","chars","lines","created"}]')
     p.set_defaults(handler=_refs_list)

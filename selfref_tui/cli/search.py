@@ -77,5 +77,5 @@ def register(commands: Any) -> None:
                         "at most 100)")
     p.add_argument("--json", action="store_true",
                    help='[{"key","n","role","time","snippet","rewound","compacted"}]')
-    common_flags(p)
+    common_flags(p, key_help="search only this conversation (default: every one)")
     p.set_defaults(handler=_search)

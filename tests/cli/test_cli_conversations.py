@@ -21,6 +21,26 @@ def test_help_says_the_app_opens_the_last_conversation_and_commands_use_main():
     assert "the conversation (memory key); default: main" in sub
 
 
+def test_every_help_speaks_of_conversations_and_search_of_every_one():
+    """--key and keys stay on the command line; what they name is a conversation."""
+    import re
+
+    commands = [["--help"], ["ask"], ["compact"], ["history"], ["rewind"], ["branch"],
+                ["pin"], ["unpin"], ["search"], ["export"], ["refs", "list"], ["refs", "show"],
+                ["refs", "export"], ["experiences", "list"], ["experiences", "add"],
+                ["keys", "list"], ["keys", "instructions"], ["context", "show"],
+                ["mcp", "list"]]
+    for command in commands:
+        text = " ".join(cli(*command, "--help").stdout.split())
+        # the flag, the command, a JSON field and "memory key" (what --key is called) aside
+        words = re.sub(r"--key|`?keys (list|instructions)`?|\"key\"|memory keys?|"
+                       r"selfref-tui keys|\bkeys ACTION|conversation-KEY|"
+                       r"\bkeys +conversations", "", text)
+        assert not re.search(r"\bkeys?\b", words), (command, words)
+    search = " ".join(cli("search", "--help").stdout.split())
+    assert "--key K search only this conversation (default: every one)" in search
+
+
 def test_instructions_are_set_printed_sent_shown_and_cleared():
     assert cli("keys", "instructions", "main", "Answer in French.").returncode == 0
     assert cli("keys", "instructions", "main").stdout == "Answer in French.\n"

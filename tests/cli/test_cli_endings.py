@@ -106,7 +106,7 @@ def test_compact_is_refused_under_read_only_and_changes_nothing(tmp_path):
         assert cli("ask", *base, "hello", env=env).returncode == 0
         result = cli("compact", "--read-only", *base, env=env)
         assert result.returncode == 2
-        assert "`compact` changes the key, and --read-only was given" in result.stderr
+        assert "`compact` changes the conversation, and --read-only was given" in result.stderr
         assert len(server.requests) == 1
     finally:
         server.stop_thread()

@@ -218,7 +218,7 @@ def test_a_branch_holds_the_prefix_and_the_original_is_unchanged(server):
 
     code, out, err = run(url, "branch", "5", "--name", "side")
     assert code == 0, err
-    assert "branched key 'side' from 'main' before message 5: 4 messages" in out
+    assert "branched conversation 'side' from 'main' before message 5: 4 messages" in out
     branch = json.loads(run(url, "context", "show", "--json", "--key", "side")[1])["messages"]
     assert said(branch) == said(before)[:4]
     assert "likes tea" in branch[0]["content"]  # the experiences of that point
@@ -275,7 +275,7 @@ def test_a_hidden_number_is_no_message_to_read_but_still_a_point_to_rewind_to(tm
         "result with images follows as the next messages; see `selfref-tui history`\n")
     far = cli("pin", "9")
     assert far.returncode == 1
-    assert "no message 9 in key 'main': its messages are numbered 1 to 5" in far.stderr
+    assert "no message 9 in conversation 'main': its messages are numbered 1 to 5" in far.stderr
     assert cli("pin", "3").returncode == 0
 
     rewound = cli("rewind", "2")
