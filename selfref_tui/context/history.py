@@ -110,12 +110,12 @@ def unknown_number(key: str, n: int, last: int, hidden: bool) -> str:
     module's docstring), so "numbered 1 to last" alone would contradict it.
     """
     if not last:
-        return f"key '{key}' has no messages yet"
+        return f"conversation '{key}' has no messages yet"
     if hidden:
-        return (f"message {n} of key '{key}' is not shown: it held only a tool call, whose "
-                "result with images follows as the next messages; see `selfref-tui history`")
-    return (f"no message {n} in key '{key}': its messages are numbered 1 to {last}; see "
-            "`selfref-tui history --all`")
+        return (f"message {n} of conversation '{key}' is not shown: it held only a tool call, "
+                "whose result with images follows as the next messages; see `selfref-tui history`")
+    return (f"no message {n} in conversation '{key}': its messages are numbered 1 to {last}; "
+            "see `selfref-tui history --all`")
 
 
 def is_numbered(message: dict[str, Any]) -> bool:

@@ -183,7 +183,7 @@ class SelfReference:
             patch = source.patch_count if n == source.last_number + 1 else source.patch_of(n)
         except IndexError:
             raise InvalidKeyError(
-                f"no message {n} in key {key!r}: its messages are numbered 1 to "
+                f"no message {n} in conversation {key!r}: its messages are numbered 1 to "
                 f"{source.last_number}") from None
         data = read_regular(self.key_dir(key) / LOG_NAME) or b""
         created = now_iso()

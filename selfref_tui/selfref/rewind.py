@@ -96,7 +96,7 @@ class RewindReport:
                     "rewound)" if self.left else "no message left the model's context")
             out = f"rewound key '{self.key}' to just before message {self.message}: {what}"
         else:
-            out = f"undid the rewind of key '{self.key}'" + (
+            out = f"undid the rewind of conversation '{self.key}'" + (
                 f": {span(self.back)} back in the model's context" if self.back else "")
         if self.message and self.back:
             out += f"; {span(self.back)} back in it"

@@ -271,8 +271,8 @@ def test_a_hidden_number_is_no_message_to_read_but_still_a_point_to_rewind_to(tm
     pin = cli("pin", "2")
     assert pin.returncode == 1 and pin.stdout == ""
     assert pin.stderr == (
-        "selfref-tui: message 2 of key 'main' is not shown: it held only a tool call, whose "
-        "result with images follows as the next messages; see `selfref-tui history`\n")
+        "selfref-tui: message 2 of conversation 'main' is not shown: it held only a tool call, "
+        "whose result with images follows as the next messages; see `selfref-tui history`\n")
     far = cli("pin", "9")
     assert far.returncode == 1
     assert "no message 9 in conversation 'main': its messages are numbered 1 to 5" in far.stderr
