@@ -32,7 +32,7 @@ def _experiences_list(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
     elif not rows:
-        print(f"no experiences under key '{memory.key}'")
+        print(f"no experiences in conversation '{memory.key}'")
     else:
         for exp, row in zip(memory.experiences, rows, strict=True):
             about = describe_provenance(exp)
@@ -57,7 +57,7 @@ def _change(args: argparse.Namespace, change: Callable[[Any], Any],
     try:
         result = change(session)
         if result is False:
-            raise CliError(f"no experience '{args.exp_id}' under key '{session.key}'; see "
+            raise CliError(f"no experience '{args.exp_id}' in conversation '{session.key}'; see "
                            "`selfref-tui experiences list`")
         session.commit(session.collect_context_mutations())
     finally:

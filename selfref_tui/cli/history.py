@@ -61,7 +61,7 @@ def _history(args: argparse.Namespace) -> int:
         print_json(rows, one_per_line=True)
         return EXIT_OK
     if not rows:
-        print(f"no messages under key '{memory.key}'")
+        print(f"no messages in conversation '{memory.key}'")
         return EXIT_OK
     hidden = sum(1 for e in memory.entries() if e.rewound) if not args.all else 0
     for row in rows:

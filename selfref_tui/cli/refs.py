@@ -24,7 +24,7 @@ def _current_ref(args: argparse.Namespace) -> dict:
     occurrences = memory.refs.get(args.ref_id)
     if not occurrences:
         known = ", ".join(sorted(memory.refs)[:8]) or "none yet"
-        raise CliError(f"no ref '{args.ref_id}' under key '{memory.key}' (known: {known}); "
+        raise CliError(f"no ref '{args.ref_id}' in conversation '{memory.key}' (known: {known}); "
                        "see `selfref-tui refs list`")
     return occurrences[-1]
 
@@ -41,7 +41,7 @@ def _refs_list(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
     elif not rows:
-        print(f"no refs under key '{memory.key}'")
+        print(f"no refs in conversation '{memory.key}'")
     else:
         width = max(len(r["id"]) for r in rows)
         for r in rows:

@@ -89,12 +89,12 @@ class RewindReport:
                     else f"{len(numbers)} messages ({first}–{last})")
 
         if self.already:
-            return (f"key '{self.key}' is already rewound to just before message "
+            return (f"conversation '{self.key}' is already rewound to just before message "
                     f"{self.message}: nothing changed")
         if self.message:
             what = (f"{span(self.left)} left the model's context (still readable, marked "
                     "rewound)" if self.left else "no message left the model's context")
-            out = f"rewound key '{self.key}' to just before message {self.message}: {what}"
+            out = f"rewound conversation '{self.key}' to just before message {self.message}: {what}"
         else:
             out = f"undid the rewind of conversation '{self.key}'" + (
                 f": {span(self.back)} back in the model's context" if self.back else "")
@@ -138,7 +138,7 @@ def undo(memory: Any, report: RewindReport | None = None) -> RewindReport:
     rewinds; an undo done after the person went on is undone like any rewind."""
     position = report.undo_patch if report is not None else memory.undoable_rewind
     if position is None or position < 0:
-        raise RewindError(f"key '{memory.key}' has no rewind to undo")
+        raise RewindError(f"conversation '{memory.key}' has no rewind to undo")
     return _commit(memory, RewindMutation(to_patch=position), 0)
 
 

@@ -95,7 +95,7 @@ def test_undoing_a_rewind_brings_the_messages_back(server):
     assert cli("rewind", "2").returncode == 0
     again = cli("rewind", "2")  # run twice: the second changes nothing, and says so
     assert again.returncode == 0
-    assert again.stdout == ("key 'main' is already rewound to just before message 2: "
+    assert again.stdout == ("conversation 'main' is already rewound to just before message 2: "
                             "nothing changed\n")
     code, out, _ = run(url, "rewind", "--undo")
     assert code == 0 and "3 messages (2–4) back in the model's context" in out
@@ -280,8 +280,8 @@ def test_a_hidden_number_is_no_message_to_read_but_still_a_point_to_rewind_to(tm
 
     rewound = cli("rewind", "2")
     assert rewound.returncode == 0, rewound.stderr
-    assert rewound.stdout.startswith("rewound key 'main' to just before message 2: 3 messages "
-                                     "(3–5) left the model's context")
+    assert rewound.stdout.startswith("rewound conversation 'main' to just before message 2: 3 "
+                                     "messages (3–5) left the model's context")
     # the rewind undid what hid it: message 2 is its call again, readable and rewound
     assert [(row["n"], row["rewound"]) for row in history("--all")] == [
         (1, False), (2, True), (3, True), (4, True), (5, True)]

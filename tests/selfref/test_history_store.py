@@ -134,7 +134,7 @@ def test_a_rewind_to_where_the_context_already_is_changes_nothing_and_undo_still
         again = rewind(memory, 3)
         assert (memory.patch_count, memory.log_size) == (patches, size)  # nothing written
         assert again.left == [] and again.undo_patch == -1
-        assert again.lines() == ["key 'main' is already rewound to just before message 3: "
+        assert again.lines() == ["conversation 'main' is already rewound to just before message 3: "
                                  "nothing changed"]
     back = undo(memory)
     assert back.back == [3, 4, 5, 6] and memory.messages == full
