@@ -465,6 +465,40 @@ class HistoryBuilder(TranscriptBuilder):
         state, slot_of, make = self._state, self._slot_of, self._entry
         return [make(n) for n in range(1, len(slot_of) + 1) if state[slot_of[n - 1]] != HIDDEN]
 
+    def numbered_messages(self, first: int = 1, last: int | None = None
+                          ) -> tuple[list[int], list[dict[str, Any]]]:
+        """The numbers ``first`` .. ``last`` (default: the highest) and their stored dicts,
+        hidden ones left out: :meth:`entries` without an entry made per message.
+
+        What a search index reads when it takes in a long history at once. It may
+        run in a thread while the loop adds messages: numbers up to ``last`` are
+        complete, and the lists it reads only grow.
+        """
+        slot_of, state, msg = self._slot_of, self._state, self._msg
+        end = len(slot_of) if last is None else min(last, len(slot_of))
+        first = max(first, 1)
+        if first > end:
+            return [], []
+        sids = slot_of[first - 1:end]
+        if state.find(HIDDEN) < 0:
+            return list(range(first, end + 1)), [msg[sid] for sid in sids]
+        kept = [i for i, sid in enumerate(sids) if state[sid] != HIDDEN]
+        return [first + i for i in kept], [msg[sids[i]] for i in kept]
+
+    def numbers_rewound(self) -> list[int]:
+        """The numbers of the messages a rewind took out of the model's view, in order."""
+        return self._numbers_in(REWOUND)
+
+    def numbers_hidden(self) -> list[int]:
+        """The numbers handed out to messages that are hidden now (see :meth:`is_hidden`)."""
+        return self._numbers_in(HIDDEN)
+
+    def _numbers_in(self, code: int) -> list[int]:
+        state = self._state
+        if state.find(code) < 0:
+            return []
+        return [n for n, sid in enumerate(self._slot_of, 1) if state[sid] == code]
+
     def is_working(self, n: int) -> bool:
         self._check(n)
         return self._state[self._slot_of[n - 1]] == WORKING

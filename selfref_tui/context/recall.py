@@ -154,11 +154,18 @@ class HistoryIndex:
 
     Numbers are stable and only grow (a rewind marks messages, never removes
     them; a compaction only takes them out of the model's view), so
-    :meth:`update` reads just the messages numbered after the last one indexed,
-    one by one (``entry(n)``), rather than the whole history: numbering every
-    entry again after each commit would cost more than the search at 100,000
-    messages. Which numbers are rewound is read again only when a rewind (or
-    its undo) happened since (``last_rewind`` changed).
+    :meth:`update` reads just the messages numbered after the last one indexed
+    rather than the whole history: numbering every entry again after each
+    commit would cost more than the search at 100,000 messages. A store that
+    lists them in bulk (``numbered_messages``) is read that way, with no entry
+    made per message. Which numbers are rewound, or hidden (a message indexed
+    before its only call's result took it out), is read again only when a
+    rewind happened since (``last_rewind`` changed) or the count of hidden
+    numbers did.
+
+    Taking in a long history is most of a first search's cost, so it can be
+    done ahead of need: :meth:`extend` reads only the messages, never which are
+    rewound, and may run in a thread while the history grows.
     """
 
     def __init__(self) -> None:
@@ -167,7 +174,8 @@ class HistoryIndex:
         #: call id -> tool name, as far as indexed (None: not known, see :meth:`of_texts`)
         self._tool_names: dict[str, str] | None = {}
         self._rewound: frozenset[int] = frozenset()
-        self._rewind_mark: Any = None
+        self._hidden: frozenset[int] = frozenset()
+        self._mark: Any = None
 
     @classmethod
     def of_texts(cls, history: HistorySource, numbers: Sequence[int], texts: Sequence[str],
@@ -181,7 +189,7 @@ class HistoryIndex:
         index._numbers = list(numbers)
         index._tool_names = None
         index._rewound = frozenset(rewound)
-        index._rewind_mark = getattr(history, "last_rewind", None)
+        index._mark = _mark_of(history)
         return index
 
     def __len__(self) -> int:
@@ -191,10 +199,10 @@ class HistoryIndex:
         """How many numbers the store has that are not indexed yet."""
         return history.last_number - (self._numbers[-1] if self._numbers else 0)
 
-    def update(self, history: HistorySource | Sequence[EntryLike],
+    def extend(self, history: HistorySource | Sequence[EntryLike],
                upto: int | None = None) -> HistorySource:
         """Index the messages numbered after the last one indexed (up to ``upto`` when
-        given); the history as a source."""
+        given); the history as a source. Which are rewound is left to :meth:`update`."""
         source = as_source(history)
         last = source.last_number if upto is None else min(upto, source.last_number)
         done = self._numbers[-1] if self._numbers else 0
@@ -202,25 +210,37 @@ class HistoryIndex:
         if done > last or (self._tool_names is None and last > done):
             self._texts, self._numbers, self._tool_names = [], [], {}
             done = 0
-        new = _new_messages(source, done, last)
         names = self._tool_names
-        if new and names is not None:
-            texts: list[str] = []
-            # Written for speed (the first search of a long history indexes all of it): a
-            # plain text message, by far the most common, skips searchable_text.
-            for _, role, message in new:
-                content = message.get("content")
-                if type(content) is str and role != "tool" and not message.get("tool_calls"):
-                    texts.append(content)
-                else:
-                    texts.append(searchable_text(message, names))
-            self._texts += _lowered(texts)
-            self._numbers += [n for n, _, _ in new]
-        mark = getattr(source, "last_rewind", None)
-        if mark is not self._rewind_mark and mark != self._rewind_mark:
-            self._rewound = (frozenset(e.n for e in source.entries() if e.rewound)
-                             if mark is not None else frozenset())
-            self._rewind_mark = mark
+        if last <= done or names is None:
+            return source
+        numbers, messages = _new_messages(source, done, last)
+        texts: list[str] = []
+        add = texts.append
+        # Written for speed (a first search of a long history indexes all of it): a
+        # plain text message, by far the most common, skips searchable_text.
+        for message in messages:
+            content = message.get("content")
+            if (type(content) is str and not message.get("tool_calls")
+                    and message.get("role") != "tool"):
+                add(content)
+            else:
+                add(searchable_text(message, names))
+        self._texts += _lowered(texts)
+        self._numbers += numbers
+        return source
+
+    def update(self, history: HistorySource | Sequence[EntryLike],
+               upto: int | None = None) -> HistorySource:
+        """:meth:`extend`, then which numbers are rewound or hidden, when that may have
+        changed; the history as a source."""
+        source = self.extend(history, upto)
+        mark = _mark_of(source)
+        if mark is not self._mark and mark != self._mark:
+            if mark is None:
+                self._rewound = self._hidden = frozenset()
+            else:
+                self._rewound, self._hidden = _rewound_and_hidden(source)
+            self._mark = mark
         return source
 
     def search(self, history: HistorySource | Sequence[EntryLike], query: str, *,
@@ -246,9 +266,9 @@ class HistoryIndex:
                  if first in text]
         for term in others:
             found = [i for i in found if term in texts[i]]
-        if not include_rewound and self._rewound:
-            rewound = self._rewound
-            found = [i for i in found if numbers[i] not in rewound]
+        left_out = self._hidden if include_rewound else self._hidden | self._rewound
+        if left_out:
+            found = [i for i in found if numbers[i] not in left_out]
         chosen = found[-limit:] if limit else found
         first_term = re.compile(re.escape(terms[0]), re.IGNORECASE)  # once, not per hit
         hits = tuple(_hit(source.entry(numbers[i]), first_term) for i in reversed(chosen))
@@ -329,39 +349,57 @@ def read_history(history: HistorySource | Sequence[EntryLike], start: int,
     return "\n".join([head + ".", *blocks])
 
 
-def _new_messages(source: HistorySource, done: int, last: int) -> list[tuple[int, str, dict]]:
-    """(number, role, message) of the messages numbered ``done + 1`` .. ``last``.
+def _new_messages(source: HistorySource, done: int, last: int
+                  ) -> tuple[list[int], list[dict[str, Any]]]:
+    """The numbers ``done + 1`` .. ``last`` and their messages (hidden numbers left out).
 
-    A store that can list them in bulk (``messages_from(n)``: no entry object built per
-    message) is asked so; else one ``entry(n)`` each, hidden numbers skipped.
+    A store that can list them in bulk (``numbered_messages``: no entry object built
+    per message) is asked so; else one ``entry(n)`` each.
     """
     if isinstance(source, _EntryList):
-        return [(e.n, e.role, e.message) for e in source.entries() if done < e.n <= last]
-    bulk = getattr(source, "messages_from", None)
+        chosen = [e for e in source.entries() if done < e.n <= last]
+        return [e.n for e in chosen], [e.message for e in chosen]
+    bulk = getattr(source, "numbered_messages", None)
     if bulk is not None:
-        return [row for row in bulk(done + 1) if row[0] <= last]
-    out = []
+        return bulk(done + 1, last)
+    numbers: list[int] = []
+    messages: list[dict[str, Any]] = []
     for n in range(done + 1, last + 1):
         try:
             entry = source.entry(n)
         except IndexError:  # a number the store hides
             continue
-        out.append((n, entry.role, entry.message))
-    return out
+        numbers.append(n)
+        messages.append(entry.message)
+    return numbers, messages
+
+
+def _mark_of(source: HistorySource) -> Any:
+    """What changes when the rewound or hidden numbers may have: the store's newest rewind,
+    and how many numbers it hides (None: a source that never rewinds)."""
+    rewind = getattr(source, "last_rewind", None)
+    count = getattr(source, "message_count", None)
+    hidden = source.last_number - count if type(count) is int else 0
+    return None if rewind is None and not hidden else (rewind, hidden)
+
+
+def _rewound_and_hidden(source: HistorySource) -> tuple[frozenset[int], frozenset[int]]:
+    """The rewound numbers and the hidden ones: from the store in bulk when it can say,
+    else from its entries (which leave hidden numbers out)."""
+    rewound = getattr(source, "numbers_rewound", None)
+    hidden = getattr(source, "numbers_hidden", None)
+    if rewound is not None and hidden is not None:
+        return frozenset(rewound()), frozenset(hidden())
+    return frozenset(e.n for e in source.entries() if e.rewound), frozenset()
 
 
 def _lowered(texts: list[str]) -> list[str]:
     """Each text lower-cased, every run of white space as one space, as a query's phrase
     is (so a quoted phrase matches across a line break, a paragraph break, ``\\r\\n`` or
-    two spaces): lowered as one string, which is faster than one call each, and only the
-    texts that still hold a run of spaces folded one by one."""
-    sep = "\x00"
-    joined = sep.join(texts)
-    out: list[str] | None = None
-    if joined.count(sep) == len(texts) - 1:
-        out = _spaced(joined.lower()).split(sep)
-    if out is None or len(out) != len(texts):
-        out = [_spaced(t.lower()) for t in texts]
+    two spaces): one text at a time (joining them to lower-case at once, then splitting,
+    costs more at 100,000 texts), and only the texts that still hold a run of spaces
+    folded word by word."""
+    out = [_spaced(t.lower()) for t in texts]
     return [" ".join(t.split()) if "  " in t else t for t in out]
 
 

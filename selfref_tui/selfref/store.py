@@ -312,6 +312,20 @@ class MemoryKey:
         entry = self._builder.entry(n)
         return replace(entry, pinned=True) if n in self._pins else entry
 
+    def numbered_messages(self, first: int = 1, last: int | None = None
+                          ) -> tuple[list[int], list[dict[str, Any]]]:
+        """Numbers ``first`` .. ``last`` and their stored dicts, hidden ones left out, in
+        bulk (no entry per message): what ``search_history``'s index reads."""
+        return self._builder.numbered_messages(first, last)
+
+    def numbers_rewound(self) -> list[int]:
+        """The numbers of the rewound messages, in order."""
+        return self._builder.numbers_rewound()
+
+    def numbers_hidden(self) -> list[int]:
+        """The hidden numbers (see :meth:`is_hidden`), in order."""
+        return self._builder.numbers_hidden()
+
     def is_hidden(self, n: int) -> bool:
         """Whether ``n`` was handed out to a message that is hidden now (see
         ``context.history``): not readable, still a point a rewind or a branch can take."""

@@ -92,6 +92,7 @@ class KeyActions:
             self.fork_panel.load_forks(forks.values())
         self.header.status = "ready"
         self._refresh_usage()
+        self.controller.prepare_search(key)  # the model's first search finds it done
         # loading a long history leaves garbage behind too, and so may the last key
         self.collect_when_idle(everything=True)
         return True

@@ -206,3 +206,55 @@ async def test_the_kept_words_fit_what_the_window_has_left_after_the_compaction(
     kept = h.reload().summary["verbatim"]
     assert kept["left_out"] and sorted(kept["left_out"] + kept["person"]) == [1, 3, 5]
     assert kept["exchange"][0] == 7
+
+
+async def test_a_long_history_is_taken_in_for_search_right_after_a_compaction(harness):
+    """6,000 stored messages, then a compaction: the agent takes them in for
+    search_history in a thread at once (the model's next search is likely soon), and
+    the model's search finds what an index made from the stored entries then finds."""
+    from selfref_tui.context.mutations import AssistantMessageMutation, UserMessageMutation
+    from selfref_tui.context.recall import HistoryIndex
+
+    search = ToolCall("search_history", {"query": '"odd one" needle'}, id="s1")
+    async with harness(_script(Reply(tool_calls=[search]), Reply(text="Found."))) as h:
+        memory = h.agent.memory("main")
+        batch = []
+        for i in range(3_000):
+            text = f"note {i}" + (" with the needle" if i % 1_000 == 7 else "")
+            batch += [UserMessageMutation({"role": "user", "content": text}),
+                      AssistantMessageMutation("the odd one needle" if i == 2_500 else "ok")]
+        memory.commit(batch)
+        recall = h.agent._history_index("main")
+        assert h.agent.prepare_search("main") is None  # nothing out of the model's view yet
+        assert len(recall.index) == 0
+        await _compacted(h)
+        assert recall.preparing is not None  # started by the compaction
+        await recall.preparing
+        assert len(recall.index) >= 6_000
+        assert h.agent.prepare_search("main") is None  # nothing left worth a thread
+        assert await h.agent.run_turn("main", "Find the odd one.") == "done"
+        (found,) = [e.result for e in h.of(ev.ToolCallEnded) if e.name == "search_history"]
+        reference = HistoryIndex().search(list(memory.entries()), '"odd one" needle')
+        assert found.startswith("1 message match")
+        assert [line.split()[0] for line in found.splitlines()[1:]] == [
+            f"#{hit.n}" for hit in reference.hits] == ["#5002"]
+
+
+async def test_a_key_opened_with_a_long_compacted_history_is_taken_in_ahead(harness):
+    """What the app does once a key is on screen: a long history partly out of the
+    model's view is indexed in a thread; a search then reads only what came since."""
+    from selfref_tui.context.mutations import UserMessageMutation
+
+    async with harness([]) as h:
+        memory = h.agent.memory("main")
+        memory.commit([UserMessageMutation({"role": "user", "content": f"note {i}"})
+                       for i in range(6_000)])
+        memory.commit([memory.rewind_patch(5_990)])
+        task = h.agent.prepare_search("main")
+        assert task is not None and h.agent.prepare_search("main") is task  # one at a time
+        await task
+        recall = h.agent._history_index("main")
+        assert len(recall.index) == 6_000 and recall.index.behind(memory) == 0
+        found = recall.index.search(memory, "note 5995", include_rewound=True)
+        assert [hit.n for hit in found.hits] == [5996] and found.hits[0].rewound
+        assert recall.index.search(memory, "note 5995").total == 0

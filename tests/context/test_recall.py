@@ -127,7 +127,7 @@ def test_read_history_leaves_rewound_out_unless_asked():
 
 def test_a_store_that_lists_messages_in_bulk_is_read_that_way():
     class Store:
-        """``messages_from`` only for the index; ``entry`` only for the hits."""
+        """``numbered_messages`` only for the index; ``entry`` only for the hits."""
 
         def __init__(self, entries):
             self._entries = entries
@@ -135,8 +135,9 @@ def test_a_store_that_lists_messages_in_bulk_is_read_that_way():
             self.last_rewind = None
             self.entry_calls = 0
 
-        def messages_from(self, n):
-            return [(e.n, e.role, e.message) for e in self._entries if e.n >= n]
+        def numbered_messages(self, first, last):
+            chosen = [e for e in self._entries if first <= e.n <= last]
+            return [e.n for e in chosen], [e.message for e in chosen]
 
         def entry(self, n):
             self.entry_calls += 1

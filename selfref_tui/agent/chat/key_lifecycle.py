@@ -49,6 +49,7 @@ class KeyLifecycle:
     """The key on screen, why it cannot take input, and what was typed before it opened."""
 
     if TYPE_CHECKING:  # from Startup
+        agent: Agent | None
         config: AppConfig
         ready: bool
         read_only: bool
@@ -115,6 +116,17 @@ class KeyLifecycle:
             await self._let_go(previous)  # another window may write it now
         changed, notes = await self.use_key_settings(memory)
         return OpenedKey(key, memory, salvaged, warnings + notes, changed)
+
+    def prepare_search(self, key: str) -> None:
+        """Once ``key`` is on screen: take in its history for the model's ``search_history``
+        in a thread (``Agent.prepare_search``) when it is long and partly compacted, so
+        the model's first search does not pay for it. Nothing for a key not loaded (or
+        being let go): it is only read, never opened, here."""
+        if self.agent is None or key in self._letting_go:
+            return
+        if key not in self._store().open_keys():
+            return
+        self.agent.prepare_search(key)
 
     async def resume_key(self) -> str:
         """The key to open first: the one shown last under this data dir, when the

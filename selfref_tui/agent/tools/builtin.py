@@ -221,23 +221,57 @@ def tool_schemas(*, forks: bool = True, refs: bool = True) -> list[dict]:
 
 AskFn = Callable[[str, tuple[str, ...], str], Awaitable[str]]
 
-#: a search that finds more than this many messages not indexed yet indexes them in a thread
+#: a history with more than this many messages not indexed yet is indexed in a thread
 THREAD_AT = 5_000
 
 
 @dataclass
 class HistoryRecall:
     """A key's search index (``context.recall.HistoryIndex``) and the lock that keeps two
-    searches of one tool batch from updating it at once."""
+    searches of one tool batch (or a search and :meth:`prepare`) from updating it at once.
+
+    Taking in a long history is most of a first search's cost (~0.15 s at 100,000
+    messages), and the first search the model makes is the one right after a
+    compaction or soon after the key is opened: :meth:`prepare` does it then, in a
+    thread, so the search finds it done.
+    """
 
     index: Any = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: the thread taking in the history ahead of need, while it runs
+    preparing: asyncio.Task[None] | None = None
 
     def __post_init__(self) -> None:
         if self.index is None:
             from ...context.recall import HistoryIndex
 
             self.index = HistoryIndex()
+
+    def worth_preparing(self, memory: Any) -> bool:
+        """Whether ``memory`` has a long history out of the model's view (compacted or
+        rewound) that is not indexed yet: what the model would search first."""
+        out_of_view = (getattr(memory, "last_compacted", 0)
+                       or getattr(memory, "last_rewind", None) is not None)
+        return bool(out_of_view) and self.index.behind(memory) > THREAD_AT
+
+    def prepare(self, memory: Any) -> asyncio.Task[None] | None:
+        """Index ``memory``'s history in a thread, now, when it is worth it (see
+        :meth:`worth_preparing`); the task doing it (None: nothing to do). Needs a
+        running event loop."""
+        if self.preparing is not None and not self.preparing.done():
+            return self.preparing
+        if not self.worth_preparing(memory):
+            return None
+        self.preparing = asyncio.get_running_loop().create_task(self.catch_up(memory))
+        return self.preparing
+
+    async def catch_up(self, memory: Any) -> None:
+        """Bring the index up to ``memory``'s messages; a long way in a thread, so the
+        app keeps drawing. Numbers up to today's last only: their messages are complete,
+        whatever the loop commits meanwhile."""
+        async with self.lock:
+            if self.index.behind(memory) > THREAD_AT:
+                await asyncio.to_thread(self.index.extend, memory, memory.last_number)
 
 
 @dataclass
@@ -394,12 +428,8 @@ async def _search_history(args: dict[str, Any], ctx: ToolContext) -> str:
         raise ToolError("before must be a message number")
     recall = ctx.history_index if ctx.history_index is not None else HistoryRecall()
     memory = ctx.session.memory
+    await recall.catch_up(memory)  # usually done already (HistoryRecall.prepare)
     async with recall.lock:  # one search at a time updates the key's index
-        if recall.index.behind(memory) > THREAD_AT:
-            # The first search of a long history reads every message once (~0.3 s at
-            # 100,000): in a thread, so the app keeps drawing. Numbers up to today's last
-            # only: their messages are complete, whatever the loop commits meanwhile.
-            await asyncio.to_thread(recall.index.update, memory, memory.last_number)
         try:
             result = recall.index.search(memory, query, limit=args.get("limit"), before=before,
                                          include_rewound=args.get("include_rewound") is True)

@@ -59,6 +59,8 @@ class KeyBookkeeping:
         _offered: dict[str, tuple[int, int]]
         _images_told: set[str]
 
+        def prepare_search(self, key: str) -> Any: ...
+
     def memory(self, key: str) -> MemoryLike:
         """The loaded memory key (read-only use: history, experiences, refs, forks)."""
         return self.selfref.open(key)
@@ -190,6 +192,9 @@ class KeyBookkeeping:
             self.compaction.forget(key)
             self.emit(CompactionApplied(key=key, summary=summary,
                                         messages_before=report.messages_before))
+        if report.compactions:
+            # the model's next search is likely soon, and about what it no longer sees
+            self.prepare_search(key)
 
     def _fd_table(self, key: str, memory: Any) -> Any:
         from ...refs.fds import FdTable, namespace_for_key

@@ -225,6 +225,7 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning, CompactionWat
         turn_id = self._turn_seq
         self.emit(TurnStarted(key=key, turn_id=turn_id, user_text=text_of(user_text)))
         self._ensure_encoder()
+        self.prepare_search(key)  # while the request is under way (usually done already)
         outcome = "error"
         try:
             if retry and self.failed_message(key) is not None:

@@ -6,6 +6,7 @@ built-in tools, then ``tool_sources``) and one ``ToolBatch`` per message.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from ...context.images import RESULT_IMAGE_SHARE
@@ -37,6 +38,7 @@ class ToolRunning:
         context_window: int
         _history_indexes: dict[str, Any]
 
+        def memory(self, key: str) -> Any: ...
         async def ask(self, key: str, prompt: str, choices: tuple[str, ...],
                       default: str) -> str: ...
         def _commit(self, session: SelfRefSession, mutations: list[ContextMutation],
@@ -83,6 +85,17 @@ class ToolRunning:
             await turn.forks.cancel_all(turn.abort.reason)
         self.emit(Aborted(key=key, reason=turn.abort.reason, stage=batch.abort_stage))
         return "aborted"
+
+    def prepare_search(self, key: str) -> asyncio.Task[None] | None:
+        """Take in ``key``'s stored history for ``search_history`` now, in a thread, when
+        it is long and partly out of the model's view (``HistoryRecall.prepare``): the
+        model's first search, soon after the key is opened or right after a compaction,
+        then finds it done. The task (None: nothing to do, or no event loop runs)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        return self._history_index(key).prepare(self.memory(key))
 
     def _history_index(self, key: str) -> HistoryRecall:
         """The key's search index (``search_history``), kept across turns."""
