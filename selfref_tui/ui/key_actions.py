@@ -92,7 +92,9 @@ class KeyActions:
             self.fork_panel.load_forks(forks.values())
         self.header.status = "ready"
         self._refresh_usage()
-        self.controller.prepare_search(key)  # the model's first search finds it done
+        # the model's first search finds it done; begun once the key's end is on screen,
+        # so the thread never holds up drawing it
+        self.call_after_refresh(self.controller.prepare_search, key)
         # loading a long history leaves garbage behind too, and so may the last key
         self.collect_when_idle(everything=True)
         return True

@@ -121,8 +121,8 @@ class KeyLifecycle:
         """Once ``key`` is on screen: take in its history for the model's ``search_history``
         in a thread (``Agent.prepare_search``) when it is long and partly compacted, so
         the model's first search does not pay for it. Nothing for a key not loaded (or
-        being let go): it is only read, never opened, here."""
-        if self.agent is None or key in self._letting_go:
+        being let go, or no longer on screen): it is only read, never opened, here."""
+        if self.agent is None or key != self.key or key in self._letting_go:
             return
         if key not in self._store().open_keys():
             return
