@@ -172,8 +172,14 @@ async def _retry(app: CommandHost, command: Command) -> bool:
     return True
 
 
+def is_number(text: str) -> bool:
+    """Whether ``text`` is a message number from 1 (ASCII digits: "²" is a digit to
+    ``str.isdigit`` that ``int`` does not read)."""
+    return text.isascii() and text.isdigit() and int(text) >= 1
+
+
 def _number(app: CommandHost, text: str, usage: str) -> int | None:
-    if not text.isdigit() or int(text) < 1:
+    if not is_number(text):
         app.notify(f"Usage: {usage} — N is a message number (the actions on a message, F8, "
                    "show it; `selfref-tui history` lists them).", severity="warning")
         return None
@@ -279,7 +285,7 @@ def _message_number(app: CommandHost, command: Command) -> tuple[bool, int | Non
     if not command.args:
         return True, None
     text = command.args[0].lstrip("#")
-    if not text.isdigit() or int(text) < 1:
+    if not is_number(text):
         app.notify(f"/{command.name} takes a message number (as `selfref-tui history` shows "
                    f"it), not {command.args[0]!r}.", severity="warning")
         return False, None

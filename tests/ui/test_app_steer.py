@@ -331,3 +331,23 @@ async def test_rewinding_to_a_hidden_number_goes_just_before_that_call(tmp_path)
             [note] = [str(n.message) for n in app._notifications]
             assert note.startswith("rewound conversation 'main' to just before message 2: 3 "
                                    "messages (3–5) left the model's context")
+
+
+async def test_a_number_that_is_not_one_is_refused_in_a_line(tmp_path):
+    """A digit Python's int() does not read ("²" is a digit to str.isdigit) ended the app
+    when given to /rewind, /edit, /pin or /unpin."""
+    async with DemoServer([Reply(text="one")]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "first question")
+            await turn_done(pilot, app)
+            for command in ("/rewind ²", "/edit ³", "/pin ²", "/unpin #¹"):
+                await type_and_send(pilot, command)
+                await wait_until(pilot, lambda: any(
+                    "message number" in n.message for n in app._notifications),
+                    what=f"{command} refused")
+                assert app.chat_input.text == command  # kept, to correct
+                app.chat_input.clear()
+                app.clear_notifications()
+            assert app.is_running and len(app.agent.memory("main").messages) == 2
