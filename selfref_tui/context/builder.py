@@ -124,7 +124,8 @@ def _repeats_of(ids: list[Any]) -> dict[str, list[str]]:
     for cid in ids:
         if isinstance(cid, str):
             base, sep, n = cid.rpartition("_")
-            if sep and n.isdigit() and int(n) >= 2 and base in seen:
+            # ASCII digits only, as unique_call_ids writes them ("²" is a digit to isdigit)
+            if sep and n.isascii() and n.isdigit() and int(n) >= 2 and base in seen:
                 repeats.setdefault(base, []).append(cid)
             seen.add(cid)
     return repeats

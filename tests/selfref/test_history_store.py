@@ -165,3 +165,25 @@ def test_undo_walks_back_through_the_rewinds_one_by_one(tmp_path):
     went_on = list(memory.messages)
     assert undo(memory).back == [3, 4, 5, 6]  # the rewind undone: question 4 leaves
     assert undo(memory).back == [7, 8] and memory.messages == went_on  # and comes back
+
+
+def test_a_rewind_into_a_block_whose_call_ids_hold_other_digits(tmp_path):
+    """Call ids are the model's: "a" and "a_²" ("²" is a digit to str.isdigit, not to
+    int) made a rewind into their block raise, after its patch was written, and then
+    every load of the key raised too."""
+    from selfref_tui.context.mutations import ToolResultMutation
+    from selfref_tui.selfref.rewind import rewind
+
+    memory = SelfReference(tmp_path).open("main")
+    calls = [{"id": cid, "type": "function", "function": {"name": "x", "arguments": "{}"}}
+             for cid in ("a", "a_²")]
+    memory.commit([UserMessageMutation({"role": "user", "content": "q"}),
+                   AssistantMessageMutation(content="", tool_calls=calls)])
+    memory.commit([ToolResultMutation("a", "first")])
+    memory.commit([ToolResultMutation("a_²", "second")])
+    memory.commit([AssistantMessageMutation(content="done")])
+    assert rewind(memory, 4).left == [4, 5]
+    assert [m.get("content") for m in memory.messages[1:]] == ["", "first"]
+    memory.close()
+    again = reload(tmp_path)
+    assert again.messages == memory.messages
