@@ -130,8 +130,9 @@ def _branch(args: argparse.Namespace) -> int:
     try:
         source = store_notes(store.open(key, write=False))
         if not 1 <= args.n <= source.last_number:
-            raise CliError(f"no message {args.n} in conversation '{key}': its messages are "
-                           f"numbered 1 to {source.last_number}; see `selfref-tui history --all`")
+            from selfref_tui.context.history import unknown_number
+
+            raise CliError(unknown_number(key, args.n, source.last_number, False))
         try:
             branch = store.branch(key, args.n, new)
         except InvalidKeyError as exc:

@@ -234,6 +234,9 @@ def test_a_branch_holds_the_prefix_and_the_original_is_unchanged(server):
     assert result.returncode == 2 and "already exists" in result.stderr
     result = cli("branch", "40", "--name", "other")
     assert result.returncode == 1 and "no message 40" in result.stderr
+    result = cli("branch", "1", "--name", "other", "--key", "empty")
+    assert result.returncode == 1  # it said "numbered 1 to 0"
+    assert result.stderr == "selfref-tui: conversation 'empty' has no messages yet\n"
 
 
 def test_a_hidden_number_is_no_message_to_read_but_still_a_point_to_rewind_to(tmp_path):
