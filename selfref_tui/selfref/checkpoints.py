@@ -125,10 +125,20 @@ class FileChange:
     #: earlier rewind took out of the context, whose file the person kept): not a change
     #: by someone else either
     also: tuple[str, ...] = ()
+    #: restoring redoes the model's writes (an undone rewind): it writes what they left
+    redo: bool = False
 
     def reversed(self) -> FileChange:
         """The change that redoes these writes (an undone rewind puts them back)."""
-        return FileChange(self.path, self.after, self.before, self.writes)
+        return FileChange(self.path, self.after, self.before, self.writes, redo=True)
+
+    def what_restoring_does(self) -> str:
+        """What restoring this file does, for people (the CLI's list, the app's dialog)."""
+        if self.before is None:
+            return "restoring removes it: it did not exist before"
+        if self.redo:
+            return "restoring writes the model's version again"
+        return "restoring puts back its earlier content"
 
     def model_left(self, now: str | None) -> bool:
         """Whether ``now`` (the file's hash, None: missing) is what the model's writes left

@@ -74,7 +74,7 @@ class RewindReport:
             out.append("refs back to another version: " + ", ".join(self.refs_reverted))
         if self.files:
             out.append("files the model wrote there:")
-            out += [f"  {c.path}  ({_what_restore_does(c)})" for c in self.files]
+            out += [f"  {c.path}  ({c.what_restoring_does()})" for c in self.files]
             if restore_hint:
                 out.append(restore_hint)
         if self.mcp_tools:
@@ -186,13 +186,3 @@ def _rewound(memory: Any, n: int) -> bool:
         return bool(memory.entry(n).rewound)
     except IndexError:  # a hidden number: no message of its own to say
         return False
-
-
-def _what_restore_does(change: FileChange) -> str:
-    if change.before is None:
-        return "restoring removes it: it did not exist before"
-    if change.after is None:
-        return "restoring writes it again"
-    return "restoring puts back its earlier content"
-
-

@@ -190,8 +190,7 @@ class SteerActions:
             if not change.model_left(now) and now != change.before:
                 why = ("changed since the model wrote it: left as it is" if now is not None
                        else "removed since: left as it is")
-            what = ("remove it (it did not exist before)" if change.before is None
-                    else "put back its earlier content")
+            what = change.what_restoring_does()
             if now == change.before:
                 why = "already as it was"
             rows.append((change.path, what, why))

@@ -259,10 +259,22 @@ async def test_rewinding_past_a_file_write_offers_to_restore_it(tmp_path, monkey
             await wait_until(pilot, lambda: type(app.screen).__name__ == "RestoreFiles",
                              what="the files offered")
             rows = app.screen.rows
-            assert rows == [(str(work / "new.txt"), "remove it (it did not exist before)", "")]
+            assert rows == [(str(work / "new.txt"),
+                             "restoring removes it: it did not exist before", "")]
             app.screen.query_one("#restore").press()
             await wait_until(pilot, lambda: not (work / "new.txt").exists(),
                              what="the file the model made removed")
+            # undoing the rewind offers the model's version again, said as such
+            await pilot.press(*"/rewind undo")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "RestoreFiles",
+                             what="the files offered again")
+            assert app.screen.rows == [(str(work / "new.txt"),
+                                        "restoring writes the model's version again", "")]
+            app.screen.query_one("#restore").press()
+            await wait_until(pilot, lambda: (work / "new.txt").exists(),
+                             what="the model's file written again")
+            assert (work / "new.txt").read_text() == "new text"
 
 
 async def test_edit_brings_back_the_images_of_your_message(tmp_path):
