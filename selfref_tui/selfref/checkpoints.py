@@ -214,14 +214,14 @@ def restore(checkpoints: Checkpoints, wanted: Sequence[FileChange],
     report = RestoreReport()
     for change in wanted:
         now = state_of(change.path)
+        if now == change.before:
+            continue  # already as it should be (whoever made it so: nothing is in the way)
         if not change.model_left(now):
             why = ("it was removed since" if now is None
                    else "it was created again since" if change.after is None
                    else "it was changed since the model wrote it")
             report.skipped.append((change.path, why))
             continue
-        if now == change.before:
-            continue  # already as it should be
         try:
             if change.before is None:
                 remove_file(change.path, roots=list(roots))

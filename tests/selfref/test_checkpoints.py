@@ -1,0 +1,83 @@
+"""Restoring the files a rewind offers: real files, real checkpoint blobs."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from selfref_tui.selfref.checkpoints import Checkpoints, FileChange, restore
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@pytest.fixture
+def place(tmp_path: Path) -> tuple[Checkpoints, Path]:
+    work = tmp_path / "work"
+    work.mkdir()
+    return Checkpoints(tmp_path / "key"), work
+
+
+def test_a_file_already_as_it_was_is_left_and_not_called_changed(place):
+    """Two changes of one path (a rewind that takes one write out and brings an older
+    one back): when the file already holds what restoring would write, nothing is
+    done and nothing is said to be in the way."""
+    checkpoints, work = place
+    old = checkpoints.keep(b"old\n")
+    target = work / "a.txt"
+    target.write_bytes(b"old\n")
+    done = restore(checkpoints, [FileChange(str(target), old, sha(b"new\n"))], [work])
+    assert done.skipped == [] and done.restored == []
+    assert target.read_bytes() == b"old\n"
+
+
+def test_what_is_not_as_the_model_left_it_is_never_written(place, tmp_path):
+    checkpoints, work = place
+    old, new = checkpoints.keep(b"old\n"), checkpoints.keep(b"new\n")
+    target = work / "a.txt"
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"new\n")
+
+    target.mkdir()  # now a directory
+    done = restore(checkpoints, [FileChange(str(target), old, new)], [work])
+    assert [p for p, _ in done.skipped] == [str(target)] and target.is_dir()
+    target.rmdir()
+
+    target.symlink_to(outside)  # now a link out of the allowed folder, to the same bytes
+    for change in (FileChange(str(target), old, new), FileChange(str(target), None, new)):
+        done = restore(checkpoints, [change], [work])
+        assert done.skipped and not done.restored and not done.removed
+    assert target.is_symlink() and outside.read_bytes() == b"new\n"
+    target.unlink()
+
+    link = work / "sub"
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "a.txt").write_bytes(b"new\n")
+    link.symlink_to(tmp_path / "elsewhere")  # a folder on the way leads out
+    done = restore(checkpoints, [FileChange(str(link / "a.txt"), old, new)], [work])
+    assert "outside the allowed directories" in done.skipped[0][1]
+    assert (tmp_path / "elsewhere" / "a.txt").read_bytes() == b"new\n"
+
+    done = restore(checkpoints, [FileChange(str(outside), old, new)], [work])
+    assert done.skipped and outside.read_bytes() == b"new\n"  # outside the roots
+
+
+def test_a_missing_or_changed_copy_is_said_and_the_file_kept(place):
+    checkpoints, work = place
+    target = work / "a.txt"
+    target.write_bytes(b"new\n")
+    new = sha(b"new\n")
+    old = checkpoints.keep(b"old\n")
+    for before, why in (("0" * 64, "is missing"), ("../../etc/passwd", "not a checkpoint")):
+        done = restore(checkpoints, [FileChange(str(target), before, new)], [work])
+        assert why in done.skipped[0][1]
+    blob = checkpoints.folder / old
+    os.chmod(blob, 0o600)
+    blob.write_bytes(b"tampered")
+    done = restore(checkpoints, [FileChange(str(target), old, new)], [work])
+    assert "was changed" in done.skipped[0][1]
+    assert target.read_bytes() == b"new\n"
