@@ -156,6 +156,34 @@ def summary_mutation(summary: Summary, kept: KeptWords | None = None) -> Context
                                   remember=remember)
 
 
+def compacted_just_now(messages: list[dict[str, Any]]) -> bool:
+    """Whether the working transcript holds nothing since its summary but the traces of
+    compacting: runtime notes and calls to ``compact`` (with their results).
+
+    Another summary of it would say the same again; a model that compacts whenever it
+    reads the person's "compact the context" (kept verbatim in the summary) would
+    otherwise compact until the step limit.
+    """
+    if not any(COMPACTION_KEY in m for m in messages):
+        return False
+    since = len(messages) - next(i for i, m in enumerate(reversed(messages))
+                                 if COMPACTION_KEY in m)
+    calls: set[str] = set()
+    for message in messages[since:]:
+        if message.get("role") == "user" and message.get("runtime_note"):
+            continue
+        tool_calls = message.get("tool_calls") or []
+        if message.get("role") == "assistant" and tool_calls and all(
+                isinstance(c, dict) and (c.get("function") or {}).get("name") == "compact"
+                for c in tool_calls):
+            calls.update(str(c.get("id", "")) for c in tool_calls)
+            continue
+        if message.get("role") == "tool" and str(message.get("tool_call_id", "")) in calls:
+            continue
+        return False
+    return True
+
+
 def number_ranges(numbers: tuple[int, ...] | list[int]) -> str:
     """``messages 3, 5, 9–12``: numbers as runs, so a long list stays short."""
     runs: list[list[int]] = []

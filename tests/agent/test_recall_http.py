@@ -258,3 +258,21 @@ async def test_a_key_opened_with_a_long_compacted_history_is_taken_in_ahead(harn
         found = recall.index.search(memory, "note 5995", include_rewound=True)
         assert [hit.n for hit in found.hits] == [5996] and found.hits[0].rewound
         assert recall.index.search(memory, "note 5995").total == 0
+
+
+async def test_a_compaction_right_after_a_compaction_is_refused_without_a_failure(harness):
+    """Nothing was added since the summary (its last exchange quotes the person's "compact
+    the context"): another summary would say the same, so the call is refused, the model
+    told why, and nobody is told that a compaction failed."""
+    again = ToolCall("compact", SUMMARY, id="k2")
+    script = [Reply(text="Compacting.", tool_calls=[ToolCall("compact", SUMMARY, id="k1")]),
+              Reply(text="Again.", tool_calls=[again]), Reply(text="Compacted."),
+              Reply(text="You are welcome.")]
+    async with harness(script) as h:
+        assert await h.agent.run_turn("main", "compact the context") == "done"
+        assert len(h.of(ev.CompactionApplied)) == 1
+        (refused,) = [e for e in h.of(ev.ToolCallError) if e.call_id == "k2"]
+        assert "compacted just now" in refused.error
+        assert not h.of(ev.CompactionFailed)
+        assert await h.agent.run_turn("main", "thanks") == "done"
+    assert h.reload().summary["verbatim"]["exchange"][0] == 1

@@ -223,6 +223,9 @@ AskFn = Callable[[str, tuple[str, ...], str], Awaitable[str]]
 
 #: a history with more than this many messages not indexed yet is indexed in a thread
 THREAD_AT = 5_000
+#: the ``compact`` error when nothing was added since the summary the model reads
+JUST_COMPACTED = ("the conversation was compacted just now and nothing was added since: the "
+                  "summary you read is current. Continue the work from it")
 
 
 @dataclass
@@ -381,9 +384,11 @@ async def _consent(ctx: ToolContext, action: str, text: str) -> bool:
 
 
 async def _compact(args: dict[str, Any], ctx: ToolContext) -> str:
-    from ...context.summary import Summary
+    from ...context.summary import Summary, compacted_just_now
 
     _need_str(args, "goal")
+    if compacted_just_now(ctx.session.memory.messages):
+        raise ToolError(JUST_COMPACTED)
     fields = dict(args)
     result: dict[str, Any] = {
         "status": "queued", "note": "the summary replaces the conversation after these tool calls"}

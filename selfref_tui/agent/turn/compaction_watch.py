@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from ...context.images import text_of
 from ..events import CompactionFailed, Notice
+from ..tools.builtin import JUST_COMPACTED
 from ..tools.offer import COMPACT_TOOL
 from .compaction import STILL_FULL
 from .state import TurnState
@@ -82,7 +83,8 @@ class CompactionWatch:
             if message.get("role") == "tool" and message.get("tool_call_id") == ids[-1]:
                 result = " ".join(text_of(message.get("content")).split())
                 break
-        if not result.startswith("Error: "):  # the person's decision, not a failure
+        # the person's decision (a review cancelled), or a compaction already done: no failure
+        if not result.startswith("Error: ") or result.startswith(f"Error: {JUST_COMPACTED}"):
             turn.compaction_asked = turn.compact_error = ""
             return
         turn.compact_failures += 1
