@@ -127,6 +127,7 @@ def keep_words(
     pinned: Iterable[EntryLike] = (),
     last: int = 0,
     room: int | None = None,
+    request: EntryLike | None = None,
 ) -> KeptWords:
     """Choose what the summary keeps verbatim from ``entries``.
 
@@ -141,11 +142,15 @@ def keep_words(
     has less left than the shares (a small window, a long system prompt): pinned
     messages are kept whole first (the person's choice), then the last exchange,
     then the person's other messages in what remains.
+
+    ``request``: the person's latest message anywhere in the history, for the
+    last exchange when ``entries`` hold none of theirs: a long tool loop that
+    compacts twice still works on a request made before the previous compaction.
     """
     persons = [e for e in entries if is_person_message(e.message)]
     pinned_list = sorted({e.n: e for e in pinned}.values(), key=lambda e: e.n)
     pinned_numbers = {e.n for e in pinned_list}
-    exchange = _last_exchange(entries, persons)
+    exchange = _last_exchange(entries, persons or ([request] if request else []))
     in_exchange = {e.n for e in exchange}
     pinned_said = tuple(Said(e.n, e.role, said_text(e.message), e.time) for e in pinned_list)
     left = None if room is None else room - sum(count(s.text) + TAG_TOKENS for s in pinned_said)

@@ -165,6 +165,7 @@ class SelfRefSession:
         compaction at once (or, past the window, cut the summary itself out of the
         request).
         """
+        from ..context.history import is_person_message
         from ..context.kept_words import FRAME_TOKENS, keep_words
         from ..context.summary import render_summary
         from ..context.tokens import estimate_tokens
@@ -179,6 +180,10 @@ class SelfRefSession:
         window = int(usage.get("budget") or usage.get("window") or 0) or 128_000
         # the working stretch: what this compaction takes out of the model's view
         working = [e for e in entries if not e.compacted and not e.rewound]
+        # the request being worked on, wherever it is (the stretch may hold none of the
+        # person's messages: a tool loop compacted twice)
+        request = next((e for e in reversed(entries)
+                        if not e.rewound and is_person_message(e.message)), None)
         count = self._count_text or estimate_tokens
         room = None
         if usage.get("fixed"):
@@ -187,7 +192,7 @@ class SelfRefSession:
             # or the next message would ask for the next compaction at once
             room = ((limit - int(usage["fixed"])) // 2 - count(render_summary(summary))
                     - FRAME_TOKENS)
-        return keep_words(working, window=window, count=count, room=room,
+        return keep_words(working, window=window, count=count, room=room, request=request,
                           # a pinned message a rewind took away is out of the model's view
                           pinned=[e for e in entries if e.pinned and not e.rewound],
                           last=getattr(self.memory, "last_number", 0))

@@ -260,6 +260,26 @@ async def test_a_key_opened_with_a_long_compacted_history_is_taken_in_ahead(harn
         assert recall.index.search(memory, "note 5995").total == 0
 
 
+async def test_the_persons_request_stays_verbatim_through_a_second_compaction_in_one_turn(
+        harness):
+    """A long tool loop compacts twice: the person's message that started it was before the
+    previous compaction, yet it is still the request being worked on, so the second
+    summary carries it in the last exchange."""
+    task = "Rename every foo to bar in src/, but never touch src/vendor."
+    look = ToolCall("inspect_context", {}, id="i1")
+    script = [Reply(text="Working.", tool_calls=[ToolCall("compact", SUMMARY, id="k1")]),
+              Reply(text="Looking.", tool_calls=[look]),
+              Reply(text="Still working.", tool_calls=[ToolCall("compact", SUMMARY, id="k2")]),
+              Reply(text="Done.")]
+    async with harness(script) as h:
+        assert await h.agent.run_turn("main", task) == "done"
+        assert len(h.of(ev.CompactionApplied)) == 2
+        summary = h.server.requests[-1]["messages"][1]["content"]
+        exchange = summary[summary.index(EXCHANGE_TITLE):summary.index(HISTORY_TITLE)]
+        assert '<message n="1" role="user"' in exchange and f"\n{task}\n</message>" in exchange
+    assert h.reload().summary["verbatim"]["exchange"][0] == 1
+
+
 async def test_a_compaction_right_after_a_compaction_is_refused_without_a_failure(harness):
     """Nothing was added since the summary (its last exchange quotes the person's "compact
     the context"): another summary would say the same, so the call is refused, the model
