@@ -527,6 +527,11 @@ class SelfRefApp(
         if self.controller.abort():
             self._stopped_at = now
             self.header.status = "stopping…"
+        elif self.fork_panel.display and not self.controller.busy:
+            # nothing to stop: Esc puts the fork panel away, as ctrl+t does (an overlay
+            # is what a person closes with Esc), and starts no Esc Esc
+            self._idle_esc_at = float("-inf")
+            self.action_toggle_forks()
         elif self.ready and not self.controller.busy:
             # Esc Esc with nothing running: pick one of your messages to rewind to
             if now - self._idle_esc_at < ESC_DOUBLE_S:

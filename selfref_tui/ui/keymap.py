@@ -50,7 +50,8 @@ BINDINGS: list[Binding] = [
         "abort",
         "Stop",
         id="abort",
-        tooltip="Stop the running answer; the partial text is kept, marked interrupted",
+        tooltip="Stop the running answer; the partial text is kept, marked interrupted "
+        "(nothing running: close the fork panel; twice: rewind)",
     ),
     Binding(
         "ctrl+up",

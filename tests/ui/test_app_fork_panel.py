@@ -70,6 +70,19 @@ async def _at(size, tmp_path) -> None:
             await turn_done(pilot, app, timeout=20)
             await wait_until(pilot, lambda: not panel.display, what="the panel closed")
             assert app.focused is box
+            # Opened by hand, Esc puts it away (nothing runs to stop), and only a second
+            # pair of Esc presses asks for a message to rewind to.
+            await pilot.press("ctrl+t")
+            assert panel.display
+            await pilot.press("escape")
+            assert not panel.display and app.focused is box
+            assert app.key in app.forks_closed_in
+            await pilot.press("escape")
+            await pilot.pause()
+            assert type(app.screen).__name__ != "ChoiceList"
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "ChoiceList",
+                             what="the rewind list")
 
 
 async def test_at_80_columns_the_fork_panel_leaves_the_input_whole_and_goes_when_done(tmp_path):
