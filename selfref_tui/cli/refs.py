@@ -45,8 +45,8 @@ def _refs_list(args: argparse.Namespace) -> int:
     else:
         width = max(len(r["id"]) for r in rows)
         for r in rows:
-            say(f"{r['id']:<{width}}  {r['chars']:>7} chars  {r['lines']:>5} lines  "
-                f"{r['created']}")
+            lines = f"{r['lines']:>5} line{'s' if r['lines'] != 1 else ' '}"
+            say(f"{r['id']:<{width}}  {r['chars']:>7} chars  {lines}  {r['created']}")
     return EXIT_OK
 
 

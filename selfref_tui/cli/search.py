@@ -52,7 +52,8 @@ def _show(args: argparse.Namespace, found: Any) -> int:
     for match in found.matches:
         flags = "".join(f" ({flag})" for flag, on in (("rewound", match.rewound),
                                                       ("compacted", match.compacted)) if on)
-        say(f"{match.key} #{match.n} {match.role} {match.time[:16].replace('T', ' ')}{flags}: "
+        # two spaces before the snippet: a colon after "17:18" read as a time cut short
+        say(f"{match.key} #{match.n} {match.role} {match.time[:16].replace('T', ' ')}{flags}  "
             f"{match.snippet}")
     shown, total = len(found.matches), found.total
     conversations = len(found.counts)

@@ -57,6 +57,8 @@ def test_ask_demo_then_refs_list_show_export(tmp_path):
     assert [r["id"] for r in rows] == ["fib_recursive", "fib_iterative", "fib_note"]
     assert set(rows[0]) == {"id", "chars", "lines", "created"}
     assert rows[1]["lines"] > 3 and rows[1]["chars"] > 50
+    plain = cli("refs", "list").stdout.splitlines()
+    assert "    1 line " in plain[2] and "    8 lines " in plain[1]  # fib_note has one line
 
     shown = cli("refs", "show", "fib_iterative")
     assert shown.stdout.startswith("```python\ndef fib_iterative")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from selfref_tui.context.images import data_url
@@ -47,6 +48,8 @@ def test_search_every_conversation_newest_first_with_numbers_and_flags():
         ["main", "#5", "user"], ["main", "#3", "tool"], ["main", "#1", "user"],
         ["work", "#1", "user"]]
     assert "(rewound)" in lines[0] and "forget the needle" in lines[0]
+    # the time, its flags, two spaces and the snippet (a colon after 12:34 read as cut short)
+    assert re.match(r"main #5 user \d{4}-\d\d-\d\d \d\d:\d\d \(rewound\)  \S", lines[0])
     found = json.loads(cli("search", "needle", "--key", "work", "--json").stdout)
     assert found == [{"key": "work", "n": 1, "role": "user", "time": found[0]["time"],
                       "snippet": "Where is the needle?", "rewound": False,
