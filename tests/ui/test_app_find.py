@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.color import Color
 from textual.widgets import Input
 
 from selfref_tui.context.mutations import (
@@ -120,3 +121,82 @@ async def test_find_in_an_ansi_theme_marks_in_the_terminals_own_colours(tmp_path
             await wait_until(pilot, lambda: bar.count == "2 of 3", what="the next one")
             await pilot.pause()
             assert app.is_running and app.return_code is None
+
+
+def _rewound_seed(tmp_path) -> None:
+    """Two turns, a rewind to before the second (which mentions Porto), a third turn."""
+    with SelfReference(tmp_path / "data") as store:
+        memory = store.open("main")
+        memory.commit([UserMessageMutation({"role": "user", "content": "Plan a trip."}),
+                       AssistantMessageMutation(content="Day 1: Lisbon.")])
+        memory.commit([UserMessageMutation({"role": "user", "content": "Add Porto."}),
+                       AssistantMessageMutation(content="Day 2: the train to porto.")])
+        memory.commit([memory.rewind_patch(3)])
+        memory.commit([UserMessageMutation({"role": "user", "content": "Make it slower."}),
+                       AssistantMessageMutation(content="Day 2: a slow morning.")])
+
+
+async def test_find_reaches_a_rewound_section_and_opens_it(tmp_path):
+    _rewound_seed(tmp_path)
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            transcript = app.transcript
+            (section,) = transcript.items_of("rewound")
+            assert not section.expanded
+            await type_and_send(pilot, "/find porto")
+            bar = app.query_one(FindBar)
+            # both rewound messages count, though the section was never opened
+            await wait_until(pilot, lambda: bar.count == "2 of 2", what="found in the section")
+            assert section.expanded  # stepping to the occurrence opened it
+            answer = transcript.highlighted
+            assert answer.rewound and answer.copy_text == "Day 2: the train to porto."
+            await wait_until(pilot, lambda: ("porto", True) in _marked(app, "porto"),
+                             what="marked in the opened section")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: bar.count == "1 of 2", what="the question")
+            assert transcript.highlighted.copy_text == "Add Porto."
+            # closed again by the person: stepping to it opens it once more
+            transcript.toggle_section(section, False)
+            await pilot.press("down")
+            await wait_until(pilot, lambda: bar.count == "2 of 2", what="the answer again")
+            assert section.expanded
+            assert ("porto", True) in _marked(app, "porto")
+
+
+def _marked_lines(app) -> list[str]:
+    """The marked text of each line on screen that has some ("" for the others)."""
+    transcript = app.transcript
+    palette = transcript._palette
+    colours = {palette.mix(palette.warning, 0.4), Color.parse(palette.accent.hex)}
+    lines = []
+    for y in range(transcript.scrollable_content_region.height):
+        lines.append("".join(
+            segment.text for segment in transcript.render_line(y)
+            if segment.style is not None and segment.style.bgcolor in colours))
+    return lines
+
+
+async def test_an_occurrence_wrapped_over_two_lines_is_marked_on_both(tmp_path):
+    # words of many lengths between the pairs: some line ends inside a pair
+    fillers = ["a", "bb", "ccc", "dddd", "eeeee", "ffffff", "ggggggg"]
+    answer = " ".join(f"{fillers[i % 7]} alpha omega" for i in range(40))
+    with SelfReference(tmp_path / "data") as store:
+        store.open("main").commit([
+            UserMessageMutation({"role": "user", "content": "words"}),
+            AssistantMessageMutation(content=answer)])
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "/find alpha omega")
+            bar = app.query_one(FindBar)
+            await wait_until(pilot, lambda: bar.count == "40 of 40", what="all found")
+            await app.transcript.settle()
+            lines = _marked_lines(app)
+            split = [n for n in range(len(lines) - 1)
+                     if lines[n].endswith("alpha") and lines[n + 1].startswith("omega")]
+            assert split, "no pair was wrapped: choose other fillers"
+            marked = "".join(lines).replace(" ", "")
+            assert marked == "alphaomega" * 40  # every pair marked whole, split or not

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from selfref_tui.ui.transcript.find import find_hits, message_text, pattern
+from selfref_tui.ui.transcript.find import find_hits, line_marks, message_text, pattern
 from selfref_tui.ui.transcript.reducer import TranscriptModel
 
 
@@ -52,3 +52,36 @@ def test_an_empty_query_finds_nothing_and_text_is_literal():
     assert pattern("") is None
     assert message_text({"role": "user", "content": "a.b"}) == "a.b"
     assert not pattern("a.b").search("axb")  # not a regular expression
+
+
+def test_an_occurrence_split_by_wrapping_is_marked_on_both_lines():
+    found = pattern("alpha  omega")
+    # a prose wrap (the space became the line break), then a code line folded mid-word
+    lines = [("one alpha", False), ("omega two alph", False), ("a omega", True)]
+    assert line_marks(lines, found) == [[(4, 9, 0)], [(0, 5, 0), (10, 14, 1)], [(0, 7, 1)]]
+    # a line break inside a word of a drawn (not stored) text: still the one occurrence
+    assert line_marks([("xx al", False), ("pha omega", False)], found) == [
+        [(3, 5, 0)], [(0, 9, 0)]]
+    assert line_marks([("alpha", False), ("", False), ("beta", False)], found) == [[], [], []]
+    assert pattern("   ") is None
+
+
+def test_a_rewound_section_not_opened_is_searched_as_stored():
+    history = [
+        {"role": "user", "content": "first"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "a needle", "rewound": True},
+        {"role": "assistant", "content": "needle, needle", "rewound": True},
+        {"role": "user", "content": "after"},
+    ]
+    model = TranscriptModel()
+    model.load_history(history, numbers=[1, 2, 3, 4, 5], tail=50)
+    (section,) = [item for item in model.items if item.kind == "rewound"]
+    hits = find_hits(model.items, model.older, pattern("needle"))
+    assert [(hit.item is section, hit.sealed, hit.hidden) for hit in hits] == [
+        (True, True, True)] * 3
+    model.open_section(section)  # built: the same occurrences, in the messages' items
+    section.expanded = False
+    hits = find_hits(model.items, model.older, pattern("needle"))
+    assert [(hit.item.kind, hit.sealed, hit.hidden) for hit in hits] == [
+        ("user", False, True), ("answer", False, True), ("answer", False, True)]

@@ -7,15 +7,22 @@ messages" banner. A hit says which item (or which older message) and which
 occurrence in it, and whether that occurrence sits in a part drawn only when
 the item is opened — the view opens it before showing the hit.
 
+A rewound section not opened yet holds its messages unbuilt: they are
+searched as stored, and the view opens the section before showing the hit.
+
 Matching is case-insensitive and literal (the person types text, not a
-pattern). Each item's text is listed in the order it is drawn, so the n-th
-occurrence in the text is, as far as drawing keeps the words, the n-th one
-on its drawn lines.
+pattern), except where lines break: a space in the query matches any run of
+spaces and line breaks, and a line break may fall between any two of its
+characters. So an occurrence that wrapping split over two drawn lines is
+still one occurrence, found and marked on both. Each item's text is listed in
+the order it is drawn, so the n-th occurrence in the text is, as far as
+drawing keeps the words, the n-th one on its drawn lines.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +32,7 @@ from selfref_tui.ui.transcript.model import (
     DividerItem,
     ErrorItem,
     Item,
+    RewoundItem,
     ToolItem,
     UserItem,
     pretty_arguments,
@@ -43,13 +51,19 @@ class Hit:
     occurrence: int
     #: inside a part drawn only when the item is opened (a collapsed call, reasoning…)
     hidden: bool = False
+    #: in a rewound section's messages not built yet (``item`` is the section)
+    sealed: bool = False
 
 
 def pattern(query: str) -> re.Pattern[str] | None:
-    """The query as a literal, case-insensitive pattern; None for an empty one."""
-    if not query:
+    """The query as a literal, case-insensitive pattern that lets lines break inside it
+    (see the module's docstring); None for an empty (or blank) one."""
+    words = query.split()
+    if not words:
         return None
-    return re.compile(re.escape(query), re.IGNORECASE)
+    seam = "\n?"  # a line folded inside a word
+    return re.compile(
+        "\\s+".join(seam.join(re.escape(c) for c in word) for word in words), re.IGNORECASE)
 
 
 def item_parts(item: Item) -> Iterator[tuple[str, bool]]:
@@ -113,8 +127,13 @@ def find_hits(items: Sequence[Item], older: Sequence[dict], found: re.Pattern[st
             if not text:
                 continue
             for _match in found.finditer(text):
-                hits.append(Hit(item, -1, k, hidden and _closed(item)))
+                hits.append(Hit(item, -1, k, (hidden and _closed(item)) or item.hidden))
                 k += 1
+        if isinstance(item, RewoundItem) and item.stored is not None:
+            for message in item.stored[0]:
+                for _match in found.finditer(message_text(message)):
+                    hits.append(Hit(item, -1, k, True, sealed=True))
+                    k += 1
     return hits
 
 
@@ -133,6 +152,34 @@ def open_for(item: Item) -> None:
     item.touch()
 
 
-def spans(text: str, found: re.Pattern[str]) -> list[tuple[int, int]]:
-    """(start, end) character offsets of every occurrence in one drawn line."""
-    return [m.span() for m in found.finditer(text)]
+def line_marks(lines: Sequence[tuple[str, bool]], found: re.Pattern[str]
+               ) -> list[list[tuple[int, int, int]]]:
+    """Where each occurrence sits on a row's drawn lines, given as (text, continues the
+    line above): for each line, (start, end, which occurrence in the row) of every
+    piece of one, so one split by wrapping is marked on both of its lines.
+
+    A line that continues the one above (a folded code line) is joined to it as
+    is, any other with a line break, which the pattern lets stand for a space or
+    fall inside a word.
+    """
+    joined: list[str] = []
+    starts: list[int] = []
+    at = 0
+    for index, (text, cont) in enumerate(lines):
+        if index and not cont:
+            joined.append("\n")
+            at += 1
+        starts.append(at)
+        joined.append(text)
+        at += len(text)
+    marks: list[list[tuple[int, int, int]]] = [[] for _ in lines]
+    for number, match in enumerate(found.finditer("".join(joined))):
+        start, end = match.span()
+        line = bisect_right(starts, start) - 1
+        while line < len(lines) and starts[line] < end:
+            lo = max(start, starts[line]) - starts[line]
+            hi = min(end, starts[line] + len(lines[line][0])) - starts[line]
+            if hi > lo:
+                marks[line].append((lo, hi, number))
+            line += 1
+    return marks

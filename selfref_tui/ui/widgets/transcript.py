@@ -44,7 +44,7 @@ from textual.selection import Selection
 from textual.strip import Strip
 
 from selfref_tui.ui.lazy_import import LazyModule
-from selfref_tui.ui.transcript.find import Hit, find_hits, open_for, pattern, spans
+from selfref_tui.ui.transcript.find import Hit, find_hits, line_marks, open_for, pattern
 from selfref_tui.ui.transcript.model import (
     AnswerItem,
     Block,
@@ -57,7 +57,7 @@ from selfref_tui.ui.transcript.model import (
     ToolItem,
     UserItem,
 )
-from selfref_tui.ui.transcript.paint import Painter, Palette, Row, estimate, row_key
+from selfref_tui.ui.transcript.paint import Line, Painter, Palette, Row, estimate, row_key
 from selfref_tui.ui.transcript.reducer import TAIL_ITEMS, Target, TranscriptModel
 from selfref_tui.ui.transcript.textual_adapter import set_virtual_size
 
@@ -179,8 +179,10 @@ class Transcript(ScrollView, can_focus=False):
         self._found: re.Pattern[str] | None = None
         self._hits: list[Hit] = []
         self._hit = -1
-        #: where the current occurrence is drawn: (row, line in the row, start, end)
-        self._hit_at: tuple[Row, int, int, int] | None = None
+        #: where the current occurrence is drawn: (row, which occurrence in the row)
+        self._hit_at: tuple[Row, int] | None = None
+        #: each drawn row's occurrences, line by line (found again when its lines change)
+        self._marks: dict[Row, tuple[Sequence[Line], list[list[tuple[int, int, int]]]]] = {}
 
     # ---------------------------------------------------------------- state
 
@@ -685,33 +687,43 @@ class Transcript(ScrollView, can_focus=False):
         return Strip.join([before, chosen.apply_style(style), after])
 
     def _mark_found(self, strip: Strip, row: Row, offset: int) -> Strip:
-        """``strip`` with every occurrence of the find text marked, the current one most."""
-        assert self._found is not None
-        text = strip.text
-        found = spans(text, self._found)
+        """``strip`` with every occurrence of the find text marked, the current one most
+        (an occurrence wrapped over two lines is marked on both)."""
+        marks = self._row_marks(row)[offset]
         palette = self._palette
-        if not found or palette is None:
+        if not marks or palette is None:
             return strip
+        left = row.lines[offset].left
+        text = strip.text
         current = self._hit_at
-        here = current[2:] if current is not None and current[0] is row and current[1] == offset \
-            else None
+        here = current[1] if current is not None and current[0] is row else None
         other = Style(bgcolor=palette.mix(palette.warning, 0.4))
         # an ANSI theme's background is the terminal's own ("ansi_default" has no hex):
         # the current one is drawn reversed, in the terminal's own colours
         chosen = Style(reverse=True, bold=True) if palette.ansi else Style(
             bgcolor=palette.accent.rich_color, color=palette.bg.rich_color, bold=True)
         cuts: list[int] = []
-        for start, end in found:
-            cuts += [cell_len(text[:start]), cell_len(text[:end])]
+        for start, end, _number in marks:
+            cuts += [cell_len(text[:left + start]), cell_len(text[:left + end])]
         pieces = strip.divide([*cuts, strip.cell_length])
         marked = [
             # over the row's own colours (a code block's background would hide a base style)
             piece if n % 2 == 0 else Strip(
-                Segment.apply_style(piece, post_style=chosen if found[n // 2] == here
+                Segment.apply_style(piece, post_style=chosen if marks[n // 2][2] == here
                                     else other), piece.cell_length)
             for n, piece in enumerate(pieces)
         ]
         return Strip.join(marked)
+
+    def _row_marks(self, row: Row) -> list[list[tuple[int, int, int]]]:
+        """The find text's occurrences on ``row``'s drawn lines (see ``line_marks``)."""
+        assert self._found is not None
+        kept = self._marks.get(row)
+        if kept is not None and kept[0] is row.lines:
+            return kept[1]
+        marks = line_marks([(line.text, line.cont) for line in row.lines], self._found)
+        self._marks[row] = (row.lines, marks)
+        return marks
 
     def get_selection(self, selection: Selection) -> tuple[str, str] | None:
         """The selected text, without bars, frames, padding or code continuation marks."""
@@ -880,6 +892,8 @@ class Transcript(ScrollView, can_focus=False):
             return 0, 0
         same = self._found is not None and self._found.pattern == found.pattern
         current = self._hits[self._hit] if same and 0 <= self._hit < len(self._hits) else None
+        if not same:
+            self._marks = {}
         self._found = found
         hits = find_hits(self.model.items, self.model.older, found)
         self._hits, self._hit_at = hits, None
@@ -898,30 +912,34 @@ class Transcript(ScrollView, can_focus=False):
     def find_clear(self) -> None:
         """No find text marked any more."""
         self._found, self._hits, self._hit, self._hit_at = None, [], -1, None
+        self._marks = {}
         self.refresh()
 
     async def _show_hit(self) -> None:
         hit = self._hits[self._hit]
         if hit.item is None:  # behind the banner: load the older messages down to it
-            number = self._hit
             await self.load_older(len(self.model.older) - hit.older)
-            assert self._found is not None
-            self._hits = find_hits(self.model.items, self.model.older, self._found)
-            if not self._hits:
-                self._hit = -1
+            hit = self._found_again()
+            if hit is None or hit.item is None:
                 return
-            self._hit = min(number, len(self._hits) - 1)
-            hit = self._hits[self._hit]
-            if hit.item is None:
+        if hit.sealed:  # in a rewound section never opened: its messages built, then shown
+            assert isinstance(hit.item, RewoundItem)
+            self.toggle_section(hit.item, True)
+            hit = self._found_again()
+            if hit is None or hit.item is None:
                 return
         item = hit.item
+        if item.section is not None and not item.section.expanded:
+            self.toggle_section(item.section, True)
         if hit.hidden:
             open_for(item)
         self.highlight(item)
         self._hit_at = self._locate(item, hit.occurrence)
         if self._hit_at is not None:
             self._relayout()  # drawing the item's rows may have corrected their heights
-            row, offset = self._hit_at[:2]
+            row, number = self._hit_at
+            offset = next((n for n, marks in enumerate(self._row_marks(row))
+                           if any(m[2] == number for m in marks)), 0)
             y = self._row_start(row) + offset
             height = self.scrollable_content_region.height
             top, bottom = int(self.scroll_y), int(self.scroll_y) + height
@@ -931,19 +949,31 @@ class Transcript(ScrollView, can_focus=False):
             self._stuck = self.scroll_y >= self.max_scroll_y
         self.refresh()
 
-    def _locate(self, item: Item, occurrence: int) -> tuple[Row, int, int, int] | None:
-        """The drawn line holding ``item``'s n-th occurrence (None when drawing changed
-        the words, say Markdown syntax inside the match: the item is still shown)."""
+    def _found_again(self) -> Hit | None:
+        """After messages were built (older ones loaded, a section opened): the hits
+        found again, the current one staying at its number (the built items hold the
+        occurrences their messages held, in the same order)."""
         assert self._found is not None
+        number = self._hit
+        self._hits = find_hits(self.model.items, self.model.older, self._found)
+        if not self._hits:
+            self._hit = -1
+            return None
+        self._hit = min(number, len(self._hits) - 1)
+        return self._hits[self._hit]
+
+    def _locate(self, item: Item, occurrence: int) -> tuple[Row, int] | None:
+        """The row holding ``item``'s n-th occurrence and which one it is there (None
+        when drawing changed the words, say Markdown syntax inside the match: the item
+        is still shown)."""
         width = self._width()
         n = 0
         for row in self._rows_of(item):
             self._draw(row, width)
-            for offset, line in enumerate(row.lines):
-                for start, end in spans(line.strip.text, self._found):
-                    if n == occurrence:
-                        return row, offset, start, end
-                    n += 1
+            count = len({m[2] for marks in self._row_marks(row) for m in marks})
+            if occurrence < n + count:
+                return row, occurrence - n
+            n += count
         return None
 
     def highlight_ref_id(self, ref_id: str) -> RefInfo | None:
