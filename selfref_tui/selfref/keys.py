@@ -177,17 +177,24 @@ def copy_key_dir(src: Path, dst: Path, new_key: str) -> None:
     if isinstance(meta, dict):
         meta["key"] = new_key
         atomic_write(tmp / "meta.json", json.dumps(meta, ensure_ascii=True).encode("ascii"))
-    settings = read_regular(src / "settings.json")  # model, profile, instructions
-    if settings is not None:
-        atomic_write(tmp / "settings.json", settings)
+    copy_settings(src, tmp)
     copy_images(src, tmp)
     copy_blobs(src, tmp, FILES_DIR)
     os.rename(tmp, dst)
     fsync_dir(dst.parent)
 
 
+def copy_settings(src: Path, dst: Path) -> None:
+    """``src``'s settings (model, profile, instructions) into the folder ``dst``, as they are."""
+    settings = read_regular(src / "settings.json")
+    if settings is not None:
+        atomic_write(dst / "settings.json", settings)
+
+
 def write_branch_dir(src: Path, dst: Path, log: bytes) -> None:
-    """A new key folder ``dst`` holding ``log`` and ``src``'s stored images and file copies.
+    """A new key folder ``dst`` holding ``log`` and ``src``'s stored images, file copies and
+    settings: a branch goes on with the model and instructions its origin runs with now
+    (settings are not in the log, so "at that point" can only mean as they are).
 
     Made in a temporary sibling and renamed into place, like
     :func:`copy_key_dir`, so a crash leaves no half branch. The meta file is
@@ -201,6 +208,7 @@ def write_branch_dir(src: Path, dst: Path, log: bytes) -> None:
     ensure_dir(tmp)
     try:
         atomic_write(tmp / "log.jsonl", log)
+        copy_settings(src, tmp)
         copy_images(src, tmp)
         copy_blobs(src, tmp, FILES_DIR)
         os.rename(tmp, dst)

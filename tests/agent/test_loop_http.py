@@ -371,6 +371,22 @@ async def test_forks_spawn_gather_and_persist(harness):
     assert child.messages[-1] == {"role": "assistant", "content": "child did task B"}
 
 
+async def test_forks_see_the_instructions_the_parent_runs_with(harness):
+    from selfref_tui.context.compile import INSTRUCTIONS_HEADING
+    from selfref_tui.selfref.key_settings import KeySettings
+
+    async with harness(_fork_script()) as h:
+        h.agent.memory("main").save_settings(KeySettings(instructions="Answer in French."))
+        assert await h.agent.run_turn("main", "split the work") == "done"
+        bodies = h.server.requests
+        children = [b for b in bodies
+                    if "forked child agent" in str(b["messages"][-1].get("content"))]
+        assert len(children) == 2 and len(bodies) > 2
+        for body in bodies:  # the parent's requests and its children's alike
+            assert f"{INSTRUCTIONS_HEADING}\nAnswer in French." in body["messages"][0]["content"]
+    assert h.reload("main::fork::1").settings.instructions == "Answer in French."
+
+
 async def test_abort_while_forks_run_cancels_children(harness):
     release = asyncio.Event()
     stalls: list[Stall] = []

@@ -86,3 +86,29 @@ def test_ask_runs_the_model_the_conversation_chose_unless_a_flag_says_otherwise(
         assert shown["model"] == "m2"
     finally:
         server.stop_thread()
+
+
+def test_a_branch_runs_with_its_origins_model_and_instructions():
+    server = DemoServer([Reply(text="one"), Reply(text="two"), Reply(text="three")],
+                        models=("m1", "m2"), context_window=4096)
+    url = server.start_in_thread()
+    try:
+        env = {"OPENAI_BASE_URL": url, "SELFREF_MODEL": "m1"}
+        with SelfReference(os.environ["SELFREF_DATA_DIR"]) as store:
+            store.open("main").save_settings(KeySettings(model="m2"))
+        assert cli("keys", "instructions", "main", "Answer in French.").returncode == 0
+        assert cli("ask", "hello", env=env).returncode == 0
+        assert cli("ask", "again", env=env).returncode == 0
+        branched = cli("branch", "3", "--name", "side")
+        assert branched.returncode == 0, branched.stderr
+        assert cli("keys", "instructions", "side").stdout == "Answer in French.\n"
+        assert cli("ask", "--key", "side", "on the branch", env=env).returncode == 0
+        sent = server.requests[-1]
+        assert sent["model"] == "m2"  # the model the origin chose, not the window's m1
+        assert f"{INSTRUCTIONS_HEADING}\nAnswer in French." in sent["messages"][0]["content"]
+        assert [m["content"] for m in sent["messages"][1:]] == ["hello", "one", "on the branch"]
+        # the branch's own settings from now on: the origin's are not changed by them
+        assert cli("keys", "instructions", "side", "--clear").returncode == 0
+        assert cli("keys", "instructions", "main").stdout == "Answer in French.\n"
+    finally:
+        server.stop_thread()

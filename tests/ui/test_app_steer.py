@@ -162,6 +162,28 @@ async def test_branch_from_a_highlighted_message(tmp_path):
                                                        "second question", "two"]
 
 
+async def test_a_branch_sends_its_origins_instructions(tmp_path):
+    from selfref_tui.context.compile import INSTRUCTIONS_HEADING
+
+    server = DemoServer([Reply(text="one"), Reply(text="two"), Reply(text="on the branch")])
+    async with server as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await app.controller.set_instructions("Answer in French.")
+            await two_turns(pilot, app)
+            await type_and_send(pilot, "/branch side")
+            await wait_until(pilot, lambda: app.key == "side", what="the branch on screen")
+            await wait_until(pilot, lambda: app.header.status == "ready", what="opened")
+            assert app.controller.instructions == "Answer in French."
+            await type_and_send(pilot, "third question")
+            await turn_done(pilot, app)
+            sent = server.requests[-1]["messages"]
+            assert f"{INSTRUCTIONS_HEADING}\nAnswer in French." in sent[0]["content"]
+            assert [m["content"] for m in sent[1:]] == [
+                "first question", "one", "second question", "two", "third question"]
+
+
 async def test_actions_menu_on_a_highlighted_message_rewinds_to_it(tmp_path):
     script = [Reply(text="one"), Reply(text="two")]
     async with DemoServer(script) as url:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ...context.mutations import ContextReplaceMutation, UserMessageMutation
@@ -108,18 +108,22 @@ class ForkManager:
         fork_id = f"{FORK_PREFIX}{n}"
         child_key = f"{self.parent_key}::fork::{n}"
         snapshot = pre_fork_snapshot(self.turn.memory.messages, call_id)
+        # the parent's instructions went into every request it made: the child, which
+        # works from the parent's context, sees them too (kept in its own settings)
+        instructions = self.turn.memory.settings.instructions
         child = _Child(fork_id, child_key, task, now_iso())
         self._children[fork_id] = child
         self._record(child, "queued")
         self.agent.emit(ForkSpawned(key=self.parent_key, fork_id=fork_id, child_key=child_key,
                                     task=task))
         child.task = asyncio.create_task(
-            self._run_child(child, snapshot, child_message(task, instruction)),
+            self._run_child(child, snapshot, child_message(task, instruction), instructions),
             name=f"fork:{child_key}",
         )
         return {"fork_id": fork_id, "status": "queued"}
 
-    async def _run_child(self, child: _Child, snapshot: list[dict], message: str) -> dict:
+    async def _run_child(self, child: _Child, snapshot: list[dict], message: str,
+                         instructions: str = "") -> dict:
         agent = self.agent
         self._progress(child, "queued", 0)
         status, response, error = "error", "", None
@@ -131,6 +135,8 @@ class ForkManager:
                 else:
                     self._record(child, "running")
                     memory = agent.memory(child.child_key)
+                    if instructions != memory.settings.instructions:
+                        memory.save_settings(replace(memory.settings, instructions=instructions))
                     fds = self.turn.fds.child(child.fork_id.removeprefix(FORK_PREFIX))
                     memory.commit(
                         [
