@@ -26,6 +26,7 @@ from selfref_tui.cli.common import (
     say,
     store_notes,
 )
+from selfref_tui.context.local_time import SECOND, shown_time
 
 
 def entry_row(entry: Any) -> dict[str, Any]:
@@ -67,7 +68,7 @@ def _history(args: argparse.Namespace) -> int:
     for row in rows:
         marks = [m for m in ("rewound", "compacted", "pinned", "failed", "truncated")
                  if row.get(m)]
-        when = row["time"][:19].replace("T", " ")
+        when = shown_time(row["time"], SECOND)
         say(f"#{row['n']}  {row['role']}  {when}" + (f"  [{', '.join(marks)}]" if marks else ""))
         if row["content"]:
             say(row["content"])

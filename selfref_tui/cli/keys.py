@@ -18,6 +18,7 @@ from selfref_tui.cli.common import (
     say,
     store_notes,
 )
+from selfref_tui.context.local_time import shown_time
 
 
 def _keys_list(args: argparse.Namespace) -> int:
@@ -36,7 +37,8 @@ def _keys_list(args: argparse.Namespace) -> int:
         for info, row in zip(infos, rows, strict=True):
             problem = f"  ({info.problem})" if getattr(info, "problem", "") else ""
             origin = f"  ({info.origin_text()})" if info.origin_key else ""
-            say(f"{row['key']:<{width}}  {row['messages']:>6} messages  {row['updated']}"
+            say(f"{row['key']:<{width}}  {row['messages']:>6} messages  "
+                f"{shown_time(row['updated']) if row['updated'] else ''}"
                 f"{origin}{problem}")
     return EXIT_OK
 

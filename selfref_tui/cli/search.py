@@ -17,6 +17,7 @@ from selfref_tui.cli.common import (
     print_json,
     say,
 )
+from selfref_tui.context.local_time import shown_time
 
 
 def _search(args: argparse.Namespace) -> int:
@@ -53,7 +54,7 @@ def _show(args: argparse.Namespace, found: Any) -> int:
         flags = "".join(f" ({flag})" for flag, on in (("rewound", match.rewound),
                                                       ("compacted", match.compacted)) if on)
         # two spaces before the snippet: a colon after "17:18" read as a time cut short
-        say(f"{match.key} #{match.n} {match.role} {match.time[:16].replace('T', ' ')}{flags}  "
+        say(f"{match.key} #{match.n} {match.role} {shown_time(match.time)}{flags}  "
             f"{match.snippet}")
     shown, total = len(found.matches), found.total
     conversations = len(found.counts)

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from .images import EXTENSIONS, image_urls, parse_data_url, sniff_mime, text_of
+from .local_time import SECOND_ZONE, shown_time
 
 #: a tool result's excerpt in Markdown: at most this many lines and characters
 RESULT_LINES = 12
@@ -267,5 +268,6 @@ def _now() -> str:
 
 
 def _short(iso: str) -> str:
-    """``2026-05-01T10:02:03.123+00:00`` → ``2026-05-01 10:02:03 UTC`` (times are UTC)."""
-    return f"{iso[:10]} {iso[11:19]} UTC" if len(iso) >= 19 else iso
+    """``2026-05-01T10:02:03.123+00:00`` → ``2026-05-01 12:02:03 CEST`` in Paris: the
+    reader's clock, its zone named (the JSON export keeps the stored ISO time)."""
+    return shown_time(iso, SECOND_ZONE)

@@ -107,13 +107,14 @@ def describe_provenance(experience: dict[str, Any], *, local_time: bool = True) 
 def _short_time(stamp: str, local_time: bool) -> str:
     from datetime import datetime
 
+    from .local_time import shown_time
+
+    if local_time:
+        return shown_time(stamp, "%b %d %H:%M")
     try:
-        when = datetime.fromisoformat(stamp)
+        return datetime.fromisoformat(stamp).strftime("%b %d %H:%M")
     except ValueError:
         return stamp[:40]
-    if local_time and when.tzinfo is not None:
-        when = when.astimezone()
-    return when.strftime("%b %d %H:%M")
 
 
 def with_remembered(

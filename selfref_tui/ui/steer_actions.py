@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from textual import work
 
 from selfref_tui.agent.chat.refusals import Refused
+from selfref_tui.context.local_time import shown_time
 from selfref_tui.safety import inert_line
 
 if TYPE_CHECKING:
@@ -347,7 +348,7 @@ class SteerActions:
             return
         from selfref_tui.context.images import text_of
 
-        rows = [(str(e.n), f"#{e.n}  {e.time[11:16]}  "
+        rows = [(str(e.n), f"#{e.n}  {shown_time(e.time, '%H:%M')}  "
                  f"{inert_line(text_of(e.message.get('content')), 60)}") for e in recent]
         rows.append(("undo", "Undo the last rewind"))
         chosen = await self.push_screen_wait(ChoiceList(

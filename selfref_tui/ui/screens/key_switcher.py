@@ -24,6 +24,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from selfref_tui.context.local_time import shown_time
 from selfref_tui.safety import content, inert_line
 
 NEW_PREFIX = "new:"
@@ -172,7 +173,7 @@ class KeySwitcher(ModalScreen[str | None]):
         for k in matches:
             key = str(k["key"])
             details = f"{k.get('messages', 0)} messages"
-            updated = str(k.get("updated") or "")[:16].replace("T", " ")
+            updated = shown_time(str(k["updated"])) if k.get("updated") else ""
             if updated:
                 details += f" · {updated}"
             if k.get("origin"):  # a branch says where it came from
