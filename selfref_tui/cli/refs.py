@@ -17,6 +17,7 @@ from selfref_tui.cli.common import (
     read_memory,
     say,
 )
+from selfref_tui.context.local_time import shown_time
 
 
 def _current_ref(args: argparse.Namespace) -> dict:
@@ -46,7 +47,8 @@ def _refs_list(args: argparse.Namespace) -> int:
         width = max(len(r["id"]) for r in rows)
         for r in rows:
             lines = f"{r['lines']:>5} line{'s' if r['lines'] != 1 else ' '}"
-            say(f"{r['id']:<{width}}  {r['chars']:>7} chars  {lines}  {r['created']}")
+            when = shown_time(r["created"]) if r["created"] else ""
+            say(f"{r['id']:<{width}}  {r['chars']:>7} chars  {lines}  {when}")
     return EXIT_OK
 
 

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 
 from selfref_tui.context.mutations import AssistantMessageMutation, UserMessageMutation
 from selfref_tui.selfref.reference import SelfReference
-from tests.cli.helpers import run
+from tests.cli.helpers import cli, run
 
 TZ = {"TZ": "IST-05:30"}
 EAST = timezone(timedelta(hours=5, minutes=30))
@@ -30,8 +30,9 @@ def _local(iso: str, form: str) -> str:
     return datetime.fromisoformat(iso).astimezone(EAST).strftime(form)
 
 
-def test_history_search_keys_and_export_show_local_times_and_json_keeps_iso():
+def test_history_search_keys_refs_and_export_show_local_times_and_json_keeps_iso():
     _seed()
+    assert cli("ask", "--demo", "show me some code").returncode == 0  # refs, with times
     listed = run("history", "--json", env=TZ)
     assert listed.returncode == 0, listed.stderr
     rows = json.loads(listed.stdout)
@@ -55,6 +56,10 @@ def test_history_search_keys_and_export_show_local_times_and_json_keeps_iso():
     updated = keys[0]["updated"]
     assert datetime.fromisoformat(updated).utcoffset() == timedelta(0)
     assert _local(updated, "%Y-%m-%d %H:%M") in run("keys", "list", env=TZ).stdout
+
+    refs = json.loads(run("refs", "list", "--json", env=TZ).stdout)
+    assert datetime.fromisoformat(refs[0]["created"]).utcoffset() == timedelta(0)
+    assert _local(refs[0]["created"], "%Y-%m-%d %H:%M") in run("refs", "list", env=TZ).stdout
 
     markdown = run("export", env=TZ).stdout
     assert "## 1 · " in markdown
