@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from textual import work
 
 from selfref_tui.agent.chat.refusals import Refused
-from selfref_tui.context.local_time import shown_time
 from selfref_tui.safety import inert_line
 
 if TYPE_CHECKING:
@@ -347,6 +346,7 @@ class SteerActions:
             self.notify("Nothing to rewind to: no message of yours in this conversation yet.")
             return
         from selfref_tui.context.images import text_of
+        from selfref_tui.context.local_time import shown_time
 
         rows = [(str(e.n), f"#{e.n}  {shown_time(e.time, '%H:%M')}  "
                  f"{inert_line(text_of(e.message.get('content')), 60)}") for e in recent]

@@ -24,7 +24,6 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from selfref_tui.context.local_time import shown_time
 from selfref_tui.safety import content, inert_line
 
 NEW_PREFIX = "new:"
@@ -173,7 +172,7 @@ class KeySwitcher(ModalScreen[str | None]):
         for k in matches:
             key = str(k["key"])
             details = f"{k.get('messages', 0)} messages"
-            updated = shown_time(str(k["updated"])) if k.get("updated") else ""
+            updated = _local(str(k["updated"])) if k.get("updated") else ""
             if updated:
                 details += f" · {updated}"
             if k.get("origin"):  # a branch says where it came from
@@ -402,3 +401,10 @@ class KeySwitcher(ModalScreen[str | None]):
             return
         self._refilter(self.query_one(Input).value)
         self._say(f"Deleted {key}: its files are in the trash folder of the data dir.", done=True)
+
+
+def _local(stamp: str) -> str:
+    """The time on the person's clock (imported here: the context package is not light)."""
+    from selfref_tui.context.local_time import shown_time
+
+    return shown_time(stamp)
