@@ -70,6 +70,9 @@ async def test_the_switcher_filters_by_content_and_finds_it_in_the_one_chosen(tm
             await pilot.press("ctrl+f", *"haystack")
             await wait_until(pilot, lambda: switcher.visible_keys == ["key:work"],
                              what="only work says haystack")
+            hint = str(switcher.query_one("#hint").render())
+            assert "enter open and find" in hint and "ctrl+f names  esc cancel" in hint
+            assert "create" not in hint  # a text to find is no new conversation's name
             await pilot.press("backspace", "backspace", "backspace", "backspace", "backspace",
                               "backspace", "backspace", "backspace", *"needle")
             await wait_until(pilot, lambda: sorted(switcher.visible_keys)

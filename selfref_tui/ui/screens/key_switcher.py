@@ -138,7 +138,8 @@ class KeySwitcher(ModalScreen[str | None]):
             ("↑↓", "bold $text-primary"),
             " choose  ",
             ("enter", "bold $text-primary"),
-            " switch / create  ",
+            # a text to find is no new conversation's name: Enter opens, and finds it there
+            " open and find  " if self.by_content else " switch / create  ",
         ]
         if self._rename is not None:
             parts += [("f2", "bold $text-primary"), " rename  "]
@@ -146,7 +147,7 @@ class KeySwitcher(ModalScreen[str | None]):
             parts += [("shift+del/f8", "bold $text-primary"), " delete  "]
         if self._search is not None:
             parts += [("ctrl+f", "bold $text-primary"),
-                      " names " if self.by_content else " content  "]
+                      " names  " if self.by_content else " content  "]
         parts += [("esc", "bold $text-primary"), " cancel"]
         return Content.assemble(*parts)
 
