@@ -1,0 +1,67 @@
+"""Find in the app over a long conversation: prints figures, asserts nothing.
+
+    python bench/find_bench.py [--messages N]
+
+A transcript model (no screen) holds N stored messages, the older half
+rewound, shown two ways: all loaded (the rewound half one section never
+opened, searched as stored, unbuilt; the rest built items), and as a key
+opens (the last 200 shown, the rest behind the "earlier messages" banner).
+What is printed: how long ``find_hits`` takes to find every occurrence, for a
+frequent word, a phrase and text that is nowhere; and how long ``line_marks`` takes to place
+the occurrences on one drawn row of 40 lines (done once per row drawn while
+the find bar is open). Times are wall-clock; CPU time is printed beside them,
+since the machine may be shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from selfref_tui.ui.transcript.find import find_hits, line_marks, pattern
+from selfref_tui.ui.transcript.reducer import TranscriptModel
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=20_000)
+    args = parser.parse_args()
+    turns = args.messages // 2
+    history: list[dict] = []
+    for i in range(turns):
+        rewound = i < turns // 2
+        history += [
+            {"role": "user", "content": f"question {i} about the day trip", "rewound": rewound},
+            {"role": "assistant", "rewound": rewound,
+             "content": f"Day {i % 7}: the train to Porto, then port wine. " * 4},
+        ]
+    print(f"{len(history):,} messages, {turns:,} of them rewound")
+    for how, tail in (("all loaded", len(history)), ("as opened", 200)):
+        model = TranscriptModel()
+        model.load_history(history, numbers=list(range(1, len(history) + 1)), tail=tail)
+        for query in ("porto", "day 3", "nowhere at all"):
+            found = pattern(query)
+            assert found is not None
+            wall, cpu = time.perf_counter(), time.process_time()
+            hits = find_hits(model.items, model.older, found)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            print(f"{how}: find {query!r}: {len(hits):,} hits in {wall * 1000:.0f} ms "
+                  f"(cpu {cpu * 1000:.0f} ms)")
+    row = [("Day 1: the train to Porto, then port wine. " * 2, False)] * 40
+    found = pattern("port wine")
+    assert found is not None
+    runs = 1000
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(runs):
+        line_marks(row, found)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    print(f"marks on a row of 40 drawn lines: {wall * 1000 / runs:.2f} ms "
+          f"(cpu {cpu * 1000 / runs:.2f} ms)")
+
+
+if __name__ == "__main__":
+    main()
