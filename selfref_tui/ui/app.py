@@ -765,9 +765,11 @@ class SelfRefApp(
                 binding.tooltip,
                 _action(self, binding.action),
             )
-        for usage, help_text in slash.help_rows():
-            if " " not in usage:
-                yield SystemCommand(usage, help_text, _command(self, usage))
+        # every command that runs without arguments: /model (its picker), /save (its
+        # dialog), /rewind (the list)… as well as /context
+        for spec in slash.COMMANDS:
+            if not spec.min_args:
+                yield SystemCommand(f"/{spec.name}", spec.help, _command(self, f"/{spec.name}"))
 
 
 def _action(app: SelfRefApp, action: str):

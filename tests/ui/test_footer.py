@@ -57,3 +57,29 @@ async def test_no_two_palette_entries_share_a_name(tmp_path):
         assert len(names) == len(set(names)), sorted(names)
         assert "Conversations" in names and "New conversation" in names
         assert {"Step back", "Step on"} <= set(names)
+
+
+async def test_the_palette_runs_every_command_that_needs_no_argument(tmp_path):
+    """ctrl+p → "model" finds /model and opens its picker (only commands without an
+    optional argument were listed: no /model, /save, /rewind, /compact)."""
+    from selfref_tui.demo.server import DemoServer
+    from selfref_tui.ui.commands import COMMANDS
+    from selfref_tui.ui.screens.model_picker import ModelPicker
+    from tests.ui.helpers import wait_until
+
+    async with DemoServer([], models=("small", "large")) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await started(pilot, app)
+            titles = {str(command.title) for command in app.get_system_commands(app.screen)}
+            assert {f"/{spec.name}" for spec in COMMANDS if not spec.min_args} <= titles
+            assert {"/model", "/save", "/rewind", "/compact", "/edit", "/branch"} <= titles
+            assert "/remember" not in titles  # it needs its text
+            await pilot.press("ctrl+p", *"/model")
+            await wait_until(pilot, lambda: any(
+                "/model" in str(option.prompt)
+                for option in app.screen.query("CommandList").first().options),
+                what="/model offered")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker),
+                             what="the model picker")
