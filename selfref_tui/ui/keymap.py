@@ -140,7 +140,7 @@ BINDINGS: list[Binding] = [
         id="message_actions",
         show=False,
         tooltip="What to do with the highlighted message (or the last): rewind to here, edit "
-        "and resend, branch from here, regenerate, undo a rewind",
+        "and resend, branch from here, pin or unpin, regenerate, undo a rewind",
     ),
     Binding(
         "f9",

@@ -75,6 +75,9 @@ async def test_the_palette_runs_every_command_that_needs_no_argument(tmp_path):
             assert {f"/{spec.name}" for spec in COMMANDS if not spec.min_args} <= titles
             assert {"/model", "/save", "/rewind", "/compact", "/edit", "/branch"} <= titles
             assert "/remember" not in titles  # it needs its text
+            actions = next(command for command in app.get_system_commands(app.screen)
+                           if str(command.title).startswith("Actions"))
+            assert "pin or unpin" in actions.help  # F8 offers it; its help said nothing of it
             await pilot.press("ctrl+p", *"/model")
             await wait_until(pilot, lambda: any(
                 "/model" in str(option.prompt)
