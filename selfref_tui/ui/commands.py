@@ -67,9 +67,8 @@ COMMANDS: tuple[CommandSpec, ...] = (
     ),
     CommandSpec(
         "find",
-        "/find TEXT",
-        "Find TEXT in this conversation (ctrl+f: the find bar)",
-        min_args=1,
+        "/find [TEXT]",
+        "Find TEXT in this conversation (no TEXT: the find bar, as ctrl+f)",
         max_args=1,
         rest_is_text=True,
     ),

@@ -97,6 +97,13 @@ async def test_find_marks_counts_and_reaches_collapsed_and_older_parts(tmp_path)
             await wait_until(pilot, lambda: bar.display and bar.count == "1 of 1",
                              what="/find")
             assert transcript.highlighted.copy_text == "question 59"
+            # /find alone opens the bar as ctrl+f does, holding what it found last
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: not bar.display, what="closed")
+            await type_and_send(pilot, "/find")
+            await wait_until(pilot, lambda: bar.display and bar.count == "1 of 1",
+                             what="/find alone")
+            assert app.focused is bar.query_one(Input) and app.chat_input.text == ""
 
 
 async def test_find_in_an_ansi_theme_marks_in_the_terminals_own_colours(tmp_path):
