@@ -265,6 +265,7 @@ class SteerActions:
             n = self.message_number(item)
             last = self.controller.last_person_message()
             entry = self.controller.entry(n) if n else None
+            undoable = self.controller.can_undo_rewind()
         except Refused as exc:
             return [], str(exc)
         if item is not None and item.kind == "rewound":
@@ -292,7 +293,8 @@ class SteerActions:
         if last is not None:
             rows.append(("regenerate", "Regenerate the last answer (the old one is kept, "
                                        "rewound)"))
-        rows.append(("undo", "Undo the last rewind"))
+        if undoable:
+            rows.append(("undo", "Undo the last rewind"))
         about = ""
         if entry is not None:
             text = inert_line(str(item.copy_text if item is not None else ""), 70)
@@ -339,10 +341,11 @@ class SteerActions:
 
         try:
             recent = self.controller.recent_person_messages()
+            undoable = self.controller.can_undo_rewind()
         except Refused as exc:
             self.refused(exc)
             return
-        if not recent:
+        if not recent and not undoable:
             self.notify("Nothing to rewind to: no message of yours in this conversation yet.")
             return
         from selfref_tui.context.images import text_of
@@ -350,7 +353,8 @@ class SteerActions:
 
         rows = [(str(e.n), f"#{e.n}  {shown_time(e.time, '%H:%M')}  "
                  f"{inert_line(text_of(e.message.get('content')), 60)}") for e in recent]
-        rows.append(("undo", "Undo the last rewind"))
+        if undoable:  # also when every message was rewound: the way back
+            rows.append(("undo", "Undo the last rewind"))
         chosen = await self.push_screen_wait(ChoiceList(
             "Rewind to", rows, about="The context goes back to just before the message you "
             "choose; its text comes back into the input. Nothing is deleted."))

@@ -385,3 +385,38 @@ async def test_a_number_that_is_not_one_is_refused_in_a_line(tmp_path):
                 app.chat_input.clear()
                 app.clear_notifications()
             assert app.is_running and len(app.agent.memory("main").messages) == 2
+
+
+async def test_undo_is_offered_only_when_there_is_a_rewind_to_take_back(tmp_path):
+    """F8 and Esc Esc offered "Undo the last rewind" in a conversation never rewound;
+    and once every message was rewound, Esc Esc said there was nothing to rewind to and
+    left out the way back."""
+    script = [Reply(text="one")]
+    async with DemoServer(script) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "first question")
+            await turn_done(pilot, app)
+            await pilot.press("f8")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "ChoiceList",
+                             what="the actions")
+            assert "undo" not in [row for row, _ in app.screen.rows]
+            await pilot.press("escape")
+            await pilot.press("escape", "escape")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "ChoiceList",
+                             what="the rewind list")
+            assert [row for row, _ in app.screen.rows] == ["1"]
+            await pilot.press("enter")  # back to before the only message
+            await wait_until(pilot, lambda: app.chat_input.text == "first question",
+                             what="rewound")
+            app.chat_input.clear()
+            await pilot.press("escape", "escape")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "ChoiceList",
+                             what="the rewind list with only the way back")
+            assert app.screen.rows == [("undo", "Undo the last rewind")]
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: not app.transcript.items_of("rewound"),
+                             what="undone")
+            assert said(app.agent.memory("main").messages) == [
+                ("user", "first question"), ("assistant", "one")]

@@ -81,6 +81,13 @@ class Steering:
         out = [e for e in reversed(entries) if not e.rewound and is_person_message(e.message)]
         return out[:count]
 
+    def can_undo_rewind(self) -> bool:
+        """Whether an undo has a rewind to take back: F8 and the rewind list offer it only
+        then (a read-only window's store has no rewinds to undo)."""
+        self.check_ready()
+        position = getattr(self._agent().memory(self.key), "undoable_rewind", None)
+        return position is not None and position >= 0
+
     def last_person_message(self) -> HistoryEntry | None:
         found = self.recent_person_messages(1)
         return found[0] if found else None
