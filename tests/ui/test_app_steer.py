@@ -420,3 +420,29 @@ async def test_undo_is_offered_only_when_there_is_a_rewind_to_take_back(tmp_path
                              what="undone")
             assert said(app.agent.memory("main").messages) == [
                 ("user", "first question"), ("assistant", "one")]
+
+
+async def test_a_store_that_cannot_write_refuses_a_rewind_or_pin_in_a_line(tmp_path):
+    """The disk full (the key's log now writes to /dev/full): a rewind, an edit, a
+    regenerate or a pin is said in one line and the window goes on (the store's error
+    ended the app)."""
+    import os
+
+    script = [Reply(text="one"), Reply(text="two")]
+    async with DemoServer(script) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await two_turns(pilot, app)
+            memory = app.agent.memory("main")
+            before = list(memory.messages)
+            full = os.open("/dev/full", os.O_WRONLY)
+            os.dup2(full, memory._open_for_append())
+            os.close(full)
+            for command in ("/rewind 3", "/pin 1", "/edit", "/regenerate"):
+                await type_and_send(pilot, command)
+                await wait_until(pilot, lambda: any(
+                    "Could not save" in n.message for n in app._notifications),
+                    what=f"{command} refused")
+                app.chat_input.clear()
+                app.clear_notifications()
+            assert app.is_running and memory.messages == before and memory.pins == set()

@@ -123,9 +123,13 @@ class ChatController(Startup, KeyLifecycle, ConversationSettings, Steering):
         """
         self.check_ready()
         self.check_writable("pin messages" if pinned else "unpin messages")
+        from selfref_tui.selfref.errors import StoreError
+
         memory = self._agent().memory(self.key)
         try:
             return memory.set_pinned(n, pinned)
+        except StoreError as exc:  # the disk refused the record: nothing changed
+            raise Refused(str(exc), "error") from None
         except IndexError:
             if memory.is_hidden(n):  # a live call's item keeps it (context.history)
                 raise Refused(f"Message {n} held only a tool call, whose result with images "

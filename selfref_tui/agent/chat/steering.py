@@ -102,6 +102,7 @@ class Steering:
         """
         from selfref_tui.context.history import is_person_message
         from selfref_tui.context.images import image_urls, text_of
+        from selfref_tui.selfref.errors import StoreError
         from selfref_tui.selfref.rewind import RewindError, rewind
 
         await self._before_steering("rewind")
@@ -110,6 +111,8 @@ class Steering:
             report = await self._in_thread(rewind, memory, n)
         except RewindError as exc:
             raise Refused(f"{exc}.") from None
+        except StoreError as exc:  # the disk refused the patch: nothing changed
+            raise Refused(str(exc), "error") from None
         self._agent().context_changed(self.key)
         done = Rewound(report)
         message = memory.entry(n).message
@@ -120,6 +123,7 @@ class Steering:
 
     async def undo_rewind(self) -> RewindReport:
         """Undo the key's last rewind (its messages come back into the context)."""
+        from selfref_tui.selfref.errors import StoreError
         from selfref_tui.selfref.rewind import RewindError, undo
 
         await self._before_steering("undo a rewind")
@@ -127,6 +131,8 @@ class Steering:
             report = await self._in_thread(undo, self._agent().memory(self.key))
         except RewindError as exc:
             raise Refused(f"Nothing to undo: {exc}.") from None
+        except StoreError as exc:
+            raise Refused(str(exc), "error") from None
         self._agent().context_changed(self.key)
         return report
 
