@@ -219,7 +219,8 @@ class SteerActions:
 
     def branch_point(self, item: Item | None) -> int | None:
         """Where a branch from ``item`` starts: before a message of yours (or a rewound
-        section), just after anything else (the branch keeps that answer); None: all."""
+        section), just after anything else (the branch keeps that answer, and a call's
+        results); None: all."""
         from selfref_tui.context.history import is_person_message
 
         n = self.message_number(item)
@@ -230,7 +231,12 @@ class SteerActions:
         except Refused:
             return n
         if entry is not None and not is_person_message(entry.message):
-            return n + 1
+            n += 1
+            try:  # after a call (or one of its results): past the rest of its results
+                while (after := self.controller.entry(n)) is not None and after.role == "tool":
+                    n += 1
+            except Refused:
+                pass
         return n
 
     # --------------------------------------------------------------- keys

@@ -446,3 +446,26 @@ async def test_a_store_that_cannot_write_refuses_a_rewind_or_pin_in_a_line(tmp_p
                 app.chat_input.clear()
                 app.clear_notifications()
             assert app.is_running and memory.messages == before and memory.pins == set()
+
+
+async def test_a_branch_from_a_tool_call_keeps_its_results(tmp_path):
+    """Branch from here on a call's card (or the answer that made the call) goes on
+    past the call's results: a branch cut before them lost what the tool returned."""
+    script = [Reply(text="Checking.", tool_calls=[
+        ToolCall("remember", {"text": "likes tea"}, id="r1")]), Reply(text="Noted.")]
+    async with DemoServer(script) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "remember tea")
+            await turn_done(pilot, app)
+            [card] = app.transcript.items_of("tool")
+            assert card.number == 2  # the call's message
+            assert app.branch_point(card) == 4  # after its result (3): before "Noted."
+            await pilot.press("ctrl+up", "ctrl+up")
+            assert app.transcript.highlighted_item() is card
+            await pilot.press(*"/branch side")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: app.key == "side", what="the branch on screen")
+            assert [m["role"] for m in app.agent.memory("side").messages[1:]] == [
+                "user", "assistant", "tool"]
