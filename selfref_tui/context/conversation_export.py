@@ -23,8 +23,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
+from .history import EntryLike
 from .images import EXTENSIONS, image_urls, parse_data_url, sniff_mime, text_of
 from .local_time import SECOND_ZONE, shown_time
 
@@ -34,15 +35,6 @@ RESULT_CHARS = 1_200
 #: a tool call's arguments beyond this are cut in Markdown
 ARGUMENT_CHARS = 300
 FORMATS = ("md", "json")
-
-
-class EntryLike(Protocol):
-    """One numbered message (``context.history.HistoryEntry`` provides it)."""
-
-    n: int
-    role: str
-    message: dict[str, Any]
-    time: str
 
 
 @dataclass(frozen=True)

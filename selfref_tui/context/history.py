@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from .builder import MULTIMODAL_MARK, TranscriptBuilder
 from .experiences import SEQ_KEY, last_seq
@@ -83,6 +83,20 @@ class _Segment:
             node = node.parent
         out.reverse()
         return out
+
+
+class EntryLike(Protocol):
+    """One numbered message of a key's history: what the pure readers of it need.
+
+    :class:`HistoryEntry` provides it (``MemoryKey.entries()`` yields those);
+    the export, the kept words and recall read only these fields, so a test
+    or a caller may hand them any object that has them.
+    """
+
+    n: int
+    role: str
+    message: dict[str, Any]
+    time: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,9 +20,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from .history import is_person_message
+from .history import EntryLike, is_person_message
 from .images import readable
 
 #: the person's messages may take this share of the window, newest first
@@ -37,15 +37,6 @@ TAG_TOKENS = 12
 #: sections' titles, the note on the searchable history), with the runtime's note after a
 #: compaction: reserved when the kept words are fitted to the room a request has left
 FRAME_TOKENS = 300
-
-
-class EntryLike(Protocol):
-    """One numbered message of a key's history (what ``MemoryKey.entries()`` yields)."""
-
-    n: int
-    role: str
-    message: dict[str, Any]
-    time: str
 
 
 @dataclass(frozen=True)

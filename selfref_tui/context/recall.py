@@ -28,8 +28,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .history import EntryLike
 from .images import text_of
-from .kept_words import EntryLike, Said, said_text, tagged
+from .kept_words import Said, said_text, tagged
 
 #: the model's recall tools: their calls and results are left out of the index
 RECALL_TOOLS = frozenset({"search_history", "read_history"})
