@@ -133,7 +133,8 @@ class SteerActions:
             self._into_input(text, [])
         self.controller.unsent = []
         if not quiet:
-            lines = report.lines()
+            first, *rest = report.lines()
+            lines = [first[:1].upper() + first[1:], *rest]  # the command line's words, a sentence
             if report.message and not report.already:
                 lines.append("/rewind undo brings it back.")
             self.notify("\n".join(lines), timeout=10)

@@ -363,7 +363,7 @@ async def test_rewinding_to_a_hidden_number_goes_just_before_that_call(tmp_path)
             assert said(app.agent.memory("main").messages) == [("user", "look")]
             assert app.chat_input.text == ""  # a call is no message of the person's
             [note] = [str(n.message) for n in app._notifications]
-            assert note.startswith("rewound conversation 'main' to just before message 2: 3 "
+            assert note.startswith("Rewound conversation 'main' to just before message 2: 3 "
                                    "messages (3–5) left the model's context")
 
 
