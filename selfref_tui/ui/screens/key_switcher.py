@@ -20,11 +20,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from selfref_tui.safety import content, inert_line
+from selfref_tui.ui.screens.filtered_list import FilteredListScreen, filter_by_name
 
 NEW_PREFIX = "new:"
 KEY_PREFIX = "key:"
@@ -40,14 +40,10 @@ Search = Callable[[str], Awaitable[Sequence[tuple[str, int, str]]]]
 
 def filter_keys(keys: Sequence[Mapping[str, Any]], query: str) -> list[Mapping[str, Any]]:
     """Case-insensitive substring match; names starting with the query come first."""
-    needle = query.strip().lower()
-    if not needle:
-        return list(keys)
-    hits = [k for k in keys if needle in str(k.get("key", "")).lower()]
-    return sorted(hits, key=lambda k: not str(k.get("key", "")).lower().startswith(needle))
+    return filter_by_name(keys, query, lambda k: str(k.get("key", "")))
 
 
-class KeySwitcher(ModalScreen[str | None]):
+class KeySwitcher(FilteredListScreen):
     """Dismisses with the chosen key name, a newly typed one, or None (Esc)."""
 
     DEFAULT_CSS = """
@@ -151,20 +147,10 @@ class KeySwitcher(ModalScreen[str | None]):
         parts += [("esc", "bold $text-primary"), " cancel"]
         return Content.assemble(*parts)
 
-    def on_mount(self) -> None:
-        field = self.query_one(Input)
-        field.cursor_blink = False
-        field.focus()
-        self._refilter("")
-
-    @property
-    def option_list(self) -> OptionList:
-        return self.query_one(OptionList)
-
     @property
     def visible_keys(self) -> list[str]:
         """Option values in display order ("new:NAME" for the create row)."""
-        return [option.id or "" for option in self.option_list.options]
+        return self.row_ids
 
     def _refilter(self, query: str) -> None:
         matches = filter_keys(self.keys, query)
@@ -196,14 +182,7 @@ class KeySwitcher(ModalScreen[str | None]):
                     id=NEW_PREFIX + name,
                 )
             )
-        option_list = self.option_list
-        option_list.set_options(options)
-        option_list.display = bool(options)
-        if options:
-            option_list.highlighted = 0
-            wanted = KEY_PREFIX + (self._select or "")
-            if not query and wanted in self.visible_keys:
-                option_list.highlighted = self.visible_keys.index(wanted)
+        self._show(options, select=None if query else KEY_PREFIX + (self._select or ""))
 
     @on(Input.Changed)
     def _changed(self, event: Input.Changed) -> None:
@@ -266,18 +245,9 @@ class KeySwitcher(ModalScreen[str | None]):
                 ),
                 id=KEY_PREFIX + key,
             ))
-        option_list.set_options(options)
-        option_list.display = bool(options)
-        if options:
-            option_list.highlighted = 0
-        else:
+        self._show(options)
+        if not options:
             self._say("No conversation holds that text.")
-
-    def action_move(self, delta: int) -> None:
-        option_list = self.option_list
-        if option_list.option_count:
-            current = option_list.highlighted or 0
-            option_list.highlighted = max(0, min(option_list.option_count - 1, current + delta))
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:

@@ -15,11 +15,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from selfref_tui.safety import content, inert_line
+from selfref_tui.ui.screens.filtered_list import FilteredListScreen, filter_by_name
 
 #: row ids: a listed model, and the row that uses the typed name as it is
 LISTED, TYPED = "model:", "typed:"
@@ -31,14 +31,10 @@ def _name(option_id: str) -> str:
 
 def filter_models(models: Sequence[str], query: str) -> list[str]:
     """Case-insensitive substring match; names starting with the query first."""
-    needle = query.strip().lower()
-    if not needle:
-        return list(models)
-    hits = [m for m in models if needle in m.lower()]
-    return sorted(hits, key=lambda m: not m.lower().startswith(needle))
+    return filter_by_name(models, query, str)
 
 
-class ModelPicker(ModalScreen[str | None]):
+class ModelPicker(FilteredListScreen):
     """Dismisses with the chosen or typed model name, or None (Esc)."""
 
     DEFAULT_CSS = """
@@ -101,20 +97,10 @@ class ModelPicker(ModalScreen[str | None]):
                 id="hint",
             )
 
-    def on_mount(self) -> None:
-        field = self.query_one(Input)
-        field.cursor_blink = False
-        field.focus()
-        self._refilter("")
-
-    @property
-    def option_list(self) -> OptionList:
-        return self.query_one(OptionList)
-
     @property
     def shown(self) -> list[str]:
         """The rows listed, in order: ``model:NAME``, and ``typed:NAME`` for a typed one."""
-        return [option.id or "" for option in self.option_list.options]
+        return self.row_ids
 
     def _refilter(self, query: str) -> None:
         options = [
@@ -135,25 +121,12 @@ class ModelPicker(ModalScreen[str | None]):
                                  content(inert_line(typed, 60), "bold $text-primary", line=True)),
                 id=TYPED + typed,
             ))
-        option_list = self.option_list
-        option_list.set_options(options)
-        option_list.display = bool(options)
-        if options:
-            rows, current = self.shown, LISTED + self.current
-            option_list.highlighted = (
-                rows.index(current) if not query and current in rows else 0
-            )
+        self._show(options, select=None if query else LISTED + self.current)
 
     @on(Input.Changed)
     def _changed(self, event: Input.Changed) -> None:
         event.stop()
         self._refilter(event.value)
-
-    def action_move(self, delta: int) -> None:
-        option_list = self.option_list
-        if option_list.option_count:
-            current = option_list.highlighted or 0
-            option_list.highlighted = max(0, min(option_list.option_count - 1, current + delta))
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:

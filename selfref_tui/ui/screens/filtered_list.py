@@ -1,0 +1,68 @@
+"""A dialog whose field filters a list below it: what the pickers share.
+
+The model picker and the conversation switcher both open with the field
+focused and the whole list shown, refilter on every keystroke, move the
+highlight with the arrows while the field keeps the focus, and name each row
+by an id (``PREFIX:NAME``). Those mechanics live here once; each screen says
+what its rows are (:meth:`FilteredListScreen._refilter`) and what choosing
+one does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from textual.screen import ModalScreen
+from textual.widgets import Input, OptionList
+from textual.widgets.option_list import Option
+
+T = TypeVar("T")
+
+
+def filter_by_name(items: Sequence[T], query: str, name: Callable[[T], str]) -> list[T]:
+    """Case-insensitive substring match on ``name(item)``; names starting with the query first."""
+    needle = query.strip().lower()
+    if not needle:
+        return list(items)
+    hits = [item for item in items if needle in name(item).lower()]
+    return sorted(hits, key=lambda item: not name(item).lower().startswith(needle))
+
+
+class FilteredListScreen(ModalScreen[str | None]):
+    """A filter :class:`Input` over an :class:`OptionList`; dismisses with a name, or None."""
+
+    def on_mount(self) -> None:
+        field = self.query_one(Input)
+        field.cursor_blink = False
+        field.focus()
+        self._refilter("")
+
+    @property
+    def option_list(self) -> OptionList:
+        return self.query_one(OptionList)
+
+    @property
+    def row_ids(self) -> list[str]:
+        """The rows' ids, in the order they are listed."""
+        return [option.id or "" for option in self.option_list.options]
+
+    def _refilter(self, query: str) -> None:
+        """List the rows that match ``query`` (:meth:`_show` them)."""
+        raise NotImplementedError
+
+    def _show(self, options: list[Option], select: str | None = None) -> None:
+        """List ``options``, hidden when there are none; the highlight on the row
+        whose id is ``select`` when it is listed, else on the first."""
+        option_list = self.option_list
+        option_list.set_options(options)
+        option_list.display = bool(options)
+        if options:
+            rows = self.row_ids
+            option_list.highlighted = rows.index(select) if select in rows else 0
+
+    def action_move(self, delta: int) -> None:
+        option_list = self.option_list
+        if option_list.option_count:
+            current = option_list.highlighted or 0
+            option_list.highlighted = max(0, min(option_list.option_count - 1, current + delta))
