@@ -119,9 +119,12 @@ async def tour(out: Path, data_dir: Path) -> None:
             and all(f["status"] in ("completed", "done") for f in panel.forks),
             "two finished forks",
         )
+        if not panel.display:  # it closes by itself once the forks are done: open it again
+            await pilot.press("ctrl+t")
+            await wait_until(pilot, lambda: panel.display, "the fork panel")
         await settle(pilot)
         save(app, out, "fork_panel")
-        await pilot.press("ctrl+f")  # close the panel: the sidebar comes back
+        await pilot.press("ctrl+t")  # close the panel
 
         await send(pilot, "/key story")
         await wait_until(pilot, lambda: app.key == "story" and idle(app), "key switch")
@@ -135,6 +138,28 @@ async def tour(out: Path, data_dir: Path) -> None:
         await wait_until(pilot, lambda: idle(app) and app.header.status == "stopped", "abort")
         await settle(pilot)
         save(app, out, "interrupted")
+
+
+async def rewound(out: Path, data_dir: Path) -> None:
+    """Esc Esc: the rewind list, then the rewound section with the message back to edit."""
+    app = SelfRefApp(AppConfig(provider=ProviderConfig(demo=True), data_dir=data_dir))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.ready and app.header.status == "ready", "start-up")
+        await send(pilot, "show me some code")
+        await wait_until(pilot, lambda: idle(app) and len(app.sidebar.ref_list.refs) == 3,
+                         "three refs")
+        await send(pilot, "remember that I like Python")
+        await wait_until(pilot, lambda: idle(app) and app.sidebar.experience_list.experiences,
+                         "an experience")
+        await pilot.press("escape", "escape")
+        await wait_until(pilot, lambda: screen_name(app) != "Screen", "the rewind list")
+        await settle(pilot)
+        save(app, out, "rewind_list")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: idle(app) and app.transcript.items_of("rewound")
+                         and app.chat_input.text, "the rewound section")
+        await settle(pilot)
+        save(app, out, "rewound")
 
 
 async def images(out: Path, data_dir: Path) -> None:
@@ -167,6 +192,7 @@ async def main(out: Path) -> None:
         await welcome(out, Path(tmp) / "welcome")
         await tour(out, Path(tmp) / "data")
         await images(out, Path(tmp) / "images")
+        await rewound(out, Path(tmp) / "rewound")
 
 
 if __name__ == "__main__":
