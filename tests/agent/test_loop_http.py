@@ -371,6 +371,15 @@ async def test_forks_spawn_gather_and_persist(harness):
     assert child.messages[-1] == {"role": "assistant", "content": "child did task B"}
 
 
+async def test_a_stored_fork_id_with_other_digits_does_not_stop_the_next_fork(harness):
+    """A log is input: a fork record "fork_²" ("²" is a digit to str.isdigit, not to
+    int) made every later fork_spawn of the key fail."""
+    async with harness(_fork_script()) as h:
+        h.agent.memory("main").commit(records=[{"t": "fork", "fork_id": "fork_²"}])
+        assert await h.agent.run_turn("main", "split the work") == "done"
+        assert {e.fork_id for e in h.of(ev.ForkSpawned)} == {"fork_1", "fork_2"}
+
+
 async def test_forks_see_the_instructions_the_parent_runs_with(harness):
     from selfref_tui.context.compile import INSTRUCTIONS_HEADING
     from selfref_tui.selfref.key_settings import KeySettings

@@ -94,7 +94,7 @@ class ForkManager:
         numbers = [0]
         for fork_id in [*self.turn.memory.forks, *self._children]:
             tail = fork_id.removeprefix(FORK_PREFIX)
-            if tail.isdigit():
+            if tail.isascii() and tail.isdigit():  # a log is input: "²" is no number to int
                 numbers.append(int(tail))
         return max(numbers) + 1
 
