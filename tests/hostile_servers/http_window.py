@@ -30,9 +30,10 @@ their option says:
 - ``redirect``: a 307 to ``/moved/v1/chat/completions`` whose own body never
   ends; the moved path answers "ok" as ``ok`` does.
 
-``GET /stats`` says, per path, how
-many body bytes were handed to the client and whether the answer is over
-(``done``: the body ended or the client went away), so a test can wait for
+``GET /stats`` says, per path, of its last answer how
+many body bytes were handed to the client, whether the answer is over
+(``done``: the body ended or the client went away) and how many requests to
+that path it answers (``request``: 1 for the first), so a test can wait for
 that state and check how much a client read before it gave up.
 ``--stop-after-mb`` ends an endless body after that much (of text, for a
 compressed one): a safety net, so a
@@ -51,7 +52,7 @@ MODES = ("endless", "trickle", "absurd", "redirect", "missing")
 CHAT_MODES = ("ok", "error-endless", "error-trickle", "error-gzip", "line-endless", "redirect")
 #: what one block of the gzip bomb holds once decoded
 BOMB_BLOCK = 1 << 20
-#: path → {"sent": body bytes written, "done": the answer is over}
+#: path → {"sent": body bytes written, "done": the answer is over, "request": its number}
 STATS: dict[str, dict[str, int | bool]] = {}
 
 
@@ -155,7 +156,7 @@ async def _chat(writer: asyncio.StreamWriter, options: argparse.Namespace, stats
 
 async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  options: argparse.Namespace) -> None:
-    stats: dict[str, int | bool] = {"sent": 0, "done": False}
+    stats: dict[str, int | bool] = {"sent": 0, "done": False, "request": 0}
     try:
         head = await reader.readuntil(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
@@ -169,6 +170,7 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
         mode = {"/v1/models": options.models, "/props": options.props,
                 "/api/show": options.show}.get(path.removeprefix("/moved"))
         if path != "/stats":
+            stats["request"] = int(STATS.get(path, {}).get("request", 0)) + 1
             STATS[path] = stats
         if method == "POST" and path.removeprefix("/moved") == "/v1/chat/completions":
             await _chat(writer, options, stats, moved)

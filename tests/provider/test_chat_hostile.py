@@ -14,9 +14,11 @@ from contextlib import aclosing
 
 import pytest
 
+from selfref_tui.agent.provider.chunks import TextChunk
 from selfref_tui.agent.provider.client import Provider
 from selfref_tui.agent.provider.errors import ProviderError
-from selfref_tui.agent.provider.refusal import MAX_REFUSAL_BYTES
+from selfref_tui.agent.provider.refusal import MAX_REFUSAL_BYTES, REFUSAL_READ_S
+from selfref_tui.agent.provider.sse import MAX_EVENT_BYTES
 from selfref_tui.config import ProviderConfig
 from tests.hostile_servers import spawn, stats, wait_done
 
@@ -68,10 +70,51 @@ async def test_a_gzip_bomb_of_an_error_is_decoded_only_up_to_the_cap():
 
 async def test_a_trickling_error_body_ends_at_the_requests_deadline():
     """Each byte comes quickly, the body never ends: the request's deadline
-    (first_byte_timeout_s from sending) covers the body, not each read."""
+    (first_byte_timeout_s from sending) covers the body, not each read, and
+    ends it when it is shorter than the wait for an error's text."""
     with spawn("http_window", "--chat", "error-trickle", "--interval", "0.05") as url:
         with pytest.raises(ProviderError) as raised:
             await asyncio.wait_for(ask(url, first_byte_timeout_s=1.0, max_retries=2), GUARD_S)
         trickled = stats(url)[CHAT]["sent"]
     assert raised.value.kind == "timeout" and "first_byte_timeout_s" in raised.value.message
     assert trickled > 0  # it did trickle: every read was quick, the answer never came
+
+
+async def test_a_trickling_error_body_is_cut_after_a_few_seconds_and_not_asked_again():
+    """The deadline (30 s here) is not what bounds it: the text is waited for
+    ``REFUSAL_READ_S``, then the status is said, and the request is not retried
+    (each retry would wait as long again)."""
+    with spawn("http_window", "--chat", "error-trickle", "--interval", "0.05") as url:
+        with pytest.raises(ProviderError) as raised:
+            await asyncio.wait_for(ask(url, max_retries=3), GUARD_S)
+        entry = stats(url)[CHAT]
+    error = raised.value
+    assert error.kind == "server" and error.status == 500
+    assert f"still arriving after {REFUSAL_READ_S:g} s" in error.message
+    assert entry["request"] == 1 and entry["sent"] > 0
+
+
+async def test_a_redirect_whose_body_never_ends_is_followed_without_reading_it():
+    """A 307 is followed (a proxy that moved the endpoint keeps working), its own
+    body closed unread: the library would read it whole first."""
+    with spawn("http_window", "--chat", "redirect", "--stop-after-mb", "64") as url:
+        chunks = await asyncio.wait_for(ask(url), GUARD_S)
+        sent = (await asyncio.wait_for(wait_done(url, CHAT), GUARD_S))["sent"]
+        moved = stats(url)["/moved" + CHAT]
+    assert "".join(c.text for c in chunks if type(c) is TextChunk) == "ok"
+    assert moved["request"] == 1 and moved["done"]
+    # what was written before the client closed sat in socket buffers, not 64 MB read
+    assert sent < 16 * 1024 * 1024
+
+
+async def test_an_event_that_never_ends_ends_the_request_past_the_event_cap():
+    with spawn("http_window", "--chat", "line-endless", "--stop-after-mb", "64") as url:
+        with pytest.raises(ProviderError) as raised:
+            await asyncio.wait_for(ask(url), GUARD_S)
+        sent = (await asyncio.wait_for(wait_done(url, CHAT), GUARD_S))["sent"]
+    error = raised.value
+    assert error.kind == "protocol" and not error.partial
+    assert error.message.startswith(f"{url} sent one stream event of more than 8 MB")
+    assert "\n" not in error.message
+    # read up to the cap (and what socket buffers held), not the 64 MB the server had
+    assert MAX_EVENT_BYTES <= sent < MAX_EVENT_BYTES + 16 * 1024 * 1024

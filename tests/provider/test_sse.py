@@ -62,6 +62,28 @@ def test_an_unfinished_event_waits_for_its_blank_line():
     assert not parser.done
 
 
+@pytest.mark.parametrize("ended", [True, False])
+def test_an_event_over_the_cap_ends_the_stream_at_any_split(ended):
+    """The events before it come out; the big one (ended or still growing) and all
+    after it do not, and what was held of it is let go."""
+    big = b"data: " + b"x" * 60 + (b"\n\n" if ended else b"")
+    stream = b'data: {"a": 1}\n\n' + big + (b'data: {"b": 2}\n\n' if ended else b"")
+    splits = [[stream], *([stream[:cut], stream[cut:]] for cut in range(1, len(stream)))]
+    for pieces in splits:
+        parser = sse.SseParser(limit=64)
+        out = [payload for piece in pieces for payload in parser.feed(piece)]
+        assert out == ['{"a": 1}'] and parser.too_large and not parser._held, pieces
+        assert parser.feed(b'data: {"c": 3}\n\n') == []
+
+
+def test_an_event_of_the_cap_is_read_however_it_arrives():
+    event = b"data: " + b"y" * 58  # 64 bytes: the cap itself
+    parser = sse.SseParser(limit=64)
+    out = [p for i in range(0, len(event), 5) for p in parser.feed(event[i : i + 5])]
+    out += parser.feed(b"\n\ndata: [DONE]\n\n")
+    assert out == ["y" * 58] and parser.done and not parser.too_large
+
+
 def test_decode_keeps_the_values_before_a_bad_one_and_names_it():
     values, error = sse.decode(['{"a": 1}', ' {"b": 2} ', '{"c": ', '{"d": 4}'])
     assert values == [{"a": 1}, {"b": 2}]
@@ -157,6 +179,15 @@ async def test_a_backlog_of_tool_arguments_joins_per_call():
     assert heads == [(0, "remember"), (1, "forget")]
     assert [c.reason for c in chunks if isinstance(c, FinishChunk)] == ["tool_calls"]
     assert any(isinstance(c, UsageChunk) for c in chunks)
+
+
+async def test_a_whole_tool_call_of_a_few_mb_in_one_event_is_read():
+    """Some servers send a tool call whole in one event: a long one stays under the cap."""
+    call = ToolCall("write_file", {"path": "a.txt", "text": 'line "é"\n' * 200_000})
+    async with DemoServer([Reply(tool_calls=[call], chunk_chars=10_000_000)]) as url:
+        chunks = await slow_collect(make(url))
+    arguments = "".join(c.arguments for c in chunks if isinstance(c, ToolCallChunk))
+    assert len(arguments) > 2 * 1024 * 1024 and json.loads(arguments) == call.arguments
 
 
 async def test_a_bad_event_after_a_backlog_keeps_the_text_before_it():

@@ -27,7 +27,8 @@ class _EventBatches(openai.AsyncStream[object]):
     client still does the HTTP, auth, status errors and timeouts; this class
     only reads the body, raising what the client's own stream would raise: a
     transport failure as ``APITimeoutError`` / ``APIConnectionError``, an
-    ``{"error": …}`` event as ``APIError``, bad JSON after the events before it.
+    ``{"error": …}`` event as ``APIError``, bad JSON after the events before it,
+    and an event over ``sse.MAX_EVENT_BYTES`` as ``sse.EventTooLarge`` (after them too).
     """
 
     #: read the usual deltas by template (``delta_scan``); False: every event parsed
@@ -62,6 +63,8 @@ class _EventBatches(openai.AsyncStream[object]):
                         yield events
                     if error is not None:
                         raise error
+                    if parser.too_large:
+                        raise sse.EventTooLarge(f"one event over {parser.limit} bytes")
                     if parser.done:
                         await sse.drain(source)
                         return

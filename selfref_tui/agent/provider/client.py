@@ -45,8 +45,8 @@ from selfref_tui.agent.provider.errors import (
     provider_error,
 )
 from selfref_tui.agent.provider.hosts import is_local, is_openai
-from selfref_tui.agent.provider.refusal import cap_refusal
-from selfref_tui.agent.provider.sse import SseError
+from selfref_tui.agent.provider.refusal import cap_refusal, is_slow
+from selfref_tui.agent.provider.sse import MAX_EVENT_BYTES, EventTooLarge, SseError
 from selfref_tui.agent.provider.think import ThinkSplitter
 from selfref_tui.config import ProviderConfig
 
@@ -75,8 +75,9 @@ class Provider:
         # SSE keep-alive comments never trips a socket read timeout. The read
         # timeout here is only a backstop for requests without those timers.
         backstop = max(config.first_byte_timeout, config.idle_timeout)
-        # An error's body is read with a cap (refusal.py); its time is each
-        # request's deadline (_open, _diagnose), which covers the body too.
+        # An error's body is read with a cap in size and time, a redirect's not
+        # at all (refusal.py); each request's deadline (_open, _diagnose) covers
+        # the body too.
         self._client = openai.AsyncOpenAI(
             base_url=config.base_url or None,
             api_key=config.api_key or "not-needed",
@@ -223,7 +224,8 @@ class Provider:
             error = map_error(self.config, exc, images=carries_images(messages))
             if error.images_refused:
                 self._no_images.add(self.base_url)
-            if error.kind in ("rate_limit", "server"):
+            # a refusal whose text trickled is not asked again: each retry would wait as long
+            if error.kind in ("rate_limit", "server") and not is_slow(exc.response):
                 raise _Retryable(error, _retry_after(exc), _reason(exc)) from None
             raise error from None
         except openai.APITimeoutError as exc:
@@ -272,6 +274,13 @@ class Provider:
             raise self._error("timeout", f"the stream from {self.base_url} stopped: nothing for "
                               f"{idle:g} s (idle_timeout_s) — what arrived is kept; try again, or "
                               "raise idle_timeout_s for a slow server", partial=produced) from None
+        except EventTooLarge:
+            raise self._error(
+                "protocol", f"{self.base_url} sent one stream event of more than "
+                f"{MAX_EVENT_BYTES // (1024 * 1024)} MB without its end — not an answer (a "
+                "broken server or proxy?): the request was ended"
+                + ("; what arrived before it is kept" if produced else ""),
+                partial=produced) from None
         except (json.JSONDecodeError, SseError, openai.APIResponseValidationError,
                 _MalformedChunk) as exc:
             raise self._error(

@@ -16,6 +16,7 @@ from typing import Any
 
 import openai
 
+from selfref_tui.agent.provider.refusal import REFUSAL_READ_S, is_slow
 from selfref_tui.config import ProviderConfig
 from selfref_tui.context.images import image_urls
 from selfref_tui.safety import one_line, redact
@@ -291,6 +292,8 @@ def map_error(config: ProviderConfig, exc: BaseException, *, partial: bool = Fal
         status = exc.status_code
         full = _api_message(exc)
         detail = _short(full)
+        if is_slow(exc.response):
+            detail += f"; its error text was still arriving after {REFUSAL_READ_S:g} s"
         if _is_overflow(full, exc.code):
             tokens, window = _overflow_figures(full)
             figures = f" ({tokens} of {window} tokens)" if tokens and window else ""

@@ -28,10 +28,21 @@ _scan = json.scanner.make_scanner(json.JSONDecoder())
 _WHITESPACE = " \t\n\r"
 #: the longest wait for the bytes after ``[DONE]`` (so the connection can be reused)
 DRAIN_S = 1.0
+#: the most one event may hold. An event is one token in practice, but a server may
+#: send a whole tool call (Ollama, some vLLM parsers) or a whole answer in one: at most
+#: the model's output, 128k tokens ≈ 512 KB of text, and its arguments are JSON in a
+#: JSON string, escaped twice (``\\\"``, ``\\u00e9``): a few MB at worst. 8 MB is
+#: twice that; past it the event is not an answer but a line that never ends, and
+#: holding it would grow the memory for as long as the server writes.
+MAX_EVENT_BYTES = 8 * 1024 * 1024
 
 
 class SseError(ValueError):
     """A data field that is not one JSON value (``json.JSONDecodeError``'s message)."""
+
+
+class EventTooLarge(SseError):
+    """An event (its lines up to the blank line that ends it) over ``MAX_EVENT_BYTES``."""
 
 
 class SseParser:
@@ -41,38 +52,74 @@ class SseParser:
     CRLF or CR; a blank line ends an event; ``data:`` lines (one optional
     space after the colon) are joined with LF; comments (``:``) and other
     fields (``event:``, ``id:``, ``retry:``) carry nothing we read.
+
+    An event over ``limit`` bytes, ended or not, ends the stream: ``feed``
+    returns the events before it and sets ``too_large``; what was held of it
+    is let go, and later bytes are ignored. The unfinished event is kept as
+    its pieces (joined once, when it ends), so a long one costs linear time.
     """
 
-    __slots__ = ("_buf", "_cr", "done")
+    __slots__ = ("_cr", "_held", "_size", "done", "limit", "too_large")
 
-    def __init__(self) -> None:
-        self._buf = b""
+    def __init__(self, limit: int = MAX_EVENT_BYTES) -> None:
+        self._held: list[bytes] = []  # the pieces of the unfinished event
+        self._size = 0  # their bytes
         self._cr = False  # the last read ended in CR: an LF first in the next one is its pair
+        self.limit = limit
         self.done = False
+        self.too_large = False
 
     def feed(self, data: bytes) -> list[str]:
-        """The payloads of the events ``data`` completes, in order (none after ``[DONE]``)."""
-        if self.done or not data:
+        """The payloads of the events ``data`` completes, in order (none after ``[DONE]``
+        or past an event too large)."""
+        if self.done or self.too_large or not data:
             return []
         if self._cr and data[:1] == b"\n":
             data = data[1:]
+            if not data:
+                self._cr = False
+                return []
         self._cr = data[-1:] == b"\r"
         if b"\r" in data:
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        buf = self._buf + data if self._buf else data
+        if self._held:
+            if b"\n\n" not in data and not (data[:1] == b"\n"
+                                             and self._held[-1][-1:] == b"\n"):
+                # the event goes on: no join, no scan of what was held
+                self._held.append(data)
+                self._size += len(data)
+                if self._size > self.limit:
+                    self._overflow()
+                return []
+            buf = b"".join(self._held) + data
+            self._held.clear()
+        else:
+            buf = data
         blocks = buf.split(b"\n\n")
-        self._buf = blocks.pop()
+        rest = blocks.pop()
         out: list[str] = []
         for block in blocks:
+            if len(block) > self.limit:
+                self._overflow()
+                return out
             payload = _payload(block)
             if payload is None:
                 continue
             if payload.startswith("[DONE]"):
                 self.done = True
-                self._buf = b""
-                break
+                return out
             out.append(payload)
+        if rest:
+            self._held.append(rest)
+            self._size = len(rest)
+            if self._size > self.limit:
+                self._overflow()
         return out
+
+    def _overflow(self) -> None:
+        self.too_large = True
+        self._held.clear()
+        self._size = 0
 
 
 def _payload(block: bytes) -> str | None:
