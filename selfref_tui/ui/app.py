@@ -507,15 +507,20 @@ class SelfRefApp(
 
     def action_retry(self) -> None:
         """Send the failed last message again (``/retry``, F5)."""
+        if self._retry() == "nothing":
+            self.notify("Nothing to retry: the last message did not fail.")
+
+    def _retry(self) -> str | None:
+        """The controller's retry; None when it was refused or a turn runs (said here)."""
         try:
             outcome = self.controller.retry()
         except Refused as exc:
             self.refused(exc)
-            return
+            return None
         if outcome == "busy":
             self.notify("A turn is running; wait for it or press Esc first.", severity="warning")
-        elif outcome == "nothing":
-            self.notify("Nothing to retry: the last message did not fail.")
+            return None
+        return outcome
 
     def action_abort(self) -> None:
         self.chat_input.focus()
@@ -543,14 +548,7 @@ class SelfRefApp(
     def action_retry_or_regenerate(self) -> None:
         """F5: a failed turn's message again; after a turn that went well, the last answer
         asked for again (the old one kept, rewound)."""
-        try:
-            outcome = self.controller.retry()
-        except Refused as exc:
-            self.refused(exc)
-            return
-        if outcome == "busy":
-            self.notify("A turn is running; wait for it or press Esc first.", severity="warning")
-        elif outcome == "nothing":
+        if self._retry() == "nothing":
             self.run_worker(self.regenerate(), exclusive=True, group="steer")
 
     def action_ref_prev(self) -> None:

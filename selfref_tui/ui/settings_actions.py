@@ -15,6 +15,8 @@ from textual import work
 from selfref_tui.agent.chat.controller import Refused
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from selfref_tui.agent.chat.controller import ChatController
     from selfref_tui.config import ProviderConfig
 
@@ -34,27 +36,27 @@ class SettingsActions:
 
     async def switch_model(self, name: str) -> bool:
         """``/model NAME``; False (the command stays in the input) when refused."""
-        try:
-            provider = await self.controller.choose_model(name)
-        except Refused as exc:
-            self.refused(exc)
-            return False
-        self._switched(provider, f"Model {provider.model}")
-        return True
+        return await self._switch(self.controller.choose_model(name),
+                                  lambda provider: f"Model {provider.model}")
 
     async def switch_profile(self, name: str) -> bool:
         """``/profile NAME``; False when refused (an unknown profile names the known ones)."""
+        return await self._switch(self.controller.choose_profile(name),
+                                  lambda provider: f"Profile {provider.name} ({provider.model})")
+
+    async def _switch(self, choose: Awaitable[ProviderConfig],
+                      what: Callable[[ProviderConfig], str]) -> bool:
+        """Await the controller's switch: the refusal said, or the new provider shown and
+        ``what`` it is named in one notification; False when refused."""
         try:
-            provider = await self.controller.choose_profile(name)
+            provider = await choose
         except Refused as exc:
             self.refused(exc)
             return False
-        self._switched(provider, f"Profile {provider.name} ({provider.model})")
-        return True
-
-    def _switched(self, provider: ProviderConfig, what: str) -> None:
         self.provider_switched()
-        self.notify(f"{what} for the rest of this conversation; it is remembered.", timeout=5)
+        self.notify(f"{what(provider)} for the rest of this conversation; it is remembered.",
+                    timeout=5)
+        return True
 
     @work(exclusive=True, group="model-picker")
     async def pick_model(self) -> None:
