@@ -217,13 +217,6 @@ class AgentInputRouter:
             emit(event)
 
     async def aclose(self) -> None:
-        """Abort a running turn and wait for it to settle (app shutdown)."""
-        if self._inbox is not None:
-            self._inbox.close()
-        self.abort("app closing")
-        task = self._task
-        if task is not None:
-            try:
-                await task
-            except (asyncio.CancelledError, Exception):
-                pass
+        """Abort a running turn and wait for it to settle (app shutdown): a stop whose
+        undelivered messages nobody takes back."""
+        await self.stop("app closing")
