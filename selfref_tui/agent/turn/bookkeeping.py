@@ -7,7 +7,8 @@ key are made in ``Agent.__init__``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...context.apply import MULTIMODAL_MARK
 from ...context.history import is_person_message
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from ..protocols import ProviderLike, StoreLike
     from .compaction import CompactionPolicy
     from .compile_cache import IncrementalCompile
+
+T = TypeVar("T")
 
 #: said once per server when a tool's image goes as "[image omitted: …]" (see _tell_images_left_out)
 IMAGES_LEFT_OUT = ("model '{model}' does not accept images: a tool's image is left out of its "
@@ -86,34 +89,27 @@ class KeyBookkeeping:
 
     def remember_experience(self, key: str, text: str) -> str:
         """The person adds an experience; queued into a running turn, else committed now."""
-        session = self._sessions.get(key)
-        if session is not None:
-            return session.remember(text)
-        session = SelfRefSession(self.memory(key))
-        exp_id = session.remember(text)
-        self._commit(session, session.collect_context_mutations())
-        return exp_id
+        return self._change_experiences(key, lambda session: session.remember(text))
 
     def forget_experience(self, key: str, exp_id: str) -> bool:
         """The person removes an experience; same queueing as :meth:`remember_experience`."""
-        session = self._sessions.get(key)
-        if session is not None:
-            return session.forget(exp_id)
-        session = SelfRefSession(self.memory(key))
-        found = session.forget(exp_id)
-        self._commit(session, session.collect_context_mutations())
-        return found
+        return self._change_experiences(key, lambda session: session.forget(exp_id))
 
     def edit_experience(self, key: str, exp_id: str, text: str) -> bool:
         """The person corrects an experience's text; same queueing as :meth:`remember_experience`.
         False when there is no such experience (or the text is empty)."""
+        return self._change_experiences(key, lambda session: session.edit(exp_id, text))
+
+    def _change_experiences(self, key: str, change: Callable[[SelfRefSession], T]) -> T:
+        """``change`` made in the running turn's session (it commits with the turn), else in
+        a session of its own, committed now; what ``change`` returned."""
         session = self._sessions.get(key)
         if session is not None:
-            return session.edit(exp_id, text)
+            return change(session)
         session = SelfRefSession(self.memory(key))
-        found = session.edit(exp_id, text)
+        result = change(session)
         self._commit(session, session.collect_context_mutations())
-        return found
+        return result
 
     def failed_message(self, key: str) -> str | None:
         """The person's message of ``key``'s failed last turn, or None (nothing to retry)."""
