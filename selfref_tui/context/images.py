@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 #: what vision models accept (and what the transcript can draw)
@@ -329,25 +329,45 @@ def cap_images(messages: list[dict[str, Any]], budget: int,
 
     Messages without an image left out are the same objects.
     """
-    kept, spent, out = 0, 0, messages
+    kept = spent = 0
+
+    def left_out(part: Any) -> dict[str, Any] | None:
+        nonlocal kept, spent
+        if not is_image_part(part):
+            return None
+        cost = image_part_tokens(part)
+        if kept < limit and spent + cost <= budget:
+            kept, spent = kept + 1, spent + cost
+            return None
+        why = (f"one result carries at most {limit} images" if kept >= limit else
+               f"about {cost:,} tokens, past this result's share of the window "
+               f"({budget:,} tokens for its images)")
+        return {"type": "text", "text": f"[an image left out: {why}]"}
+
+    return _parts_replaced(messages, left_out)
+
+
+def _parts_replaced(messages: list[dict[str, Any]],
+                    replacement: Callable[[Any], dict[str, Any] | None]) -> list[dict[str, Any]]:
+    """``messages`` with each content part that ``replacement`` (asked of every part, in
+    order) returns a part for replaced by it.
+
+    Copy on write: a message with no part replaced is the same object, and so is
+    the list when none is (compile caches compare them with the last call's).
+    """
+    out = messages
     for index, message in enumerate(messages):
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(content, list):
             continue
         parts = None
         for at, part in enumerate(content):
-            if not is_image_part(part):
+            new = replacement(part)
+            if new is None:
                 continue
-            cost = image_part_tokens(part)
-            if kept < limit and spent + cost <= budget:
-                kept, spent = kept + 1, spent + cost
-                continue
-            why = (f"one result carries at most {limit} images" if kept >= limit else
-                   f"about {cost:,} tokens, past this result's share of the window "
-                   f"({budget:,} tokens for its images)")
             if parts is None:
                 parts = list(content)
-            parts[at] = {"type": "text", "text": f"[an image left out: {why}]"}
+            parts[at] = new
         if parts is not None:
             if out is messages:
                 out = list(messages)
@@ -370,27 +390,17 @@ def images_once(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     Messages without a repeat are the same objects.
     """
     seen: set[str] = set()
-    out = messages
-    for index, message in enumerate(messages):
-        content = message.get("content") if isinstance(message, dict) else None
-        if not isinstance(content, list):
-            continue
-        parts = None
-        for at, part in enumerate(content):
-            url = part_url(part)
-            if url is None:
-                continue
-            if url not in seen:
-                seen.add(url)
-                continue
-            if parts is None:
-                parts = list(content)
-            parts[at] = {"type": "text", "text": REPEATED_TEXT}
-        if parts is not None:
-            if out is messages:
-                out = list(messages)
-            out[index] = {**message, "content": parts}
-    return out
+
+    def repeated(part: Any) -> dict[str, Any] | None:
+        url = part_url(part)
+        if url is None:
+            return None
+        if url not in seen:
+            seen.add(url)
+            return None
+        return {"type": "text", "text": REPEATED_TEXT}
+
+    return _parts_replaced(messages, repeated)
 
 
 def tool_image_urls(messages: list[dict[str, Any]]) -> set[str]:
