@@ -5,7 +5,14 @@ from __future__ import annotations
 import os
 import stat
 
-from selfref_tui.selfref.last_used import STATE_NAME, read_last_key, write_last_key
+import pytest
+
+from selfref_tui.selfref.last_used import (
+    MAX_STATE_BYTES,
+    STATE_NAME,
+    read_last_key,
+    write_last_key,
+)
 from selfref_tui.selfref.reference import SelfReference
 from tests.selfref.helpers import turn
 
@@ -18,9 +25,9 @@ def _make(data_dir, key: str) -> None:
 def test_the_last_key_is_read_back_and_the_file_is_private(tmp_path):
     data = tmp_path / "data"
     _make(data, "teatime")
-    assert read_last_key(data) is None  # nothing recorded yet
-    assert write_last_key(data, "teatime")
-    assert read_last_key(data) == "teatime"
+    assert read_last_key(data) == (None, None)  # nothing recorded yet, nothing odd
+    assert write_last_key(data, "teatime") is None
+    assert read_last_key(data) == ("teatime", None)
     assert stat.S_IMODE(os.stat(data / STATE_NAME).st_mode) == 0o600
 
 
@@ -30,25 +37,54 @@ def test_a_key_deleted_since_or_a_fork_is_not_offered(tmp_path):
     write_last_key(data, "gone")
     with SelfReference(data) as store:
         store.trash("gone")
-    assert read_last_key(data) is None
-    assert not write_last_key(data, "main::fork::1")
+    assert read_last_key(data) == (None, None)  # no problem: gone by the person's hand
+    assert write_last_key(data, "main::fork::1") is None
+    assert read_last_key(data) == (None, None)  # not recorded
 
 
-def test_a_link_or_garbage_in_its_place_means_no_last_key(tmp_path):
+def test_garbage_in_its_place_is_ignored_with_a_warning_and_written_anew(tmp_path):
     data = tmp_path / "data"
     _make(data, "main")
+    for garbage in ('{"last_key": 3}', "not json", '["main"]', '{"last_key": "../x"}',
+                    "[" * 3000, '{"last_key": "\u001b]52;c;x\u0007"}'):
+        (data / STATE_NAME).write_text(garbage)
+        key, problem = read_last_key(data)
+        assert key is None and problem is not None, garbage
+        assert problem.startswith(f"{data / STATE_NAME} is not what selfref-tui writes")
+        assert "\n" not in problem and "\x1b" not in problem and "52;" not in problem
+    assert write_last_key(data, "main") is None  # ours, garbled: replaced
+    assert read_last_key(data) == ("main", None)
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo", "zero", "large"])
+def test_a_hostile_entry_is_not_followed_opened_or_replaced(tmp_path, kind):
+    """Read with the store's rules (no link, FIFO or device; at most a few KB),
+    told in one line, and left as it was: writing the next key does not replace it."""
+    data = tmp_path / "data"
+    _make(data, "main")
+    path = data / STATE_NAME
     elsewhere = tmp_path / "elsewhere.json"
     elsewhere.write_text('{"last_key": "main"}')
-    os.symlink(elsewhere, data / STATE_NAME)
-    assert read_last_key(data) is None  # never followed
-    os.unlink(data / STATE_NAME)
-    for garbage in ('{"last_key": 3}', "not json", '["main"]', '{"last_key": "../x"}'):
-        (data / STATE_NAME).write_text(garbage)
-        assert read_last_key(data) is None
-    # writing replaces whatever was there (a link is replaced, not followed)
-    os.unlink(data / STATE_NAME)
-    os.symlink(elsewhere, data / STATE_NAME)
-    assert write_last_key(data, "main")
-    assert not os.path.islink(data / STATE_NAME)
+    if kind == "link":
+        os.symlink(elsewhere, path)
+    elif kind == "fifo":
+        os.mkfifo(path)  # an open without O_NONBLOCK would wait for a writer forever
+    elif kind == "zero":
+        os.symlink("/dev/zero", path)
+    else:
+        path.write_bytes(b'{"last_key": "main"' + b" " * (8 * 1024 * 1024) + b"}")
+    before = os.lstat(path)
+    key, problem = read_last_key(data)
+    assert key is None and problem is not None
+    said = {"link": "is a symbolic link", "fifo": "is a FIFO (named pipe)",
+            "zero": "is a symbolic link", "large": f"is over {MAX_STATE_BYTES:,} bytes"}[kind]
+    assert problem.startswith(f"{path} {said}") and "\n" not in problem
+    assert "move it out of the way" in problem
+    assert write_last_key(data, "main") == problem  # refused, the same line
+    after = os.lstat(path)
+    assert (after.st_ino, after.st_mode, after.st_size) == (before.st_ino, before.st_mode,
+                                                            before.st_size)
     assert elsewhere.read_text() == '{"last_key": "main"}'
-    assert read_last_key(data) == "main"
+    os.unlink(path)  # moved out of the way: used again
+    assert write_last_key(data, "main") is None
+    assert read_last_key(data) == ("main", None)

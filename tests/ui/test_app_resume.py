@@ -67,3 +67,37 @@ async def test_a_renamed_conversation_is_the_one_opened_next(tmp_path):
             await started(pilot, again)
             assert again.key == "teatime"
             assert any("main question 0" in line for line in again.transcript.visible_text())
+
+
+async def test_a_fifo_as_the_last_key_file_is_told_once_and_the_default_opens(tmp_path):
+    """Opened with O_NONBLOCK after an lstat, a FIFO is refused, not waited on: the
+    app starts on its default key and says why once (not at every key opened)."""
+    import os
+
+    from selfref_tui.selfref.last_used import STATE_NAME
+
+    _seed(tmp_path, "teatime", 1)
+    fifo = tmp_path / "data" / STATE_NAME
+    os.mkfifo(fifo)
+    async with DemoServer([]) as url:
+        app = _resuming(tmp_path, url)
+        said: list[str] = []  # every notification, kept past its timeout
+        shown = app.notify
+        app.notify = lambda message, **kw: (said.append(message), shown(message, **kw))[1]
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            assert app.key == "main"
+
+            def told() -> list[str]:
+                return [message for message in said if STATE_NAME in message]
+
+            await wait_until(pilot, told, what="the file's problem told")
+            assert told() == [f"{fifo} is a FIFO (named pipe), not a regular file: the "
+                              "conversation shown last is not remembered (it is not followed, "
+                              "opened or replaced) — remove it or move it out of the way"]
+            await type_and_send(pilot, "/key teatime")
+            await wait_until(pilot, lambda: app.key == "teatime"
+                             and app.header.status == "ready", what="teatime open")
+            assert len(told()) == 1
+            await pilot.press("ctrl+q")
+    assert os.path.exists(fifo) and not os.path.isfile(fifo)  # left as it was

@@ -74,6 +74,10 @@ class KeyLifecycle:
         self._readers: dict[str, set[asyncio.Future[Any]]] = {}
         #: keys being let go: no new reader of them starts
         self._letting_go: set[str] = set()
+        #: what was odd about the last-key file (``selfref/last_used.py``), told with
+        #: the next key opened; told once per run
+        self._state_problem: str | None = None
+        self._state_told = False
 
     # ------------------------------------------------------------ opening
 
@@ -104,11 +108,16 @@ class KeyLifecycle:
             raise KeyOpenError(self.key_error, expected=False) from exc
         self.key_error = None
         warnings = list(memory.take_warnings())
+        state_problem, self._state_problem = self._state_problem, None
         if not self.read_only:
             # A key opened here is listed (switcher, `keys list`) before its first message,
             # and is the one the next start opens (without --key).
             await self._in_thread(self._store().create, key)
-            await self._in_thread(_remember_shown, self._store().data_dir, key)
+            state_problem = state_problem or await self._in_thread(
+                _remember_shown, self._store().data_dir, key)
+        if state_problem is not None and not self._state_told:
+            warnings.append(state_problem)  # once: the file stays odd until it is moved
+            self._state_told = True
         previous, self.key = self.key, key
         if self.router is not None:
             self.router.key = key
@@ -134,7 +143,8 @@ class KeyLifecycle:
         if self.config.resume:
             from selfref_tui.selfref.last_used import read_last_key
 
-            last = await self._in_thread(read_last_key, self._store().data_dir)
+            last, self._state_problem = await self._in_thread(read_last_key,
+                                                              self._store().data_dir)
             if last is not None:
                 self.key = last
                 if self.router is not None:
@@ -283,10 +293,10 @@ class KeyLifecycle:
         return early
 
 
-def _remember_shown(data_dir: Any, key: str) -> None:
+def _remember_shown(data_dir: Any, key: str) -> str | None:
     from selfref_tui.selfref.last_used import write_last_key
 
-    write_last_key(data_dir, key)
+    return write_last_key(data_dir, key)
 
 
 __all__ = ["KeyLifecycle", "OpenedKey"]
