@@ -10,6 +10,11 @@ What one LLM call costs us, apart from the server:
 * ``compile``      — ``Agent._compile`` minus its token counting: patches applied,
                      provider messages rendered (incrementally, see loop.py);
 * ``token count``  — ``TokenCounter.count_message`` calls made by that compile;
+* ``other counts`` — the same calls made elsewhere: the calibration after each
+                     answer recounts the request it was told the size of (cache
+                     hits, one per message), a fit counts what it keeps. Counted
+                     in "token count" once, they made ``compile`` (its time minus
+                     all counting) negative;
 * ``commits``      — ``MemoryKey.commit`` (JSON, append, fsync, meta.json), with
                      the part spent inside ``os.fsync`` shown on its own;
 * ``client``       — CPU time of this thread inside ``Provider.stream``: the
@@ -32,6 +37,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -47,16 +53,20 @@ from selfref_tui.demo.server import DemoServer
 from selfref_tui.selfref import SelfReference
 
 STEPS_PER_TURN = 10
-PARTS = ("compile", "token count", "commits", "  of which fsync", "client", "rest")
+PARTS = ("compile", "token count", "other counts", "commits", "  of which fsync", "client",
+         "rest")
 
 
 class Clock:
     """Adds up wall (perf_counter) or thread CPU time spent in wrapped calls, per part."""
 
     def __init__(self) -> None:
-        self.spent: dict[str, float] = dict.fromkeys(("compile+count", "token count", "commits",
+        self.spent: dict[str, float] = dict.fromkeys(("compile+count", "token count",
+                                                      "other counts", "commits",
                                                       "  of which fsync", "stream wall",
                                                       "client"), 0.0)
+        #: threads inside a compile now: a count there is the compile's, elsewhere not
+        self.compiling: set[int] = set()
 
     def wrap(self, name: str, fn: Any) -> Any:
         def timed(*args: Any, **kwargs: Any) -> Any:
@@ -67,6 +77,31 @@ class Clock:
                 self.spent[name] += time.perf_counter() - start
 
         return timed
+
+    def wrap_compile(self, fn: Any) -> Any:
+        """``fn`` timed as ``compile+count``, the counts it makes told from the others."""
+        timed = self.wrap("compile+count", fn)
+
+        def compiling(*args: Any, **kwargs: Any) -> Any:
+            thread = threading.get_ident()
+            self.compiling.add(thread)
+            try:
+                return timed(*args, **kwargs)
+            finally:
+                self.compiling.discard(thread)
+
+        return compiling
+
+    def wrap_count(self, fn: Any) -> Any:
+        """``fn`` timed as ``token count`` inside a compile, ``other counts`` elsewhere."""
+        inside, outside = self.wrap("token count", fn), self.wrap("other counts", fn)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            if threading.get_ident() in self.compiling:
+                return inside(*args, **kwargs)
+            return outside(*args, **kwargs)
+
+        return counted
 
 
 class TimedProvider:
@@ -127,17 +162,16 @@ async def main(calls: int) -> None:
         # The hooks: instance attributes shadow the methods, nothing else changes.
         memory.commit = clock.wrap("commits", memory.commit)  # type: ignore[method-assign]
         if hasattr(agent, "_compile"):
-            agent._compile = clock.wrap(  # type: ignore[method-assign]
-                "compile+count", agent._compile)
+            agent._compile = clock.wrap_compile(agent._compile)  # type: ignore[method-assign]
         else:  # the loop before incremental compiles (for before/after figures)
             import selfref_tui.context.compile as compile_module
 
-            compile_module.compile_messages = clock.wrap(
-                "compile+count", compile_module.compile_messages)
-            agent.tokens.count_messages = clock.wrap(  # type: ignore[method-assign]
-                "compile+count", agent.tokens.count_messages)
-        agent.tokens.count_message = clock.wrap(  # type: ignore[method-assign]
-            "token count", agent.tokens.count_message)
+            compile_module.compile_messages = clock.wrap_compile(
+                compile_module.compile_messages)
+            agent.tokens.count_messages = clock.wrap_compile(  # type: ignore[method-assign]
+                agent.tokens.count_messages)
+        agent.tokens.count_message = clock.wrap_count(  # type: ignore[method-assign]
+            agent.tokens.count_message)
         real_fsync = os.fsync
         os.fsync = clock.wrap("  of which fsync", real_fsync)
         rows: dict[str, list[float]] = {name: [] for name in (*PARTS, "total", "stream wall")}
@@ -162,6 +196,7 @@ async def main(calls: int) -> None:
                 part = {
                     "compile": s["compile+count"] - s["token count"],
                     "token count": s["token count"],
+                    "other counts": s["other counts"],
                     "commits": s["commits"],
                     "  of which fsync": s["  of which fsync"],
                     "client": s["client"],
