@@ -345,15 +345,8 @@ class HistoryBuilder(TranscriptBuilder):
         """The state as it was just before patch ``patch`` (an earlier position)."""
         self.flush_experiences()
         seg_t, off_t = self._mark(patch)
-        here = self._segment.chain()
-        there = seg_t.chain()
-        common = 0
-        while common < min(len(here), len(there)) and here[common] is there[common]:
-            common += 1
+        here, there, common, now, want = self._route(seg_t, off_t)
         meet = here[common - 1]  # the root is common to every path
-        # how far the meeting segment is applied now, and how far the target needs it
-        now = here[common].at if common < len(here) else len(meet.entries)
-        want = there[common].at if common < len(there) else off_t
         for index in range(len(here) - 1, common - 1, -1):
             segment = here[index]
             # a segment on the path is applied up to where the next one forks off it
@@ -400,13 +393,7 @@ class HistoryBuilder(TranscriptBuilder):
         if self._went_to == (patch, len(self.marks), self._segment, len(self.journal)):
             return True  # rewound there, and nothing since (what the rewind journaled too)
         seg_t, off_t = self._mark(patch)
-        here = self._segment.chain()
-        there = seg_t.chain()
-        common = 0
-        while common < min(len(here), len(there)) and here[common] is there[common]:
-            common += 1
-        now = here[common].at if common < len(here) else len(self._segment.entries)
-        want = there[common].at if common < len(there) else off_t
+        here, there, common, now, want = self._route(seg_t, off_t)
         if now != want:
             return False
         for path, last in ((here, len(self._segment.entries)), (there, off_t)):
@@ -414,6 +401,24 @@ class HistoryBuilder(TranscriptBuilder):
                 if (path[index + 1].at if index + 1 < len(path) else last):
                     return False
         return True
+
+    def _route(self, seg_t: _Segment, off_t: int
+               ) -> tuple[list[_Segment], list[_Segment], int, int, int]:
+        """The way from the state now to offset ``off_t`` of segment ``seg_t``.
+
+        ``here`` and ``there``: the segments from the root to the current one and
+        to ``seg_t``; ``common``: how many they share (the root at least); ``now``
+        and ``want``: how far the last shared one is applied now, and how far the
+        target needs it.
+        """
+        here = self._segment.chain()
+        there = seg_t.chain()
+        common = 0
+        while common < min(len(here), len(there)) and here[common] is there[common]:
+            common += 1
+        now = here[common].at if common < len(here) else len(here[-1].entries)
+        want = there[common].at if common < len(there) else off_t
+        return here, there, common, now, want
 
     def _mark(self, patch: int) -> tuple[_Segment, int]:
         """Where patch ``patch``'s mark is: its segment and the offset in it."""
