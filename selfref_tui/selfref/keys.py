@@ -156,12 +156,7 @@ def copy_key_dir(src: Path, dst: Path, new_key: str) -> None:
     sibling and renamed into place, so a crash leaves either no new key or a
     whole one.
     """
-    if dst.exists():
-        raise InvalidKeyError(f"A key folder named {dst.name!r} already exists; pick another name.")
-    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    ensure_dir(tmp)
+    tmp = _new_key_sibling(dst)
     data = read_regular(src / "log.jsonl")  # never a link's target or a FIFO's open
     if data is not None:
         first, sep, rest = data.partition(b"\n")
@@ -177,6 +172,24 @@ def copy_key_dir(src: Path, dst: Path, new_key: str) -> None:
     if isinstance(meta, dict):
         meta["key"] = new_key
         atomic_write(tmp / "meta.json", json.dumps(meta, ensure_ascii=True).encode("ascii"))
+    _fill_and_place(src, tmp, dst)
+
+
+def _new_key_sibling(dst: Path) -> Path:
+    """An empty temporary folder beside ``dst`` to make a new key folder in (a crash
+    leaves no half key under its name); refused when ``dst`` already exists."""
+    if dst.exists():
+        raise InvalidKeyError(f"A key folder named {dst.name!r} already exists; pick another name.")
+    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    ensure_dir(tmp)
+    return tmp
+
+
+def _fill_and_place(src: Path, tmp: Path, dst: Path) -> None:
+    """``src``'s settings, images and file copies into ``tmp``, then ``tmp`` renamed to
+    ``dst``: what a copied key and a branch both take from their origin."""
     copy_settings(src, tmp)
     copy_images(src, tmp)
     copy_blobs(src, tmp, FILES_DIR)
@@ -200,22 +213,13 @@ def write_branch_dir(src: Path, dst: Path, log: bytes) -> None:
     :func:`copy_key_dir`, so a crash leaves no half branch. The meta file is
     written when the key is first opened (from its log).
     """
-    if dst.exists():
-        raise InvalidKeyError(f"A key folder named {dst.name!r} already exists; pick another name.")
-    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    ensure_dir(tmp)
+    tmp = _new_key_sibling(dst)
     try:
         atomic_write(tmp / "log.jsonl", log)
-        copy_settings(src, tmp)
-        copy_images(src, tmp)
-        copy_blobs(src, tmp, FILES_DIR)
-        os.rename(tmp, dst)
+        _fill_and_place(src, tmp, dst)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    fsync_dir(dst.parent)
 
 
 def move_to_trash(key_dir: Path, data_dir: Path) -> Path:
