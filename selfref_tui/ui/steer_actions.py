@@ -199,6 +199,11 @@ class SteerActions:
         if report.mcp_tools:
             note = (f"MCP tools also ran there ({', '.join(report.mcp_tools)}): they may "
                     "have changed files that cannot be restored.")
+        elif all(why == "already as it was" for _path, _what, why in rows):
+            # a dialog with nothing to tick asks a question that has no answer
+            self.notify("The files the model wrote there are already as they were: "
+                        "nothing to restore.")
+            return
         chosen = await self.push_screen_wait(RestoreFiles(rows, note=note))
         if not chosen:
             return

@@ -299,6 +299,30 @@ async def test_rewinding_past_a_file_write_offers_to_restore_it(tmp_path, monkey
             assert (work / "new.txt").read_text() == "new text"
 
 
+async def test_no_dialog_when_every_file_is_already_as_it_was(tmp_path, monkeypatch):
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    script = [Reply(text='<ref id="note">new text</ref>', tool_calls=[
+        ToolCall("fd_to_file", {"fd": "ref:note", "file_path": "new.txt"}, id="w1")]),
+        Reply(text="Written.")]
+    async with DemoServer(script) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "save a note")
+            await turn_done(pilot, app)
+            (work / "new.txt").unlink()  # the person removed it: as before the model wrote it
+            app.clear_notifications()
+            await pilot.press(*"/rewind 1")
+            await pilot.press("enter")
+            said = "The files the model wrote there are already as they were: nothing to restore."
+            await wait_until(pilot, lambda: said in [str(n.message) for n in app._notifications],
+                             what="the notice instead of a dialog")
+            assert type(app.screen).__name__ != "RestoreFiles"
+            assert not (work / "new.txt").exists()
+
+
 async def test_edit_brings_back_the_images_of_your_message(tmp_path):
     from tests.ui.test_app_images import command
     from tests.ui.test_transcript_image import png
