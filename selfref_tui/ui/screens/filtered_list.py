@@ -30,7 +30,31 @@ def filter_by_name(items: Sequence[T], query: str, name: Callable[[T], str]) -> 
 
 
 class FilteredListScreen(ModalScreen[str | None]):
-    """A filter :class:`Input` over an :class:`OptionList`; dismisses with a name, or None."""
+    """A filter :class:`Input` over an :class:`OptionList`; dismisses with a name, or None.
+
+    A subclass composes a ``#dialog`` holding the field, the list and a ``#hint``
+    line; its own CSS adds what differs (the list's height, the highlight).
+    """
+
+    DEFAULT_CSS = """
+    FilteredListScreen { align: center top; background: $background 60%; }
+    FilteredListScreen > #dialog {
+        width: 70;
+        height: auto;
+        max-height: 80%;
+        margin-top: 3;
+        padding: 0 1 1 1;
+        border: round $primary;
+        border-title-color: $text-primary;
+        background: $surface;
+    }
+    FilteredListScreen Input { margin-bottom: 1; }
+    FilteredListScreen OptionList {
+        height: auto; border: none; background: transparent; padding: 0;
+    }
+    FilteredListScreen OptionList:focus { border: none; }
+    FilteredListScreen #hint { color: $text-muted; padding: 0 1; }
+    """
 
     def on_mount(self) -> None:
         field = self.query_one(Input)

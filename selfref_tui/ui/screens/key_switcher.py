@@ -47,26 +47,7 @@ class KeySwitcher(FilteredListScreen):
     """Dismisses with the chosen key name, a newly typed one, or None (Esc)."""
 
     DEFAULT_CSS = """
-    KeySwitcher { align: center top; background: $background 60%; }
-    KeySwitcher > #dialog {
-        width: 70;
-        height: auto;
-        max-height: 80%;
-        margin-top: 3;
-        padding: 0 1 1 1;
-        border: round $primary;
-        border-title-color: $text-primary;
-        background: $surface;
-    }
-    KeySwitcher Input { margin-bottom: 1; }
-    KeySwitcher OptionList {
-        height: auto;
-        max-height: 16;
-        border: none;
-        background: transparent;
-        padding: 0;
-    }
-    KeySwitcher OptionList:focus { border: none; }
+    KeySwitcher OptionList { max-height: 16; }
     KeySwitcher OptionList > .option-list--option { padding: 0 1; }
     KeySwitcher OptionList > .option-list--option-highlighted {
         background: $primary 30%;
@@ -74,7 +55,6 @@ class KeySwitcher(FilteredListScreen):
         text-style: none;
     }
     KeySwitcher #error { color: $text-error; height: auto; padding: 0 1; }
-    KeySwitcher #hint { color: $text-muted; padding: 0 1; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [

@@ -38,28 +38,12 @@ class ModelPicker(FilteredListScreen):
     """Dismisses with the chosen or typed model name, or None (Esc)."""
 
     DEFAULT_CSS = """
-    ModelPicker { align: center top; background: $background 60%; }
-    ModelPicker > #dialog {
-        width: 70;
-        max-width: 100%;
-        height: auto;
-        max-height: 80%;
-        margin-top: 3;
-        padding: 0 1 1 1;
-        border: round $primary;
-        border-title-color: $text-primary;
-        background: $surface;
-    }
-    ModelPicker Input { margin-bottom: 1; }
-    ModelPicker OptionList {
-        height: auto; max-height: 14; border: none; background: transparent; padding: 0;
-    }
-    ModelPicker OptionList:focus { border: none; }
+    ModelPicker > #dialog { max-width: 100%; }
+    ModelPicker OptionList { max-height: 14; }
     ModelPicker OptionList > .option-list--option-highlighted {
         background: $primary 30%; text-style: none;
     }
     ModelPicker #note { color: $text-muted; padding: 0 1; height: auto; }
-    ModelPicker #hint { color: $text-muted; padding: 0 1; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
