@@ -31,6 +31,10 @@ PERSON_SHARE = 0.15
 EXCHANGE_SHARE = 0.05
 #: the tag's name inside a kept text (any case), escaped so it cannot end or open a tag
 _TAG = re.compile(r"<(/?message)", re.IGNORECASE)
+#: the most of the window pinned messages take together when the request's room is
+#: not known (beyond it each is cut to its head and tail)
+PIN_SHARE = 0.5
+
 #: what the tags around one kept message cost, roughly, in tokens
 TAG_TOKENS = 12
 #: what the summary message costs besides the model's sections and the kept messages (the
@@ -132,7 +136,9 @@ def keep_words(
     ``room``: the most tokens the kept messages may take in all, when the request
     has less left than the shares (a small window, a long system prompt): pinned
     messages are kept whole first (the person's choice), then the last exchange,
-    then the person's other messages in what remains.
+    then the person's other messages in what remains. Pins larger together than
+    ``room`` (or :data:`PIN_SHARE` of the window) are each cut to their ends, the
+    cut named: a request that cannot be sent keeps nothing.
 
     ``request``: the person's latest message anywhere in the history, for the
     last exchange when ``entries`` hold none of theirs: a long tool loop that
@@ -144,6 +150,13 @@ def keep_words(
     exchange = _last_exchange(entries, persons or ([request] if request else []))
     in_exchange = {e.n for e in exchange}
     pinned_said = tuple(Said(e.n, e.role, said_text(e.message), e.time) for e in pinned_list)
+    pin_cap = room if room is not None else int(PIN_SHARE * window)
+    if sum(count(s.text) + TAG_TOKENS for s in pinned_said) > pin_cap:
+        # pins that would not leave the compacted request room to fit are cut to their
+        # ends, each named with how to read it whole: verbatim is the promise only
+        # while the request can still be sent
+        share = max(0, pin_cap) // max(1, len(pinned_list))
+        pinned_said = tuple(_fitted(e, share, count) for e in pinned_list)
     left = None if room is None else room - sum(count(s.text) + TAG_TOKENS for s in pinned_said)
     share = int(EXCHANGE_SHARE * window) // max(1, len(exchange))
     if left is not None:

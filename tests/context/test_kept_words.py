@@ -90,7 +90,7 @@ def test_a_huge_last_message_is_cut_in_the_middle_with_the_way_to_read_it_whole(
 def test_pinned_messages_are_whole_and_not_repeated_among_the_persons():
     pin = user(1, "never touch prod " + "z" * 20_000)
     entries = [pin, answer(2, "ok"), user(3, "go on")]
-    kept = keep_words(entries, window=8_000, count=estimate_tokens, pinned=[pin])
+    kept = keep_words(entries, window=16_000, count=estimate_tokens, pinned=[pin])
     assert [s.n for s in kept.pinned] == [1] and kept.pinned[0].text == pin.message["content"]
     assert 1 not in [s.n for s in kept.person] and 1 not in kept.left_out
     text = render_summary(SUMMARY, kept)
@@ -155,3 +155,20 @@ def test_a_small_room_keeps_pins_whole_then_the_exchange_then_the_newest_words()
     none = keep_words(entries, window=100_000, count=estimate_tokens, pinned=pinned, room=-50)
     assert none.person == () and none.left_out == (1, 3, 5)
     assert [s.n for s in none.pinned] == [2]
+
+
+def test_pins_too_large_for_the_room_are_cut_to_their_ends_and_named():
+    huge = "start of the pasted log " + "line of the log\n" * 4_000 + "the question at the end"
+    entries = [user(1, huge), answer(2, "ok"), user(3, "go on")]
+    pinned = [HistoryEntry(1, "user", entries[0].message, TIME, pinned=True)]
+    roomy = keep_words(entries, window=1_000_000, count=estimate_tokens, pinned=pinned)
+    assert [s.text for s in roomy.pinned] == [huge] and not roomy.pinned[0].cut
+    tight = keep_words(entries, window=100_000, count=estimate_tokens, pinned=pinned, room=2_000)
+    [pin] = tight.pinned
+    assert pin.cut > 0 and estimate_tokens(pin.text) < 2_100  # the room, give or take the note
+    assert pin.text.startswith("start of the pasted log")
+    assert pin.text.endswith("the question at the end")
+    assert "read_history(start=1, count=1) returns the whole message" in pin.text
+    # without a known room, half the window is the most pins take
+    small = keep_words(entries, window=8_000, count=estimate_tokens, pinned=pinned)
+    assert small.pinned[0].cut > 0 and estimate_tokens(small.pinned[0].text) < 4_100
