@@ -38,6 +38,17 @@ def kind_of(mode: int) -> str:
     return _KINDS.get(stat.S_IFMT(mode), "not a regular file")
 
 
+def not_regular(path: Path, consequence: str) -> str:
+    """The one line for a side file (not the store's own) that is a link, FIFO or the
+    like: what it is, ``consequence`` (what the app does without it), what to do."""
+    try:
+        kind = kind_of(os.lstat(path).st_mode)
+    except OSError:
+        kind = "not a regular file"
+    return (f"{path} is {kind}, not a regular file: {consequence} — remove it or move it "
+            "out of the way")
+
+
 def unsafe(path: Path, mode: int, expected: str = "a regular file") -> UnsafeStoreFileError:
     return UnsafeStoreFileError(
         f"{path} is {kind_of(mode)}, not {expected}; selfref-tui does not follow or open such "

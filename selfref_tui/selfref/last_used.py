@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 
 from .errors import StoreError, StoreFileTooLargeError, UnsafeStoreFileError
-from .fsutil import atomic_write, check_regular, ensure_dir, kind_of, read_regular
+from .fsutil import atomic_write, check_regular, ensure_dir, not_regular, read_regular
 from .keys import is_fork_key, key_dirname, validate_key
 
 STATE_NAME = "state.json"
@@ -99,12 +98,7 @@ def write_last_key(data_dir: Path, key: str) -> str | None:
 
 
 def _refused(path: Path) -> str:
-    try:
-        kind = kind_of(os.lstat(path).st_mode)
-    except OSError:
-        kind = "not a regular file"
-    return (f"{path} is {kind}, not a regular file: {_NOT_USED} (it is not followed, opened "
-            "or replaced) — remove it or move it out of the way")
+    return not_regular(path, f"{_NOT_USED} (it is not followed, opened or replaced)")
 
 
 def _too_large(path: Path) -> str:

@@ -20,12 +20,11 @@ cache is an optimisation, and a broken one only means asking the server.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from .errors import StoreError, UnsafeStoreFileError
-from .fsutil import atomic_write, check_regular, ensure_dir, kind_of, read_regular
+from .fsutil import atomic_write, check_regular, ensure_dir, not_regular, read_regular
 
 CACHE_FILE = "windows.json"
 #: far more than MAX_ENTRIES entries ever take (about 150 bytes each)
@@ -76,9 +75,4 @@ def save_entries(path: Path, entries: dict[str, dict[str, Any]]) -> str | None:
 
 
 def _refused(path: Path) -> str:
-    try:
-        kind = kind_of(os.lstat(path).st_mode)
-    except OSError:
-        kind = "not a regular file"
-    return (f"{path} is {kind}, not a regular file: the window cache is not used (nor "
-            "followed or opened) — remove it or move it out of the way")
+    return not_regular(path, "the window cache is not used (nor followed or opened)")
