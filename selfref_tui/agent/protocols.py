@@ -32,6 +32,9 @@ class MemoryLike(Protocol):
     def history(self) -> list[dict[str, Any]]: ...
 
     @property
+    def history_length(self) -> int: ...
+
+    @property
     def experiences(self) -> list[dict[str, Any]]: ...
 
     @property

@@ -531,6 +531,10 @@ class HistoryBuilder(TranscriptBuilder):
         """
         return [message for _, message in self.numbered_history()]
 
+    def history_length(self) -> int:
+        """``len(self.history())`` without building it (only a hidden slot is left out)."""
+        return len(self._msg) - self._state.count(HIDDEN)
+
     def numbered_history(self) -> list[tuple[int, dict[str, Any]]]:
         """:meth:`history` with each message's number (0 for unnumbered ones and markers)."""
         out: list[tuple[int, dict[str, Any]]] = []

@@ -271,6 +271,12 @@ class MemoryKey:
         self._history_cache = (self._version, history)
         return history
 
+    @property
+    def history_length(self) -> int:
+        """``len(self.history)``: the index the next message takes in it. Read at every
+        LLM call, so it does not build the history (a list of every message)."""
+        return self._builder.history_length()
+
     def entries(self) -> tuple[HistoryEntry, ...]:
         """The numbered messages (see ``context.history``), cached until the next commit."""
         cached = self._entries_cache

@@ -189,3 +189,29 @@ async def test_calibration_recounts_the_reported_request_when_counting_changes(h
         exact = TokenCounter(load_encoder("gpt-4o-mini"))
         counted = exact.count_messages(body["messages"]) + exact.count_tools(body["tools"])
         assert h.agent.calibration.factor == 3000 / counted  # same request, counted exactly
+
+
+async def test_calibration_counts_the_request_again_when_the_encoding_arrives_during_it(harness):
+    """The plan's own count is an estimate then: the factor compares the server's figure
+    with the exact count of the same request, never with the estimate."""
+    from selfref_tui.selfref.encodings import load_encoder
+
+    encode = load_encoder("gpt-4o-mini")
+    agents = []
+
+    def script(body: dict, index: int) -> Reply:
+        agents[0].tokens.set_encoder(encode)  # the encoding loads while the request runs
+        return Reply(text="one", usage={"prompt_tokens": 3000, "completion_tokens": 1,
+                                        "total_tokens": 3001})
+
+    async with harness(script) as h:
+        agents.append(h.agent)
+        h.agent._encoder_task = asyncio.get_running_loop().create_future()  # no load of its own
+        assert await h.agent.run_turn("main", "hi") == "done"
+        body = h.server.requests[0]
+        exact, estimate = TokenCounter(encode), TokenCounter()
+        counted = exact.count_messages(body["messages"]) + exact.count_tools(body["tools"])
+        estimated = (estimate.count_messages(body["messages"])
+                     + estimate.count_tools(body["tools"]))
+        assert counted != estimated
+        assert h.agent.calibration.factor == 3000 / counted

@@ -229,6 +229,8 @@ def test_any_walk_of_rewinds_lands_on_the_state_it_names(seq, data):
         assert_valid(builder.messages)
         assert _plain(builder.messages) == _plain(fold(log[:target]).messages)
         assert _plain(builder.messages) == _plain(fold(log).messages)  # a replay agrees
+        # what the loop reads at every call instead of building the history
+        assert builder.history_length() == len(builder.history())
         log += data.draw(st.lists(mutations, max_size=3))
         for m in log[builder.patch_count:]:
             builder.apply(m)

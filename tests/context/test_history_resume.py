@@ -60,6 +60,8 @@ def test_a_resumed_fold_numbers_the_appended_patches_as_the_whole_fold(before, a
     assert [view(e) for e in held] == [view(whole.entry(e.n)) for e in held]
     # and it holds every new one the whole fold shows
     assert [e.n for e in held if e.n > last] == [e.n for e in whole.entries() if e.n > last]
+    assert resumed.history_length() == len(resumed.history())
+    assert whole.history_length() == len(whole.history())
     # its state goes on as the whole fold's does
     assert resumed.resume_state() == json.loads(json.dumps(whole.resume_state()))
     # so a second resumption still agrees

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ...selfref.session import SelfRefSession
     from ..events import EventSink
     from ..protocols import ProviderLike
+    from .planning import RequestPlan
 
 #: the longest the stream consumer runs without letting the event loop in (see _consume)
 BURST_S = 0.01
@@ -71,25 +72,24 @@ class LlmStep:
         provider: ProviderLike
         emit: EventSink
         model: str
-        _sample: tuple[list[dict], list[dict], int, bool | None] | None
         _unreadable_images: set[str]
 
-        def _calibrate(self) -> None: ...
+        def _observe_usage(self, plan: RequestPlan, reported: int) -> None: ...
         def _commit(self, session: SelfRefSession, mutations: list[ContextMutation],
                     records: list[dict] | None = None) -> None: ...
         def _tell_images_left_out(self, key: str, base: list[dict], *,
                                   refused: bool = False) -> None: ...
 
-    async def _llm_step(
-        self, turn: TurnState, messages: list[dict], tools: list[dict]
-    ) -> tuple[str, list]:
+    async def _llm_step(self, turn: TurnState, plan: RequestPlan) -> tuple[str, list]:
         from ..provider.errors import ProviderError
+
+        messages, tools = plan.messages, plan.tools
 
         key, step = turn.key, turn.step
         self.emit(LLMCallStarted(key=key, step=step, model=self.model))
         started = time.perf_counter()
         state = StreamAssembler(key, step, self.emit)
-        message_index = len(turn.memory.history)
+        message_index = turn.memory.history_length
         consume = asyncio.create_task(self._consume(turn, messages, tools, state, message_index))
         unhook = turn.abort.on_fire(consume.cancel)
         try:
@@ -171,8 +171,7 @@ class LlmStep:
         ended(state.finish)
         reported = int((state.usage or {}).get("prompt_tokens") or 0)
         if reported > 0:
-            self._sample = (messages, tools, reported, None)
-            self._calibrate()
+            self._observe_usage(plan, reported)
         unfinished = UNFINISHED.get(state.finish or "")
         if unfinished is not None:
             # Kept and marked; tool calls of a cut-off answer may be incomplete, so none run.

@@ -334,7 +334,7 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning, CompactionWat
             turn.step += 1
             if turn.on_step is not None:
                 turn.on_step("running", turn.step)
-            stream_outcome, calls = await self._llm_step(turn, plan.messages, tools)
+            stream_outcome, calls = await self._llm_step(turn, plan)
             if stream_outcome == "overflow":
                 if self._after_refusal(turn, plan, budget):
                     continue

@@ -65,6 +65,9 @@ class RequestPlan:
     compaction_asked: bool = False
     #: the same in words ("compacts at 80 %: 25,600 tokens (…to go)")
     compaction: str = ""
+    #: whether ``counted`` came from the real encoding (not estimates): the calibration
+    #: after the answer takes it as it is unless the counting changed since
+    counted_exact: bool | None = None
 
 
 class RequestPlanning:
@@ -171,6 +174,7 @@ class RequestPlanning:
                     cut.counted = self.tokens.count_messages(kept) + tool_tokens
                 cut.tokens = plan.tokens
                 plan = cut
+        plan.counted_exact = self.tokens.ready
         if breakdown:
             from ...context.apply import apply_mutations
             from ...context.breakdown import token_breakdown
@@ -226,6 +230,21 @@ class RequestPlanning:
         self.calibration = Calibration()
         self.calibration.observe(counted, reported)
         self._sample = (messages, tools, reported, self.tokens.ready)
+
+    def _observe_usage(self, plan: RequestPlan, reported: int) -> None:
+        """The server counted ``reported`` prompt tokens for ``plan``'s request: calibrate.
+
+        The plan's own count is that request's count, unless the encoding arrived
+        since it was made; only then is the request counted again (a recount of
+        every message after each answer cost more than the compile).
+        """
+        exact = plan.counted_exact
+        self._sample = (plan.messages, plan.tools, reported, exact)
+        if exact is None or exact is not self.tokens.ready:
+            self._calibrate()
+            return
+        self.calibration = Calibration()
+        self.calibration.observe(plan.counted, reported)
 
     def _ensure_encoder(self) -> None:
         """Load the tiktoken encoding once, in a thread; estimates are used meanwhile."""
