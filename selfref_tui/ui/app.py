@@ -48,7 +48,6 @@ from selfref_tui.ui.widgets.app_footer import NARROW_BELOW, AppFooter
 from selfref_tui.ui.widgets.app_header import AppHeader
 from selfref_tui.ui.widgets.chat_input import ChatInput
 from selfref_tui.ui.widgets.experience_list import ExperienceList
-from selfref_tui.ui.widgets.find_bar import FindBar
 from selfref_tui.ui.widgets.ref_list import RefList
 from selfref_tui.ui.widgets.sidebar import Sidebar
 from selfref_tui.ui.widgets.transcript import Transcript
@@ -197,7 +196,6 @@ class SelfRefApp(
                 with Container(id="conversation"):
                     self._transcript = Transcript(id="transcript", clock=self.clock)
                     yield self._transcript
-                yield FindBar(id="find")
                 yield ChatInput(id="input", placeholder=PLACEHOLDER)
             # The fork panel starts hidden: boot() mounts it over the transcript after the
             # first frame;
@@ -288,6 +286,7 @@ class SelfRefApp(
         controller = self.controller
         if not self.query("#forks"):
             await self.query_one("#conversation").mount(self._new_fork_panel())
+        await self.mount_find_bar()
         await self.sidebar.parts_mounted.wait()  # what the key's opening fills
         try:
             if self.sidebar.parts_error is not None:
