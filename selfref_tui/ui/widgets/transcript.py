@@ -44,7 +44,6 @@ from textual.selection import Selection
 from textual.strip import Strip
 
 from selfref_tui.ui.lazy_import import LazyModule
-from selfref_tui.ui.transcript.find import Hit, find_hits, line_marks, open_for, pattern
 from selfref_tui.ui.transcript.model import (
     AnswerItem,
     Block,
@@ -63,8 +62,11 @@ from selfref_tui.ui.transcript.textual_adapter import set_virtual_size
 
 if TYPE_CHECKING:
     from selfref_tui.agent import events as ev
-else:  # the first frame has no events to show
+    from selfref_tui.ui.transcript import find as fnd
+    from selfref_tui.ui.transcript.find import Hit
+else:  # the first frame has no events to show, nor anything found
     ev = LazyModule("selfref_tui.agent.events")
+    fnd = LazyModule("selfref_tui.ui.transcript.find")
 
 __all__ = ["TAIL_ITEMS", "Transcript"]
 
@@ -721,7 +723,7 @@ class Transcript(ScrollView, can_focus=False):
         kept = self._marks.get(row)
         if kept is not None and kept[0] is row.lines:
             return kept[1]
-        marks = line_marks([(line.text, line.cont) for line in row.lines], self._found)
+        marks = fnd.line_marks([(line.text, line.cont) for line in row.lines], self._found)
         self._marks[row] = (row.lines, marks)
         return marks
 
@@ -886,7 +888,7 @@ class Transcript(ScrollView, can_focus=False):
         a collapsed part opens it, one behind the banner loads the older messages
         down to it. Returns :attr:`find_state`.
         """
-        found = pattern(query)
+        found = fnd.pattern(query)
         if found is None:
             self.find_clear()
             return 0, 0
@@ -895,7 +897,7 @@ class Transcript(ScrollView, can_focus=False):
         if not same:
             self._marks = {}
         self._found = found
-        hits = find_hits(self.model.items, self.model.older, found)
+        hits = fnd.find_hits(self.model.items, self.model.older, found)
         self._hits, self._hit_at = hits, None
         if not hits:
             self._hit = -1
@@ -932,7 +934,7 @@ class Transcript(ScrollView, can_focus=False):
         if item.section is not None and not item.section.expanded:
             self.toggle_section(item.section, True)
         if hit.hidden:
-            open_for(item)
+            fnd.open_for(item)
         self.highlight(item)
         self._hit_at = self._locate(item, hit.occurrence)
         if self._hit_at is not None:
@@ -955,7 +957,7 @@ class Transcript(ScrollView, can_focus=False):
         occurrences their messages held, in the same order)."""
         assert self._found is not None
         number = self._hit
-        self._hits = find_hits(self.model.items, self.model.older, self._found)
+        self._hits = fnd.find_hits(self.model.items, self.model.older, self._found)
         if not self._hits:
             self._hit = -1
             return None
