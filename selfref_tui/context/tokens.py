@@ -9,6 +9,7 @@ lookup per old one. The encoder arrives late (loading tiktoken's data takes
 
 from __future__ import annotations
 
+import copy
 import json
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -36,6 +37,8 @@ REPLY_PRIMING = 3
 TOKENS_PER_TOOL = 8
 TOOLS_FRAMING = 12
 DEFAULT_CACHE_SIZE = 50_000
+#: schemas whose count is remembered by identity (see ``count_tools``); past it, forgotten
+TOOL_MEMO_SIZE = 1_024
 
 
 #: texts longer than this are encoded in slices of about this size: tiktoken's
@@ -84,6 +87,10 @@ class TokenCounter:
         self._encode: Encode | None = encode
         self._cache: OrderedDict[Hashable, int] = OrderedDict()
         self._max_entries = max(1, max_entries)
+        #: id(schema) -> (the schema, a copy of it as counted, its count): the same schema
+        #: objects come with every request, and encoding each as JSON to find its cached
+        #: count cost more than the rest of the counting at every model call
+        self._tool_memo: dict[int, tuple[Any, Any, int]] = {}
         self.hits = 0
         self.misses = 0
 
@@ -96,6 +103,7 @@ class TokenCounter:
         """Switch from estimates to exact counts; cached estimates are dropped."""
         self._encode = encode
         self._cache.clear()
+        self._tool_memo.clear()
 
     def count_text(self, text: str) -> int:
         if not text:
@@ -135,8 +143,14 @@ class TokenCounter:
         if not tools:
             return 0
         total = TOOLS_FRAMING
+        memo = self._tool_memo
         for tool in tools:
             function = tool.get("function", tool) if isinstance(tool, dict) else tool
+            known = memo.get(id(function))
+            # the same object, unchanged since it was counted (a deep compare, in C)
+            if known is not None and known[0] is function and known[1] == function:
+                total += known[2]
+                continue
             text = json.dumps(function, ensure_ascii=False, separators=(",", ":"),
                               sort_keys=True, default=str)
             key = ("tool", text)
@@ -147,6 +161,13 @@ class TokenCounter:
                 if len(self._cache) > self._max_entries:
                     self._cache.popitem(last=False)
             total += cached
+            try:
+                counted_as = copy.deepcopy(function)
+            except Exception:  # an odd object in a schema (json.dumps took its str): no memo
+                continue
+            if len(memo) >= TOOL_MEMO_SIZE:
+                memo.clear()
+            memo[id(function)] = (function, counted_as, cached)
         return total
 
     def count_request(self, messages: list[dict[str, Any]],

@@ -83,8 +83,10 @@ def test_equals_compile_messages_after_every_batch(batches, exact_midway):
             ref_counter.set_encoder(encode)
         got = compiler.compile(builder.messages, pending)
         assert got == reference(builder.messages, pending, ref_counter)
+        assert compiler.has_parts == any(isinstance(m.get("content"), list) for m in got[0])
         # A second compile of the same state (the cached path) agrees too.
         assert compiler.compile(builder.messages, pending) == got
+        assert compiler.has_parts == any(isinstance(m.get("content"), list) for m in got[0])
 
 
 def test_a_long_history_reuses_its_rendering_and_stays_exact():

@@ -133,3 +133,27 @@ def test_a_long_text_counted_in_slices_counts_as_a_whole(offline_encoders, encod
     pieces = slices(run)
     assert "".join(pieces) == run and max(map(len, pieces)) <= SLICE_CHARS
     assert abs(counter.count_text(run) - len(encode(run))) <= 2 * len(pieces)
+
+
+def test_a_tool_schema_counts_the_same_held_or_fresh_and_anew_once_changed(offline_encoders):
+    """The same schema objects come with every request: their counts are remembered by
+    identity, and a schema changed in place since is counted as it is now."""
+    def schema(description: str) -> dict:
+        return {"type": "function", "function": {
+            "name": "grep", "description": description,
+            "parameters": {"type": "object", "properties": {"pattern": {"type": "string"}}}}}
+
+    held = [schema("Search files."), schema("Another one, with more words in it.")]
+    counter = TokenCounter(offline_encoders["o200k_base"])
+    first = counter.count_tools(held)
+    assert counter.count_tools(held) == first == TokenCounter(
+        offline_encoders["o200k_base"]).count_tools([schema("Search files."),
+                                                     schema("Another one, with more words in it.")])
+    held[0]["function"]["parameters"]["properties"]["path"] = {"type": "string",
+                                                               "description": "where to look"}
+    grown = counter.count_tools(held)
+    assert grown > first
+    assert grown == TokenCounter(offline_encoders["o200k_base"]).count_tools(held)
+    counter.set_encoder(lambda text: [0] * len(text))  # another encoding: counted again
+    assert counter.count_tools(held) == TokenCounter(
+        lambda text: [0] * len(text)).count_tools(held) != grown

@@ -10,6 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 
+def _has_parts(message: dict) -> bool:
+    return isinstance(message.get("content"), list)
+
+
 class IncrementalCompile:
     """``compile_messages`` + token count for one key, re-rendering only the tail.
 
@@ -39,6 +43,11 @@ class IncrementalCompile:
         self._src: list[dict] = []  # copies of the stored body messages rendered in _out
         self._out: list[dict] = []
         self._out_tokens: int | None = None
+        #: how many messages of ``_out`` have content parts (text and images)
+        self._out_parts = 0
+        #: whether the last compile's result has a message with content parts: only
+        #: then can it carry an image twice (``images_once`` scans every message)
+        self.has_parts = False
         self._tokens_ready: bool | None = None
 
     def compile(self, base: list[dict], pending: list) -> tuple[list[dict], int]:
@@ -64,14 +73,15 @@ class IncrementalCompile:
         if not (n <= len(body) and (n == len(body) or body[n].get("role") != "tool")
                 and self._src == body[:n]):
             n = 0
-            self._src, self._out, self._out_tokens = [], [], 0
+            self._src, self._out, self._out_tokens, self._out_parts = [], [], 0, 0
         cut = len(body)  # new cache end: the last non-tool message (start of the tail)
         while cut > n and body[cut - 1].get("role") == "tool":
             cut -= 1
         cut = max(cut - 1, n)
         if any(m.get("role") == "system" for m in body[n:]):  # a hand-built list: no shortcut
-            self._src, self._out, self._out_tokens = [], [], None
+            self._src, self._out, self._out_tokens, self._out_parts = [], [], None, 0
             out = render_provider_messages(config, messages)
+            self.has_parts = any(map(_has_parts, out))
             return out, sum(count(m) for m in out) + REPLY_PRIMING
         if cut > n:
             mid = render_provider_messages(config, body[n:cut])[1:]
@@ -79,10 +89,12 @@ class IncrementalCompile:
                 merged = merge_user(self._out[-1], mid[0])
                 if self._out_tokens is not None:
                     self._out_tokens += count(merged) - count(self._out[-1])
+                self._out_parts += _has_parts(merged) - _has_parts(self._out[-1])
                 self._out[-1] = merged
                 mid = mid[1:]
             self._src.extend(dict(m) for m in body[n:cut])
             self._out.extend(mid)
+            self._out_parts += sum(map(_has_parts, mid))
             if self._out_tokens is not None:
                 self._out_tokens += sum(count(m) for m in mid)
         if self._out_tokens is None:
@@ -93,6 +105,10 @@ class IncrementalCompile:
             merged = merge_user(self._out[-1], tail[0])
             tokens += count(merged) - count(self._out[-1]) - count(tail[0])
             out = [self._system_out, *self._out[:-1], merged, *tail[1:]]
+            self.has_parts = (self._out_parts - _has_parts(self._out[-1]) > 0
+                              or _has_parts(merged) or any(map(_has_parts, tail[1:])))
         else:
             out = [self._system_out, *self._out, *tail]
+            self.has_parts = self._out_parts > 0 or any(map(_has_parts, tail))
+        self.has_parts = self.has_parts or _has_parts(self._system_out)
         return out, tokens + REPLY_PRIMING

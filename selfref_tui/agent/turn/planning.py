@@ -156,7 +156,8 @@ class RequestPlanning:
             base = without_tool_images(base, UNREADABLE_IMAGE, self._unreadable_images)
         compiled, compiled_tokens = self._compile(key, base, pending)
         messages, message_tokens = compiled, compiled_tokens
-        once = images_once(messages)
+        # (no message with content parts: no image to carry once, and no scan of them all)
+        once = images_once(messages) if self._compilers[key].has_parts else messages
         if once is not messages:  # an image the request already carries is said in words
             messages, message_tokens = once, self.tokens.count_messages(once)
         tool_tokens = self.tokens.count_tools(tools)
