@@ -10,10 +10,11 @@ What one LLM call costs us, apart from the server:
 * ``compile``      — ``Agent._compile`` minus its token counting: patches applied,
                      provider messages rendered (incrementally, see loop.py);
 * ``token count``  — ``TokenCounter.count_message`` calls made by that compile;
-* ``other counts`` — the same calls made elsewhere: the calibration after each
-                     answer recounts the request it was told the size of (cache
-                     hits, one per message), a fit counts what it keeps. Counted
-                     in "token count" once, they made ``compile`` (its time minus
+* ``other counts`` — the same calls made elsewhere: a fit counts what it keeps,
+                     the calibration after an answer recounts the request only
+                     when the encoding arrived while it ran (else it takes the
+                     count made when the request was planned). Counted in
+                     "token count" once, they made ``compile`` (its time minus
                      all counting) negative;
 * ``commits``      — ``MemoryKey.commit`` (JSON, append, fsync, meta.json), with
                      the part spent inside ``os.fsync`` shown on its own;
