@@ -218,6 +218,16 @@ def key_of(args: argparse.Namespace) -> str:
     return validate_key(args.key or DEFAULT_KEY)
 
 
+def existing_key(store: Any, args: argparse.Namespace) -> str:
+    """The conversation ``args`` names, which must exist: a command that changes one
+    (rewind, pin) would otherwise make an empty folder for a mistyped name."""
+    key = key_of(args)
+    if not store.exists(key):
+        raise CliError(f"no conversation '{key}' in this data folder; "
+                       "`selfref-tui keys list` shows them")
+    return key
+
+
 def print_json(value: Any, *, one_per_line: bool = False) -> None:
     """``value`` as JSON on stdout; ``one_per_line``: a list with each item compact on a
     line of its own (for thousands of rows: json's indenting runs in Python, ~10x slower

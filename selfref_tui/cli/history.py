@@ -19,6 +19,7 @@ from selfref_tui.cli.common import (
     add_command,
     app_config,
     common_flags,
+    existing_key,
     key_of,
     open_store,
     print_json,
@@ -88,7 +89,7 @@ def _rewind(args: argparse.Namespace) -> int:
                        "or --undo", EXIT_USAGE)
     store = open_store(args)
     try:
-        memory = store_notes(store.open(key_of(args)))
+        memory = store_notes(store.open(existing_key(store, args)))
         try:
             report = undo(memory) if args.undo else rewind(memory, args.n)
         except RewindError as exc:

@@ -16,7 +16,7 @@ from selfref_tui.cli.common import (
     CliError,
     add_command,
     common_flags,
-    key_of,
+    existing_key,
     open_store,
     say,
     store_notes,
@@ -26,7 +26,7 @@ from selfref_tui.cli.common import (
 def _set(args: argparse.Namespace, pinned: bool) -> int:
     store = open_store(args)
     try:
-        memory = store_notes(store.open(key_of(args)))
+        memory = store_notes(store.open(existing_key(store, args)))
         try:
             changed = memory.set_pinned(args.n, pinned)
         except IndexError:

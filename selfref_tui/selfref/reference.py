@@ -141,9 +141,9 @@ class SelfReference:
         src, dst = self.key_dir(old), self.key_dir(new)
         if old == new:
             return
-        if not self._exists(old):
+        if not self.exists(old):
             raise InvalidKeyError(f"There is no key named {old!r}.")
-        if self._exists(new):
+        if self.exists(new):
             raise InvalidKeyError(f"A key named {new!r} already exists; pick another name.")
         with self._exclusive(old):
             copy_key_dir(src, dst, new)
@@ -175,7 +175,7 @@ class SelfReference:
         for writing.
         """
         validate_key(new)
-        if self._exists(new):
+        if self.exists(new):
             raise InvalidKeyError(f"A key named {new!r} already exists; pick another name.")
         source = self.open(key, write=False) if key not in self._open else self._open[key]
         try:
@@ -197,7 +197,8 @@ class SelfReference:
                          b"".join(line + b"\n" for line in lines))
         return self.open(new)
 
-    def _exists(self, key: str) -> bool:
+    def exists(self, key: str) -> bool:
+        """Whether ``key`` was ever written (opening it for writing would make it)."""
         d = self.key_dir(key)
         return (d / META_NAME).exists() or (d / LOG_NAME).exists()
 

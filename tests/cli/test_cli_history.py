@@ -290,3 +290,13 @@ def test_a_hidden_number_is_no_message_to_read_but_still_a_point_to_rewind_to(tm
         (1, False), (2, True), (3, True), (4, True), (5, True)]
     assert cli("rewind", "--undo").returncode == 0
     assert [row["n"] for row in history("--all")] == [1, 3, 4, 5]
+
+
+def test_a_mistyped_conversation_is_refused_and_not_made(server, tmp_path):
+    _, url = server([Reply(text="ok")])
+    assert run(url, "ask", "hello")[0] == 0
+    for args in (["rewind", "1"], ["pin", "1"], ["unpin", "1"], ["rewind", "--undo"]):
+        code, _out, err = run(url, *args, "--key", "mian")
+        assert code == 1 and "no conversation 'mian' in this data folder" in err, (args, err)
+    assert not (tmp_path / "data" / "keys" / "mian").exists()
+    assert run(url, "pin", "1")[0] == 0  # the conversation that exists still works
