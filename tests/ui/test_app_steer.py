@@ -5,6 +5,8 @@ Real app (Pilot), real store files, the demo server over real HTTP.
 
 from __future__ import annotations
 
+import pytest
+
 from selfref_tui.demo.script import Reply, ToolCall
 from selfref_tui.demo.server import DemoServer
 from selfref_tui.selfref.reference import SelfReference
@@ -262,14 +264,23 @@ async def test_rewinding_during_a_turn_stops_it_first_and_keeps_what_was_queued(
     assert stopped.message["content"].startswith("A long answer in")
 
 
-async def test_rewinding_past_a_file_write_offers_to_restore_it(tmp_path, monkeypatch):
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    script = [Reply(text='<ref id="note">new text</ref>', tool_calls=[
-        ToolCall("fd_to_file", {"fd": "ref:note", "file_path": "new.txt"}, id="w1")]),
-        Reply(text="Written.")]
-    async with DemoServer(script) as url:
+#: one turn in which the model writes ``new.txt`` (a file that did not exist) with fd_to_file
+WRITES_A_FILE = [Reply(text='<ref id="note">new text</ref>', tool_calls=[
+    ToolCall("fd_to_file", {"fd": "ref:note", "file_path": "new.txt"}, id="w1")]),
+    Reply(text="Written.")]
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    """The current folder (the allowed root) the model writes into."""
+    folder = tmp_path / "work"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    return folder
+
+
+async def test_rewinding_past_a_file_write_offers_to_restore_it(tmp_path, work):
+    async with DemoServer(WRITES_A_FILE) as url:
         app = make_app(tmp_path, url)
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
@@ -299,14 +310,8 @@ async def test_rewinding_past_a_file_write_offers_to_restore_it(tmp_path, monkey
             assert (work / "new.txt").read_text() == "new text"
 
 
-async def test_no_dialog_when_every_file_is_already_as_it_was(tmp_path, monkeypatch):
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    script = [Reply(text='<ref id="note">new text</ref>', tool_calls=[
-        ToolCall("fd_to_file", {"fd": "ref:note", "file_path": "new.txt"}, id="w1")]),
-        Reply(text="Written.")]
-    async with DemoServer(script) as url:
+async def test_no_dialog_when_every_file_is_already_as_it_was(tmp_path, work):
+    async with DemoServer(WRITES_A_FILE) as url:
         app = make_app(tmp_path, url)
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
