@@ -175,6 +175,28 @@ def changes(records: Iterable[dict[str, Any]],
     return list(out.values())
 
 
+def combined(undone: Sequence[FileChange], redone: Sequence[FileChange]) -> list[FileChange]:
+    """``undone`` and ``redone`` (reversed changes) as one change per path.
+
+    A rewind into a stretch rewound before takes some writes out of the context
+    and brings others back; a path both touched is listed once: it gets what the
+    writes coming back left (they are in the context again), and it may hold what
+    either side left now (the newest write taken out, or what was there before
+    those coming back).
+    """
+    out = {change.path: change for change in undone}
+    for change in redone:
+        known = out.get(change.path)
+        if known is None:
+            out[change.path] = change
+            continue
+        also = tuple(dict.fromkeys(h for h in (*known.also, change.after, *change.also)
+                                   if h is not None and h != known.after))
+        out[change.path] = FileChange(change.path, change.before, known.after,
+                                      known.writes + change.writes, also, redo=True)
+    return list(out.values())
+
+
 @dataclass
 class RestoreReport:
     """What :func:`restore` did, one line per file for people."""

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..context.history import HistoryEntry, unknown_number
 from ..context.mutations import RewindMutation
-from .checkpoints import FileChange, changes
+from .checkpoints import FileChange, changes, combined
 
 MCP_PREFIX = "mcp__"
 
@@ -169,7 +169,7 @@ def _commit(memory: Any, patch: RewindMutation, n: int) -> RewindReport:
     first = next((i for i, (number, _) in enumerate(writes) if number in left), len(writes))
     later = [record for number, record in writes[first:]
              if number in left or _rewound(memory, number)]
-    report.files = changes(undone, later) + [c.reversed() for c in changes(redone)]
+    report.files = combined(changes(undone, later), [c.reversed() for c in changes(redone)])
     names = set()
     for number in report.left:
         for call in memory.message(number).get("tool_calls") or ():

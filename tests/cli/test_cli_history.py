@@ -200,6 +200,36 @@ def test_files_kept_at_one_rewind_are_restored_by_a_rewind_further_back(server, 
     assert (work / "exists.txt").read_text() == "old\n"
 
 
+def test_a_file_written_on_both_sides_of_a_rewind_into_a_rewound_stretch_is_listed_once(
+        server, work):
+    """Write once, rewind past it (the file kept), write again, then rewind to just after
+    the first write: one write leaves the context and the other comes back. The file is
+    offered once, and restoring gives it what the write back in the context left; undoing
+    that rewind gives it the other write's content again."""
+    def write(text: str) -> list[Reply]:
+        return [Reply(text=f'<ref id="note">{text}</ref>', tool_calls=[
+            ToolCall("fd_to_file", {"fd": "ref:note", "file_path": "exists.txt",
+                                    "exist_ok": True})]), Reply(text="Written.")]
+
+    _, url = server(write("one") + write("two"))
+    assert run(url, "ask", "--allow-overwrite", "write one")[0] == 0
+    assert run(url, "rewind", "1")[0] == 0
+    assert run(url, "ask", "--allow-overwrite", "write two")[0] == 0
+    assert (work / "exists.txt").read_text() == "two"
+
+    code, out, err = run(url, "rewind", "4", "--restore-files")
+    assert code == 0, out + err
+    listed = [line for line in out.splitlines() if line.startswith("  ")]
+    assert listed == [f"  {work / 'exists.txt'}  (restoring writes the model's version again)"]
+    assert out.count(f"restored {work / 'exists.txt'}") == 1
+    assert (work / "exists.txt").read_text() == "one"
+
+    code, out, err = run(url, "rewind", "--undo", "--restore-files")
+    assert code == 0, out + err
+    assert len([line for line in out.splitlines() if line.startswith("  ")]) == 1
+    assert (work / "exists.txt").read_text() == "two"
+
+
 def test_rewinding_past_an_mcp_call_says_it_may_have_changed_files(server):
     _, url = server([Reply(tool_calls=[ToolCall("mcp__fs__write", {"path": "x"})]),
                      Reply(text="done")])
