@@ -504,6 +504,18 @@ class HistoryBuilder(TranscriptBuilder):
         kept = [i for i, sid in enumerate(sids) if state[sid] != HIDDEN]
         return [first + i for i in kept], [msg[sids[i]] for i in kept]
 
+    def numbered_columns(self) -> tuple[list[int], list[dict[str, Any]], list[str], bytes]:
+        """:meth:`entries` as columns, no entry made per message: the numbers, their stored
+        dicts, their times (text), and their states (a byte each: ``WORKING``,
+        ``COMPACTED`` or ``REWOUND``), hidden ones left out. What a search cache is
+        made of when a search folds a whole log."""
+        numbers, messages = self.numbered_messages()
+        state, slot_of, time_of = self._state, self._slot_of, self._time_of
+        sids = [slot_of[n - 1] for n in numbers] if len(numbers) < len(slot_of) else slot_of
+        times = [time_of[n - 1] for n in numbers] if len(numbers) < len(slot_of) else time_of
+        return (numbers, messages, [t if type(t) is str else "" for t in times],
+                bytes(map(state.__getitem__, sids)))
+
     def numbers_rewound(self) -> list[int]:
         """The numbers of the messages a rewind took out of the model's view, in order."""
         return self._numbers_in(REWOUND)

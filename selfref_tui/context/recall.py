@@ -177,6 +177,8 @@ class HistoryIndex:
         self._rewound: frozenset[int] = frozenset()
         self._hidden: frozenset[int] = frozenset()
         self._mark: Any = None
+        #: the texts may hold runs of white space (see :meth:`of_texts`)
+        self._unfolded = False
 
     @classmethod
     def of_texts(cls, history: HistorySource, numbers: Sequence[int], texts: Sequence[str],
@@ -186,7 +188,10 @@ class HistoryIndex:
         numbers rewound; only lower-cased here. Given more messages later, it indexes
         them all anew (it does not know the calls before them)."""
         index = cls()
-        index._texts = _lowered(list(texts))
+        # Runs of white space are folded when a query first holds a phrase (only a
+        # phrase can tell them apart): a person's search is most often words alone.
+        index._texts = [_spaced(text.lower()) for text in texts]
+        index._unfolded = True
         index._numbers = list(numbers)
         index._tool_names = None
         index._rewound = frozenset(rewound)
@@ -210,6 +215,7 @@ class HistoryIndex:
         # another history (a key salvaged shorter), or one whose calls are not known: anew
         if done > last or (self._tool_names is None and last > done):
             self._texts, self._numbers, self._tool_names = [], [], {}
+            self._unfolded = False
             done = 0
         names = self._tool_names
         if last <= done or names is None:
@@ -256,6 +262,9 @@ class HistoryIndex:
                               "phrase\"")
         limit = 0 if every else _clamp(limit, DEFAULT_LIMIT, MAX_LIMIT, "limit")
         source = self.update(history)
+        if self._unfolded and any(" " in term for term in terms):
+            self._texts = _folded(self._texts)
+            self._unfolded = False
         texts, numbers = self._texts, self._numbers
         end = len(texts)
         if before is not None:
@@ -400,8 +409,12 @@ def _lowered(texts: list[str]) -> list[str]:
     two spaces): one text at a time (joining them to lower-case at once, then splitting,
     costs more at 100,000 texts), and only the texts that still hold a run of spaces
     folded word by word."""
-    out = [_spaced(t.lower()) for t in texts]
-    return [" ".join(t.split()) if "  " in t else t for t in out]
+    return _folded([_spaced(t.lower()) for t in texts])
+
+
+def _folded(texts: list[str]) -> list[str]:
+    """The texts that hold a run of spaces with every run of white space one space."""
+    return [" ".join(t.split()) if "  " in t else t for t in texts]
 
 
 def _spaced(text: str) -> str:

@@ -85,22 +85,21 @@ class ConversationSearch:
         self._indexes: dict[str, Any] = {}
         #: per key: (its log's stamp, its entries) from the last search
         self._entries: dict[str, tuple[Any, Any]] = {}
+        #: the keys this search folded whole (the others came from a cache, or were ruled out)
+        self.folded: set[str] = set()
         #: folds to keep in the cache, written by close(): not on the way to the answer
-        self._saves: list[tuple[str, Path, Any, Any]] = []
+        #: (key, its folder, its log's stamp, its entries, what resumes the fold but its CRC)
+        self._saves: list[tuple[str, Path, Any, Any, dict[str, Any] | None]] = []
 
     def close(self) -> None:
         """Write the caches this search's folds made (after the answer was shown), and let go."""
         from . import search_cache
 
         saves, self._saves = self._saves, []
-        for key, key_dir, stamp, entries in saves:
-            if isinstance(entries, tuple):  # a fold of the whole log: its columns made now
-                folded, state, end = entries
-                crc = search_cache.log_crc(key_dir, stamp, end) if state is not None else None
-                entries = search_cache.from_entries(folded, state if crc is not None else None,
-                                                    end, crc or 0)
-                if entries is None:
-                    continue
+        for key, key_dir, stamp, entries, fold in saves:
+            if fold is not None:  # a fold of the whole log: the CRC of what it folded
+                crc = search_cache.log_crc(key_dir, stamp, fold["end"])
+                entries.fold = None if crc is None else {**fold, "crc": crc}
             search_cache.save(self._store.data_dir, key, key_dir, stamp, entries)
         self._store.close()
 
@@ -202,16 +201,24 @@ class ConversationSearch:
         if base is not None and log_bytes:
             extended = extend(base, log_bytes, key_dir)
             if extended is not None:
-                self._saves.append((key, key_dir, stamp, extended))
+                self._saves.append((key, key_dir, stamp, extended, None))
                 self._entries[key] = (stamp, extended)
                 return extended
         memory = self._store.open(key, write=False)
+        self.folded.add(key)
         warnings = memory.take_warnings()
         problems += warnings
-        entries = memory.entries()
-        # a load that had to skip or mend something is not a base to build on
-        state = None if warnings else memory.resume_state()
-        self._saves.append((key, key_dir, stamp, (entries, state, memory.log_size)))
+        names: dict[str, str] = {}
+        entries = search_cache.from_columns(*memory.numbered_columns(), names)
+        if entries is None:  # a message no cache can hold: searched as the store has it
+            entries = memory.entries()
+        else:
+            # a load that had to skip or mend something is not a base to build on
+            state = None if warnings else memory.resume_state()
+            fold = None if state is None else {
+                "end": memory.log_size, "state": state,
+                "names": search_cache.block_names(state, names)}
+            self._saves.append((key, key_dir, stamp, entries, fold))
         self._store.release(key)  # what the search needs is in the entries
         self._entries[key] = (stamp, entries)
         return entries

@@ -131,21 +131,41 @@ class SearchEntries:
         return out
 
 
-def text_pass(entries: Iterable[Any], names: dict[str, str]) -> list[str]:
-    """Each entry's searchable text, in order; ``names`` (call id -> tool name) is read and
-    filled as the entries are met, as ``context.recall.HistoryIndex`` does."""
+def text_pass(messages: Iterable[dict[str, Any]], names: dict[str, str]) -> list[str]:
+    """Each message's searchable text, in order; ``names`` (call id -> tool name) is read
+    and filled as the messages are met, as ``context.recall.HistoryIndex`` does."""
     from ..context.recall import searchable_text
 
     texts = []
     add = texts.append
-    for entry in entries:
-        message = entry.message
+    for message in messages:
         content = message.get("content")
-        if type(content) is str and entry.role != "tool" and not message.get("tool_calls"):
+        if type(content) is str and message.get("role") != "tool" and not message.get(
+                "tool_calls"):
             add(content)  # what searchable_text returns for a plain message, sooner
         else:
             add(searchable_text(message, names))
     return texts
+
+
+#: a fold's message states (``context.history``: working 0, compacted 1, rewound 2) as flags
+_STATE_FLAG = bytes.maketrans(b"\x00\x01\x02", (WORKING + COMPACTED + REWOUND).encode())
+
+
+def from_columns(numbers: list[int], messages: list[dict[str, Any]], times: list[str],
+                 states: bytes, names: dict[str, str] | None = None) -> SearchEntries | None:
+    """The entries of ``MemoryKey.numbered_columns()`` (``names`` is filled with the tool
+    names of the calls met); None when a role is not one a numbered message has, or a
+    state not one an entry has."""
+    texts = text_pass(messages, {} if names is None else names)
+    try:
+        roles = "".join([_ROLE_LETTER[message.get("role")] for message in messages])
+    except (KeyError, TypeError):
+        return None
+    if states.strip(b"\x00\x01\x02"):
+        return None
+    return SearchEntries(numbers, roles, times, states.translate(_STATE_FLAG).decode("ascii"),
+                         texts)
 
 
 def from_entries(entries: Sequence[Any], state: dict[str, Any] | None = None,
@@ -154,18 +174,12 @@ def from_entries(entries: Sequence[Any], state: dict[str, Any] | None = None,
     ``end`` bytes whose CRC-32 is ``crc``) they can be brought up to date later. None when a
     role is not one a numbered message has."""
     names: dict[str, str] = {}
-    texts = text_pass(entries, names)
-    try:
-        roles = "".join([_ROLE_LETTER[entry.role] for entry in entries])
-    except KeyError:
-        return None
-    flags = "".join([REWOUND if entry.rewound else COMPACTED if entry.compacted else WORKING
-                     for entry in entries])
-    fold = None
-    if state is not None:
-        fold = {"end": end, "crc": crc, "state": state, "names": block_names(state, names)}
-    return SearchEntries([entry.n for entry in entries], roles, [entry.time for entry in entries],
-                         flags, texts, fold)
+    states = bytes(2 if entry.rewound else 1 if entry.compacted else 0 for entry in entries)
+    found = from_columns([entry.n for entry in entries], [entry.message for entry in entries],
+                         [entry.time for entry in entries], states, names)
+    if found is not None and state is not None:
+        found.fold = {"end": end, "crc": crc, "state": state, "names": block_names(state, names)}
+    return found
 
 
 def block_names(state: dict[str, Any], names: dict[str, str]) -> dict[str, str]:

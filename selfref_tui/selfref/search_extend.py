@@ -135,7 +135,7 @@ def _merge(cached: SearchEntries, records: list[tuple[Any, Any, bool]], end: int
             chars[at] = REWOUND if entry.rewound else COMPACTED if entry.compacted else WORKING
         flags = "".join(chars)
     names = dict(fold["names"])
-    texts = text_pass(new, names)
+    texts = text_pass([entry.message for entry in new], names)
     roles = "".join([_ROLE_LETTER[entry.role] for entry in new])
     flags += "".join([REWOUND if entry.rewound else COMPACTED if entry.compacted else WORKING
                       for entry in new])

@@ -324,6 +324,11 @@ class MemoryKey:
         bulk (no entry per message): what ``search_history``'s index reads."""
         return self._builder.numbered_messages(first, last)
 
+    def numbered_columns(self) -> tuple[list[int], list[dict[str, Any]], list[str], bytes]:
+        """:meth:`entries` as columns (``HistoryBuilder.numbered_columns``): numbers,
+        stored dicts, times and states, in bulk; what a search's cache is made of."""
+        return self._builder.numbered_columns()
+
     def numbers_rewound(self) -> list[int]:
         """The numbers of the rewound messages, in order."""
         return self._builder.numbers_rewound()

@@ -105,3 +105,18 @@ def test_words_the_fold_writes_are_found_before_and_after_the_cache(tmp_path):
     with ConversationSearch(tmp_path) as search:
         assert {query: search.search(query).total for query in queries} == first
     assert all(first.values()), first
+
+
+def test_a_phrase_matches_across_runs_of_white_space_before_and_after_words(tmp_path):
+    """The person's index folds runs of white space only when a phrase first asks: a
+    phrase finds the same messages whether words were searched before it or not."""
+    data = tmp_path / "data"
+    _say(data, "notes", "The blue\n\nbutton.", "A  blue \t button!", "blue, then button")
+    for _ in range(2):  # folded from the log, then read from the cache
+        with ConversationSearch(data) as search:
+            assert search.search("blue button").total == 3
+            assert [m.n for m in search.search('"blue button"').matches] == [3, 1]
+            assert search.search("button").total == 3
+            assert search.search('"  BLUE   button "').total == 2
+        with ConversationSearch(data) as search:  # a phrase first
+            assert [m.n for m in search.search('"blue button"').matches] == [3, 1]

@@ -56,13 +56,14 @@ def columns(entries: SearchEntries) -> tuple:
 
 
 def searched(data: Path, key: str = "main"):
-    """The entries a search uses (a SearchEntries when they came from the cache, brought
-    up to date or not; MemoryKey entries when the log was folded whole), and the problems
-    it reported; the cache is written when the search closes."""
+    """The entries a search uses, the problems it reported, and whether it folded the
+    whole log for them (not: they came from the cache, brought up to date or not); the
+    cache is written when the search closes."""
     problems: list[str] = []
     with ConversationSearch(data) as search:
         entries = search._entries_of(key, [], [], problems)
-    return entries, problems
+    assert isinstance(entries, SearchEntries)
+    return entries, problems, key in search.folded
 
 
 def cached(data: Path, key: str = "main") -> SearchEntries:
@@ -94,18 +95,15 @@ def test_a_cache_brought_up_to_date_equals_a_load_of_the_whole_log(before, after
         commit(data, [[UserMessageMutation({"content": "start"})], *before])
         searched(data)  # folds the whole log and keeps the cache
         commit(data, after)
-        entries, problems = searched(data)
+        entries, problems, folded = searched(data)
         assert not problems
         expected = whole(data)
-        if isinstance(entries, SearchEntries):
-            assert columns(entries) == columns(expected)
-        else:  # folded whole (a cached message changed): the same entries
-            assert columns(search_cache.from_entries(entries)) == columns(expected)
+        assert columns(entries) == columns(expected)  # folded whole or not, the same
         # what the search kept is the same again, and goes on from there
         assert columns(cached(data)) == columns(expected)
         commit(data, [turn(99)])
-        entries, _ = searched(data)
-        assert isinstance(entries, SearchEntries)
+        entries, _, folded = searched(data)
+        assert not folded
         assert columns(entries) == columns(whole(data))
 
 
@@ -118,9 +116,9 @@ def test_a_rewind_after_the_cache_is_folded_whole(before, after, to):
         searched(data)
         commit(data, [*after, [RewindMutation(to_patch=to)]])
         assert extend(cached(data), log_of(data).read_bytes(), log_of(data).parent) is None
-        entries, _ = searched(data)
-        assert not isinstance(entries, SearchEntries)
-        assert columns(search_cache.from_entries(entries)) == columns(whole(data))
+        entries, _, folded = searched(data)
+        assert folded
+        assert columns(entries) == columns(whole(data))
 
 
 # ------------------------------------------------------------------ cases
@@ -130,8 +128,8 @@ def test_plain_turns_are_folded_onto_the_cache(tmp_path):
     commit(tmp_path, [turn(1), turn(2)])
     searched(tmp_path)
     commit(tmp_path, [turn(3), turn(4, "tea for two")])
-    entries, _ = searched(tmp_path)
-    assert isinstance(entries, SearchEntries)  # not folded whole
+    entries, _, folded = searched(tmp_path)
+    assert not folded  # not folded whole
     assert columns(entries) == columns(whole(tmp_path))
     with ConversationSearch(tmp_path) as search:
         assert [(m.n, m.role) for m in search.search("tea").matches] == [(7, "user")]
@@ -142,8 +140,8 @@ def test_a_compaction_after_the_cache_marks_every_working_message_compacted(tmp_
     searched(tmp_path)
     summary = ContextSummaryMutation({"role": "user", "content": "summary", "compaction": {}})
     commit(tmp_path, [[summary], turn(3)])
-    entries, _ = searched(tmp_path)
-    assert isinstance(entries, SearchEntries)
+    entries, _, folded = searched(tmp_path)
+    assert not folded
     assert entries.flags == "222200"
     assert columns(entries) == columns(whole(tmp_path))
 
@@ -156,8 +154,8 @@ def test_results_for_a_block_open_when_cached_are_named_by_its_calls(tmp_path):
     assert cached(tmp_path).fold["state"]["unresolved"] == ["c1", "c2"]
     commit(tmp_path, [[ToolResultMutation("c2", "#1 user: tea")],
                       [ToolResultMutation("c1", "a tea cup")]])
-    entries, _ = searched(tmp_path)
-    assert isinstance(entries, SearchEntries)
+    entries, _, folded = searched(tmp_path)
+    assert not folded
     assert entries.texts[-2:] == ["", "a tea cup"]
     assert columns(entries) == columns(whole(tmp_path))
 
@@ -167,9 +165,9 @@ def test_a_cached_message_that_changes_is_folded_whole(tmp_path):
     searched(tmp_path)
     picture = MultimodalToolResultMutation("c1", "shot", "{}", [{"content": "a picture"}])
     commit(tmp_path, [[picture]])  # takes the call from the cached assistant message
-    entries, _ = searched(tmp_path)
-    assert not isinstance(entries, SearchEntries)
-    assert columns(search_cache.from_entries(entries)) == columns(whole(tmp_path))
+    entries, _, folded = searched(tmp_path)
+    assert folded
+    assert columns(entries) == columns(whole(tmp_path))
 
 
 def test_a_cut_last_line_is_left_to_a_load_which_says_so(tmp_path):
@@ -179,8 +177,8 @@ def test_a_cut_last_line_is_left_to_a_load_which_says_so(tmp_path):
     log = log_of(tmp_path)
     os.truncate(log, log.stat().st_size - 5)
     assert extend(cached(tmp_path), log.read_bytes(), log.parent) is None
-    entries, problems = searched(tmp_path)
-    assert not isinstance(entries, SearchEntries)
+    entries, problems, folded = searched(tmp_path)
+    assert folded
     assert problems and "incomplete" in problems[0]
     assert [e.n for e in entries] == [1, 2]
 
@@ -193,8 +191,8 @@ def test_an_unfinished_batch_is_left_to_a_load(tmp_path):
     lines = log.read_bytes().splitlines(keepends=True)
     log.write_bytes(b"".join(lines[:-1]))  # the batch's last line never arrived
     assert extend(cached(tmp_path), log.read_bytes(), log.parent) is None
-    entries, problems = searched(tmp_path)
-    assert problems and [e.n for e in entries] == [1, 2]
+    entries, problems, folded = searched(tmp_path)
+    assert folded and problems and [e.n for e in entries] == [1, 2]
 
 
 def test_a_damaged_appended_line_is_left_to_a_load(tmp_path):
@@ -206,10 +204,10 @@ def test_a_damaged_appended_line_is_left_to_a_load(tmp_path):
     at = data.rindex(b"green")
     data[at] = ord("G")  # same size, checksum no longer matches
     log.write_bytes(bytes(data))
-    entries, problems = searched(tmp_path)
-    assert not isinstance(entries, SearchEntries)
+    entries, problems, folded = searched(tmp_path)
+    assert folded
     assert problems and "skipped" in problems[0].lower()
-    assert columns(search_cache.from_entries(entries)) == columns(whole(tmp_path))
+    assert columns(entries) == columns(whole(tmp_path))
 
 
 def test_damage_before_the_cached_end_is_never_folded_over(tmp_path):
@@ -221,9 +219,9 @@ def test_damage_before_the_cached_end_is_never_folded_over(tmp_path):
     log.write_bytes(bytes(data))
     with SelfReference(tmp_path) as store:  # a writer salvages, then appends
         store.open("main").commit(turn(3))
-    entries, _ = searched(tmp_path)
-    assert not isinstance(entries, SearchEntries)
-    assert columns(search_cache.from_entries(entries)) == columns(whole(tmp_path))
+    entries, _, folded = searched(tmp_path)
+    assert folded
+    assert columns(entries) == columns(whole(tmp_path))
     with ConversationSearch(tmp_path) as search:
         assert search.search("black tea").total == 0  # the damaged message is gone
 
@@ -255,10 +253,10 @@ def test_an_image_missing_from_the_store_is_left_to_a_load(tmp_path):
     commit(tmp_path, [[UserMessageMutation(message)]])
     for image in (log_of(tmp_path).parent / IMAGES_DIR).iterdir():
         image.unlink()
-    entries, problems = searched(tmp_path)
-    assert not isinstance(entries, SearchEntries)
+    entries, problems, folded = searched(tmp_path)
+    assert folded
     assert problems and "missing" in problems[0]
-    assert "is missing from the store" in entries[-1].message["content"][-1]["text"]
+    assert "is missing from the store" in entries[-1].message["content"]
 
 
 def test_a_garbled_fold_state_is_not_believed(tmp_path):
@@ -269,6 +267,6 @@ def test_a_garbled_fold_state_is_not_believed(tmp_path):
     assert raw != path.read_bytes()
     path.write_bytes(raw)
     commit(tmp_path, [[ToolResultMutation("c1", "done")]])
-    entries, _ = searched(tmp_path)
-    assert not isinstance(entries, SearchEntries)
-    assert columns(search_cache.from_entries(entries)) == columns(whole(tmp_path))
+    entries, _, folded = searched(tmp_path)
+    assert folded
+    assert columns(entries) == columns(whole(tmp_path))
