@@ -19,22 +19,41 @@ from selfref_tui.cli.common import (
 )
 from selfref_tui.context.local_time import shown_time
 
+#: matches shown per conversation unless ``--limit`` says otherwise: a word that every
+#: message holds asks for the first screenful and the count, not 100,000 lines
+DEFAULT_LIMIT = 20
+
 
 def _search(args: argparse.Namespace) -> int:
+    import gc
+
+    if args.limit < 0:
+        raise CliError("--limit must be 0 (every match) or more", EXIT_USAGE)
+    # A search that folds a long log makes about ten objects per message, none of them
+    # garbage until it ends: the collector's passes over them would be a tenth of its time.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(args)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _run(args: argparse.Namespace) -> int:
     from selfref_tui.context.recall import RecallError
     from selfref_tui.selfref.conversation_search import ConversationSearch
     from selfref_tui.selfref.keys import validate_key
 
     config = app_config(args)
     keys = [validate_key(args.key)] if args.key else None
-    if args.limit is not None and args.limit < 1:
-        raise CliError("--limit must be 1 or more", EXIT_USAGE)
     # The caches a fold makes are written when the search closes: after the answer.
     with ConversationSearch(config.data_dir, source=config.data_dir_source) as search:
         if keys is not None and keys[0] not in search.keys(forks=True):
             raise CliError(f"there is no conversation '{keys[0]}'; see `selfref-tui keys list`")
         try:
-            found = search.search(args.text, keys=keys, limit=args.limit, forks=args.all)
+            found = search.search(args.text, keys=keys, limit=args.limit or None,
+                                  forks=args.all)
         except RecallError as exc:
             raise CliError(str(exc), EXIT_USAGE) from None
         return _show(args, found)
@@ -43,8 +62,12 @@ def _search(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace, found: Any) -> int:
     for problem in found.problems:
         err(problem)
+    more = found.total - len(found.matches)
     if args.json:
         print_json([match.as_dict() for match in found.matches])
+        if more:
+            err(f"{more:,} more match{'es' if more != 1 else ''} (at most {args.limit} per "
+                "conversation shown; --limit 0 for all)")
         return EXIT_OK if found.matches else EXIT_ERROR
     if not found.matches:
         where = f"conversation '{args.key}'" if args.key else "any conversation"
@@ -58,10 +81,11 @@ def _show(args: argparse.Namespace, found: Any) -> int:
             f"{match.snippet}")
     shown, total = len(found.matches), found.total
     conversations = len(found.counts)
-    summary = (f"{total} message{'s' if total != 1 else ''} in {conversations} conversation"
-               f"{'s' if conversations != 1 else ''}")
-    if shown < total:
-        summary += f" ({shown} shown: at most {args.limit} per conversation)"
+    summary = (f"{total:,} message{'s' if total != 1 else ''} in {conversations:,} "
+               f"conversation{'s' if conversations != 1 else ''}")
+    if more:
+        summary += (f" ({shown:,} shown: at most {args.limit} per conversation; {more:,} "
+                    "more: --limit 0 for all)")
     say(summary)
     return EXIT_OK
 
@@ -74,10 +98,12 @@ def register(commands: Any) -> None:
                 "are searched too, and marked.\n\n" + (p.epilog or ""))
     p.add_argument("text", metavar="TEXT", help="the words to find")
     p.add_argument("--all", action="store_true", help="the agent's fork conversations too")
-    p.add_argument("--limit", metavar="N", type=int, default=None,
-                   help="at most N matches per conversation, newest first (default: all; "
-                        "at most 100)")
+    p.add_argument("--limit", metavar="N", type=int, default=DEFAULT_LIMIT,
+                   help=f"at most N matches shown per conversation, newest first (default: "
+                        f"{DEFAULT_LIMIT}; 0: every one); the count is of them all, and says "
+                        "how many more there are")
     p.add_argument("--json", action="store_true",
-                   help='[{"key","n","role","time","snippet","rewound","compacted"}]')
+                   help='[{"key","n","role","time","snippet","rewound","compacted"}], at most '
+                        '--limit per conversation (how many more: one line on stderr)')
     common_flags(p, key_help="search only this conversation (default: every one)")
     p.set_defaults(handler=_search)

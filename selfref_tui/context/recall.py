@@ -254,13 +254,14 @@ class HistoryIndex:
                limit: int | None = DEFAULT_LIMIT, before: int | None = None,
                include_rewound: bool = False, every: bool = False) -> SearchResult:
         """The newest ``limit`` messages holding every term of ``query`` (numbered below
-        ``before`` when given), and how many match in all; ``every``: all of them, no
-        limit (a person's search, ``selfref-tui search``)."""
+        ``before`` when given), and how many match in all; ``every``: ``limit`` is not
+        held to :data:`MAX_LIMIT`, and None means all of them (a person's search,
+        ``selfref-tui search``)."""
         terms = parse_query(query)
         if not terms:
             raise RecallError("the query is empty; give one or more words, or a \"quoted "
                               "phrase\"")
-        limit = 0 if every else _clamp(limit, DEFAULT_LIMIT, MAX_LIMIT, "limit")
+        limit = (limit or 0) if every else _clamp(limit, DEFAULT_LIMIT, MAX_LIMIT, "limit")
         source = self.update(history)
         if self._unfolded and any(" " in term for term in terms):
             self._texts = _folded(self._texts)

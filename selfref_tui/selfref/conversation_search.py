@@ -151,7 +151,7 @@ class ConversationSearch:
             else:
                 index = HistoryIndex()
             self._indexes[key] = (entries, index)
-            found = index.search(entries, query, limit=limit, every=limit is None,
+            found = index.search(entries, query, limit=limit, every=True,
                                  include_rewound=True)
             if not found.total:
                 continue

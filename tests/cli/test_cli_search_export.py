@@ -58,13 +58,38 @@ def test_search_every_conversation_newest_first_with_numbers_and_flags():
     assert cli("search", "needle haystack").returncode == 1
     assert cli("search", '"picture of a"', "--json").stdout.count('"n": 1') == 1
     limited = cli("search", "needle", "--limit", "1").stdout.splitlines()
-    assert limited[-1] == "4 messages in 2 conversations (2 shown: at most 1 per conversation)"
+    assert limited[-1] == ("4 messages in 2 conversations (2 shown: at most 1 per "
+                           "conversation; 2 more: --limit 0 for all)")
     assert [line.split(" ")[:2] for line in limited[:-1]] == [["main", "#5"], ["work", "#1"]]
     nothing = cli("search", "nowhere")
     assert nothing.returncode == 1 and "no message in any conversation" in nothing.stdout
     missing = cli("search", "x", "--key", "nope")
     assert missing.returncode == 1 and "keys list" in one_line(missing.stderr)
     assert cli("search", '""').returncode == 2
+
+
+def test_a_word_in_many_messages_shows_the_newest_and_counts_them_all():
+    with SelfReference(os.environ["SELFREF_DATA_DIR"]) as store:
+        store.open("log").commit([UserMessageMutation({"role": "user", "content": f"tick {i}"})
+                                  for i in range(1, 26)])
+    shown = cli("search", "TICK")
+    assert shown.returncode == 0
+    lines = shown.stdout.splitlines()
+    assert [line.split(" ")[1] for line in lines[:-1]] == [f"#{n}" for n in range(25, 5, -1)]
+    assert lines[-1] == ("25 messages in 1 conversation (20 shown: at most 20 per "
+                         "conversation; 5 more: --limit 0 for all)")
+    every = cli("search", "tick", "--limit", "0").stdout.splitlines()
+    assert len(every) == 26 and every[-1] == "25 messages in 1 conversation"
+    assert len(cli("search", "tick", "--limit", "30").stdout.splitlines()) == 26
+    # the JSON form: as many, and how many more on stderr (stdout stays JSON)
+    found = cli("search", "tick", "--json", "--limit", "3")
+    assert [m["n"] for m in json.loads(found.stdout)] == [25, 24, 23]
+    assert one_line(found.stderr) == ("selfref-tui: 22 more matches (at most 3 per "
+                                      "conversation shown; --limit 0 for all)")
+    found = cli("search", "tick", "--json", "--limit", "0")
+    assert len(json.loads(found.stdout)) == 25 and found.stderr == ""
+    assert len(json.loads(cli("search", "tick", "--json").stdout)) == 20
+    assert cli("search", "tick", "--limit", "-1").returncode == 2
 
 
 def test_export_markdown_to_stdout_and_to_a_file_with_its_images(tmp_path):
