@@ -10,8 +10,9 @@ from .errors import (
     UnsupportedSchemaError,
 )
 from .keys import key_dirname, validate_key
+from .log_lines import SCHEMA
 from .reference import SelfReference, default_data_dir
-from .store import SCHEMA, KeyInfo, MemoryKey
+from .store import KeyInfo, MemoryKey
 
 __all__ = [
     "SCHEMA",

@@ -6,6 +6,11 @@ one ``except`` and show ``str(exc)`` as it is.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
 
 class StoreError(Exception):
     """Something about the memory-key store on disk needs the person's attention."""
@@ -77,3 +82,17 @@ class CheckpointError(Exception):
     Here rather than in ``checkpoints.py`` (which still exports it): ``files.py``
     catches it, and ``checkpoints.py`` restores through ``files.py``.
     """
+
+
+def denied(exc: OSError, path: Path, what: str) -> StoreError:
+    """A one-line store error for an OSError on ``path`` while trying to ``what`` it."""
+    if isinstance(exc, StoreError):
+        return exc
+    reason = exc.strerror or str(exc)
+    if isinstance(exc, PermissionError):
+        return StorePermissionError(
+            f"Cannot {what} {exc.filename or path}: {reason}; give your user {what} access to "
+            f"it and its folder (for example chmod u+rw file, chmod u+rwx folder), or set "
+            "SELFREF_DATA_DIR to another directory.")
+    return StoreError(f"Cannot {what} {exc.filename or path}: {reason}; check the disk and the "
+                      "file, then try again.")

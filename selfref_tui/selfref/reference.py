@@ -16,7 +16,13 @@ from pathlib import Path
 
 import platformdirs
 
-from .errors import InvalidKeyError, StoreError, StoreLockedError, UnsafeStoreFileError
+from .errors import (
+    InvalidKeyError,
+    StoreError,
+    StoreLockedError,
+    UnsafeStoreFileError,
+    denied,
+)
 from .fsutil import DIR_MODE, check_dir, ensure_dir, open_regular, read_regular
 from .keys import (
     FORK_MARK,
@@ -30,19 +36,8 @@ from .keys import (
     write_empty_meta,
 )
 from .lock import WriterLock
-from .store import (
-    LOG_NAME,
-    META_NAME,
-    SCHEMA,
-    KeyInfo,
-    MemoryKey,
-    _denied,
-    header_line,
-    log_prefix,
-    now_iso,
-    pin_record,
-    sealed_record,
-)
+from .log_lines import SCHEMA, header_line, log_prefix, now_iso, pin_record, sealed_record
+from .store import LOG_NAME, META_NAME, KeyInfo, MemoryKey
 
 KEYS_DIR = "keys"
 
@@ -107,7 +102,7 @@ class SelfReference:
                 lock = WriterLock(key, key_dir)
                 lock.acquire()
             except OSError as exc:
-                raise _denied(exc, key_dir, "write") from exc
+                raise denied(exc, key_dir, "write") from exc
             try:
                 memory = MemoryKey(key, key_dir, lock=lock)
             except BaseException:
@@ -227,7 +222,7 @@ class SelfReference:
         except FileNotFoundError:
             return []
         except OSError as exc:
-            raise _denied(exc, self.keys_dir, "read") from exc
+            raise denied(exc, self.keys_dir, "read") from exc
         infos: list[KeyInfo] = []
         for entry in entries:
             if not entry.is_dir(follow_symlinks=False):

@@ -37,6 +37,7 @@ from ..context.mutations import (
 )
 from .decode import decode_mutation
 from .images import ImageStore
+from .log_lines import check_record, parse_line
 from .search_cache import (
     _ROLE_LETTER,
     COMPACTED,
@@ -46,7 +47,6 @@ from .search_cache import (
     block_names,
     text_pass,
 )
-from .store import _parse, check_record
 
 _COMPACTING = (ContextSummaryMutation, ContextReplaceMutation)
 
@@ -80,7 +80,7 @@ def _appended(lines: list[bytes], images: ImageStore) -> list[tuple[Any, Any, bo
     batch is not whole."""
     out: list[tuple[Any, Any, bool]] = []
     for raw in lines:
-        rec, problem = _parse(raw, True)
+        rec, problem = parse_line(raw, True)
         if problem is not None:
             return None
         if rec.get("t") == "m":

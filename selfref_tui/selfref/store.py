@@ -67,7 +67,7 @@ from ..context.mutations import (
     mutation_to_dict,
 )
 from .checkpoints import Checkpoints
-from .checksum import seal, seal_bytes, verify
+from .checksum import seal, verify
 from .decode import decode_mutation
 from .errors import (
     CorruptStoreError,
@@ -75,9 +75,9 @@ from .errors import (
     SalvageReport,
     StoreError,
     StoreLockedError,
-    StorePermissionError,
     UnsafeStoreFileError,
     UnsupportedSchemaError,
+    denied,
 )
 from .fsutil import (
     FILE_MODE,
@@ -89,11 +89,20 @@ from .fsutil import (
     read_regular,
     write_all,
 )
-from .images import PREFIX as IMAGE_PREFIX
 from .images import ImageStore
 from .key_settings import KeySettings, read_settings, write_settings
 from .keys import validate_key
 from .lock import WriterLock
+from .log_lines import (
+    LINE_ONLY,
+    SCHEMA,
+    check_record,
+    keep_copy,
+    now_iso,
+    pin_record,
+    resealed,
+)
+from .log_scan import LogScan, kept_line
 
 __all__ = [
     "SCHEMA",
@@ -107,40 +116,11 @@ __all__ = [
     "validate_key",
 ]
 
-SCHEMA = 1
 LOG_NAME = "log.jsonl"
 META_NAME = "meta.json"
 
 log = logging.getLogger(__name__)
 
-# Record kinds besides patches: required fields, then optional ones, with types.
-_Types = type | tuple[type, ...]
-_RECORD_SHAPES: dict[str, tuple[dict[str, _Types], dict[str, _Types]]] = {
-    "ref": ({"id": str, "content": str}, {"created": str, "message_index": int}),
-    "fd": ({"id": str, "content": str}, {"created": str, "source": str}),
-    "fork": (
-        {"fork_id": str},
-        {
-            "child_key": str, "task": str, "status": str, "response": (str, type(None)),
-            "error": (str, type(None)), "created": str, "updated": str,
-        },
-    ),
-    # a file the model's write changed (checkpoints.py): its bytes before and after
-    "file": ({"path": str, "after": str},
-             {"before": (str, type(None)), "call_id": str, "created": str}),
-    # where a branch came from (the key and message it was made at)
-    "origin": ({"key": str}, {"message": int, "created": str}),
-    # the person pinned (or unpinned) message n: compactions keep it verbatim
-    "pin": ({"n": int, "pinned": bool}, {}),
-}
-_LINE_ONLY = ("t", "ts", "more", "c")
-#: a longer line is damage, not parsed (a real record is far smaller: fds hold big outputs
-#: in pages, and the largest tool output seen is a few MB)
-MAX_LINE_BYTES = 256 * 1024 * 1024
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 @dataclass(frozen=True)
@@ -166,33 +146,6 @@ class KeyInfo:
                 f" #{self.origin_message}" if self.origin_message else "")
         at = f" before message {self.origin_message}" if self.origin_message else ""
         return f"branch of {self.origin_key}{at}"
-
-
-def pin_record(n: int, pinned: bool = True) -> dict[str, Any]:
-    """The record that pins (or unpins) message ``n``; commit it with ``records=``."""
-    return {"t": "pin", "n": n, "pinned": pinned}
-
-
-def check_record(record: dict[str, Any]) -> str | None:
-    """Why ``record`` is not a valid ref/fd/fork record, or None when it is."""
-    if not isinstance(record, dict):
-        return f"expected an object, got {type(record).__name__}"
-    kind = record.get("t")
-    shape = _RECORD_SHAPES.get(kind) if isinstance(kind, str) else None
-    if shape is None:
-        return f"unknown record type {kind!r}"
-    required, optional = shape
-    for name, typ in required.items():
-        if not isinstance(record.get(name), typ):
-            return f"{kind} record needs a text field {name!r}"
-    for name, typ in optional.items():
-        if name in record and not isinstance(record[name], typ):
-            wrong = type(record[name]).__name__
-            return f"{kind} record field {name!r} has the wrong type ({wrong})"
-    if kind == "pin" and (type(record["n"]) is not int or record["n"] < 1
-                          or type(record["pinned"]) is not bool):
-        return "pin record needs a message number (from 1) and pinned true or false"
-    return None
 
 
 class MemoryKey:
@@ -441,7 +394,7 @@ class MemoryKey:
             try:
                 write_settings(self.key_dir, settings)
             except OSError as exc:
-                raise _denied(exc, self.key_dir / "settings.json", "write") from exc
+                raise denied(exc, self.key_dir / "settings.json", "write") from exc
             self._settings = settings
 
     # ------------------------------------------------------------ write side
@@ -532,7 +485,7 @@ class MemoryKey:
             created_dir = ensure_dir(self.key_dir)
             fd = open_regular(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         except OSError as exc:
-            raise _denied(exc, self.log_path, "write") from exc
+            raise denied(exc, self.log_path, "write") from exc
         if hasattr(os, "fchmod"):
             os.fchmod(fd, FILE_MODE)
         if self._size == 0:
@@ -608,7 +561,7 @@ class MemoryKey:
         try:
             data = read_regular(self.log_path)
         except OSError as exc:
-            raise _denied(exc, self.log_path, "read") from exc
+            raise denied(exc, self.log_path, "read") from exc
         if data is None:
             return
         lines = data.split(b"\n")
@@ -623,7 +576,7 @@ class MemoryKey:
         if not lines:
             self._repair(0, torn or "the file is empty")
             return
-        scan = _Scan(self, lines)
+        scan = LogScan(self, lines)
         scan.run()
         self.updated = scan.ts if isinstance(scan.ts, str) else self.created
         if scan.torn_from is not None:
@@ -652,15 +605,15 @@ class MemoryKey:
         self.last_compacted = 0
 
     def _refold(self, lines: list[bytes], kept: list[int]) -> None:
-        """Fold records already known to be valid (``_Scan.kept`` codes)."""
+        """Fold records already known to be valid (``LogScan.kept`` codes)."""
         for code in kept:
-            index, more = _kept(code)
+            index, more = kept_line(code)
             self._apply_record(json.loads(lines[index]), index + 1)
             if not more:
                 self._builder.flush_experiences()
         self._builder.flush_experiences()
 
-    def _save_salvaged(self, data: bytes, lines: list[bytes], scan: _Scan,
+    def _save_salvaged(self, data: bytes, lines: list[bytes], scan: LogScan,
                        torn: str | None) -> None:
         """Report skipped records; a writer keeps the original and saves the key sealed."""
         kept = scan.kept_before(scan.torn_from)
@@ -671,21 +624,21 @@ class MemoryKey:
                 stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
                 kept_as = self.log_path.with_name(f"{LOG_NAME}.damaged-{stamp}")
                 try:
-                    _keep_copy(kept_as, data)
+                    keep_copy(kept_as, data)
                 except OSError as exc:
-                    raise _denied(exc, kept_as, "write") from exc
+                    raise denied(exc, kept_as, "write") from exc
             out = [scan.header_line()]
             for n, code in enumerate(kept):
-                index, more = _kept(code)
+                index, more = kept_line(code)
                 # a batch goes on only to the very next line (a line between was damaged)
                 last_of_batch = (n + 1 == len(kept) or not more
-                                 or _kept(kept[n + 1])[0] != index + 1)
-                out.append(_resealed(lines[index], more=not last_of_batch, had_more=more))
+                                 or kept_line(kept[n + 1])[0] != index + 1)
+                out.append(resealed(lines[index], more=not last_of_batch, had_more=more))
             payload = b"".join(line + b"\n" for line in out)
             try:
                 atomic_write(self.log_path, payload, sync_dir=True)
             except OSError as exc:
-                raise _denied(exc, self.log_path, "write") from exc
+                raise denied(exc, self.log_path, "write") from exc
             self._size = len(payload)
             saved = bool(scan.damaged)
             if torn is not None:
@@ -743,7 +696,7 @@ class MemoryKey:
         problem = check_record(rec)
         if problem is not None:
             return problem
-        entry = {k: v for k, v in rec.items() if k not in _LINE_ONLY}
+        entry = {k: v for k, v in rec.items() if k not in LINE_ONLY}
         if kind == "ref":
             self.refs.setdefault(entry["id"], []).append(entry)
             self._builder.journal_entry(self._undo_ref, entry["id"])
@@ -821,220 +774,3 @@ class MemoryKey:
         self._size = good_end
 
 
-class _Scan:
-    """One pass over a log's complete lines: verify, parse, fold; note damage and batches.
-
-    ``kept`` holds a code for every record folded: its line index, or, when
-    its batch goes on (``more``), the index's bitwise not (see :func:`_kept`;
-    one int, not a tuple, per line of a long log). A damaged line is skipped
-    and closes its batch (its ``more`` is unknown).
-    ``torn_from`` is the index in ``kept`` where a trailing unfinished batch
-    starts — a torn write only when no damaged line follows it (otherwise its
-    last line was committed and then damaged, and the batch stays).
-    """
-
-    def __init__(self, memory: MemoryKey, lines: list[bytes]) -> None:
-        self.memory = memory
-        self.lines = lines
-        self.kept: list[int] = []
-        self.damaged: list[tuple[int, str]] = []
-        self.torn_from: int | None = None
-        self.sealed = False
-        self.header_ok = False
-        self.whole = 0  # complete lines up to the last whole batch
-        self.ts: Any = ""
-
-    def run(self) -> None:
-        memory, lines = self.memory, self.lines
-        self.sealed, problem = memory._header(lines[0], 1)
-        if problem is not None:
-            self.damaged.append((1, problem))
-            # a sealed log keeps checking its lines even when its header is the damage
-            self.sealed = len(lines) > 1 and verify(lines[1]) is True
-        else:
-            self.header_ok = True
-        self.ts = memory.created
-        sealed = self.sealed
-        builder = memory._builder
-        builder_apply = builder.apply
-        flush = builder.flush_experiences
-        decode = decode_mutation
-        resolve = memory._images.resolve  # image references → data URLs
-        image_mark = IMAGE_PREFIX.encode("ascii")
-        open_batch: int | None = None  # index in kept where the open batch starts
-        new_batch = True  # the next record starts a batch: its time is the batch's
-        kept = self.kept
-        self.whole = 1
-        for index in range(1, len(lines)):
-            raw = lines[index]
-            rec, problem = _parse(raw, sealed)
-            if problem is None:
-                if rec.get("t") == "m":
-                    try:
-                        patch = rec.get("m")
-                        if image_mark in raw:  # only a line naming an image needs resolving
-                            patch = resolve(patch)
-                        mutation = decode(patch)
-                    except MutationDecodeError as exc:
-                        problem = f"bad patch: {exc}"
-                    else:
-                        if new_batch:
-                            builder.stamp = rec.get("ts", "")
-                            new_batch = False
-                        builder_apply(mutation)
-                else:
-                    problem = memory._apply_record(rec, index + 1)
-            if problem is not None:
-                self.damaged.append((index + 1, problem))
-                open_batch = None  # a damaged line closes its batch: what came before stays
-                new_batch = True
-                flush()
-                self.whole = index + 1
-                continue
-            if rec.get("more"):
-                if open_batch is None:
-                    open_batch = len(kept)
-                kept.append(~index)
-                continue
-            kept.append(index)
-            open_batch = None
-            new_batch = True
-            flush()
-            self.whole = index + 1
-            self.ts = rec.get("ts", self.ts)
-        if open_batch is not None:
-            self.torn_from = open_batch
-
-    def kept_before(self, end: int | None) -> list[int]:
-        return self.kept if end is None else self.kept[:end]
-
-    def header_line(self) -> bytes:
-        """The header to save: the original (sealed) when it was good, else a new one."""
-        raw = self.lines[0]
-        if self.header_ok:
-            return raw if verify(raw) else seal_bytes(raw.rstrip())
-        memory = self.memory
-        header = {"t": "header", "schema": SCHEMA, "key": memory.key,
-                  "created": memory.created or now_iso()}
-        return seal(json.dumps(header, ensure_ascii=True, separators=(",", ":"))).encode()
-
-
-_raw_decode = json.JSONDecoder().raw_decode
-
-
-def _kept(code: int) -> tuple[int, bool]:
-    """(line index, more) of a ``_Scan.kept`` code."""
-    return (code, False) if code >= 0 else (~code, True)
-
-
-def _parse(raw: bytes, sealed: bool) -> tuple[Any, str | None]:
-    """(record, None) for a line that verifies and parses to an object, else (None, why)."""
-    if len(raw) > MAX_LINE_BYTES:
-        return None, f"the line is {len(raw):,} bytes long (more than {MAX_LINE_BYTES:,})"
-    check = verify(raw)
-    if check is False:
-        return None, "the checksum does not match (the line was changed)"
-    if check is None and sealed:
-        return None, "the line has no checksum (it was changed)"
-    try:
-        text = raw.decode("utf-8")
-        rec, end = _raw_decode(text)  # the C scanner, without json.loads's wrappers
-        if end != len(text) and text[end:].strip():
-            raise ValueError("extra data")
-    except UnicodeDecodeError:
-        return None, "the line is not valid UTF-8"
-    except ValueError as exc:
-        if "digits" in str(exc):  # int() limit: a number with thousands of digits
-            return None, "the line holds a number too large to read"
-        return None, "the line is not valid JSON"
-    except RecursionError:
-        return None, "the line nests too deeply to read"
-    if type(rec) is not dict:
-        return None, f"expected an object, got {type(rec).__name__}"
-    return rec, None
-
-
-def _resealed(raw: bytes, *, more: bool, had_more: bool) -> bytes:
-    """A kept line, sealed, with ``more`` set as its place in the saved file needs."""
-    if more == had_more:
-        return raw if verify(raw) else seal_bytes(raw.rstrip())
-    rec = json.loads(raw)
-    rec.pop("c", None)
-    rec.pop("more", None)
-    if more:
-        rec["more"] = True
-    return seal(json.dumps(rec, ensure_ascii=True, separators=(",", ":"))).encode()
-
-
-def log_prefix(data: bytes, patches: int) -> list[bytes]:
-    """The records of a log (sealed lines, header left out) before its ``patches``-th patch.
-
-    A branch starts from them: folded, they give exactly the state the source
-    key had before that patch. Lines are checked as a load checks them; a
-    damaged one is left out (and the line before it closes its batch, as the
-    load treats it), and the last line kept closes its batch.
-    """
-    lines = data.split(b"\n")
-    if lines and not lines[-1]:
-        lines.pop()
-    sealed = len(lines) > 0 and verify(lines[0]) is True
-    out: list[bytes] = []
-    mores: list[bool] = []
-    count = 0
-    for raw in lines[1:]:
-        rec, problem = _parse(raw, sealed)
-        if problem is None and rec.get("t") == "m":
-            if count == patches:
-                break
-            try:
-                decode_mutation(rec.get("m"))
-            except MutationDecodeError:
-                problem = "bad patch"
-            else:
-                count += 1
-        elif problem is None:
-            problem = check_record(rec)
-        if problem is not None:
-            if mores and mores[-1]:
-                out[-1], mores[-1] = _resealed(out[-1], more=False, had_more=True), False
-            continue
-        out.append(raw if verify(raw) else seal_bytes(raw.rstrip()))
-        mores.append(bool(rec.get("more")))
-    if mores and mores[-1]:
-        out[-1] = _resealed(out[-1], more=False, had_more=True)
-    return out
-
-
-def sealed_record(record: dict[str, Any]) -> bytes:
-    """One log line for ``record`` (a whole batch of its own), sealed."""
-    return seal(json.dumps(record, ensure_ascii=True, separators=(",", ":"))).encode("ascii")
-
-
-def header_line(key: str, created: str) -> bytes:
-    return sealed_record({"t": "header", "schema": SCHEMA, "key": key, "created": created})
-
-
-def _keep_copy(path: Path, data: bytes) -> None:
-    """Write the original log next to it, never over an existing file."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
-                 FILE_MODE)
-    try:
-        write_all(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    fsync_dir(path.parent)
-
-
-def _denied(exc: OSError, path: Path, what: str) -> StoreError:
-    """A one-line store error for an OSError on ``path`` while trying to ``what`` it."""
-    if isinstance(exc, StoreError):
-        return exc
-    reason = exc.strerror or str(exc)
-    if isinstance(exc, PermissionError):
-        return StorePermissionError(
-            f"Cannot {what} {exc.filename or path}: {reason}; give your user {what} access to "
-            f"it and its folder (for example chmod u+rw file, chmod u+rwx folder), or set "
-            "SELFREF_DATA_DIR to another directory.")
-    return StoreError(f"Cannot {what} {exc.filename or path}: {reason}; check the disk and the "
-                      "file, then try again.")

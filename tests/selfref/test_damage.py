@@ -20,6 +20,7 @@ from selfref_tui.selfref import (
     SelfReference,
     StoreLockedError,
     UnsupportedSchemaError,
+    log_lines,
 )
 from selfref_tui.selfref.checksum import seal, verify
 from selfref_tui.selfref.errors import UnsafeStoreFileError
@@ -201,10 +202,8 @@ def test_hostile_json_with_a_valid_checksum_is_damage_not_a_traceback(tmp_path, 
 
 
 def test_an_overlong_line_is_damage_without_being_parsed(tmp_path, monkeypatch):
-    from selfref_tui.selfref import store as store_module
-
     log = two_keys(tmp_path)
-    monkeypatch.setattr(store_module, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(log_lines, "MAX_LINE_BYTES", 1000)
     replace_line(log, 3, seal(json.dumps({"t": "ref", "id": "big", "content": "x" * 2000},
                                          separators=(",", ":"))))
     memory = SelfReference(tmp_path).open("main", write=False)

@@ -6,8 +6,8 @@ import pytest
 
 from selfref_tui.context.mutations import AssistantMessageMutation, UserMessageMutation
 from selfref_tui.selfref import SelfReference
+from selfref_tui.selfref.log_lines import pin_record
 from selfref_tui.selfref.rewind import rewind, undo
-from selfref_tui.selfref.store import pin_record
 
 from .helpers import reading
 

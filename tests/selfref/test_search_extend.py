@@ -20,10 +20,11 @@ from selfref_tui.context.mutations import (
 )
 from selfref_tui.selfref import search_cache
 from selfref_tui.selfref.conversation_search import ConversationSearch
+from selfref_tui.selfref.log_lines import pin_record
 from selfref_tui.selfref.reference import SelfReference
 from selfref_tui.selfref.search_cache import SearchEntries
 from selfref_tui.selfref.search_extend import extend
-from selfref_tui.selfref.store import LOG_NAME, pin_record
+from selfref_tui.selfref.store import LOG_NAME
 from tests.context.strategies import mutations
 
 from .helpers import reading, turn
