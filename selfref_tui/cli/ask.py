@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from dataclasses import dataclass, replace
@@ -127,7 +128,8 @@ async def _ask(args: argparse.Namespace) -> int:
         urls = [read_image(path).url for path in args.image]
     except AttachError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
-    return await one_turn(args, user_content(text, urls))
+    names = [os.path.basename(str(path)) for path in args.image]
+    return await one_turn(args, user_content(text, urls, names))
 
 
 async def one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,

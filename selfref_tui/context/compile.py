@@ -16,7 +16,7 @@ from typing import Any
 
 from .apply import NO_RESULT_TEXT, apply_mutations
 from .experiences import experiences_of, render_system_prompt_with_experiences
-from .images import text_of
+from .images import text_of, wire_parts
 from .mutations import ContextMutation
 from .summary import COMPACTION_KEY
 
@@ -279,7 +279,7 @@ def _render_message(msg: dict[str, Any]) -> dict[str, Any] | None:
         out["tool_call_id"] = str(msg.get("tool_call_id", ""))
         out["content"] = _text(content)
     else:  # user: text or a list of content parts (images ride here)
-        out["content"] = content if isinstance(content, list) else _text(content)
+        out["content"] = wire_parts(content) if isinstance(content, list) else _text(content)
     name = msg.get("name")
     if isinstance(name, str) and name and role != "tool":
         out["name"] = name

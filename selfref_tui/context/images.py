@@ -249,13 +249,51 @@ def text_of(content: Any) -> str:
     return str(content or "")
 
 
-def user_content(text: str, urls: Iterable[str] = ()) -> str | list[dict[str, Any]]:
-    """A user message's content: the text alone, or a text part then image parts."""
-    urls = list(urls)
+#: the file name a person's attached image had, kept on its content part so that the
+#: transcript names it after a reload as it did live; the compile boundary drops it
+#: (:func:`wire_parts`): it is ours, not the provider's
+FILE_NAME = "file_name"
+
+
+def user_content(text: str, urls: Iterable[str] = (),
+                 names: Iterable[str] = ()) -> str | list[dict[str, Any]]:
+    """A user message's content: the text alone, or a text part then image parts.
+
+    ``names``: the attached files' names, one per URL ("" or missing: none).
+    """
+    urls, names = list(urls), list(names)
     if not urls:
         return text
     parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
-    return parts + [image_part(url) for url in urls]
+    for index, url in enumerate(urls):
+        part = image_part(url)
+        name = names[index] if index < len(names) else ""
+        if isinstance(name, str) and name:
+            part[FILE_NAME] = name
+        parts.append(part)
+    return parts
+
+
+def named_images(content: Any) -> list[tuple[str, str]]:
+    """(URL, attached file name or "") of each image in a message's content."""
+    if not isinstance(content, list):
+        return []
+    out = []
+    for part in content:
+        url = part_url(part)
+        if url is not None:
+            name = part.get(FILE_NAME)
+            out.append((url, name if isinstance(name, str) else ""))
+    return out
+
+
+def wire_parts(content: list[Any]) -> list[Any]:
+    """``content`` as a provider takes it: without the file names kept on image parts
+    (the same list when none has one)."""
+    if not any(isinstance(p, dict) and FILE_NAME in p for p in content):
+        return content
+    return [{k: v for k, v in p.items() if k != FILE_NAME} if isinstance(p, dict) else p
+            for p in content]
 
 
 def readable(content: Any) -> str:

@@ -379,7 +379,7 @@ class SelfRefApp(
         # ``url`` is a new string: megabytes for a large picture)
         urls = [image.url for image in images]
         try:
-            outcome = self.controller.submit(text, urls)
+            outcome = self.controller.submit(text, urls, [image.name for image in images])
         except Refused as exc:
             self.refused(exc, " Your text is still in the input.")
             return

@@ -25,6 +25,8 @@ from selfref_tui.agent.chat.refusals import Refused
 from selfref_tui.safety import inert_line
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from selfref_tui.agent.chat.controller import ChatController
     from selfref_tui.selfref.rewind import RewindReport
     from selfref_tui.ui.transcript.model import Item
@@ -67,7 +69,7 @@ class SteerActions:
             return False
         await self.show_rewind(done.report)
         if done.text or done.images:
-            self._into_input(done.text, done.images)
+            self._into_input(done.text, done.images, done.names)
         return True
 
     async def undo_rewind(self) -> bool:
@@ -87,7 +89,7 @@ class SteerActions:
             self.refused(exc)
             return False
         await self.show_rewind(done.report)
-        self._into_input(done.text, done.images)
+        self._into_input(done.text, done.images, done.names)
         return True
 
     async def regenerate(self) -> bool:
@@ -99,7 +101,9 @@ class SteerActions:
             self.refused(exc)
             return False
         await self.show_rewind(done.report, quiet=True)
-        await self._show_sent(done.text, outcome, [(url, "image") for url in done.images])
+        names = [*done.names, *[""] * len(done.images)]
+        await self._show_sent(done.text, outcome, [
+            (url, name or "image") for url, name in zip(done.images, names, strict=False)])
         self.notify("Asked again; the earlier answer is kept in the rewound section.")
         return True
 
@@ -152,15 +156,16 @@ class SteerActions:
         self._refresh_usage()
         self.transcript.scroll_bottom()
 
-    def _into_input(self, text: str, images: list[str]) -> None:
+    def _into_input(self, text: str, images: list[str], names: Sequence[str] = ()) -> None:
         """A message back in the input, before whatever draft is there (nothing is lost).
 
         After the current message is handled: a slash command's own text is
         cleared from the input when its handler returns, and this must outlive it.
         """
-        self.call_later(self._put_into_input, text, images)
+        self.call_later(self._put_into_input, text, images, names)
 
-    def _put_into_input(self, text: str, images: list[str]) -> None:
+    def _put_into_input(self, text: str, images: list[str], names: Sequence[str] = ()
+                        ) -> None:
         from selfref_tui.context.images import parse_data_url
         from selfref_tui.selfref.attach import Attachment
 
@@ -172,7 +177,9 @@ class SteerActions:
             parsed = parse_data_url(url)
             if parsed is not None:
                 mime, data = parsed
-                chat.add_image(Attachment(f"image-{index}.{mime.rsplit('/', 1)[-1]}", mime, data))
+                name = names[index - 1] if index <= len(names) else ""
+                chat.add_image(Attachment(name or f"image-{index}.{mime.rsplit('/', 1)[-1]}",
+                                          mime, data))
         chat.focus()
 
     # --------------------------------------------------------------- files

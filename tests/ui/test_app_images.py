@@ -43,6 +43,7 @@ async def test_attach_shows_a_chip_sends_the_image_and_shows_it_again_after_a_re
             parts = [m for m in request["messages"] if m["role"] == "user"][-1]["content"]
             assert parts[0] == {"type": "text", "text": "what is it?"}
             assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
+            assert sorted(parts[1]) == ["image_url", "type"]  # the file name is not sent
             kinds = [item.kind for item in app.transcript.items]
             assert kinds == ["user", "image", "answer"]
             title = app.transcript.items_of("image")[0].title
@@ -55,6 +56,8 @@ async def test_attach_shows_a_chip_sends_the_image_and_shows_it_again_after_a_re
             assert [item.kind for item in app.transcript.items] == ["user", "image", "answer"]
             (image,) = app.transcript.items_of("image")
             assert image.data == png() and image.error == ""
+            assert image.name == "red square.png"  # named as it was live
+            assert "red square.png" in image.title and "attached" in image.title
 
 
 async def test_a_chip_taken_away_sends_no_image_and_refusals_keep_the_command(tmp_path):

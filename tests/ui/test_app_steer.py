@@ -347,6 +347,7 @@ async def test_edit_brings_back_the_images_of_your_message(tmp_path):
                              what="the image back as a chip")
             assert "what is it?" in app.chat_input.text
             assert app.chat_input.attached[0].data == png()
+            assert app.chat_input.attached[0].name == "square.png"
             await pilot.press("enter")  # sent again, with its image
             await turn_done(pilot, app)
             sent = app.agent.memory("main").messages

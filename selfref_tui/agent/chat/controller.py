@@ -60,21 +60,22 @@ class ChatController(Startup, KeyLifecycle, ConversationSettings, Steering):
 
     # ------------------------------------------------------------- input
 
-    def submit(self, text: str, images: Sequence[str] = ()) -> Literal["early", "started",
-                                                                          "queued"]:
+    def submit(self, text: str, images: Sequence[str] = (), names: Sequence[str] = ()
+               ) -> Literal["early", "started", "queued"]:
         """Send a message: a new turn, or queued into the running one.
 
         Before the runtime is ready it is kept (``"early"``) and goes out, in
         order, when :meth:`take_early_inputs` is called once the key is open.
-        ``images`` (``data:`` URLs) go with it; a message with images is not
-        kept early (refused: it stays in the input until the key is open).
+        ``images`` (``data:`` URLs) go with it, ``names`` their files' names; a
+        message with images is not kept early (refused: it stays in the input until
+        the key is open).
         """
         if not self.ready:
             self.keep_early(text, images)
             return "early"
         self.check_ready()
         self.check_writable("send messages")
-        return self._router().submit(text, images)  # type: ignore[return-value]
+        return self._router().submit(text, images, names)  # type: ignore[return-value]
 
     def compact(self, focus: str = "") -> str:
         """``/compact [FOCUS]``: ``"started"`` (a compaction turn) or ``"queued"`` (at the

@@ -40,6 +40,8 @@ class Rewound:
     #: the text and images (``data:`` URLs) of the person's message rewound to, for the input
     text: str = ""
     images: list[str] = field(default_factory=list)
+    #: the attached files' names of those images ("" where none was kept)
+    names: list[str] = field(default_factory=list)
 
 
 class Steering:
@@ -101,7 +103,7 @@ class Steering:
         resend). Raises :class:`Refused` for a number the key does not have.
         """
         from selfref_tui.context.history import is_person_message
-        from selfref_tui.context.images import image_urls, text_of
+        from selfref_tui.context.images import named_images, text_of
         from selfref_tui.selfref.errors import StoreError
         from selfref_tui.selfref.rewind import RewindError, rewind
 
@@ -118,7 +120,9 @@ class Steering:
         message = memory.entry(n).message
         if is_person_message(message):
             done.text = text_of(message.get("content"))
-            done.images = list(image_urls(message.get("content")))
+            pairs = named_images(message.get("content"))
+            done.images = [url for url, _ in pairs]
+            done.names = [name for _, name in pairs]
         return done
 
     async def undo_rewind(self) -> RewindReport:
@@ -157,7 +161,7 @@ class Steering:
         if last is None:
             raise Refused("Nothing to regenerate: no message of yours in this conversation yet.")
         done = await self.rewind(last.n)
-        outcome = self._router().submit(done.text, done.images)
+        outcome = self._router().submit(done.text, done.images, done.names)
         return done, outcome
 
     async def branch(self, n: int | None, name: str) -> str:

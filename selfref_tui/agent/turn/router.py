@@ -82,12 +82,13 @@ class AgentInputRouter:
 
     # ----------------------------------------------------------------- input
 
-    def submit(self, text: str, images: Sequence[str] = ()) -> str:
+    def submit(self, text: str, images: Sequence[str] = (), names: Sequence[str] = ()) -> str:
         """``"started"`` when idle (a new turn), ``"queued"`` while a turn runs.
 
-        ``images`` (``data:`` URLs) go with the text as ``image_url`` content parts.
+        ``images`` (``data:`` URLs) go with the text as ``image_url`` content parts,
+        each with its attached file's name from ``names`` (kept, never sent).
         """
-        message = user_content(text, images)
+        message = user_content(text, images, names)
         if self._inbox is not None and self._inbox.put(message):
             return "queued"
         self._start(message, [])

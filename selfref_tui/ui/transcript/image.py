@@ -325,11 +325,10 @@ def image_items(urls: Iterable[str], *, source: str = "", archived: bool = False
 def content_images(content: Any, *, source: str = "", archived: bool = False,
                    owner: Item | None = None) -> list[ImageItem]:
     """Items for the images in a stored message's content (a string has none)."""
-    if not isinstance(content, list):
-        return []
-    from selfref_tui.context.images import image_urls
+    from selfref_tui.context.images import named_images
 
-    return image_items(image_urls(content), source=source, archived=archived, owner=owner)
+    return [ImageItem(url=url, name=name, source=source, archived=archived, owner=owner)
+            for url, name in named_images(content)]
 
 
 _CALLED = re.compile(r"I called ([^(\s]+)\(")
