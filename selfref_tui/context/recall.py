@@ -7,7 +7,7 @@ committed, compacted or not, each with a number that never changes).
 
 Searching is plain and predictable: every word of the query (case-insensitive)
 and every "quoted phrase" must occur in a message; matches come newest first.
-:class:`HistoryIndex` keeps each entry's searchable text lower-cased, extended
+:class:`HistoryIndex` keeps each entry's searchable text case-folded, extended
 as the history grows, so a search over 100,000 messages is one pass of
 substring tests in C rather than a re-read of the history.
 
@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .casefold import fold, literal, spans
 from .history import EntryLike
 from .images import text_of
 from .kept_words import Said, said_text, tagged
@@ -48,21 +49,22 @@ class RecallError(ValueError):
 
 
 def parse_query(query: str) -> list[str]:
-    """The terms of ``query``, lower-cased: each "quoted phrase" whole, then each other word.
+    """The terms of ``query``, case-folded (``casefold.fold``): each "quoted phrase" whole,
+    then each other word.
 
     >>> parse_query('Deploy "the blue button" now')
     ['the blue button', 'deploy', 'now']
     """
-    phrases = [" ".join(p.split()).lower() for p in _QUOTED.findall(query)]
+    phrases = [" ".join(fold(p).split()) for p in _QUOTED.findall(query)]
     rest = _QUOTED.sub(" ", query).replace('"', " ")
-    words = [w.lower() for w in rest.split()]
+    words = [fold(w) for w in rest.split()]
     terms = [t for t in phrases if t] + words
     # a term inside another adds nothing to the test
     return [t for i, t in enumerate(terms) if t not in terms[:i]]
 
 
 def searchable_text(message: dict[str, Any], tool_names: dict[str, str]) -> str:
-    """What of a message a search looks at (before lower-casing): its text, and the
+    """What of a message a search looks at (before case folding): its text, and the
     names and arguments of its tool calls, recall tools left out.
 
     ``tool_names`` maps call ids to names, filled from assistant messages as
@@ -185,12 +187,12 @@ class HistoryIndex:
                  rewound: Iterable[int]) -> HistoryIndex:
         """The index of ``history`` made from what a search cache keeps of it: each
         message's number and searchable text (:func:`searchable_text`, in order) and the
-        numbers rewound; only lower-cased here. Given more messages later, it indexes
+        numbers rewound; only case-folded here. Given more messages later, it indexes
         them all anew (it does not know the calls before them)."""
         index = cls()
         # Runs of white space are folded when a query first holds a phrase (only a
         # phrase can tell them apart): a person's search is most often words alone.
-        index._texts = [_spaced(text.lower()) for text in texts]
+        index._texts = [_spaced(fold(text)) for text in texts]
         index._unfolded = True
         index._numbers = list(numbers)
         index._tool_names = None
@@ -281,7 +283,7 @@ class HistoryIndex:
         if left_out:
             found = [i for i in found if numbers[i] not in left_out]
         chosen = found[-limit:] if limit else found
-        first_term = re.compile(re.escape(terms[0]), re.IGNORECASE)  # once, not per hit
+        first_term = literal(terms[0])  # once, not per hit
         hits = tuple(_hit(source.entry(numbers[i]), first_term) for i in reversed(chosen))
         return SearchResult(tuple(terms), hits, len(found))
 
@@ -405,12 +407,12 @@ def _rewound_and_hidden(source: HistorySource) -> tuple[frozenset[int], frozense
 
 
 def _lowered(texts: list[str]) -> list[str]:
-    """Each text lower-cased, every run of white space as one space, as a query's phrase
-    is (so a quoted phrase matches across a line break, a paragraph break, ``\\r\\n`` or
-    two spaces): one text at a time (joining them to lower-case at once, then splitting,
-    costs more at 100,000 texts), and only the texts that still hold a run of spaces
-    folded word by word."""
-    return _folded([_spaced(t.lower()) for t in texts])
+    """Each text case-folded (``casefold.fold``), every run of white space as one space,
+    as a query's phrase is (so a quoted phrase matches across a line break, a paragraph
+    break, ``\\r\\n`` or two spaces): one text at a time (joining them to fold at once,
+    then splitting, costs more at 100,000 texts), and only the texts that still hold a
+    run of spaces folded word by word."""
+    return _folded([_spaced(fold(t)) for t in texts])
 
 
 def _folded(texts: list[str]) -> list[str]:
@@ -431,11 +433,11 @@ def _hit(entry: EntryLike, first_term: re.Pattern[str]) -> Hit:
 
 def _snippet(text: str, first_term: re.Pattern[str]) -> str:
     """The text around the first match of the first term (whitespace folded)."""
-    match = first_term.search(text)
-    if match is None:
+    found = next(spans(first_term, text), None)
+    if found is None:
         return text[: 2 * SNIPPET_SIDE] + ("…" if len(text) > 2 * SNIPPET_SIDE else "")
-    start = max(0, match.start() - SNIPPET_SIDE)
-    end = min(len(text), match.end() + SNIPPET_SIDE)
+    start = max(0, found[0] - SNIPPET_SIDE)
+    end = min(len(text), found[1] + SNIPPET_SIDE)
     return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
 
 

@@ -19,9 +19,9 @@ occurs in a message occurs, as it is, in the log's lower-cased bytes. A key
 whose log lacks one of the query's words cannot match and is never loaded.
 Only words that escaping leaves alone are checked this way (no quote,
 backslash or control character; a phrase is checked word by word, since its
-spaces may be line breaks in the text); and the two characters whose lower
-case is ASCII (İ, and the Kelvin sign) turn the shortcut off for a log that
-holds them.
+spaces may be line breaks in the text); and the characters whose case-folded
+form holds ASCII ("ß" is "ss", "İ" is "i": ``context/casefold.py``) turn the
+shortcut off for a log that holds them.
 """
 
 from __future__ import annotations
@@ -31,21 +31,23 @@ from pathlib import Path
 from typing import Any
 
 from ..context.builder import FOLD_TEXTS
+from ..context.casefold import TO_ASCII
+from ..context.casefold import fold as case_fold
 from .fsutil import read_regular
 from .images import missing_text
 from .reference import SelfReference
 from .store import LOG_NAME
 
-#: the two characters whose lower case holds ASCII (``"İ".lower()`` holds an "i"), as a
-#: log escapes them, and in UTF-8 (a cache); and, in a log, the start of a message whose
-#: content is a list of parts (their texts are read joined: a word may run across two)
-_ESCAPED_TO_ASCII = (b"\\u0130", b"\\u212a", b'"content":[')
-_UTF8_TO_ASCII = ("\u0130".encode(), "\u212a".encode())
+#: the characters whose case-folded form holds ASCII ("ß" folds to "ss"), as a log escapes
+#: them, and in UTF-8 (a cache); and, in a log, the start of a message whose content is a
+#: list of parts (their texts are read joined: a word may run across two)
+_ESCAPED_TO_ASCII = (*(f"\\u{ord(c):04x}".encode() for c in TO_ASCII), b'"content":[')
+_UTF8_TO_ASCII = tuple(c.encode() for c in TO_ASCII)
 #: characters a word checked against a log may not hold: those JSON escapes, and those the
 #: fold writes next to a patch's text
 _ESCAPED = frozenset('"\\\'()[]')
 #: what the fold writes into messages itself, lower-cased
-_FOLD_WORDS = " ".join([*FOLD_TEXTS, missing_text("")]).lower()
+_FOLD_WORDS = case_fold(" ".join([*FOLD_TEXTS, missing_text("")]))
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,20 @@ def test_every_term_must_match_case_insensitively_newest_first():
     assert "#1 user 2025-05-01 10:00 UTC (compacted): Make the Blue Button bigger" in text
 
 
+def test_letters_whose_lower_case_changes_length_match_and_the_snippet_shows_them():
+    """"İ" lower-cases to two characters and "ß" is "ss" to a person: each is found the
+    way a person spells it, and the snippet is cut around the match in the text itself."""
+    far = "x " * 100
+    said = [entry(1, "user", {"role": "user", "content": f"{far}We land in İSTANBUL."}),
+            entry(2, "user", {"role": "user", "content": f"{far}Die Hauptstraße."})]
+    for query, n in (("istanbul", 1), ("İstanbul", 1), ("ISTANBUL", 1),
+                     ("hauptstrasse", 2), ("HAUPTSTRAẞE", 2), ("Hauptstraße", 2)):
+        found = HistoryIndex().search(said, query)
+        assert [hit.n for hit in found.hits] == [n], query
+        snippet = found.hits[0].snippet
+        assert snippet.startswith("…") and snippet.endswith(("İSTANBUL.", "Hauptstraße."))
+
+
 def test_the_recall_tools_own_calls_and_results_are_not_searched():
     result = HistoryIndex().search(history(), "blue")
     assert 3 not in [h.n for h in result.hits] and 4 not in [h.n for h in result.hits]

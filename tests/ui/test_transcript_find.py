@@ -85,3 +85,23 @@ def test_a_rewound_section_not_opened_is_searched_as_stored():
     hits = find_hits(model.items, model.older, pattern("needle"))
     assert [(hit.item.kind, hit.sealed, hit.hidden) for hit in hits] == [
         ("user", False, True), ("answer", False, True), ("answer", False, True)]
+
+
+def test_letters_whose_lower_case_changes_length_are_found_and_marked_where_they_are():
+    """"ẞ", "ß" and "SS" are one word to a person, and "İ" is a capital "i": each finds
+    the others, and the mark covers the characters on the line, not the folded ones."""
+    line = "İİ trip to İSTANBUL, via the STRASSE and the Straße"
+    marks = line_marks([(line, False)], pattern("istanbul"))
+    assert [line[lo:hi] for lo, hi, _ in marks[0]] == ["İSTANBUL"]
+    marks = line_marks([(line, False)], pattern("straße"))
+    assert [line[lo:hi] for lo, hi, _ in marks[0]] == ["STRASSE", "Straße"]
+    assert [line[lo:hi] for lo, hi, _ in line_marks([(line, False)], pattern("STRAẞE"))[0]] \
+        == ["STRASSE", "Straße"]
+    # an "s" twice inside one "ß" is one occurrence of it, counted as the marks are
+    model = TranscriptModel()
+    model.load_history([{"role": "user", "content": "Maß"}], tail=50)
+    assert len(find_hits(model.items, model.older, pattern("s"))) == 1
+    assert line_marks([("Maß", False)], pattern("s")) == [[(2, 3, 0)]]
+    # wrapped in the middle of a folded word: marked on both lines
+    assert line_marks([("Stra", False), ("ße", True)], pattern("strasse")) == [
+        [(0, 4, 0)], [(0, 2, 0)]]

@@ -21,12 +21,15 @@ T = TypeVar("T")
 
 
 def filter_by_name(items: Sequence[T], query: str, name: Callable[[T], str]) -> list[T]:
-    """Case-insensitive substring match on ``name(item)``; names starting with the query first."""
-    needle = query.strip().lower()
+    """Case-insensitive substring match on ``name(item)`` (``casefold.fold``, as find and
+    search match); names starting with the query first."""
+    from selfref_tui.context.casefold import fold
+
+    needle = fold(query.strip())
     if not needle:
         return list(items)
-    hits = [item for item in items if needle in name(item).lower()]
-    return sorted(hits, key=lambda item: not name(item).lower().startswith(needle))
+    hits = [item for item in items if needle in fold(name(item))]
+    return sorted(hits, key=lambda item: not fold(name(item)).startswith(needle))
 
 
 class FilteredListScreen(ModalScreen[str | None]):

@@ -10,7 +10,8 @@ the item is opened — the view opens it before showing the hit.
 A rewound section not opened yet holds its messages unbuilt: they are
 searched as stored, and the view opens the section before showing the hit.
 
-Matching is case-insensitive and literal (the person types text, not a
+Matching is case-insensitive (full case folding: "strasse" finds "Straße",
+``context/casefold.py``) and literal (the person types text, not a
 pattern), except where lines break: a space in the query matches any run of
 spaces and line breaks, and a line break may fall between any two of its
 characters. So an occurrence that wrapping split over two drawn lines is
@@ -27,6 +28,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from selfref_tui.context.casefold import fold, spans
 from selfref_tui.ui.transcript.model import (
     AnswerItem,
     DividerItem,
@@ -56,14 +58,14 @@ class Hit:
 
 
 def pattern(query: str) -> re.Pattern[str] | None:
-    """The query as a literal, case-insensitive pattern that lets lines break inside it
-    (see the module's docstring); None for an empty (or blank) one."""
-    words = query.split()
+    """The query, case-folded, as a literal pattern that lets lines break inside it (see
+    the module's docstring); None for an empty (or blank) one. It matches folded text:
+    ``casefold.spans`` finds it in a text and says where, in that text's own offsets."""
+    words = fold(query).split()
     if not words:
         return None
     seam = "\n?"  # a line folded inside a word
-    return re.compile(
-        "\\s+".join(seam.join(re.escape(c) for c in word) for word in words), re.IGNORECASE)
+    return re.compile("\\s+".join(seam.join(re.escape(c) for c in word) for word in words))
 
 
 def item_parts(item: Item) -> Iterator[tuple[str, bool]]:
@@ -119,19 +121,19 @@ def find_hits(items: Sequence[Item], older: Sequence[dict], found: re.Pattern[st
     """Every occurrence, in reading order: the older messages first, then the items."""
     hits: list[Hit] = []
     for index, message in enumerate(older):
-        count = len(found.findall(message_text(message)))
+        count = sum(1 for _ in spans(found, message_text(message)))
         hits += [Hit(None, index, k) for k in range(count)]
     for item in items:
         k = 0
         for text, hidden in item_parts(item):
             if not text:
                 continue
-            for _match in found.finditer(text):
+            for _span in spans(found, text):
                 hits.append(Hit(item, -1, k, (hidden and _closed(item)) or item.hidden))
                 k += 1
         if isinstance(item, RewoundItem) and item.stored is not None:
             for message in item.stored[0]:
-                for _match in found.finditer(message_text(message)):
+                for _span in spans(found, message_text(message)):
                     hits.append(Hit(item, -1, k, True, sealed=True))
                     k += 1
     return hits
@@ -173,8 +175,7 @@ def line_marks(lines: Sequence[tuple[str, bool]], found: re.Pattern[str]
         joined.append(text)
         at += len(text)
     marks: list[list[tuple[int, int, int]]] = [[] for _ in lines]
-    for number, match in enumerate(found.finditer("".join(joined))):
-        start, end = match.span()
+    for number, (start, end) in enumerate(spans(found, "".join(joined))):
         line = bisect_right(starts, start) - 1
         while line < len(lines) and starts[line] < end:
             lo = max(start, starts[line]) - starts[line]
