@@ -250,7 +250,30 @@ class HistoryIndex:
             else:
                 self._rewound, self._hidden = _rewound_and_hidden(source)
             self._mark = mark
+            self._take_in_shown(source)
         return source
+
+    def _take_in_shown(self, source: HistorySource) -> None:
+        """Index the numbers skipped while they were hidden that a rewind shows again
+        (:meth:`extend` never reads a hidden number, and never goes back).
+
+        Cheap when there are none: the numbers indexed and those hidden now, counted,
+        cover every number up to the last one indexed.
+        """
+        numbers = self._numbers
+        done = numbers[-1] if numbers else 0
+        hidden_apart = [n for n in self._hidden if n <= done and not _holds(numbers, n)]
+        if len(numbers) + len(hidden_apart) >= done:
+            return
+        names = self._tool_names if self._tool_names is not None else {}
+        for n in sorted(set(range(1, done + 1)).difference(numbers, self._hidden)):
+            try:
+                message = source.entry(n).message
+            except IndexError:  # hidden after all (a history that does not say)
+                continue
+            at = bisect_left(numbers, n)
+            numbers.insert(at, n)
+            self._texts.insert(at, _lowered([searchable_text(message, names)])[0])
 
     def search(self, history: HistorySource | Sequence[EntryLike], query: str, *,
                limit: int | None = DEFAULT_LIMIT, before: int | None = None,
@@ -385,6 +408,12 @@ def _new_messages(source: HistorySource, done: int, last: int
         numbers.append(n)
         messages.append(entry.message)
     return numbers, messages
+
+
+def _holds(numbers: list[int], n: int) -> bool:
+    """Whether the sorted ``numbers`` hold ``n``."""
+    at = bisect_left(numbers, n)
+    return at < len(numbers) and numbers[at] == n
 
 
 def _mark_of(source: HistorySource) -> Any:

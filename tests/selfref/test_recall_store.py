@@ -104,6 +104,31 @@ def test_a_message_hidden_after_it_was_indexed_is_never_found(tmp_path):
         _same_as_entries(memory, index)
 
 
+def test_a_message_indexed_while_hidden_is_found_once_a_rewind_shows_it_again(tmp_path):
+    """Hidden when the index took the history in (its only call's result brought an
+    image), then back in the context (a rewind to just before that result), then hidden
+    again (the rewind undone): the index follows each step."""
+    with SelfReference(tmp_path / "data") as store:
+        memory = store.open("main")
+        memory.commit([UserMessageMutation({"role": "user", "content": "take a picture"}),
+                       AssistantMessageMutation(content="", tool_calls=[
+                           _call("c1", "shot", '{"subject": "heron"}')])])
+        memory.commit([MultimodalToolResultMutation("c1", "shot", "{}",
+                                                    [{"content": "the picture"}])])
+        memory.commit([AssistantMessageMutation(content="A bird.")])
+        assert memory.is_hidden(2)
+        index = HistoryIndex()
+        assert index.search(memory, "heron").total == 0
+        memory.commit([memory.rewind_patch(3)])
+        assert not memory.is_hidden(2)
+        assert [h.n for h in index.search(memory, "heron").hits] == [2]
+        _same_as_entries(memory, index)
+        memory.commit([type(memory.rewind_patch(1))(to_patch=memory.last_rewind)])
+        assert memory.is_hidden(2)
+        assert index.search(memory, "heron").total == 0
+        _same_as_entries(memory, index)
+
+
 def test_bulk_reads_leave_hidden_numbers_out_and_stop_where_asked(tmp_path):
     with SelfReference(tmp_path / "data") as store:
         memory = store.open("main")
