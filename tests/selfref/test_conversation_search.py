@@ -123,3 +123,14 @@ def test_a_phrase_matches_across_runs_of_white_space_before_and_after_words(tmp_
             assert search.search('"  BLUE   button "').total == 2
         with ConversationSearch(data) as search:  # a phrase first
             assert [m.n for m in search.search('"blue button"').matches] == [3, 1]
+
+
+def test_a_letter_that_folds_to_ascii_is_seen_among_many_other_escapes(tmp_path):
+    """A log escapes every non-ASCII letter; past the escapes read one by one, each
+    letter that folds to ASCII is looked for on its own, and still turns the shortcut off."""
+    data = tmp_path / "data"
+    _say(data, "ru", "д" * 120_000 + " Straße " + "ж" * 1_000)
+    _say(data, "en", "Strasse")
+    with ConversationSearch(data) as search:
+        assert {m.key for m in search.search("STRASSE").matches} == {"ru", "en"}
+        assert search.search("nowhere").total == 0
