@@ -203,7 +203,7 @@ async def one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
         loop.remove_signal_handler(signal.SIGINT)
         output.finish()
         if mcp is not None:
-            await mcp.aclose()
+            await mcp.aclose(quitting=True)
         if agent is not None:
             await agent.aclose()
         selfref.close()

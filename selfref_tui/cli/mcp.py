@@ -31,7 +31,7 @@ def _mcp_list(args: argparse.Namespace) -> int:
             await manager.wait_started()
             return manager.overview()
         finally:
-            await manager.aclose()
+            await manager.aclose(quitting=True)
 
     rows = asyncio.run(collect()) if config.mcp_servers else []
     # A server that did not start is a failure a script must see, not only read.

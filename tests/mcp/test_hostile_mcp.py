@@ -191,6 +191,26 @@ async def test_a_wedged_server_is_stopped_at_exit_without_being_called_a_failure
     assert not alive(pid) or await asyncio.to_thread(wait_gone, [pid]) == []
 
 
+async def test_quitting_ends_a_wedged_server_without_the_grace_a_stop_gives_it(
+        tmp_path, monkeypatch):
+    """The protocol's grace (time to exit once its stdin closes) is for a stop nobody waits
+    on; when the app quits a person waits, so a wedged server (deaf to its stdin closing
+    and to SIGTERM, with helpers deaf to SIGTERM too) is ended without it. The grace is an
+    hour here: a quit that waited for it would not finish within the bound below."""
+    from selfref_tui.agent.mcp import stdio
+
+    monkeypatch.setattr(stdio, "GRACE_S", 3600.0)
+    manager = McpManager([hostile("--pids", str(tmp_path / "pids"), "--wedge", "--helpers",
+                                  "1", "--setsid-helpers", "1", "--stubborn-helpers")])
+    await manager.wait_started(timeout=60)
+    assert manager.statuses()[0].state == "ready"
+    pids = await asyncio.to_thread(read_pids, tmp_path / "pids", 3)
+    async with asyncio.timeout(120):  # a hang bound, far below the grace
+        await manager.aclose(quitting=True)
+    assert manager.statuses()[0].state == "stopped"
+    assert await asyncio.to_thread(wait_gone, pids) == []
+
+
 def test_ask_does_not_wait_forever_for_a_call_and_prints_no_traceback(tmp_path):
     import json
 

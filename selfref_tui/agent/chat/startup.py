@@ -233,7 +233,7 @@ class Startup:
         finally:
             try:
                 if self.mcp is not None:
-                    await self.mcp.aclose()
+                    await self.mcp.aclose(quitting=True)
                 if self.demo_server is not None:
                     await self.demo_server.stop()
                 await asyncio.gather(*self._store_threads, return_exceptions=True)

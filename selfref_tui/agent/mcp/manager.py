@@ -113,6 +113,8 @@ class McpManager:
         self._tools: dict[str, McpTool] = {}
         self._clients: dict[str, Any] = {}
         self._links: dict[str, Link] = {}
+        #: set by aclose(quitting=True), for a link made after it (a task not started yet)
+        self._quitting = False
         self._tasks: dict[str, asyncio.Task] = {}
         self._stop = asyncio.Event()
         self._started = False
@@ -142,13 +144,19 @@ class McpManager:
         for task in pending:
             task.cancel()
 
-    async def aclose(self) -> None:
+    async def aclose(self, *, quitting: bool = False) -> None:
         """Stop every server and wait for their processes to go (bounded by the SDK).
 
         A server still starting is cancelled rather than waited for: quitting must
         not take its start-up timeout. The SDK's shutdown is shielded, so its
-        process is still stopped.
+        process is still stopped. ``quitting``: the app or command is ending and a
+        person waits for it, so a stdio server gets a short grace (``stdio.QUIT_GRACE_S``)
+        and what is left of it is killed soon after; the rule that no process
+        outlives the app holds either way.
         """
+        self._quitting = quitting
+        for link in self._links.values():
+            link.quitting = quitting
         self._stop.set()
         for name, task in self._tasks.items():
             if self.status[name].state == "starting":
@@ -296,7 +304,7 @@ class McpManager:
 
     async def _run(self, config: McpServerConfig) -> None:
         status = self.status[config.name]
-        link = self._links[config.name] = Link()
+        link = self._links[config.name] = Link(quitting=self._quitting)
         started = time.perf_counter()
         ready = False
         try:

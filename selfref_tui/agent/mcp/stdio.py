@@ -33,7 +33,7 @@ from typing import Any
 
 from ...safety import one_line
 from .listing import prune_listing
-from .supervisor import KILL_AFTER_S, REAP_S, can_supervise, supervised
+from .supervisor import KILL_AFTER_S, QUIT, REAP_S, can_supervise, supervised
 
 #: the last bytes of a server's stderr kept to explain a failure
 TAIL_BYTES = 8 * 1024
@@ -41,6 +41,11 @@ TAIL_BYTES = 8 * 1024
 GRACE_S = 2.0
 #: seconds the writer gets to flush what the session already handed it
 FLUSH_S = 0.5
+#: the same two when the app is quitting (:attr:`Link.quitting`): the person waits for
+#: the app to go, and a server that has not left by then is ended (SIGTERM, then SIGKILL
+#: ``supervisor.QUIT_KILL_AFTER_S`` later)
+QUIT_GRACE_S = 0.2
+QUIT_FLUSH_S = 0.1
 #: bytes asked of a pipe per read
 READ_BYTES = 256 * 1024
 #: a line this long is handed over without a copy
@@ -174,6 +179,8 @@ class Link:
     returncode: int | None = None
     #: tools its listings named that were left out (see ``listing.py``)
     left_out: list[str] = field(default_factory=list)
+    #: the app is quitting: stop the server with the short waits (``QUIT_GRACE_S``)
+    quitting: bool = False
 
     def __post_init__(self) -> None:
         import asyncio
@@ -195,9 +202,9 @@ async def stdio_transport(
     """Run ``argv`` as a stdio MCP server; yield the SDK's ``(read, write)`` streams.
 
     Leaving the context stops the server: stdin closed, :data:`GRACE_S` to exit
-    (none when it broke the protocol), then the lifeline closed, which makes the
-    supervisor kill the group. Every wait is bounded and shielded, so a
-    cancelled caller still leaves no process behind.
+    (none when it broke the protocol; :data:`QUIT_GRACE_S` when the app is quitting),
+    then the lifeline closed, which makes the supervisor kill the group. Every wait
+    is bounded and shielded, so a cancelled caller still leaves no process behind.
     """
     import anyio
     import anyio.abc
@@ -281,14 +288,17 @@ async def stdio_transport(
         left = link.closed.is_set()  # stdout ended before we began to stop it
         write_send.close()
         read_receive.close()
-        with anyio.move_on_after(FLUSH_S):
+        with anyio.move_on_after(QUIT_FLUSH_S if link.quitting else FLUSH_S):
             await writer_done.wait()
         with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             await stdin.aclose()
         if not link.failure:
-            await wait_exit(GRACE_S)
+            await wait_exit(QUIT_GRACE_S if link.quitting else GRACE_S)
         if left and process.returncode is not None:
             link.returncode = process.returncode  # the supervisor's status is the server's
+        if link.quitting:
+            with contextlib.suppress(OSError):
+                os.write(life_w, QUIT)  # the supervisor's short wait before SIGKILL
         os.close(life_w)  # the supervisor now ends what is left of the server
         if not await wait_exit(KILL_AFTER_S + REAP_S + 1.0):
             with contextlib.suppress(ProcessLookupError):

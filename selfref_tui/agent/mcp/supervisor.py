@@ -20,7 +20,9 @@ standard library only, nothing of selfref_tui), which
   server's status (128 + the signal's number when a signal ended it).
 
 The app stops a server the protocol's way first (its stdin closed, a grace
-period), then closes the lifeline.
+period), then closes the lifeline. When the app is quitting it writes
+:data:`QUIT` on the lifeline first: the person waits for the app to go, so
+SIGKILL follows SIGTERM after :data:`QUIT_KILL_AFTER_S` instead.
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ from collections.abc import Sequence
 
 #: seconds between SIGTERM and SIGKILL for what is left of a server's processes
 KILL_AFTER_S = 1.0
+#: the same when the app is quitting (it said :data:`QUIT` on the lifeline)
+QUIT_KILL_AFTER_S = 0.2
+#: what the app writes on the lifeline before closing it when it is quitting
+QUIT = b"q"
 #: seconds to wait for the processes SIGKILL was sent to
 REAP_S = 2.0
 PR_SET_PDEATHSIG = 1
@@ -58,6 +64,7 @@ class Supervisor:
         self.server = 0
         self.status: int | None = None
         self.stop = False
+        self.kill_after = KILL_AFTER_S
 
     def run(self) -> int:
         os.set_inheritable(self.lifeline, False)
@@ -80,6 +87,8 @@ class Supervisor:
             if wake_r in ready:
                 os.read(wake_r, 512)
             if self.lifeline in ready:
+                if os.read(self.lifeline, 1) == QUIT:
+                    self.kill_after = QUIT_KILL_AFTER_S
                 break
         self.clean_up()
         if self.status is None:
@@ -144,7 +153,7 @@ class Supervisor:
                 pass
 
     def clean_up(self) -> None:
-        for sig, wait_s in ((signal.SIGTERM, KILL_AFTER_S), (signal.SIGKILL, REAP_S)):
+        for sig, wait_s in ((signal.SIGTERM, self.kill_after), (signal.SIGKILL, REAP_S)):
             self.signal_all(sig)
             deadline = time.monotonic() + wait_s
             while time.monotonic() < deadline:
