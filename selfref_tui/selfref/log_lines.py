@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from datetime import UTC, datetime
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -80,39 +78,10 @@ def check_record(record: dict[str, Any]) -> str | None:
 
 
 _raw_decode = json.JSONDecoder().raw_decode
-#: a log at least this long is read with orjson where it can be (see fast_decoder): its
-#: import (~10 ms) is paid only where it saves more
-FAST_FROM = 1 << 20
-#: every digit as 0, to find a run of them (one C pass over a whole log)
-_DIGITS = bytes.maketrans(b"123456789", b"000000000")
-#: an integer this long may be past 64 bits, which orjson reads as a float
-_LONG_NUMBER = b"0" * 19
-FastDecoder = tuple[Callable[[bytes], Any], type[Exception]]
 
 
-@cache
-def _orjson() -> FastDecoder | None:
-    try:
-        from orjson import JSONDecodeError, loads
-    except ImportError:  # a dependency; without it a long log only loads slower
-        return None
-    return loads, JSONDecodeError
-
-
-def fast_decoder(data: bytes) -> FastDecoder | None:
-    """What may read the lines of the log ``data`` in about half the time of ``json``
-    (:func:`parse_line`): orjson, which reads every record as ``json`` does but an integer
-    past 64 bits (a float for it); so not for a log that holds 19 digits in a row anywhere
-    (a text too), nor a short one. None: ``json`` alone."""
-    if len(data) < FAST_FROM or _LONG_NUMBER in data.translate(_DIGITS):
-        return None
-    return _orjson()
-
-
-def parse_line(raw: bytes, sealed: bool, fast: FastDecoder | None = None
-               ) -> tuple[Any, str | None]:
-    """(record, None) for a line that verifies and parses to an object, else (None, why);
-    ``fast``: what :func:`fast_decoder` gave for the line's log."""
+def parse_line(raw: bytes, sealed: bool) -> tuple[Any, str | None]:
+    """(record, None) for a line that verifies and parses to an object, else (None, why)."""
     if len(raw) > MAX_LINE_BYTES:
         return None, f"the line is {len(raw):,} bytes long (more than {MAX_LINE_BYTES:,})"
     check = verify(raw)
@@ -120,20 +89,6 @@ def parse_line(raw: bytes, sealed: bool, fast: FastDecoder | None = None
         return None, "the checksum does not match (the line was changed)"
     if check is None and sealed:
         return None, "the line has no checksum (it was changed)"
-    if fast is not None and raw[:1] == b"{":
-        # A record orjson reads is the one ``json`` reads (fast_decoder). It refuses some
-        # that ``json`` reads (a lone surrogate's escape, NaN, a number past a double's
-        # range) and all that it refuses (bad UTF-8, extra data, nesting it cannot
-        # follow): those are read below, as they always were, so a line is kept or
-        # damaged as before.
-        loads, refused = fast
-        try:
-            rec = loads(raw)
-        except refused:
-            pass
-        else:
-            if type(rec) is dict:
-                return rec, None
     try:
         text = raw.decode("utf-8")
         rec, end = _raw_decode(text)  # the C scanner, without json.loads's wrappers

@@ -14,7 +14,7 @@ from ..context.mutations import MutationDecodeError
 from .checksum import seal, seal_bytes, verify
 from .decode import decode_mutation
 from .images import PREFIX as IMAGE_PREFIX
-from .log_lines import SCHEMA, FastDecoder, now_iso, parse_line
+from .log_lines import SCHEMA, now_iso, parse_line
 
 
 def kept_line(code: int) -> tuple[int, bool]:
@@ -46,8 +46,7 @@ class LogScan:
         self.whole = 0  # complete lines up to the last whole batch
         self.ts: Any = ""
 
-    def run(self, fast: FastDecoder | None = None) -> None:
-        """``fast``: what may read the log's lines faster (``log_lines.fast_decoder``)."""
+    def run(self) -> None:
         memory, lines = self.memory, self.lines
         self.sealed, problem = memory._header(lines[0], 1)
         if problem is not None:
@@ -70,7 +69,7 @@ class LogScan:
         self.whole = 1
         for index in range(1, len(lines)):
             raw = lines[index]
-            rec, problem = parse_line(raw, sealed, fast)
+            rec, problem = parse_line(raw, sealed)
             if problem is None:
                 if rec.get("t") == "m":
                     try:

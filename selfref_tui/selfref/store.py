@@ -97,7 +97,6 @@ from .log_lines import (
     LINE_ONLY,
     SCHEMA,
     check_record,
-    fast_decoder,
     keep_copy,
     now_iso,
     pin_record,
@@ -578,7 +577,7 @@ class MemoryKey:
             self._repair(0, torn or "the file is empty")
             return
         scan = LogScan(self, lines)
-        scan.run(fast_decoder(data))
+        scan.run()
         self.updated = scan.ts if isinstance(scan.ts, str) else self.created
         if scan.torn_from is not None:
             torn = torn or "the last batch is incomplete"
