@@ -30,6 +30,41 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
 
 
+#: how long Textual's Pilot sleeps between checks for an idle app while it types a string
+TYPING_IDLE_SLICE_S = 0.002
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Let Pilot type all but the last key of a ``press`` with a 2 ms idle check.
+
+    ``Pilot.press`` waits twice per key for a slice in which the process used
+    (nearly) no CPU, and each wait sleeps at least one 20 ms slice: typing
+    ``/rewind 3`` cost half a second of sleep, most of the UI tests' time. The
+    keys before the last are still sent one at a time, each once the app has
+    handled the one before it (the same idle share of a shorter slice). The
+    last key, and ``Pilot.pause``, keep Textual's 20 ms slice: longer than a
+    frame, so what a test reads next has been laid out and drawn.
+    """
+    from textual import _wait
+    from textual.app import App
+
+    press_keys = App._press_keys
+
+    async def typing_press_keys(self: App, keys) -> None:
+        *head, last = keys
+        if head:
+            normal = _wait.SLEEP_GRANULARITY, _wait.SLEEP_IDLE
+            _wait.SLEEP_GRANULARITY = TYPING_IDLE_SLICE_S
+            _wait.SLEEP_IDLE = TYPING_IDLE_SLICE_S / 20
+            try:
+                await press_keys(self, head)
+            finally:
+                _wait.SLEEP_GRANULARITY, _wait.SLEEP_IDLE = normal
+        await press_keys(self, [last])
+
+    App._press_keys = typing_press_keys
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(tmp_path, monkeypatch):
     """Keep tests away from the person's real store and config."""
