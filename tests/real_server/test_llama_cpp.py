@@ -2,15 +2,23 @@
 
 What once broke there, checked on the real thing: a conversation
 with tool calls continued (``content: null`` was refused), Esc mid-answer,
-the window, and a request that does not fit a 1,024-token window.
+the window, and a request that does not fit a 1,024-token window. Then what a
+strict server could refuse in what came later: every tool schema we send
+turned into a grammar, a turn after a rewind and a branch's first turn, a turn
+after a compaction whose summary holds the person's words and pins (made on
+the scripted server: a 135M model seldom calls tools), a compaction the model
+does not make, and a long kept-words summary on a 1,024-token window. Nothing
+here depends on what the model says.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 import pytest
+from openai import APIError, AsyncOpenAI
 
 from selfref_tui.agent import events as ev
 from selfref_tui.agent.abort import AbortSignal
@@ -20,6 +28,7 @@ from selfref_tui.agent.turn.loop import Agent
 from selfref_tui.config import AgentSettings, ProviderConfig
 from selfref_tui.demo import DemoServer, Reply, ToolCall
 from selfref_tui.selfref import SelfReference
+from selfref_tui.selfref.rewind import rewind
 
 from .conftest import MODEL, SMALL_MODEL, URL
 
@@ -152,3 +161,185 @@ async def test_after_an_overflow_the_conversation_recovers(tmp_path):
           f"notices: {notices}; errors: {[e.message for e in run.of(ev.ErrorEvent)]}")
     assert any("window too small for the full tool set" in n for n in notices), notices
     assert outcome == "done", run.of(ev.ErrorEvent)
+
+
+# ------------------------------------------------------ what came later
+
+
+async def scripted(data, script: list, *said: str | None, key: str = "main",
+                   window: int = 4096, pin: tuple[int, ...] = (),
+                   compact_at_end: bool = False) -> list:
+    """Turns of ``said`` on the in-package server (``script`` answers them) into the
+    store at ``data``: what the real server's turn then continues. ``pin`` pins those
+    messages before the last turn; ``compact_at_end`` asks for a compaction first."""
+    events: list = []
+    async with DemoServer(script, context_window=window) as demo_url:
+        store = SelfReference(data)
+        agent = Agent(store, Provider(ProviderConfig(base_url=demo_url, api_key="x",
+                                                     model="selfref-demo")),
+                      SETTINGS, events.append, model="selfref-demo", context_window=window)
+        try:
+            for i, text in enumerate(said):
+                if i == len(said) - 1:
+                    for n in pin:
+                        assert store.open(key).set_pinned(n)
+                    if compact_at_end:
+                        agent.request_compaction(key)
+                assert await agent.run_turn(key, text) == "done", events
+        finally:
+            await agent.aclose()
+            store.close()
+    return events
+
+
+def conversation(run: Run, key: str = "main") -> list[tuple[str, str]]:
+    """What the key's context holds now, system prompt aside: (role, text)."""
+    return [(m["role"], str(m.get("content") or ""))
+            for m in run.store.open(key).messages if m["role"] != "system"]
+
+
+async def test_every_tool_schema_we_send_becomes_a_grammar_the_server_accepts(tmp_path):
+    """llama.cpp turns a tool's JSON schema into a grammar when the call is forced: a
+    schema it cannot convert is refused. Each tool we offer (compact with its long
+    description, search_history, read_history, ...) is forced once, with the whole set."""
+    run = Run(tmp_path / "data")
+    try:
+        tools = run.agent.tools_for("main")
+    finally:
+        await run.close()
+    names = [t["function"]["name"] for t in tools]
+    assert {"compact", "search_history", "read_history", "remember"} <= set(names), names
+    client = AsyncOpenAI(base_url=URL, api_key="none", max_retries=0, timeout=120)
+    refused = {}
+    try:
+        for name in names:
+            try:
+                answer = await client.chat.completions.create(
+                    model=MODEL, max_tokens=24, tools=tools,
+                    tool_choice={"type": "function", "function": {"name": name}},
+                    messages=[{"role": "system", "content": "Call the tool."},
+                              {"role": "user", "content": "Go."}])
+            except APIError as e:  # the refusal is what is checked
+                refused[name] = f"{type(e).__name__}: {e}"
+                continue
+            calls = answer.choices[0].message.tool_calls or []
+            print(f"{name}: {[c.function.name for c in calls]}")
+    finally:
+        await client.close()
+    assert not refused, json.dumps(refused, indent=1)
+
+
+async def test_a_turn_after_a_rewind_sends_the_prefix(tmp_path):
+    data = tmp_path / "data"
+    await scripted(data, [Reply(text="answer one"), Reply(text="answer two")], "one", "two")
+    store = SelfReference(data)
+    try:
+        rewind(store.open("main"), 3)
+    finally:
+        store.close()
+    run = Run(data)
+    try:
+        sent = [(m["role"], m.get("content")) for m in
+                run.agent.preview_request("main").messages if m["role"] != "system"]
+        outcome = await run.agent.run_turn("main", "three")
+        held = conversation(run)
+    finally:
+        await run.close()
+    assert sent == [("user", "one"), ("assistant", "answer one")]
+    assert outcome == "done", run.of(ev.ErrorEvent)
+    assert held[:3] == [("user", "one"), ("assistant", "answer one"), ("user", "three")]
+    assert held[3][0] == "assistant" and len(held) == 4
+
+
+async def test_a_branchs_first_turn(tmp_path):
+    data = tmp_path / "data"
+    await scripted(data, [Reply(text="answer one"), Reply(text="answer two")], "one", "two")
+    store = SelfReference(data)
+    try:
+        store.branch("main", 3, "side")
+    finally:
+        store.close()
+    run = Run(data)
+    try:
+        outcome = await run.agent.run_turn("side", "three")
+        side, main = conversation(run, "side"), conversation(run, "main")
+    finally:
+        await run.close()
+    assert outcome == "done", run.of(ev.ErrorEvent)
+    assert side[:3] == [("user", "one"), ("assistant", "answer one"), ("user", "three")]
+    assert main == [("user", "one"), ("assistant", "answer one"), ("user", "two"),
+                    ("assistant", "answer two")]
+
+
+SUMMARY = {"goal": "Port the parser", "instruction": "Small commits",
+           "discoveries": ["uses regex"], "completed": ["read the code"],
+           "current_status": "halfway", "likely_next_work": "write the tokenizer",
+           "relevant_files_directories": ["parser.py"],
+           "errors_and_fixes": ["import cycle: moved the helper"],
+           "constraints_and_preferences": ["tabs"], "pending_tasks": ["docs"]}
+TABS = "Please indent with tabs, never spaces. I mean it."
+DEADLINE = "The deadline is Friday; ship the tokenizer first."
+
+
+def compacting(*before: str) -> list:
+    return [*(Reply(text=t) for t in before),
+            Reply(text="Summarising.", tool_calls=[ToolCall("compact", SUMMARY, id="k1")]),
+            Reply(text="Compacted.")]
+
+
+async def test_a_turn_after_a_compaction_that_kept_the_persons_words_and_a_pin(tmp_path):
+    data = tmp_path / "data"
+    made = await scripted(data, compacting("Tabs it is.", "Friday it is."), TABS, DEADLINE,
+                          None, pin=(1,), compact_at_end=True)
+    assert len([e for e in made if isinstance(e, ev.CompactionApplied)]) == 1
+    run = Run(data)
+    try:
+        summary = next(str(m["content"]) for m in run.agent.preview_request("main").messages
+                       if "[Context summary]" in str(m.get("content")))
+        outcome = await run.agent.run_turn("main", "What is the deadline?")
+    finally:
+        await run.close()
+    assert TABS in summary and DEADLINE in summary
+    assert outcome == "done", run.of(ev.ErrorEvent)
+    assert run.text().strip()
+
+
+async def test_a_compaction_the_model_does_not_make_is_said_once_and_not_asked_again(
+        tmp_path):
+    run = Run(tmp_path / "data")
+    try:
+        assert await run.agent.run_turn("main", TABS) == "done", run.of(ev.ErrorEvent)
+        run.agent.request_compaction("main")
+        outcome = await run.agent.run_turn("main", None)
+        steps = len(run.of(ev.LLMCallStarted))
+        after = await run.agent.run_turn("main", "Say hi.")
+        held = conversation(run)
+    finally:
+        await run.close()
+    applied, failed = run.of(ev.CompactionApplied), run.of(ev.CompactionFailed)
+    print(f"applied: {len(applied)}; failed: {[f.reason for f in failed]}; steps: {steps}")
+    assert outcome == "done" and after == "done", run.of(ev.ErrorEvent)
+    # made, or said once: never both, never twice, and not asked again afterwards
+    assert len(applied) + len(failed) == 1, (applied, failed)
+    assert len([c for r, c in held if "asked you to compact" in c]) <= 1
+    assert steps <= 1 + 2 + 2  # the first turn; at most the compact call and its follow-up
+
+
+async def test_a_long_kept_words_summary_on_a_1024_token_window(tmp_path):
+    """The person's long messages, kept verbatim by a compaction made on a 4,096-token
+    window; the conversation then goes on with a 1,024-token window."""
+    data = tmp_path / "data"
+    said = [f"Message {i}: " + "please keep this exact wording in mind. " * 40
+            for i in range(3)]
+    await scripted(data, compacting("ok", "ok", "ok"), *said, None, compact_at_end=True)
+    run = Run(data, model=SMALL_MODEL, window=1024)
+    try:
+        plan = run.agent.preview_request("main")
+        outcome = await run.agent.run_turn("main", "Say hi.")
+    finally:
+        await run.close()
+    errors = run.of(ev.ErrorEvent)
+    print(f"planned {plan.tokens} tokens, {plan.left_out} left out, fits: {plan.fits}; "
+          f"outcome: {outcome}; notices: {[n.message for n in run.of(ev.Notice)]}; "
+          f"errors: {[e.message for e in errors]}")
+    assert outcome == "done", errors
