@@ -40,8 +40,9 @@ class RewindReport:
     #: experiences that left ({"id", "text"}) and those that came back
     forgotten: list[dict[str, Any]] = field(default_factory=list)
     remembered: list[dict[str, Any]] = field(default_factory=list)
-    #: refs no longer offered, and refs whose current content changed
+    #: refs no longer offered, refs offered again (an undo), and refs whose content changed
     refs_gone: list[str] = field(default_factory=list)
+    refs_back: list[str] = field(default_factory=list)
     refs_reverted: list[str] = field(default_factory=list)
     #: files the undone writes changed: what to put back (see checkpoints.restore)
     files: list[FileChange] = field(default_factory=list)
@@ -70,6 +71,8 @@ class RewindReport:
                 f"{e.get('id')} {e.get('text')}" for e in self.remembered))
         if self.refs_gone:
             out.append("refs no longer offered: " + ", ".join(self.refs_gone))
+        if self.refs_back:
+            out.append("refs offered again: " + ", ".join(self.refs_back))
         if self.refs_reverted:
             out.append("refs back to another version: " + ", ".join(self.refs_reverted))
         if self.files:
@@ -158,7 +161,7 @@ def _commit(memory: Any, patch: RewindMutation, n: int) -> RewindReport:
             report.refs_gone.append(ref_id)
         elif versions[-1].get("content") != content:
             report.refs_reverted.append(ref_id)
-    report.refs_reverted += [r for r in memory.refs if r not in refs]
+    report.refs_back = [r for r in memory.refs if r not in refs]
     left, back = set(report.left), set(report.back)
     writes = memory.file_writes()
     undone = [record for number, record in writes if number in left]

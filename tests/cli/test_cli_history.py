@@ -330,3 +330,15 @@ def test_a_mistyped_conversation_is_refused_and_not_made(server, tmp_path):
         assert code == 1 and "no conversation 'mian' in this data folder" in err, (args, err)
     assert not (tmp_path / "data" / "keys" / "mian").exists()
     assert run(url, "pin", "1")[0] == 0  # the conversation that exists still works
+
+
+def test_undoing_a_rewind_says_its_refs_are_offered_again(server):
+    _, url = server([Reply(text='<ref id="plan">step one</ref>')])
+    assert run(url, "ask", "plan it")[0] == 0
+    code, out, err = run(url, "rewind", "1")
+    assert code == 0, err
+    assert "refs no longer offered: plan" in out
+    code, out, err = run(url, "rewind", "--undo")
+    assert code == 0, err
+    assert "refs offered again: plan" in out
+    assert "another version" not in out  # the ref came back as it was, not changed
