@@ -18,6 +18,7 @@ own behind the transcript.
 
 from __future__ import annotations
 
+import pytest
 from textual.color import Color
 from textual.theme import BUILTIN_THEMES
 
@@ -111,12 +112,25 @@ async def _pages(pilot, app):
         await pilot.pause()
 
 
-async def test_every_builtin_theme_is_readable_in_the_transcript_and_the_dialogs(tmp_path):
+#: the themes in four runs of the app (each switching through its share in turn), so that
+#: pytest-xdist spreads them over its workers instead of one running them all at the end
+THEME_RUNS = [THEMES[start::4] for start in range(4)]
+
+
+def test_the_runs_go_through_every_theme_once():
+    assert sorted(name for run in THEME_RUNS for name in run) == sorted(THEMES)
+    assert len(THEMES) >= 8
+
+
+@pytest.mark.parametrize("themes", THEME_RUNS, ids=lambda run: run[0])
+async def test_every_builtin_theme_is_readable_in_the_transcript_and_the_dialogs(
+    tmp_path, themes
+):
     async with DemoServer(SCRIPT) as url:
         app = make_app(tmp_path, url)
         async with app.run_test(size=SIZE) as pilot:
             await _conversation(pilot, app)
-            for name in THEMES:
+            for name in themes:
                 await _theme(pilot, app, name)
                 pages = 0
                 async for _ in _pages(pilot, app):
