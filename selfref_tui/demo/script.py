@@ -292,8 +292,20 @@ def _after_tools(messages: list[dict], tools: set[str]) -> Step:
         return Reply(text=f"{DEMO_TAG} The history search answered: {one_line(first, 200)}")
     if "read_history" in called:
         return Reply(text=f"{DEMO_TAG} Here it is, word for word from the store:\n\n"
-                     f"{one_line(first, 600)}")
+                     f"{_quoted(first, 600)}")
     return Reply(text=f"{DEMO_TAG} The tool answered: {one_line(first, 200)}")
+
+
+def _quoted(text: str, limit: int) -> str:
+    """``text`` (cut at ``limit``) in a fence longer than any backtick run inside it.
+
+    Inside a fence a ``<ref>`` tag is literal: quoting a stored message that
+    held refs must not write those refs again (flattened or cut short).
+    """
+    cut = text if len(text) <= limit else text[: limit - 1] + "…"
+    longest = max((len(run) for run in re.findall(r"`+", cut)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{cut}\n{fence}"
 
 
 def _json_field(text: str, name: str) -> str:

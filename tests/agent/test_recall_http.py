@@ -147,7 +147,25 @@ async def test_the_demo_model_finds_a_compacted_message_and_reads_it(harness):
         answer = h.server.requests[-1]["messages"][-1]["content"]
         assert "My cat is called Marmalade." in answer
         said = "".join(e.text for e in h.of(ev.TextDelta))
-        assert said.endswith("My cat is called Marmalade. </message>") and DEMO_TAG in said
+        assert said.endswith("My cat is called Marmalade.\n</message>\n```") and DEMO_TAG in said
+
+
+async def test_the_demo_model_quoting_a_message_with_refs_leaves_the_refs_alone(harness):
+    from selfref_tui.demo.script import demo_script
+
+    async with harness(demo_script) as h:
+        assert await h.agent.run_turn("main", "show me some code") == "done"
+        before = {ref_id: [v["content"] for v in versions]
+                  for ref_id, versions in h.reload().refs.items()}
+        assert "fib_recursive" in before
+        assert await h.agent.run_turn("main", "search the history for Fibonacci") == "done"
+        names = [e.name for e in h.of(ev.ToolCallEnded)]
+        assert names[-2:] == ["search_history", "read_history"]
+        said = "".join(e.text for e in h.of(ev.TextDelta))
+        assert '<ref id="fib_recursive">' in said  # quoted, as literal text
+        after = {ref_id: [v["content"] for v in versions]
+                 for ref_id, versions in h.reload().refs.items()}
+        assert after == before
 
 
 async def test_two_searches_of_one_batch_over_a_long_history_agree(harness):
