@@ -71,4 +71,5 @@ echo "llama-cpp-python server on $URL (log: $LOG)" >&2
 cd "$ROOT"
 VENV_TESTS="${SELFREF_TEST_PYTHON:-$ROOT/.venv/bin/python}"
 SELFREF_REAL_SERVER_URL="$URL" SELFREF_REAL_SERVER_LOG="$LOG" \
+    SELFREF_REAL_SERVER_PYTHON="$VENV/bin/python" SELFREF_REAL_SERVER_GGUF="$MODEL" \
     "$VENV_TESTS" -m pytest -p no:cacheprovider -v tests/real_server "$@"

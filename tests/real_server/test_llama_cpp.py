@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import time
 
 import pytest
@@ -30,7 +31,7 @@ from selfref_tui.demo import DemoServer, Reply, ToolCall
 from selfref_tui.selfref import SelfReference
 from selfref_tui.selfref.rewind import rewind
 
-from .conftest import MODEL, SMALL_MODEL, URL
+from .conftest import GGUF, MODEL, SERVER_PYTHON, SMALL_MODEL, URL
 
 SETTINGS = AgentSettings(base_system_prompt="You are a terse assistant. Answer in one sentence.")
 
@@ -199,9 +200,10 @@ def conversation(run: Run, key: str = "main") -> list[tuple[str, str]]:
 
 
 async def test_every_tool_schema_we_send_becomes_a_grammar_the_server_accepts(tmp_path):
-    """llama.cpp turns a tool's JSON schema into a grammar when the call is forced: a
-    schema it cannot convert is refused. Each tool we offer (compact with its long
-    description, search_history, read_history, ...) is forced once, with the whole set."""
+    """A call forced to each tool we offer (compact with its long description,
+    search_history, read_history, ...), the whole set in every request: each is
+    accepted. llama-cpp-python turns the schema into a grammar for a forced call but
+    falls back to "any JSON" when it cannot, so the next test checks the conversion."""
     run = Run(tmp_path / "data")
     try:
         tools = run.agent.tools_for("main")
@@ -227,6 +229,43 @@ async def test_every_tool_schema_we_send_becomes_a_grammar_the_server_accepts(tm
     finally:
         await client.close()
     assert not refused, json.dumps(refused, indent=1)
+
+
+#: run by the server's own Python: each schema through llama-cpp-python's converter
+#: and llama.cpp's grammar parser, the server's path for a forced call minus its
+#: silent fallback to "any JSON" (which hides a schema it cannot convert)
+GRAMMAR_CHECK = """
+import json, sys
+import llama_cpp
+from llama_cpp.llama_grammar import LlamaGrammar
+vocab = llama_cpp.Llama(model_path=sys.argv[1], vocab_only=True, verbose=False)._model.vocab
+failed = {}
+for name, schema in json.load(sys.stdin).items():
+    try:
+        g = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+    except Exception as e:
+        failed[name] = f"not converted: {type(e).__name__}: {e}"
+        continue
+    if not llama_cpp.llama_sampler_init_grammar(vocab, g._grammar.encode(), g._root.encode()):
+        failed[name] = "grammar not parsed by llama.cpp"
+print(json.dumps(failed))
+"""
+
+
+async def test_every_tool_schema_converts_to_a_grammar_llama_cpp_parses(tmp_path):
+    if not (SERVER_PYTHON and GGUF):
+        pytest.skip("SELFREF_REAL_SERVER_PYTHON and SELFREF_REAL_SERVER_GGUF are unset "
+                    "(scripts/real-server-test.sh sets them)")
+    run = Run(tmp_path / "data")
+    try:
+        schemas = {t["function"]["name"]: t["function"]["parameters"]
+                   for t in run.agent.tools_for("main")}
+    finally:
+        await run.close()
+    done = subprocess.run([SERVER_PYTHON, "-c", GRAMMAR_CHECK, GGUF], input=json.dumps(schemas),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {}, done.stdout
 
 
 async def test_a_turn_after_a_rewind_sends_the_prefix(tmp_path):
