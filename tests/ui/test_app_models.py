@@ -129,3 +129,22 @@ async def test_instructions_are_edited_kept_and_sent_in_the_system_prompt(tmp_pa
             await type_and_send(pilot, "plain")
             await turn_done(pilot, app)
             assert INSTRUCTIONS_HEADING not in server.requests[-1]["messages"][0]["content"]
+
+
+async def test_keys_typed_just_before_ctrl_s_are_saved_with_the_instructions(tmp_path):
+    """A terminal delivers a burst of keys at once (a fast typist, a paste without
+    brackets): ctrl+s at its end saves every character typed before it."""
+    from textual import events
+
+    server = DemoServer([Reply(text="ok")])
+    async with server as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "/instructions")
+            await wait_until(pilot, lambda: _screen(app) == "InstructionsEditor", what="editor")
+            for key in [*"Use tu.", "ctrl+s"]:
+                app.post_message(events.Key(key, key if len(key) == 1 else None))
+            await wait_until(pilot, lambda: _screen(app) != "InstructionsEditor", what="saved")
+            await wait_until(pilot, lambda: bool(app.controller.instructions), what="kept")
+            assert app.controller.instructions == "Use tu."

@@ -39,8 +39,10 @@ class InstructionsEditor(ModalScreen[str | None]):
     InstructionsEditor #hint { color: $text-muted; height: 1; }
     """
 
+    # Not a priority binding: ctrl+s reaches the text area after the keys typed
+    # before it, so a fast burst of typing ending in ctrl+s is saved whole.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+s", "save", "Save", id="instructions.save", priority=True),
+        Binding("ctrl+s", "save", "Save", id="instructions.save"),
         Binding("escape", "cancel", "Cancel", id="instructions.cancel"),
     ]
 
