@@ -186,6 +186,8 @@ no API key, every answer is scripted so you can see what the app does. Try one o
 - **"search the history for WORDS"** — I call `search_history`, even over compacted messages
 - **"write something long"** — a long, paced answer: press **Esc** to stop it midway
 - **"what time is it"** — I call a configured MCP time server (`mcp-server-time`)
+- **"write the code to a file"** — I call `fd_to_file` with a ref; rewind past it to put the \
+file back
 
 Point the app at a real model with `--base-url` and `--model` (see the README)."""
 
@@ -278,6 +280,10 @@ def _after_tools(messages: list[dict], tools: set[str]) -> Step:
                          "stays as it is.")
         return Reply(text=f"{DEMO_TAG} Compaction queued: the transcript is replaced by the "
                      "structured summary at the next step.")
+    if "fd_to_file" in called:
+        return Reply(text=f"{DEMO_TAG} The fd_to_file tool answered: {one_line(first, 300)}\n\n"
+                     "Rewind to before your message (Esc Esc) and the app offers to put the "
+                     "file back as it was.")
     if any(name.endswith("__get_current_time") for name in called):
         when = _json_field(first, "datetime") or one_line(first, 200)
         return Reply(text=f"{DEMO_TAG} The MCP time server says it is {when}.")
@@ -343,6 +349,20 @@ def _refs_answer() -> Reply:
         "numbers.</ref>\n\nRefs are named blocks: tools and the refs panel can reuse them."
     )
     return Reply(text=text)
+
+
+def _file_answer(messages: list[dict]) -> Reply:
+    """Write a ref of this conversation to a file with ``fd_to_file``, so a rewind's
+    offer to put files back can be tried offline (``fib_iterative`` when it exists)."""
+    ids = [ref_id for message in messages if message.get("role") == "assistant"
+           for ref_id in re.findall(r'<ref id="([\w.-]+)">', _text_of(message))]
+    if not ids:
+        return Reply(text=f"{DEMO_TAG} There is no ref to write yet: ask me to \"show me some "
+                     "code\" first.")
+    ref_id = "fib_iterative" if "fib_iterative" in ids else ids[-1]
+    name = f"{ref_id}.py" if ref_id.startswith("fib_") and ref_id != "fib_note" else ref_id
+    return Reply(text=f"{DEMO_TAG} Writing ref:{ref_id} to {name}.",
+                 tool_calls=[ToolCall("fd_to_file", {"fd": f"ref:{ref_id}", "file_path": name})])
 
 
 def _time_answer(tools: set[str]) -> Reply:
@@ -433,6 +453,8 @@ def demo_script(body: dict, call_index: int) -> Step:
         return Reply(text=f"{DEMO_TAG} I received {count} ({', '.join(kinds)}), but the "
                      "offline demo model cannot see pictures. A vision model would describe "
                      "it: gpt-4o, or llava and qwen2-vl through Ollama or vLLM (see the README).")
+    if re.search(r"\b(?:to|in|into) a file\b", prompt) and "fd_to_file" in tools:
+        return _file_answer(messages)
     # Whole words: "selfref" must not read as "ref".
     if re.search(r"\b(code|refs?|fib\w*|examples?)\b", prompt):
         return _refs_answer()

@@ -342,3 +342,17 @@ def test_undoing_a_rewind_says_its_refs_are_offered_again(server):
     assert code == 0, err
     assert "refs offered again: plan" in out
     assert "another version" not in out  # the ref came back as it was, not changed
+
+
+def test_the_demo_model_writes_a_ref_to_a_file_and_a_rewind_offers_it_back(work):
+    assert cli("ask", "write the code to a file", "--demo").stdout.startswith(
+        '[demo model] There is no ref to write yet: ask me to "show me some code" first.')
+    assert cli("ask", "show me some code", "--demo").returncode == 0
+    result = cli("ask", "write the code to a file", "--demo")
+    assert result.returncode == 0, result.stderr
+    assert "Rewind to before your message (Esc Esc)" in result.stdout
+    assert (work / "fib_iterative.py").read_text().startswith("def fib_iterative(n: int)")
+    code, out, err = run("", "rewind", "5", "--restore-files")
+    assert code == 0, err
+    assert f"removed {work / 'fib_iterative.py'} (it did not exist before)" in out
+    assert not (work / "fib_iterative.py").exists()
