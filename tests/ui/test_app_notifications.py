@@ -37,6 +37,51 @@ async def test_ctrl_c_says_how_to_quit_in_plain_text_above_the_input(tmp_path):
             assert box.text == "half a thought"
 
 
+def _toast_cells(app, region) -> list[tuple[int, int]]:
+    """The cells of ``region`` where a toast is what the screen shows."""
+    from textual.widgets._toast import Toast, ToastHolder, ToastRack
+
+    return [(x, y) for y in range(region.y, region.bottom) for x in range(region.x, region.right)
+            if isinstance(app.screen.get_widget_at(x, y)[0], (Toast, ToastHolder, ToastRack))]
+
+
+def _newest_in_sight(app) -> bool:
+    toasts = app.screen.query("Toast")
+    if not toasts:
+        return False
+    newest = toasts.last()
+    seen = app.screen.region.intersection(newest.region)
+    return "Notice 5" in str(newest.render()) and any(
+        app.screen.get_widget_at(seen.x + 2, y)[0] is newest for y in range(seen.y, seen.bottom))
+
+
+async def test_many_toasts_at_80_by_24_stay_clear_of_the_input_and_the_footer(tmp_path):
+    """Six notices at once, then a message of many lines (the input at its tallest): the
+    toasts, docked under the header, reached down over the input and the footer. The
+    oldest make room for the newest, which is always in sight."""
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=(80, 24), notifications=True) as pilot:
+            await started(pilot, app)
+            footer = app.screen.query_one("AppFooter")
+            for i in range(6):
+                app.notify(f"Notice {i}: something happened, and this is what to do next.",
+                           timeout=60)
+            for grown in (False, True):
+                if grown:
+                    app.chat_input.insert("\n".join(f"line {i}" for i in range(20)))
+                    await wait_until(pilot, lambda: app.chat_input.region.height >= 10,
+                                     what="the input grown")
+                await wait_until(pilot, lambda: _newest_in_sight(app) and not any(
+                    _toast_cells(app, box.region) for box in (app.chat_input, footer)),
+                    what="the newest toast in sight, none over the input or the footer")
+                await pilot.pause()
+                for covered in (app.chat_input, footer):
+                    assert _toast_cells(app, covered.region) == [], (grown, covered)
+            assert len(app.screen.query("Toast")) < 6  # the oldest made room
+            assert _toast_cells(app, app.screen.region)  # and some are shown
+
+
 async def test_a_failed_turn_says_its_error_once_in_the_transcript(tmp_path):
     async with DemoServer([HttpError(500, "the server fell over")]) as url:
         app = make_app(tmp_path, url)
