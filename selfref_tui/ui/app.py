@@ -603,7 +603,13 @@ class SelfRefApp(
         if prompt is not None and self.screen is prompt:
             prompt.dismiss(True)  # the quit key again, on its own question: yes
             return
-        if prompt is None and self.chat_input.text.strip():
+        # The quit key is a priority binding: it acts before keys typed just ahead of it
+        # (a fast burst) reach the input. Look at the draft from the input's own queue,
+        # once it has taken them.
+        self.chat_input.call_later(self._quit_unless_draft, prompt is None)
+
+    async def _quit_unless_draft(self, may_ask: bool) -> None:
+        if may_ask and self._quit_prompt is None and self.chat_input.text.strip():
             self._confirm_quit()
             return
         await self.shutdown_runtime()

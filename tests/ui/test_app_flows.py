@@ -587,6 +587,24 @@ async def test_quit_with_an_unsent_draft_asks_first(tmp_path):
         assert app.return_code == 0
 
 
+async def test_a_draft_typed_just_before_the_quit_key_still_asks_first(tmp_path):
+    """A terminal can deliver typed keys and ctrl+q in one burst: the quit key, a
+    priority binding, must not look at the input before it has taken those keys."""
+    from textual import events
+
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            for key in [*"my draft", "ctrl+q"]:
+                app.post_message(events.Key(key, key if len(key) == 1 else None))
+            await wait_until(
+                pilot, lambda: not app.is_running
+                or type(app.screen).__name__ == "ConfirmScreen", what="question")
+            assert app.is_running, "quit without asking: the draft was lost"
+            assert app.chat_input.text == "my draft"
+
+
 async def test_quit_with_an_empty_input_does_not_ask(tmp_path):
     async with DemoServer([]) as url:
         app = make_app(tmp_path, url)
