@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -45,6 +44,7 @@ from selfref_tui.ui.ref_actions import RefActions
 from selfref_tui.ui.settings_actions import SettingsActions
 from selfref_tui.ui.steer_actions import ESC_DOUBLE_S, SteerActions
 from selfref_tui.ui.theme_colors import readable_variables
+from selfref_tui.ui.toast_room import ToastRoom
 from selfref_tui.ui.widgets.app_footer import NARROW_BELOW, AppFooter
 from selfref_tui.ui.widgets.app_header import AppHeader
 from selfref_tui.ui.widgets.chat_input import ChatInput
@@ -76,15 +76,13 @@ INPUT_KEYS = [
 
 #: a second Esc this soon after a stop is the same press repeated, not a new stop
 ESC_REPEAT_S = 0.5
-#: seconds between looks at toasts not laid out yet (see SelfRefApp._fit_toasts): a frame
-FRAME_S = 1 / 60
 
 PLACEHOLDER = "Message  (Enter send · shift+enter/ctrl+j newline · / commands · F1 help)"
 
 
 class SelfRefApp(
     EventBridge, KeyActions, FocusRing, ForkActions, RefActions, SettingsActions, FindActions,
-    SteerActions, PinActions,
+    SteerActions, PinActions, ToastRoom,
     App[int],
 ):
     #: absolute, so subclasses (tests, benchmarks) in other directories find it
@@ -124,8 +122,6 @@ class SelfRefApp(
         self._gc_timer: Timer | None = None
         #: the transcript widget, set by compose
         self._transcript: Transcript | None = None
-        #: a fit of the toasts is asked for the next frame (see _fit_toasts)
-        self._toasts_fitting = False
         #: the next idle collection walks the frozen objects too
         self._gc_everything = False
         keymap, self.config_warnings = check_keymap(config.keymap)
@@ -708,64 +704,6 @@ class SelfRefApp(
             markup=False,
         )
         self._fit_toasts_soon()  # once Textual has taken it in
-
-    def on_resize(self) -> None:
-        if self._notifications:
-            self._fit_toasts_soon()
-
-    def _fit_toasts_soon(self) -> None:
-        """:meth:`_fit_toasts` after the next frame (once: six notices at once, one fit)."""
-        if not self._toasts_fitting:
-            self._toasts_fitting = True
-            self.call_after_refresh(self._fit_toasts)
-
-    def _fit_toasts(self, tries: int = 600) -> None:
-        """The toasts end above the input: the oldest make room for the newest.
-
-        Docked under the header, several toasts, or a long one, reached down over
-        the input (and what was typed) and the footer at 80x24. The rack's height
-        is bounded by where the input starts now (after a notice, a resize, and a
-        change of the input's text: it grows with it), and the oldest toasts that
-        do not fit are dismissed (the rack shows its first toasts, cut at the
-        bottom: the newest would be the one cut). A single toast taller than the
-        room is cut at its end, its first lines in sight. Textual offers no bound
-        on its rack: this reads its toasts' ids and its notifications' collection.
-        """
-        from itertools import pairwise
-
-        from textual.css.query import NoMatches
-        from textual.widgets._toast import ToastRack
-
-        self._toasts_fitting = False
-        if self.screen is not self.chat_input.screen:
-            return  # a dialog on top: its own rack, over the dialog
-        try:
-            rack = self.screen.query_one(ToastRack)
-        except NoMatches:
-            return
-        top = self.header.outer_size.height + rack.styles.margin.top
-        room = max(3, self.chat_input.region.y - top)
-        if rack.styles.max_height is None or rack.styles.max_height.value != room:
-            rack.styles.max_height = room
-        shown = [(n, rack.query(f"#--textual-toast-{n.identity} Toast"))
-                 for n in self._notifications]
-        if any(not toast or not toast.first().region.height for _n, toast in shown):
-            if tries:  # a toast not mounted or laid out yet: a frame later (a few frames
-                # may go by first: a refresh does not wait for the layout)
-                self._toasts_fitting = True
-                self.set_timer(FRAME_S, partial(self._fit_toasts, tries - 1))
-            return
-        regions = [(n, toast.first().region) for n, toast in shown]
-        over = regions[-1][1].bottom - (top + room) if regions else 0
-        dropped = False
-        for (notification, region), (_next, below) in pairwise(regions):
-            if over <= 0:
-                break
-            over -= below.y - region.y
-            del self._notifications[notification]
-            dropped = True
-        if dropped:
-            self._refresh_notifications()
 
     def action_help_quit(self) -> None:
         """ctrl+c outside a selection: Textual's hint, said in plain text (its own was

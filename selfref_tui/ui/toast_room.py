@@ -1,0 +1,97 @@
+"""Toasts that stay above the input: the app's notifications never hide what is typed.
+
+Textual docks its toast rack under the header with no bound on its height, so
+at 80x24 several notices, or one long one, reached down over the input and the
+footer. Textual offers no such bound, so this reads its rack, its toasts' ids
+and its notifications' collection; a Textual that changes them leaves the
+toasts as Textual draws them rather than failing.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from itertools import pairwise
+from typing import TYPE_CHECKING, Any
+
+from textual.css.query import NoMatches
+
+if TYPE_CHECKING:
+    from textual.screen import Screen
+    from textual.widgets import Header, TextArea
+
+#: seconds between looks at toasts not laid out yet (see ToastRoom._fit_toasts): a frame
+FRAME_S = 1 / 60
+
+
+class ToastRoom:
+    """A mixin of :class:`~selfref_tui.ui.app.SelfRefApp`: toasts in the room above the input."""
+
+    #: a fit of the toasts is asked for the next frame (see _fit_toasts)
+    _toasts_fitting = False
+
+    if TYPE_CHECKING:  # provided by SelfRefApp and Textual's App
+        screen: Screen[Any]
+        header: Header
+        chat_input: TextArea
+        _notifications: Any
+
+        def call_after_refresh(self, callback: Any, *args: Any) -> bool: ...
+        def set_timer(self, delay: float, callback: Any) -> Any: ...
+        def _refresh_notifications(self) -> None: ...
+
+    def on_resize(self) -> None:
+        if self._notifications:
+            self._fit_toasts_soon()
+
+    def _fit_toasts_soon(self) -> None:
+        """:meth:`_fit_toasts` after the next frame (once: six notices at once, one fit)."""
+        if not self._toasts_fitting:
+            self._toasts_fitting = True
+            self.call_after_refresh(self._fit_toasts)
+
+    def _fit_toasts(self, tries: int = 600) -> None:
+        """The toasts end above the input: the oldest make room for the newest.
+
+        Docked under the header, several toasts, or a long one, reached down over
+        the input (and what was typed) and the footer at 80x24. The rack's height
+        is bounded by where the input starts now (after a notice, a resize, and a
+        change of the input's text: it grows with it), and the oldest toasts that
+        do not fit are dismissed (the rack shows its first toasts, cut at the
+        bottom: the newest would be the one cut). A single toast taller than the
+        room is cut at its end, its first lines in sight. Textual offers no bound
+        on its rack: this reads its toasts' ids and its notifications' collection.
+        """
+        self._toasts_fitting = False
+        try:
+            from textual.widgets._toast import ToastRack
+        except ImportError:  # Textual moved its rack: toasts go unfitted, nothing breaks
+            return
+        if self.screen is not self.chat_input.screen:
+            return  # a dialog on top: its own rack, over the dialog
+        try:
+            rack = self.screen.query_one(ToastRack)
+        except NoMatches:
+            return
+        top = self.header.outer_size.height + rack.styles.margin.top
+        room = max(3, self.chat_input.region.y - top)
+        if rack.styles.max_height is None or rack.styles.max_height.value != room:
+            rack.styles.max_height = room
+        shown = [(n, rack.query(f"#--textual-toast-{n.identity} Toast"))
+                 for n in self._notifications]
+        if any(not toast or not toast.first().region.height for _n, toast in shown):
+            if tries:  # a toast not mounted or laid out yet: a frame later (a few frames
+                # may go by first: a refresh does not wait for the layout)
+                self._toasts_fitting = True
+                self.set_timer(FRAME_S, partial(self._fit_toasts, tries - 1))
+            return
+        regions = [(n, toast.first().region) for n, toast in shown]
+        over = regions[-1][1].bottom - (top + room) if regions else 0
+        dropped = False
+        for (notification, region), (_next, below) in pairwise(regions):
+            if over <= 0:
+                break
+            over -= below.y - region.y
+            del self._notifications[notification]
+            dropped = True
+        if dropped:
+            self._refresh_notifications()
