@@ -112,18 +112,19 @@ class SteerActions:
         from selfref_tui.selfref.keys import validate_key
         from selfref_tui.ui.screens.new_key_prompt import NewKeyPrompt
 
+        where = f"before message {n}" if n else "at the end of the conversation"
         try:
             suggested, existing = await self.controller.branch_names()
             if name is None:
                 name = await self.push_screen_wait(NewKeyPrompt(
-                    suggested, existing=existing, validate=validate_key, title="New branch"))
+                    suggested, existing=existing, validate=validate_key,
+                    title=f"New branch, {where}"))
                 if not name:
                     return False
             await self.controller.branch(n, name)
         except Refused as exc:
             self.refused(exc)
             return False
-        where = f"before message {n}" if n else "at the end of the conversation"
         origin = self.key
         if await self.switch_key(name):
             self.notify(f"Branch {name} of {origin}, {where}; {origin} is unchanged "

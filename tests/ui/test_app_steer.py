@@ -164,6 +164,27 @@ async def test_branch_from_a_highlighted_message(tmp_path):
                                                        "second question", "two"]
 
 
+async def test_the_branch_name_dialog_says_where_the_branch_starts(tmp_path):
+    from selfref_tui.ui.screens.new_key_prompt import NewKeyPrompt
+
+    script = [Reply(text="one"), Reply(text="two")]
+    async with DemoServer(script) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await two_turns(pilot, app)
+            for _ in range(3):
+                await pilot.press("ctrl+up")
+            await type_and_send(pilot, "/branch")
+            await wait_until(pilot, lambda: isinstance(app.screen, NewKeyPrompt),
+                             what="the name dialog")
+            dialog = app.screen.query_one("#dialog")
+            assert dialog.border_title == "New branch, before message 3"
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: not isinstance(app.screen, NewKeyPrompt),
+                             what="the dialog gone")
+            assert app.key == "main"
+
+
 async def test_a_branch_sends_its_origins_instructions(tmp_path):
     from selfref_tui.context.compile import INSTRUCTIONS_HEADING
 

@@ -74,7 +74,7 @@ class QuestionScreen(ModalScreen[str]):
                 yield Button(label, id=f"choice-{index}", name=choice)
         yield Static(
             content(
-                f"{inert_line(self.safe_choice[:1])} or Esc: {inert_line(self.safe_choice)}"
+                f"{inert_line(self.safe_choice[:1])}, Esc or Enter: {inert_line(self.safe_choice)}"
                 " · Tab or arrows, then Enter: another choice",
                 "italic $text-muted",
             ),
