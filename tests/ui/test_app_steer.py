@@ -315,6 +315,9 @@ async def test_rewinding_past_a_file_write_offers_to_restore_it(tmp_path, work):
             rows = app.screen.rows
             assert rows == [(str(work / "new.txt"),
                              "restoring removes it: it did not exist before", "")]
+            # the highlighted row is also shown whole, under the list (a row may be cut)
+            await wait_until(pilot, lambda: "did not exist before" in str(
+                app.screen.query_one("#detail").render()), what="the row shown whole")
             app.screen.query_one("#restore").press()
             await wait_until(pilot, lambda: not (work / "new.txt").exists(),
                              what="the file the model made removed")

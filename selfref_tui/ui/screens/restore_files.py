@@ -42,6 +42,7 @@ class RestoreFiles(ModalScreen[list[int] | None]):
     }
     RestoreFiles #about { height: auto; margin-bottom: 1; }
     RestoreFiles SelectionList { height: auto; max-height: 16; }
+    RestoreFiles #detail { height: auto; color: $text-muted; margin-top: 1; }
     RestoreFiles #buttons { height: auto; align-horizontal: right; margin-top: 1; }
     RestoreFiles Button { margin-left: 1; }
     """
@@ -68,12 +69,19 @@ class RestoreFiles(ModalScreen[list[int] | None]):
                           not why, disabled=bool(why))
                 for index, (path, what, why) in enumerate(self.rows)
             ])
+            yield Static(id="detail")  # the highlighted row whole: a long one is cut above
             with Horizontal(id="buttons"):
                 yield Button("Restore ticked files", id="restore", variant="warning")
                 yield Button("Keep files as they are", id="keep")
 
     def on_mount(self) -> None:
         self.query_one(SelectionList).focus()
+
+    @on(SelectionList.SelectionHighlighted)
+    def _show_whole(self, event: SelectionList.SelectionHighlighted[int]) -> None:
+        path, what, why = self.rows[event.selection.value]
+        self.query_one("#detail", Static).update(
+            content(f"{inert_line(path, 4000)}\n{inert_line(why or what, 1000)}"))
 
     @on(Button.Pressed, "#restore")
     def _restore(self, event: Button.Pressed) -> None:
