@@ -36,6 +36,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, overload
 
+from ..context import history
 from .errors import StoreError
 from .fsutil import atomic_write, ensure_dir, read_regular
 from .keys import key_dirname
@@ -148,8 +149,9 @@ def text_pass(messages: Iterable[dict[str, Any]], names: dict[str, str]) -> list
     return texts
 
 
-#: a fold's message states (``context.history``: working 0, compacted 1, rewound 2) as flags
-_STATE_FLAG = bytes.maketrans(b"\x00\x01\x02", (WORKING + COMPACTED + REWOUND).encode())
+#: a fold's message states (``context.history``'s, a byte each) and the flags they become
+_STATES = bytes([history.WORKING, history.COMPACTED, history.REWOUND])
+_STATE_FLAG = bytes.maketrans(_STATES, (WORKING + COMPACTED + REWOUND).encode())
 
 
 def from_columns(numbers: list[int], messages: list[dict[str, Any]], times: list[str],
@@ -162,7 +164,7 @@ def from_columns(numbers: list[int], messages: list[dict[str, Any]], times: list
         roles = "".join([_ROLE_LETTER[message.get("role")] for message in messages])
     except (KeyError, TypeError):
         return None
-    if states.strip(b"\x00\x01\x02"):
+    if states.strip(_STATES):
         return None
     return SearchEntries(numbers, roles, times, states.translate(_STATE_FLAG).decode("ascii"),
                          texts)
@@ -174,7 +176,8 @@ def from_entries(entries: Sequence[Any], state: dict[str, Any] | None = None,
     ``end`` bytes whose CRC-32 is ``crc``) they can be brought up to date later. None when a
     role is not one a numbered message has."""
     names: dict[str, str] = {}
-    states = bytes(2 if entry.rewound else 1 if entry.compacted else 0 for entry in entries)
+    states = bytes(history.REWOUND if entry.rewound else history.COMPACTED if entry.compacted
+                   else history.WORKING for entry in entries)
     found = from_columns([entry.n for entry in entries], [entry.message for entry in entries],
                          [entry.time for entry in entries], states, names)
     if found is not None and state is not None:
