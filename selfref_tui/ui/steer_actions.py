@@ -17,6 +17,7 @@ rewind to. (F6 and F7 are the input's own: select line, select all.)
 
 from __future__ import annotations
 
+from itertools import zip_longest
 from typing import TYPE_CHECKING, Any
 
 from textual import work
@@ -101,9 +102,8 @@ class SteerActions:
             self.refused(exc)
             return False
         await self.show_rewind(done.report, quiet=True)
-        names = [*done.names, *[""] * len(done.images)]
         await self._show_sent(done.text, outcome, [
-            (url, name or "image") for url, name in zip(done.images, names, strict=False)])
+            (url, name or "image") for url, name in zip_longest(done.images, done.names)])
         self.notify("Asked again; the earlier answer is kept in the rewound section.")
         return True
 

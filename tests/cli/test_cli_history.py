@@ -178,16 +178,18 @@ def test_a_file_changed_since_is_never_overwritten_unasked(server, work):
     assert not (work / "new.txt").exists()  # the other one was restored
 
 
+def writes_note(text: str) -> list[Reply]:
+    """The model's turn that writes ``text`` over exists.txt (as ref "note"), then says so."""
+    return [Reply(text=f'<ref id="note">{text}</ref>', tool_calls=[
+        ToolCall("fd_to_file", {"fd": "ref:note", "file_path": "exists.txt",
+                                "exist_ok": True})]), Reply(text="Written.")]
+
+
 def test_files_kept_at_one_rewind_are_restored_by_a_rewind_further_back(server, work):
     """Rewind past the second write and keep the file, then past the first: the file
     holds what the model wrote (the second write), so it is restored to what it was
     before the first (it was refused as changed since)."""
-    def write(text: str) -> list[Reply]:
-        return [Reply(text=f'<ref id="note">{text}</ref>', tool_calls=[
-            ToolCall("fd_to_file", {"fd": "ref:note", "file_path": "exists.txt",
-                                    "exist_ok": True})]), Reply(text="Written.")]
-
-    _, url = server(write("one") + write("two"))
+    _, url = server(writes_note("one") + writes_note("two"))
     assert run(url, "ask", "--allow-overwrite", "write one")[0] == 0
     assert run(url, "ask", "--allow-overwrite", "write two")[0] == 0
     assert (work / "exists.txt").read_text() == "two"
@@ -206,12 +208,7 @@ def test_a_file_written_on_both_sides_of_a_rewind_into_a_rewound_stretch_is_list
     the first write: one write leaves the context and the other comes back. The file is
     offered once, and restoring gives it what the write back in the context left; undoing
     that rewind gives it the other write's content again."""
-    def write(text: str) -> list[Reply]:
-        return [Reply(text=f'<ref id="note">{text}</ref>', tool_calls=[
-            ToolCall("fd_to_file", {"fd": "ref:note", "file_path": "exists.txt",
-                                    "exist_ok": True})]), Reply(text="Written.")]
-
-    _, url = server(write("one") + write("two"))
+    _, url = server(writes_note("one") + writes_note("two"))
     assert run(url, "ask", "--allow-overwrite", "write one")[0] == 0
     assert run(url, "rewind", "1")[0] == 0
     assert run(url, "ask", "--allow-overwrite", "write two")[0] == 0

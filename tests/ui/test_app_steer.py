@@ -10,6 +10,7 @@ import pytest
 from selfref_tui.demo.script import Reply, ToolCall
 from selfref_tui.demo.server import DemoServer
 from selfref_tui.selfref.reference import SelfReference
+from selfref_tui.ui.screens.new_key_prompt import NewKeyPrompt
 from tests.ui.helpers import make_app, started, turn_done, type_and_send, wait_until
 
 SIZE = (100, 34)
@@ -152,6 +153,15 @@ async def test_branch_from_a_highlighted_message(tmp_path):
                 await pilot.press("ctrl+up")
             highlighted = app.transcript.highlighted_item()
             assert highlighted is not None and highlighted.number == 2  # the answer "one"
+            # without a name, a dialog asks for one and says where the branch starts
+            await type_and_send(pilot, "/branch")
+            await wait_until(pilot, lambda: isinstance(app.screen, NewKeyPrompt),
+                             what="the name dialog")
+            assert app.screen.query_one("#dialog").border_title == "New branch, before message 3"
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: not isinstance(app.screen, NewKeyPrompt),
+                             what="the dialog gone")
+            assert app.key == "main"
             await pilot.press(*"/branch side")
             await pilot.press("enter")
             await wait_until(pilot, lambda: app.key == "side", what="the branch on screen")
@@ -162,27 +172,6 @@ async def test_branch_from_a_highlighted_message(tmp_path):
             assert info["side"]["origin"] == "from main #3"  # the switcher's row
     assert [c for _, _, c, _ in entries(tmp_path)] == ["first question", "one",
                                                        "second question", "two"]
-
-
-async def test_the_branch_name_dialog_says_where_the_branch_starts(tmp_path):
-    from selfref_tui.ui.screens.new_key_prompt import NewKeyPrompt
-
-    script = [Reply(text="one"), Reply(text="two")]
-    async with DemoServer(script) as url:
-        app = make_app(tmp_path, url)
-        async with app.run_test(size=SIZE) as pilot:
-            await two_turns(pilot, app)
-            for _ in range(3):
-                await pilot.press("ctrl+up")
-            await type_and_send(pilot, "/branch")
-            await wait_until(pilot, lambda: isinstance(app.screen, NewKeyPrompt),
-                             what="the name dialog")
-            dialog = app.screen.query_one("#dialog")
-            assert dialog.border_title == "New branch, before message 3"
-            await pilot.press("escape")
-            await wait_until(pilot, lambda: not isinstance(app.screen, NewKeyPrompt),
-                             what="the dialog gone")
-            assert app.key == "main"
 
 
 async def test_a_branch_sends_its_origins_instructions(tmp_path):
