@@ -21,14 +21,12 @@ from typing import Any, ClassVar
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
 from textual.content import Content
 from textual.message import Message
-from textual.reactive import var
 from textual.widgets import Input, OptionList, Static
 
 from selfref_tui.safety import inert_line
-from selfref_tui.ui.widgets.option_rows import sync_options
+from selfref_tui.ui.widgets.sidebar_section import SidebarSection
 
 
 class _ForgetConfirm(Static, can_focus=True):
@@ -159,48 +157,8 @@ class Experience:
         return Content.assemble(head, "\n", (inert_line(self.about), "$text-muted"))
 
 
-class ExperienceList(Vertical):
-    """Experiences (id and text); arrows browse, Delete forgets after a y/n.
-
-    ``rows`` is the state: a tuple of :class:`Experience`, or ``None`` while a
-    key is being opened ("Loading…", not "nothing remembered"). A new value
-    updates only the rows that changed.
-    """
-    DEFAULT_CSS = """
-    ExperienceList {
-        height: auto;
-        max-height: 50%;
-    }
-    ExperienceList > .section-title {
-        padding: 0 1;
-        color: $text-muted;
-        text-style: bold;
-    }
-    ExperienceList > OptionList {
-        height: auto;
-        max-height: 100%;
-        border: none;
-        padding: 0;
-        background: transparent;
-        scrollbar-size-vertical: 1;
-    }
-    ExperienceList > OptionList:focus { border: none; background-tint: transparent; }
-    ExperienceList > OptionList > .option-list--option-highlighted {
-        background: $boost;
-        text-style: none;
-    }
-    ExperienceList > OptionList:focus > .option-list--option-highlighted {
-        background: $primary 30%;
-        color: $text;  /* the theme's text can be too faint on this tint (solarized-dark) */
-        text-style: none;
-    }
-    ExperienceList > OptionList > .option-list--option { padding: 0 1; }
-    ExperienceList > .empty {
-        padding: 0 1;
-        color: $text-muted;
-        text-style: italic;
-    }
-    """
+class ExperienceList(SidebarSection):
+    """Experiences (id, text and origin); arrows browse, Delete forgets after a y/n, e edits."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
@@ -232,47 +190,18 @@ class ExperienceList(Vertical):
         experience_id: str
         text: str
 
+    TITLE = "EXPERIENCES"
     EMPTY = "Nothing remembered yet. The agent keeps durable facts here."
 
-    #: the rows, or None while a key is being opened
-    rows: var[tuple[Experience, ...] | None] = var(())
-
-    def __init__(
-        self,
-        experiences: Sequence[Experience | Mapping[str, Any]] | None = (),
-        *,
-        name: str | None = None,
-        id: str | None = None,
-        classes: str | None = None,
-    ) -> None:
-        super().__init__(name=name, id=id, classes=classes)
-        self.set_reactive(ExperienceList.rows, experience_rows(experiences))
-        #: the rows the option list holds now (what the next update is compared with)
-        self._shown: tuple[Experience, ...] = ()
-        self._title = ""
-
     def compose(self) -> ComposeResult:
-        yield Static("", classes="section-title")
-        yield Static(self.EMPTY, classes="empty")
-        yield OptionList()
+        yield from super().compose()
         yield _ForgetConfirm()
         yield _ExperienceEditor()
-
-    def on_mount(self) -> None:
-        self._show(self.rows)
 
     def validate_rows(
         self, rows: Sequence[Experience | Mapping[str, Any]] | None
     ) -> tuple[Experience, ...] | None:
         return experience_rows(rows)
-
-    def watch_rows(self, rows: tuple[Experience, ...] | None) -> None:
-        if self.is_mounted:
-            self._show(rows)
-
-    @property
-    def option_list(self) -> OptionList:
-        return self.query_one(OptionList)
 
     @property
     def experiences(self) -> tuple[Experience, ...]:
@@ -281,10 +210,8 @@ class ExperienceList(Vertical):
 
     @property
     def highlighted_id(self) -> str | None:
-        index = self.option_list.highlighted
-        if index is None or not 0 <= index < len(self._shown):
-            return None
-        return self._shown[index].id
+        row = self.highlighted_row
+        return None if row is None else row.id
 
     @property
     def confirming(self) -> str | None:
@@ -323,32 +250,6 @@ class ExperienceList(Vertical):
         self.option_list.focus()
         if message.confirmed:
             self.post_message(self.ForgetRequested(message.experience_id))
-
-    def _show(self, rows: tuple[Experience, ...] | None) -> None:
-        option_list = self.option_list
-        loading = rows is None
-        rows = rows or ()
-        previous_id = self.highlighted_id
-        keep = option_list.highlighted
-        sync_options(option_list, self._shown, rows, lambda row: row.prompt)
-        self._shown = rows
-        count = len(rows)
-        ids = [exp.id for exp in rows]
-        if previous_id in ids:
-            option_list.highlighted = ids.index(previous_id)
-        elif count:
-            option_list.highlighted = min(keep or 0, count - 1)
-        figures = "…" if loading else str(count)
-        if figures != self._title:
-            self._title = figures
-            self.query_one(".section-title", Static).update(
-                Content.assemble("EXPERIENCES ", (figures, "$text-muted"))
-            )
-        empty = self.query_one(".empty", Static)
-        if count == 0:
-            empty.update("Loading…" if loading else self.EMPTY)
-        empty.display = count == 0
-        option_list.display = count > 0
 
     @on(OptionList.OptionSelected)
     def _selected(self, event: OptionList.OptionSelected) -> None:

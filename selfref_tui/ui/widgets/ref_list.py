@@ -12,15 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from textual import on
-from textual.app import ComposeResult
-from textual.containers import Vertical
 from textual.content import Content
 from textual.message import Message
-from textual.reactive import var
-from textual.widgets import OptionList, Static
+from textual.widgets import OptionList
 
 from selfref_tui.safety import inert_line
-from selfref_tui.ui.widgets.option_rows import sync_options
+from selfref_tui.ui.widgets.sidebar_section import SidebarSection
 
 
 def ref_size(ref: Mapping[str, Any]) -> tuple[int, int]:
@@ -93,49 +90,8 @@ def ref_rows(refs: Sequence[RefRow | Mapping[str, Any]] | None) -> tuple[RefRow,
     return tuple(current) + tuple(row for row in rows if row.superseded)
 
 
-class RefList(Vertical):
-    """Refs with their size; Enter or a click posts :class:`RefList.RefChosen`.
-
-    ``rows`` is the state: a tuple of :class:`RefRow`, or ``None`` while a key is
-    being opened ("Loading…", not "no refs"). A new value updates only the rows
-    that changed, so a list of 1,000 refs is not rebuilt for each new ref.
-    """
-
-    DEFAULT_CSS = """
-    RefList {
-        height: auto;
-        max-height: 50%;
-    }
-    RefList > .section-title {
-        padding: 0 1;
-        color: $text-muted;
-        text-style: bold;
-    }
-    RefList > OptionList {
-        height: auto;
-        max-height: 100%;
-        border: none;
-        padding: 0;
-        background: transparent;
-        scrollbar-size-vertical: 1;
-    }
-    RefList > OptionList:focus { border: none; background-tint: transparent; }
-    RefList > OptionList > .option-list--option-highlighted {
-        background: $boost;
-        text-style: none;
-    }
-    RefList > OptionList:focus > .option-list--option-highlighted {
-        background: $primary 30%;
-        color: $text;  /* the theme's text can be too faint on this tint (solarized-dark) */
-        text-style: none;
-    }
-    RefList > OptionList > .option-list--option { padding: 0 1; }
-    RefList > .empty {
-        padding: 0 1;
-        color: $text-muted;
-        text-style: italic;
-    }
-    """
+class RefList(SidebarSection):
+    """Refs with their size; Enter or a click posts :class:`RefList.RefChosen`."""
 
     @dataclass
     class RefChosen(Message):
@@ -144,45 +100,13 @@ class RefList(Vertical):
         ref_id: str
         ref: RefRow
 
+    TITLE = "REFS"
     EMPTY = "No refs yet. Answers wrapped in <ref> show up here."
-
-    #: the rows, or None while a key is being opened
-    rows: var[tuple[RefRow, ...] | None] = var(())
-
-    def __init__(
-        self,
-        refs: Sequence[RefRow | Mapping[str, Any]] | None = (),
-        *,
-        name: str | None = None,
-        id: str | None = None,
-        classes: str | None = None,
-    ) -> None:
-        super().__init__(name=name, id=id, classes=classes)
-        self.set_reactive(RefList.rows, ref_rows(refs))
-        #: the rows the option list holds now (what the next update is compared with)
-        self._shown: tuple[RefRow, ...] = ()
-        self._title = ""
-
-    def compose(self) -> ComposeResult:
-        yield Static("", classes="section-title")
-        yield Static(self.EMPTY, classes="empty")
-        yield OptionList()
-
-    def on_mount(self) -> None:
-        self._show(self.rows)
 
     def validate_rows(
         self, rows: Sequence[RefRow | Mapping[str, Any]] | None
     ) -> tuple[RefRow, ...] | None:
         return ref_rows(rows)
-
-    def watch_rows(self, rows: tuple[RefRow, ...] | None) -> None:
-        if self.is_mounted:
-            self._show(rows)
-
-    @property
-    def option_list(self) -> OptionList:
-        return self.query_one(OptionList)
 
     @property
     def refs(self) -> tuple[RefRow, ...]:
@@ -191,10 +115,7 @@ class RefList(Vertical):
 
     @property
     def highlighted_ref(self) -> RefRow | None:
-        index = self.option_list.highlighted
-        if index is None or not 0 <= index < len(self._shown):
-            return None
-        return self._shown[index]
+        return self.highlighted_row
 
     def highlight_ref(self, ref_id: str) -> None:
         """Follow the transcript's highlight: the current (last non-superseded) row wins."""
@@ -204,32 +125,15 @@ class RefList(Vertical):
         current = [i for i in matches if not self._shown[i].superseded]
         self.option_list.highlighted = (current or matches)[-1]
 
-    def _show(self, rows: tuple[RefRow, ...] | None) -> None:
-        option_list = self.option_list
-        loading = rows is None
-        rows = rows or ()
-        previous = self.highlighted_ref
-        sync_options(option_list, self._shown, rows, lambda row: row.prompt)
-        self._shown = rows
+    def rehighlight(self, previous: RefRow | None, index: int | None) -> None:
         if previous is not None:
             self.highlight_ref(previous.id)
-        if option_list.highlighted is None and rows:
-            option_list.highlighted = 0
-        count = len(rows)
+        if self.option_list.highlighted is None and self._shown:
+            self.option_list.highlighted = 0
+
+    def figures(self, rows: tuple[RefRow, ...]) -> str:
         current = sum(1 for ref in rows if not ref.superseded)
-        figures = str(current) if current == count else f"{current} · {count - current} old"
-        if loading:
-            figures = "…"
-        if figures != self._title:
-            self._title = figures
-            self.query_one(".section-title", Static).update(
-                Content.assemble("REFS ", (figures, "$text-muted"))
-            )
-        empty = self.query_one(".empty", Static)
-        if count == 0:
-            empty.update("Loading…" if loading else self.EMPTY)
-        empty.display = count == 0
-        option_list.display = count > 0
+        return str(current) if current == len(rows) else f"{current} · {len(rows) - current} old"
 
     @on(OptionList.OptionSelected)
     def _chosen(self, event: OptionList.OptionSelected) -> None:
