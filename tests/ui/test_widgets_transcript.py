@@ -9,9 +9,10 @@ from textual.selection import Selection
 
 from selfref_tui.agent import events as ev
 from selfref_tui.ui.theme_colors import contrast
+from selfref_tui.ui.transcript import layout
+from selfref_tui.ui.transcript.layout import KEEP_LINES
 from selfref_tui.ui.transcript.paint import CONTINUATION, Painter, Row
-from selfref_tui.ui.widgets import transcript as transcript_module
-from selfref_tui.ui.widgets.transcript import KEEP_LINES, Transcript
+from selfref_tui.ui.widgets.transcript import Transcript
 from tests.hostile import CORPUS, assert_inert
 from tests.ui.contrast import READABLE
 from tests.ui.helpers import wait_until
@@ -416,7 +417,7 @@ async def test_a_row_on_screen_taller_than_the_bound_keeps_its_lines_while_a_str
     """A row on screen that alone passes KEEP_LINES (a block of very short lines) is not let
     go at each relayout: it is drawn once, not again at every frame of the stream after it."""
     keep = 20
-    monkeypatch.setattr(transcript_module, "KEEP_LINES", keep)
+    monkeypatch.setattr(layout, "KEEP_LINES", keep)
     draws: list[Row] = []
     real_draw = Painter.draw
 
@@ -446,7 +447,7 @@ async def test_rows_far_off_screen_let_their_drawn_lines_go_and_draw_them_again(
     """A long answer streamed past the screen keeps at most KEEP_LINES drawn lines (each a
     Strip with caches of its own); a row that let its lines go draws the same ones again."""
     keep = 100
-    monkeypatch.setattr(transcript_module, "KEEP_LINES", keep)
+    monkeypatch.setattr(layout, "KEEP_LINES", keep)
     assert KEEP_LINES >= 10 * 40  # the real bound: many screens to scroll back through
     app = TranscriptApp()
     async with app.run_test(size=(100, 30)) as pilot:

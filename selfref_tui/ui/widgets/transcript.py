@@ -1,11 +1,9 @@
 """The scrolling conversation: one Line-API widget whose cost follows the screen.
 
 Runtime events and stored history go into a :class:`TranscriptModel` (pure
-data, see :mod:`selfref_tui.ui.transcript`); this widget cuts its items into
-rows (a message, one block of an answer, a tool card…) and draws only the rows
-on screen, each once per width and state (:mod:`selfref_tui.ui.transcript.paint`).
-Rows far from the viewport have estimated heights, corrected when they come
-into view (the first row on screen keeps its place meanwhile). Streaming
+data, see :mod:`selfref_tui.ui.transcript`); the widget cuts its items into
+rows and draws only the rows on screen (:mod:`selfref_tui.ui.transcript.layout`,
+each row painted by :mod:`selfref_tui.ui.transcript.paint`). Streaming
 redraws the last block of the last answer only, at most every
 :data:`FRAME_S`. So an answer with 10,000 refs, or 1 MB on one line, costs
 what the screen shows, and the tree the layout walks is this one widget.
@@ -15,38 +13,30 @@ end until they scroll up; scrolling back to the end (or End on an empty
 input) re-attaches it. Long histories show their tail; older messages wait
 behind a banner and come in on demand.
 
-Finished text can be selected with the mouse (each line carries its
-offsets, like Textual's ``Log``); the copied text leaves out bars, frames and
-code continuation marks.
+This module holds what the transcript shows and when: the events it takes,
+the pace of its redraws, history, clicks, scrolling and the highlight. The
+lines on screen and the selection are :mod:`selfref_tui.ui.transcript.lines`,
+find's marks :mod:`selfref_tui.ui.transcript.find_marks`, both mixed in.
 """
 
 from __future__ import annotations
 
-import re
 import time
-from bisect import bisect_right
-from collections import deque
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
-from rich.cells import cell_len
-from rich.segment import Segment
-from rich.style import Style
 from textual import events
 from textual.content import Content
-from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
-from textual.selection import Selection
-from textual.strip import Strip
 
 from selfref_tui.ui.lazy_import import LazyModule
+from selfref_tui.ui.transcript.find_marks import FindMarks
+from selfref_tui.ui.transcript.lines import ShownLines
 from selfref_tui.ui.transcript.model import (
     AnswerItem,
-    Block,
     DividerItem,
     ErrorItem,
     Fence,
@@ -56,17 +46,13 @@ from selfref_tui.ui.transcript.model import (
     ToolItem,
     UserItem,
 )
-from selfref_tui.ui.transcript.paint import Line, Painter, Palette, Row, estimate, row_key
+from selfref_tui.ui.transcript.paint import Row
 from selfref_tui.ui.transcript.reducer import TAIL_ITEMS, Target, TranscriptModel
-from selfref_tui.ui.transcript.textual_adapter import set_virtual_size
 
 if TYPE_CHECKING:
     from selfref_tui.agent import events as ev
-    from selfref_tui.ui.transcript import find as fnd
-    from selfref_tui.ui.transcript.find import Hit
-else:  # the first frame has no events to show, nor anything found
+else:  # the first frame has no events to show
     ev = LazyModule("selfref_tui.agent.events")
-    fnd = LazyModule("selfref_tui.ui.transcript.find")
 
 __all__ = ["TAIL_ITEMS", "Transcript"]
 
@@ -94,15 +80,6 @@ def frame_gap(frame_cost: float, since_key: float | None) -> float:
     return max(FRAME_TYPING_S if typing else FRAME_S, FRAME_SHARE * frame_cost)
 
 
-#: drawn lines kept for rows that left the screen (a dozen screens), for scrolling back;
-#: beyond it the rows drawn longest ago give theirs up and are drawn again if they return.
-#: A line is a ``Strip`` with seven caches of its own and the strips derived from it (about
-#: 45 objects): keeping every line a long answer streamed past (42,000 for 5 MB on one
-#: line) made the heap, and the cyclic collector's pass over it after the turn, several
-#: times larger.
-KEEP_LINES = 500
-
-
 @cache
 def _shown() -> tuple[type, ...]:
     """The events a transcript shows; the rest are for the sidebar, header and forks."""
@@ -126,7 +103,7 @@ def _shown() -> tuple[type, ...]:
     )
 
 
-class Transcript(ScrollView, can_focus=False):
+class Transcript(ShownLines, FindMarks, ScrollView, can_focus=False):
     DEFAULT_CSS = """
     Transcript {
         height: 1fr; padding: 0 1 1 1; scrollbar-size-vertical: 1; overflow-x: hidden;
@@ -154,37 +131,13 @@ class Transcript(ScrollView, can_focus=False):
         self._hint_wanted = False
         self._hint_loaded = False
         self._highlighted: Target | None = None
-        self._rows: list[Row] = []
-        self._starts: list[int] = [0]
-        self._item_rows: dict[Item, tuple[tuple, list[Row]]] = {}
-        self._block_rows: dict[Block | RefInfo, Row] = {}
-        self._section_ends: dict[RewoundItem, Row] = {}
-        #: rows holding drawn lines, the least recently drawn first, with how many
-        self._drawn: dict[Row, int] = {}
-        self._kept = 0
-        self._structure = -1
-        self._width_seen = 0
-        self._palette: Palette | None = None
-        self._palette_key: Any = None
-        #: how many theme changes this widget has seen (part of every drawn row's key)
-        self._theme_seen = 0
-        self._painter: Painter | None = None
+        self._init_layout()
         self._pending = False
         self._stuck = True  # at the bottom: new text keeps it there
         self._frame_cost = 0.0
         #: when the person last typed (:attr:`clock`), for :func:`frame_gap`
         self._key_at: float | None = None
-        #: kept for helpers that report on the old event pump: events are applied at once
-        self._queue: deque[Any] = deque()
-        self._pump = None
-        #: find: what is highlighted on screen, every occurrence, and the one gone to
-        self._found: re.Pattern[str] | None = None
-        self._hits: list[Hit] = []
-        self._hit = -1
-        #: where the current occurrence is drawn: (row, which occurrence in the row)
-        self._hit_at: tuple[Row, int] | None = None
-        #: each drawn row's occurrences, line by line (found again when its lines change)
-        self._marks: dict[Row, tuple[Sequence[Line], list[list[tuple[int, int, int]]]]] = {}
+        self._init_find()
 
     # ---------------------------------------------------------------- state
 
@@ -394,106 +347,7 @@ class Transcript(ScrollView, can_focus=False):
             self._pending = True
             self.set_timer(self.next_frame_s, self._relayout)
 
-    def _rows_of(self, item: Item) -> list[Row]:
-        if isinstance(item, AnswerItem):
-            shape: tuple = (
-                len(item.blocks),
-                bool(item.reasoning_words or item._reasoning),
-                bool(item.marker or item.pinned),
-                tuple(map(id, item.open_refs)),
-            )
-        else:
-            shape = ()
-        cached = self._item_rows.get(item)
-        if cached is not None and cached[0] == shape:
-            return cached[1]
-        rows: list[Row]
-        if isinstance(item, AnswerItem):
-            rows = []
-            if shape[1]:
-                rows.append(
-                    cached[1][0]
-                    if cached and cached[1][0].part == "reasoning"
-                    else Row("reasoning", item)
-                )
-            block_rows = self._block_rows
-            for block in item.blocks:
-                row = block_rows.get(block)
-                if row is None:
-                    row = block_rows[block] = Row("block", item, block)
-                rows.append(row)
-            for depth, ref in reversed(list(enumerate(item.open_refs))):
-                # A ref still streaming is closed below what has arrived, for now.
-                row = block_rows.get(ref)  # type: ignore[call-overload]
-                if row is None:
-                    edge = Block("ref_bottom", frames=tuple(item.open_refs[:depth]), ref=ref)
-                    row = block_rows[ref] = Row("block", item, edge)  # type: ignore[index]
-                rows.append(row)
-            if shape[2]:
-                rows.append(Row("marker", item))
-        else:
-            rows = [Row(item.kind, item)]
-        if rows:
-            rows[0].margin = 1
-            for row in rows[1:]:
-                row.margin = 0
-        self._item_rows[item] = (shape, rows)
-        return rows
-
-    def _build_rows(self) -> list[Row]:
-        rows: list[Row] = []
-        if self.model.older:
-            rows.append(self._banner_row)
-        if self._hint_shown:
-            rows.append(self._hint_row)
-        opened: RewoundItem | None = None  # an open rewound section: a line marks its end
-        for item in self.model.items:
-            if opened is not None and item.section is not opened:
-                rows.append(self._section_end(opened))
-                opened = None
-            if item.hidden:  # a collapsed rewound section shows its one line
-                continue
-            rows.extend(self._rows_of(item))
-            if item.section is not None:
-                opened = item.section
-        if opened is not None:
-            rows.append(self._section_end(opened))
-        return rows
-
-    def _section_end(self, section: RewoundItem) -> Row:
-        row = self._section_ends.get(section)
-        if row is None:
-            row = self._section_ends[section] = Row("rewound_end", section)
-            row.margin = 1
-        return row
-
-    @property
-    def _banner_row(self) -> Row:
-        row = self.__dict__.get("_banner")
-        if row is None:
-            row = self.__dict__["_banner"] = Row("banner")
-        return row
-
-    @property
-    def _hint_row(self) -> Row:
-        row = self.__dict__.get("_hint_r")
-        if row is None:
-            row = self.__dict__["_hint_r"] = Row("hint")
-        return row
-
-    def _width(self) -> int:
-        return self.scrollable_content_region.width
-
-    def _painter_for(self, width: int) -> Painter:
-        """The painter for ``width`` in the current theme (rows drawn in another are stale)."""
-        key = (self._theme_seen, width)
-        if self._painter is None or self._palette_key != key:
-            if self._palette is None or self._palette_key is None or self._palette_key[0] != key[0]:
-                app = self.app
-                self._palette = Palette(app.theme_variables, bool(app.current_theme.dark))
-            self._palette_key = key
-            self._painter = Painter(self, self._palette, width)
-        return self._painter
+    # ---------------------------------------------------------------- theme
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
@@ -506,262 +360,6 @@ class Transcript(ScrollView, can_focus=False):
         """
         self._theme_seen += 1
         self._relayout()
-
-    def _draw(self, row: Row, width: int) -> bool:
-        """Draw ``row`` if its lines are stale; True when its height changed."""
-        painter = self._painter_for(width)
-        key = (row_key(row, width), self._palette_key)
-        if row.part == "banner":
-            key = (key, self.older_count)
-        elif row.part == "hint":
-            key = (key, id(self._hint))
-        if row.key == key:
-            # Drawn for this width already (the width changed and came back): the
-            # lines are right, the height was estimated again meanwhile.
-            self._kept_drawn(row)
-            row.exact = True
-            if len(row.lines) != row.height:
-                row.height = len(row.lines)
-                return True
-            return False
-        row.lines = painter.draw(row)
-        row.key = key
-        self._kept_drawn(row)
-        row.exact = True
-        row.guess = None
-        if len(row.lines) != row.height:
-            row.height = len(row.lines)
-            return True
-        return False
-
-    def _kept_drawn(self, row: Row) -> None:
-        """``row`` was just drawn or used: the last to give its lines up."""
-        drawn = self._drawn
-        self._kept += len(row.lines) - drawn.pop(row, 0)
-        drawn[row] = len(row.lines)
-
-    def _release_far_rows(self, on_screen: Collection[Row] = ()) -> None:
-        """Past :data:`KEEP_LINES`, the rows drawn longest ago let their lines go.
-
-        Their height stays (it was exact); :meth:`_draw` draws them again when
-        they are needed. Rows ``on_screen`` are never let go, even when they alone
-        pass the bound (a block of 2,000 one-character lines, a narrow terminal):
-        else such a row would be dropped at every relayout and drawn again at the
-        next paint, every frame of a stream.
-        """
-        drawn = self._drawn
-        if self._kept <= KEEP_LINES:
-            return
-        for row in list(drawn):  # the least recently drawn first
-            if self._kept <= KEEP_LINES:
-                break
-            if row in on_screen:
-                continue
-            self._kept -= drawn.pop(row)
-            row.lines = ()
-            row.key = None
-
-    def _relayout(self, *, keep: Item | None = None) -> None:
-        """Rows, heights and scroll position after a change (or a resize, or a scroll)."""
-        started = time.perf_counter()
-        try:
-            self._layout_rows(keep)
-        finally:
-            self._frame_cost = time.perf_counter() - started
-
-    def _layout_rows(self, keep: Item | None) -> None:
-        self._pending = False
-        width = self._width()
-        height = self.scrollable_content_region.height
-        at_end = self._stuck or self.scroll_y >= self.max_scroll_y
-        # The first row on screen, to keep in place when heights above it change.
-        anchor: tuple[Row, int] | None = None
-        if not at_end and self._rows:
-            anchor = self._row_at(int(self.scroll_y))
-        if keep is not None:
-            keep_rows = self._item_rows.get(keep)
-            anchor = (
-                (keep_rows[1][0], int(self.scroll_y) - self._row_start(keep_rows[1][0]))
-                if keep_rows
-                else anchor
-            )
-        if width != self._width_seen:
-            for row in self._rows:  # drawn for another width: estimate again
-                row.exact = False
-            self._width_seen = width
-        rows = self._build_rows()
-        if self.model.current is not None:
-            # The streaming tail grows where it may not be drawn: estimate it again.
-            for row in self._item_rows.get(self.model.current, ((), []))[1][-2:]:
-                if row.key is not None and row.key[0][0] == width:
-                    row.exact = row.exact and row.block is not None and not row.block.open
-        for row in rows:
-            if not row.exact:
-                # Estimated once per width and text: a far row costs nothing per frame.
-                guess = (width, row.block.version if row.block is not None else -1)
-                if row.guess != guess:
-                    row.height = estimate(row, width) if width else 1
-                    row.guess = guess
-        self._rows = rows
-        self._starts = list(accumulate((row.height for row in rows), initial=0))
-        on_screen: set[Row] = set()
-        if width > 0 and height > 0:
-            for _ in range(4):  # draw what is on screen; heights settle in a pass or two
-                total = self._starts[-1]
-                if at_end:
-                    top = max(0, total - height)
-                elif anchor is not None:
-                    top = self._row_start(anchor[0]) + anchor[1]
-                else:
-                    top = int(self.scroll_y)
-                changed = False
-                on_screen = set()  # (rows hash by identity)
-                index = max(0, bisect_right(self._starts, top) - 1)
-                while index < len(rows) and self._starts[index] < top + height:
-                    changed |= self._draw(rows[index], width)
-                    on_screen.add(rows[index])
-                    index += 1
-                if not changed:
-                    break
-                self._starts = list(accumulate((row.height for row in rows), initial=0))
-        self._release_far_rows(on_screen)
-        total = self._starts[-1]
-        set_virtual_size(self, Size(width, total))
-        if at_end:
-            self.scroll_to(y=max(0, total - height), animate=False, immediate=True, force=True)
-            self._stuck = True
-        elif anchor is not None:
-            self.scroll_to(
-                y=self._row_start(anchor[0]) + anchor[1], animate=False, immediate=True, force=True
-            )
-        self.refresh()
-
-    def _row_at(self, y: int) -> tuple[Row, int]:
-        index = max(0, min(len(self._rows) - 1, bisect_right(self._starts, y) - 1))
-        return self._rows[index], y - self._starts[index]
-
-    def _row_start(self, row: Row) -> int:
-        try:
-            return self._starts[self._rows.index(row)]
-        except ValueError:
-            return 0
-
-    # ---------------------------------------------------------------- lines
-
-    @property
-    def _top_pad(self) -> int:
-        """A short conversation sits at the bottom, next to the input, as chat does."""
-        return max(0, self.scrollable_content_region.height - self._starts[-1])
-
-    def render_line(self, y: int) -> Strip:
-        line_y = self.scroll_offset.y + y - self._top_pad
-        width = self._width()
-        rows = self._rows
-        if not rows or line_y >= self._starts[-1] or width <= 0 or line_y < 0:
-            return Strip.blank(width, self.rich_style)
-        index = bisect_right(self._starts, line_y) - 1
-        row = rows[index]
-        if self._draw(row, width):
-            self._changed()  # its height was a guess: lay out again next frame
-        offset = line_y - self._starts[index]
-        if offset >= len(row.lines):
-            return Strip.blank(width, self.rich_style)
-        line = row.lines[offset]
-        strip = line.strip
-        if self._found is not None:
-            strip = self._mark_found(strip, row, offset)
-        selection = self.text_selection
-        if selection is not None:
-            span = selection.get_span(line_y)
-            if span is not None:
-                strip = self._selected(strip, span)
-        return strip.apply_offsets(0, line_y)
-
-    def _selected(self, strip: Strip, span: tuple[int, int]) -> Strip:
-        text = strip.text
-        start, end = span
-        a = cell_len(text[:start])
-        b = strip.cell_length if end == -1 else cell_len(text[:end])
-        if b <= a:
-            return strip
-        style = self.screen.get_component_rich_style("screen--selection")
-        before, chosen, after = strip.divide([a, b, strip.cell_length])
-        return Strip.join([before, chosen.apply_style(style), after])
-
-    def _mark_found(self, strip: Strip, row: Row, offset: int) -> Strip:
-        """``strip`` with every occurrence of the find text marked, the current one most
-        (an occurrence wrapped over two lines is marked on both)."""
-        marks = self._row_marks(row)[offset]
-        palette = self._palette
-        if not marks or palette is None:
-            return strip
-        left = row.lines[offset].left
-        text = strip.text
-        current = self._hit_at
-        here = current[1] if current is not None and current[0] is row else None
-        other = Style(bgcolor=palette.mix(palette.warning, 0.4))
-        # an ANSI theme's background is the terminal's own ("ansi_default" has no hex):
-        # the current one is drawn reversed, in the terminal's own colours
-        chosen = Style(reverse=True, bold=True) if palette.ansi else Style(
-            bgcolor=palette.accent.rich_color, color=palette.bg.rich_color, bold=True)
-        cuts: list[int] = []
-        for start, end, _number in marks:
-            cuts += [cell_len(text[:left + start]), cell_len(text[:left + end])]
-        pieces = strip.divide([*cuts, strip.cell_length])
-        marked = [
-            # over the row's own colours (a code block's background would hide a base style)
-            piece if n % 2 == 0 else Strip(
-                Segment.apply_style(piece, post_style=chosen if marks[n // 2][2] == here
-                                    else other), piece.cell_length)
-            for n, piece in enumerate(pieces)
-        ]
-        return Strip.join(marked)
-
-    def _row_marks(self, row: Row) -> list[list[tuple[int, int, int]]]:
-        """The find text's occurrences on ``row``'s drawn lines (see ``line_marks``)."""
-        assert self._found is not None
-        kept = self._marks.get(row)
-        if kept is not None and kept[0] is row.lines:
-            return kept[1]
-        marks = fnd.line_marks([(line.text, line.cont) for line in row.lines], self._found)
-        self._marks[row] = (row.lines, marks)
-        return marks
-
-    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
-        """The selected text, without bars, frames, padding or code continuation marks."""
-        total = self._starts[-1] if self._rows else 0
-        if not total:
-            return None
-        width = self._width()
-        first = selection.start.y if selection.start is not None else 0
-        last = selection.end.y if selection.end is not None else total - 1
-        rows = self._rows
-        lo_index = max(0, bisect_right(self._starts, first) - 1)
-        hi_index = max(0, bisect_right(self._starts, last) - 1)
-        if any([self._draw(row, width) for row in rows[lo_index : hi_index + 1]]):
-            self._starts = list(accumulate((row.height for row in rows), initial=0))
-        out: list[str] = []
-        for index in range(lo_index, min(hi_index, len(rows) - 1) + 1):
-            row, start = rows[index], self._starts[index]
-            for offset, line in enumerate(row.lines):
-                span = selection.get_span(start + offset)
-                if span is None:
-                    continue
-                full = line.strip.text
-                end = line.left + line.size if line.size >= 0 else len(full) - line.right
-                lo = max(span[0], line.left)
-                hi = end if span[1] == -1 else min(span[1], end)
-                piece = full[lo:hi] if hi > lo else ""
-                if line.size < 0:
-                    piece = piece.rstrip()
-                if line.cont and out:
-                    out[-1] += piece
-                else:
-                    out.append(piece)
-        return "\n".join(out), "\n"
-
-    def selection_updated(self, selection: Selection | None) -> None:
-        self.refresh()
 
     # ----------------------------------------------------------- scrolling
 
@@ -873,111 +471,6 @@ class Transcript(ScrollView, can_focus=False):
                 return row
         return None
 
-    # ----------------------------------------------------------------- find
-
-    @property
-    def find_state(self) -> tuple[int, int]:
-        """(the current occurrence's number from 1, how many): (0, 0) when none."""
-        return (self._hit + 1 if self._hits else 0), len(self._hits)
-
-    async def find(self, query: str, step: int = 0) -> tuple[int, int]:
-        """Mark every occurrence of ``query`` and go to one: a new query goes to the
-        newest, ``step`` +1 / -1 to the next / previous (wrapping around).
-
-        Everything is searched, shown or not (transcript/find.py): an occurrence in
-        a collapsed part opens it, one behind the banner loads the older messages
-        down to it. Returns :attr:`find_state`.
-        """
-        found = fnd.pattern(query)
-        if found is None:
-            self.find_clear()
-            return 0, 0
-        same = self._found is not None and self._found.pattern == found.pattern
-        current = self._hits[self._hit] if same and 0 <= self._hit < len(self._hits) else None
-        if not same:
-            self._marks = {}
-        self._found = found
-        hits = fnd.find_hits(self.model.items, self.model.older, found)
-        self._hits, self._hit_at = hits, None
-        if not hits:
-            self._hit = -1
-            self.refresh()
-            return 0, 0
-        at = _position(hits, current) if current is not None else None
-        if at is None:
-            self._hit = len(hits) - 1 if step >= 0 else 0
-        else:
-            self._hit = (at + step) % len(hits)
-        await self._show_hit()
-        return self.find_state
-
-    def find_clear(self) -> None:
-        """No find text marked any more."""
-        self._found, self._hits, self._hit, self._hit_at = None, [], -1, None
-        self._marks = {}
-        self.refresh()
-
-    async def _show_hit(self) -> None:
-        hit = self._hits[self._hit]
-        if hit.item is None:  # behind the banner: load the older messages down to it
-            await self.load_older(len(self.model.older) - hit.older)
-            hit = self._found_again()
-            if hit is None or hit.item is None:
-                return
-        if hit.sealed:  # in a rewound section never opened: its messages built, then shown
-            assert isinstance(hit.item, RewoundItem)
-            self.toggle_section(hit.item, True)
-            hit = self._found_again()
-            if hit is None or hit.item is None:
-                return
-        item = hit.item
-        if item.section is not None and not item.section.expanded:
-            self.toggle_section(item.section, True)
-        if hit.hidden:
-            fnd.open_for(item)
-        self.highlight(item)
-        self._hit_at = self._locate(item, hit.occurrence)
-        if self._hit_at is not None:
-            self._relayout()  # drawing the item's rows may have corrected their heights
-            row, number = self._hit_at
-            offset = next((n for n, marks in enumerate(self._row_marks(row))
-                           if any(m[2] == number for m in marks)), 0)
-            y = self._row_start(row) + offset
-            height = self.scrollable_content_region.height
-            top, bottom = int(self.scroll_y), int(self.scroll_y) + height
-            if not top <= y < bottom:
-                self.scroll_to(y=max(0, y - height // 2), animate=False, immediate=True,
-                               force=True)
-            self._stuck = self.scroll_y >= self.max_scroll_y
-        self.refresh()
-
-    def _found_again(self) -> Hit | None:
-        """After messages were built (older ones loaded, a section opened): the hits
-        found again, the current one staying at its number (the built items hold the
-        occurrences their messages held, in the same order)."""
-        assert self._found is not None
-        number = self._hit
-        self._hits = fnd.find_hits(self.model.items, self.model.older, self._found)
-        if not self._hits:
-            self._hit = -1
-            return None
-        self._hit = min(number, len(self._hits) - 1)
-        return self._hits[self._hit]
-
-    def _locate(self, item: Item, occurrence: int) -> tuple[Row, int] | None:
-        """The row holding ``item``'s n-th occurrence and which one it is there (None
-        when drawing changed the words, say Markdown syntax inside the match: the item
-        is still shown)."""
-        width = self._width()
-        n = 0
-        for row in self._rows_of(item):
-            self._draw(row, width)
-            count = len({m[2] for marks in self._row_marks(row) for m in marks})
-            if occurrence < n + count:
-                return row, occurrence - n
-            n += count
-        return None
-
     def highlight_ref_id(self, ref_id: str) -> RefInfo | None:
         """The current (last, not superseded) block with ``ref_id``."""
         blocks = [b for b in self.ref_blocks() if b.ref_id == ref_id]
@@ -998,12 +491,3 @@ class Transcript(ScrollView, can_focus=False):
     def target(self) -> Target | None:
         """What copy acts on: whatever is highlighted, else the newest closed ref."""
         return self._highlighted or self.target_ref()
-
-
-def _position(hits: Sequence[Hit], hit: Hit) -> int | None:
-    """Where ``hit`` is among ``hits`` found again (the same item and occurrence)."""
-    for index, other in enumerate(hits):
-        if (other.item is hit.item and other.older == hit.older
-                and other.occurrence == hit.occurrence):
-            return index
-    return None
