@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 
 from selfref_tui.safety import inert
-from selfref_tui.ui.transcript.paint import markdown
+from selfref_tui.ui.transcript.paint_answer import markdown
 from tests.hostile import CORPUS
 
 SAMPLES = [

@@ -11,7 +11,9 @@ from selfref_tui.agent import events as ev
 from selfref_tui.ui.theme_colors import contrast
 from selfref_tui.ui.transcript import layout
 from selfref_tui.ui.transcript.layout import KEEP_LINES
-from selfref_tui.ui.transcript.paint import CONTINUATION, Painter, Row
+from selfref_tui.ui.transcript.paint import Painter
+from selfref_tui.ui.transcript.paint_answer import CONTINUATION
+from selfref_tui.ui.transcript.rows import Row
 from selfref_tui.ui.widgets.transcript import Transcript
 from tests.hostile import CORPUS, assert_inert
 from tests.ui.contrast import READABLE

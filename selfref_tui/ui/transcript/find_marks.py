@@ -23,7 +23,7 @@ from textual.strip import Strip
 from selfref_tui.ui.lazy_import import LazyModule
 from selfref_tui.ui.transcript.layout import RowLayout
 from selfref_tui.ui.transcript.model import Item, RewoundItem
-from selfref_tui.ui.transcript.paint import Line, Row
+from selfref_tui.ui.transcript.rows import Line, Row
 
 if TYPE_CHECKING:
     from selfref_tui.ui.transcript import find as fnd

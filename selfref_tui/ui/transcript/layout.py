@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any
 from textual.geometry import Size
 
 from selfref_tui.ui.transcript.model import AnswerItem, Block, Item, RefInfo, RewoundItem
-from selfref_tui.ui.transcript.paint import Painter, Palette, Row, estimate, row_key
+from selfref_tui.ui.transcript.paint import Painter
+from selfref_tui.ui.transcript.palette import Palette
+from selfref_tui.ui.transcript.rows import Row, estimate, row_key
 from selfref_tui.ui.transcript.textual_adapter import set_virtual_size
 
 if TYPE_CHECKING:

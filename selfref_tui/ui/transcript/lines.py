@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from textual.geometry import Offset
     from textual.screen import Screen
 
-    from selfref_tui.ui.transcript.paint import Row
+    from selfref_tui.ui.transcript.rows import Row
 
 
 class ShownLines(RowLayout):

@@ -46,8 +46,8 @@ from selfref_tui.ui.transcript.model import (
     ToolItem,
     UserItem,
 )
-from selfref_tui.ui.transcript.paint import Row
 from selfref_tui.ui.transcript.reducer import TAIL_ITEMS, Target, TranscriptModel
+from selfref_tui.ui.transcript.rows import Row
 
 if TYPE_CHECKING:
     from selfref_tui.agent import events as ev
