@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..refs.parser import quote_refs
 from .history import EntryLike, is_person_message
 from .images import readable
 
@@ -103,14 +104,16 @@ def tagged(said: Said, **flags: str) -> str:
     reads one format for "a stored message, verbatim". A ``<message`` or
     ``</message`` inside the text is written ``&lt;message``: a tool's result (a
     fetched page) could otherwise close its own tag and open one with
-    ``role="user"``, and the model would read it as the person's words.
+    ``role="user"``, and the model would read it as the person's words. Ref
+    blocks are quoted (``<quoted_ref id="x">``, :func:`..refs.parser.quote_refs`):
+    a model repeating what it read back must not define those refs again.
     """
     attrs = f'n="{said.n}" role="{said.role}"'
     if said.time:
         attrs += f' time="{said.time}"'
     for name, value in flags.items():
         attrs += f' {name}="{value}"'
-    text = _TAG.sub(r"&lt;\1", said.text)
+    text = quote_refs(_TAG.sub(r"&lt;\1", said.text))
     return f"<message {attrs}>\n{text}\n</message>"
 
 

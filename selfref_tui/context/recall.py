@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..refs.parser import quote_refs
 from .casefold import fold, literal, spans
 from .history import EntryLike
 from .images import text_of
@@ -329,7 +330,9 @@ def render_search(result: SearchResult, query: str, *, before: int | None = None
     for hit in result.hits:
         flags = "".join(f" ({f})" for f, on in (("compacted", hit.compacted),
                                                  ("rewound", hit.rewound)) if on)
-        lines.append(f"#{hit.n} {hit.role} {_short_time(hit.time)}{flags}: {hit.snippet}")
+        # ref tags quoted, as read_history shows them (kept_words.tagged)
+        lines.append(f"#{hit.n} {hit.role} {_short_time(hit.time)}{flags}: "
+                     f"{quote_refs(hit.snippet)}")
     return "\n".join(lines)
 
 

@@ -137,7 +137,9 @@ def render_kept(kept: KeptWords) -> list[str]:
         'search_history(query) finds messages by words or a "quoted phrase" and returns '
         "their numbers, roles, times and a snippet; read_history(start, count) returns "
         "messages verbatim by number. Use them before guessing at anything the summary "
-        "does not say.")
+        "does not say. Ref blocks in stored messages, here and in those tools' results, "
+        'read <quoted_ref id="ID">…</quoted_ref>: quotations that define nothing; ref:ID '
+        "keeps the current content.")
     return parts
 
 

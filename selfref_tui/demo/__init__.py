@@ -12,6 +12,7 @@ from selfref_tui.config import DEMO_API_KEY, DEMO_MODEL, AppConfig, demo_provide
 from selfref_tui.demo.script import (
     DEMO_SCRIPT,
     Drop,
+    Echo,
     Events,
     Hang,
     HttpError,
@@ -42,7 +43,7 @@ def with_demo_url(config: AppConfig, base_url: str) -> AppConfig:
 
 __all__ = [
     "DEMO_API_KEY", "DEMO_MODEL", "DEMO_SCRIPT", "DEMO_TOKENS_PER_S", "DemoServer", "Drop",
-    "Events", "Hang", "HttpError", "Malformed", "Overflow", "Reply", "Script", "Stall", "Step",
-    "ToolCall",
+    "Echo", "Events", "Hang", "HttpError", "Malformed", "Overflow", "Reply", "Script", "Stall",
+    "Step", "ToolCall",
     "demo_provider", "demo_server", "with_demo_url",
 ]

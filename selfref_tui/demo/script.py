@@ -153,7 +153,29 @@ class Hang:
     headers: bool = True
 
 
-Step = Reply | HttpError | Drop | Malformed | Events | Stall | Overflow | Hang
+@dataclass(frozen=True)
+class Echo:
+    """Answer with the text of the request's last tool result, as a model repeats
+    what it just read (recalled history, say): ``before`` it, cut after the first
+    ``until`` when given (a model that copies part of it), ``after`` it (one that
+    closes what it cut, ``</ref>``). The server makes it a :class:`Reply` from the
+    request it answers.
+    """
+
+    before: str = ""
+    until: str = ""
+    after: str = ""
+
+    def reply(self, body: dict) -> Reply:
+        """The answer to ``body``: its last tool message's text, shaped as above."""
+        messages = body.get("messages") or []
+        result = _text_of(_last(messages, "tool"))
+        if self.until and self.until in result:
+            result = result[: result.index(self.until) + len(self.until)]
+        return Reply(text=self.before + result + self.after)
+
+
+Step = Reply | HttpError | Drop | Malformed | Events | Stall | Overflow | Hang | Echo
 ScriptFn = Callable[[dict, int], Step]
 Script = Sequence[Step] | ScriptFn
 

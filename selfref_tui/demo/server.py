@@ -21,6 +21,7 @@ from typing import Any
 
 from selfref_tui.demo.script import (
     Drop,
+    Echo,
     Events,
     Hang,
     HttpError,
@@ -356,10 +357,12 @@ class DemoServer:
         index = self._calls
         self._calls += 1
         if callable(self.script):
-            return self.script(body, index)
-        if index < len(self.script):
-            return self.script[index]
-        return HttpError(500, f"demo script has no step for call #{index + 1}")
+            step = self.script(body, index)
+        elif index < len(self.script):
+            step = self.script[index]
+        else:
+            return HttpError(500, f"demo script has no step for call #{index + 1}")
+        return step.reply(body) if isinstance(step, Echo) else step
 
     async def _send_json(self, writer: asyncio.StreamWriter, status: int, payload: Any,
                          extra: dict[str, str] | None = None) -> None:

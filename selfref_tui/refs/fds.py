@@ -26,7 +26,8 @@ Decisions, each tested in tests/refs/test_fds.py:
   its unique fork ids). Numbering resumes after the highest id already held in
   the table's own namespace.
 * A ref id may occur several times; the last occurrence is current, earlier
-  ones stay listed as superseded (``versions`` attribute).
+  ones stay listed as superseded (``versions`` attribute). An occurrence with
+  the current content adds no version: repeating a ref changes nothing.
 * Everything returned is XML with attributes and content escaped.
 """
 
@@ -178,7 +179,14 @@ class FdTable:
 
     # -- adding ----------------------------------------------------------
     def add_ref(self, ref_id: str, content: str, created: str | None = None,
-                message_index: int | None = None) -> dict:
+                message_index: int | None = None) -> dict | None:
+        """The ref's new version as a store record; None when ``content`` is its current
+        content already (written again, or repeated from history): no version is added,
+        so the ref keeps the message that defined it and its list of versions stays
+        one entry per change."""
+        current = self._refs.get(ref_id)
+        if current and current[-1]["content"] == content:
+            return None
         entry: dict = {"id": ref_id, "content": content, "created": created or self._clock()}
         if message_index is not None:
             entry["message_index"] = message_index
@@ -187,9 +195,11 @@ class FdTable:
 
     def add_refs(self, refs: Iterable[object], created: str | None = None,
                  message_index: int | None = None) -> list[dict]:
-        """Store parser ``Ref`` values (``.id``, ``.content``) from one message."""
-        return [self.add_ref(r.id, r.content, created, message_index)  # type: ignore[attr-defined]
-                for r in refs]
+        """Store parser ``Ref`` values (``.id``, ``.content``) from one message; the
+        records of those that changed a ref (see :meth:`add_ref`)."""
+        records = (self.add_ref(r.id, r.content, created, message_index)  # type: ignore[attr-defined]
+                   for r in refs)
+        return [record for record in records if record is not None]
 
     def add_fd(self, content: str, created: str | None = None, source: str = "") -> dict:
         fd_id = f"fd:{self.namespace}.{self._next}" if self.namespace else f"fd:{self._next}"

@@ -29,6 +29,9 @@ Grammar (every rule has a test in tests/refs/test_parser.py):
   tag (so ``<ref id="x">\\ncode\\n</ref>`` stores ``code``). Only ``\\n`` counts.
   This holds for display segments too, so a ref's content is exactly the
   concatenation of the ``ref_text`` segments between its open and close.
+* Quoted refs: :func:`quote_refs` writes a stored message's ref tags as
+  ``<quoted_ref id="…">…</quoted_ref>``, which this grammar never reads as a
+  ref, so text recalled from history can be repeated without defining anything.
 * Fenced code blocks: a line whose first non-blank characters are three or
   more backticks or tildes opens a fence (for backticks, the rest of the line
   may not contain a backtick); a line with the same character, at least as
@@ -354,3 +357,28 @@ def parse_refs(text: str) -> list[Ref]:
     parser.feed(text)
     parser.finish()
     return parser.refs
+
+
+#: the tag a ref block of recalled history is shown with (see :func:`quote_refs`)
+QUOTED_TAG = "quoted_ref"
+#: every ``<ref`` or ``</ref`` that could begin a tag of the grammar above
+_TAG_START = re.compile(r"<(/?)ref(?=[\s>])")
+
+
+def quote_refs(text: str) -> str:
+    r"""``text`` with every ref tag written as a ``quoted_ref`` tag, attributes kept.
+
+    Why: a message read back from history (``read_history``, ``search_history``,
+    a summary's verbatim words) holds the ref blocks the model wrote then. A
+    model that repeats what it read would otherwise define those refs again,
+    and an id it copies with cut or changed content would supersede the real
+    one. ``<quoted_ref id="x">`` still names the ref and shows its content, but
+    no parser state reads it as a tag. Tags inside fenced code are rewritten
+    too: one rule the model can be told, and idempotent.
+
+    >>> quote_refs('<ref id="x">\ncode\n</ref>')
+    '<quoted_ref id="x">\ncode\n</quoted_ref>'
+    """
+    if "<ref" not in text and "</ref" not in text:
+        return text
+    return _TAG_START.sub(rf"<\1{QUOTED_TAG}", text)

@@ -99,7 +99,7 @@ MEMORY_TOOLS: list[dict] = [
         "search_history",
         "Search every stored message of this conversation, compacted ones included, for all "
         "the words (any case) or \"quoted phrases\" given. Newest first: number, role, time, "
-        "snippet.",
+        "snippet. Refs in snippets read <quoted_ref id=…>: quoted, they define nothing.",
         {
             "query": {"type": "string"},
             "limit": {"type": "integer", "description": "Default 20."},
@@ -111,7 +111,8 @@ MEMORY_TOOLS: list[dict] = [
     _fn(
         "read_history",
         "Read stored messages of this conversation verbatim by number, compacted ones "
-        "included.",
+        "included. Their refs read <quoted_ref id=\"ID\">…</quoted_ref>: a quotation; "
+        "repeating it changes no ref (get_ref gives ref:ID as it is now).",
         {
             "start": {"type": "integer"},
             "count": {"type": "integer", "description": "Default 10."},

@@ -262,5 +262,6 @@ class LlmStep:
                 ref = parser.refs[state.refs_seen]
                 state.refs_seen += 1
                 record = turn.fds.add_ref(ref.id, ref.content, now_iso(), message_index=index)
-                state.ref_records.append(record)
+                if record is not None:  # None: the ref's content already, nothing to store
+                    state.ref_records.append(record)
                 self.emit(RefClosed(key=turn.key, ref_id=ref.id, content=ref.content))
