@@ -99,7 +99,7 @@ MEMORY_TOOLS: list[dict] = [
         "search_history",
         "Search every stored message of this conversation, compacted ones included, for all "
         "the words (any case) or \"quoted phrases\" given. Newest first: number, role, time, "
-        "snippet. Refs in snippets read <quoted_ref id=…>: quoted, they define nothing.",
+        "snippet.",
         {
             "query": {"type": "string"},
             "limit": {"type": "integer", "description": "Default 20."},
@@ -111,8 +111,7 @@ MEMORY_TOOLS: list[dict] = [
     _fn(
         "read_history",
         "Read stored messages of this conversation verbatim by number, compacted ones "
-        "included. Their refs read <quoted_ref id=\"ID\">…</quoted_ref>: a quotation; "
-        "repeating it changes no ref (get_ref gives ref:ID as it is now).",
+        "included. Refs in the history show as <quoted_ref>: quoted, they define nothing.",
         {
             "start": {"type": "integer"},
             "count": {"type": "integer", "description": "Default 10."},
