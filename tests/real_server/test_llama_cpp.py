@@ -7,8 +7,9 @@ strict server could refuse in what came later: every tool schema we send
 turned into a grammar, a turn after a rewind and a branch's first turn, a turn
 after a compaction whose summary holds the person's words and pins (made on
 the scripted server: a 135M model seldom calls tools), a compaction the model
-does not make, and a long kept-words summary on a 1,024-token window. Nothing
-here depends on what the model says.
+does not make, a long kept-words summary on a 1,024-token window, and a model
+asked to repeat a message read back that held a ref. Nothing here depends on
+what the model says.
 """
 
 from __future__ import annotations
@@ -416,3 +417,36 @@ async def test_a_long_kept_words_summary_on_a_1024_token_window(tmp_path):
           f"outcome: {outcome}; notices: {[n.message for n in run.of(ev.Notice)]}; "
           f"errors: {[e.message for e in errors]}")
     assert outcome in FINISHED, errors
+
+
+PLAN = "1. back up the database\n2. run the migration\n3. switch the traffic over"
+
+
+async def test_a_model_repeating_a_read_message_leaves_its_ref_alone(tmp_path):
+    """A ref written and its message read back with read_history (on the scripted
+    server); the real model is then asked to repeat that message word for word.
+    Whatever it writes, ref ``plan`` keeps its one version: the read showed the ref
+    as a quotation, which defines nothing."""
+    data = tmp_path / "data"
+    read = ToolCall("read_history", {"start": 2, "count": 1}, id="r1")
+    script = [Reply(text=f'The plan:\n<ref id="plan">\n{PLAN}\n</ref>'),
+              Reply(text="Reading it.", tool_calls=[read]), Reply(text="Read it.")]
+    await scripted(data, script, "Plan the migration.", "Read message 2 back.")
+    echoing = dataclasses.replace(
+        SETTINGS, base_system_prompt="You repeat text exactly, character for character.")
+    run = Run(data, settings=echoing)
+    try:
+        outcome = await run.agent.run_turn(
+            "main", "Repeat the message that read_history returned, exactly as it is.")
+        key = run.store.open("main")
+        plan, result = key.refs["plan"], next(str(m["content"]) for m in key.messages
+                                              if m["role"] == "tool")
+    finally:
+        await run.close()
+    answer = run.text()
+    print(f"outcome: {outcome}; refs closed: {[e.ref_id for e in run.of(ev.RefClosed)]}; "
+          f"versions of plan: {len(plan)}; quoted_ref in the answer: "
+          f"{'<quoted_ref' in answer}; <ref in the answer: {'<ref ' in answer}\n{answer}")
+    assert outcome in FINISHED, run.of(ev.ErrorEvent)
+    assert [v["content"] for v in plan] == [PLAN]
+    assert f'<quoted_ref id="plan">\n{PLAN}\n</quoted_ref>' in result
