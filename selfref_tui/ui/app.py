@@ -6,7 +6,9 @@ lifecycle (open, switch, release, early inputs, refusals); the app composes
 the widgets, binds keys, and turns the controller's answers into what is on
 screen. Slash commands are a table (``command_handlers.py``); runtime events
 reach the widgets through :class:`EventBridge` (``event_bridge.py``), mixed in
-here.
+here, as are the other concerns, one module each: start-up (``boot_actions.py``),
+quitting (``quit_actions.py``), the theme (``theme_actions.py``), keys, refs,
+forks, find, steering and the rest (``*_actions.py``).
 
 Start-up never waits: ``compose`` builds the whole screen from the config
 alone; a worker then starts the runtime (openai is a heavy import, done in a
@@ -21,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import events, on, work
+from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Container, Horizontal, Vertical
 from textual.screen import Screen
@@ -31,19 +33,21 @@ from textual.widgets import TextArea
 from selfref_tui.agent.chat.controller import ChatController, Refused
 from selfref_tui.config import AppConfig
 from selfref_tui.safety import inert, inert_line, redact
+from selfref_tui.ui.boot_actions import BootActions
 from selfref_tui.ui.event_bridge import EventBridge
 from selfref_tui.ui.find_actions import FindActions
 from selfref_tui.ui.focus_ring import FocusRing
 from selfref_tui.ui.fork_actions import ForkActions
-from selfref_tui.ui.gc_pauses import QUIET_S, GcPauses
+from selfref_tui.ui.gc_pauses import GcPauses, IdleCollect
 from selfref_tui.ui.key_actions import KeyActions
 from selfref_tui.ui.keymap import BINDINGS, check_keymap
 from selfref_tui.ui.lazy_import import LazyModule
 from selfref_tui.ui.pin_actions import PinActions
+from selfref_tui.ui.quit_actions import QuitActions
 from selfref_tui.ui.ref_actions import RefActions
 from selfref_tui.ui.settings_actions import SettingsActions
 from selfref_tui.ui.steer_actions import ESC_DOUBLE_S, SteerActions
-from selfref_tui.ui.theme_colors import readable_variables
+from selfref_tui.ui.theme_actions import ThemeActions
 from selfref_tui.ui.toast_room import ToastRoom
 from selfref_tui.ui.widgets.app_footer import NARROW_BELOW, AppFooter
 from selfref_tui.ui.widgets.app_header import AppHeader
@@ -81,8 +85,8 @@ PLACEHOLDER = "Message  (Enter send · shift+enter/ctrl+j newline · / commands 
 
 
 class SelfRefApp(
-    EventBridge, KeyActions, FocusRing, ForkActions, RefActions, SettingsActions, FindActions,
-    SteerActions, PinActions, ToastRoom,
+    EventBridge, BootActions, KeyActions, FocusRing, ForkActions, RefActions, SettingsActions,
+    FindActions, SteerActions, PinActions, QuitActions, ThemeActions, IdleCollect, ToastRoom,
     App[int],
 ):
     #: absolute, so subclasses (tests, benchmarks) in other directories find it
@@ -270,94 +274,6 @@ class SelfRefApp(
             # After the first frame: the runtime's imports run in a thread, and a
             # thread importing openai holds the GIL the first frame is drawn with.
             self.call_after_refresh(self.boot)
-
-    def _welcome_done(self, choice: str | None) -> None:
-        if choice == "demo":
-            self.controller.choose_demo()
-            self.header.model, self.header.demo = self._model_name(), True
-            self.boot()
-        else:
-            self.exit(0)
-
-    # ------------------------------------------------------------- start-up
-
-    @work(exclusive=True, group="boot")
-    async def boot(self) -> None:
-        """Everything slow, after the first frame: demo server, runtime import, store."""
-        controller = self.controller
-        if not self.query("#forks"):
-            await self.query_one("#conversation").mount(self._new_fork_panel())
-        await self.mount_find_bar()
-        await self.sidebar.parts_mounted.wait()  # what the key's opening fills
-        try:
-            if self.sidebar.parts_error is not None:
-                raise RuntimeError(f"the side panel failed: {self.sidebar.parts_error}")
-            await controller.start_server()
-            await self.load_runtime()
-            controller.start_runtime(self.emit)
-        except Exception as exc:  # never crash the first frame; say what failed
-            self.header.status = "not ready"
-            await self.transcript.add_error(self.secret_free(f"Could not start: {exc}"))
-            return
-        if not controller.provider.context_window:
-            self.learn_window()
-        if not controller.provider.demo:
-            self._check_provider()
-        await self.open_key(await controller.resume_key())
-        self._load_token_encoder()
-        await self._send_early_inputs()
-
-    async def load_runtime(self) -> None:
-        """openai takes ~0.5 s to import: in a thread, so keys stay live (tests gate it)."""
-        await self.controller.load_runtime()
-
-    def provider_switched(self) -> None:
-        """The key on screen runs on another endpoint or model (/model, /profile, or the
-        one it chose before): the header says which, and its window is learnt again."""
-        provider = self.controller.provider
-        self.header.provider, self.header.model = provider.name, provider.model
-        self.header.demo = provider.demo
-        self.header.provider_note = ""
-        if not provider.context_window:
-            self.learn_window()
-        if not provider.demo:
-            self._check_provider()
-        self._refresh_usage()
-
-    @work(exclusive=True, group="window", exit_on_error=False)
-    async def learn_window(self) -> None:
-        """Ask the server for the model's window, in the background (agent/provider/window.py)."""
-        notices = await self.controller.learn_window()
-        self._refresh_usage()
-        for notice in notices:
-            self.emit(notice)
-
-    @work(exclusive=True, group="provider-check", exit_on_error=False)
-    async def _check_provider(self) -> None:
-        """A server that is down is named in the header, off the first frame's path."""
-        note = await self.controller.provider_note()
-        if note is not None:
-            self.header.provider_note = note
-
-    @work(exclusive=True, group="encoder", exit_on_error=False)
-    async def _load_token_encoder(self) -> None:
-        """Exact token counts once tiktoken's encoding has loaded: the meter counts again."""
-        await self.controller.load_token_encoder()
-        self._refresh_usage()
-
-    @work(exclusive=True, group="usage")
-    async def _refresh_usage(self) -> None:
-        """Token count of the next call, computed off the loop (it may encode a lot)."""
-        from textual.css.query import NoMatches
-
-        usage = await self.controller.usage()
-        if usage is None or usage[0] != self.key:
-            return  # another key is on screen by now
-        try:
-            meter = self.sidebar.meter
-        except NoMatches:  # the app closed while it counted
-            return
-        _key, meter.tokens, meter.window, meter.estimated = usage
 
     def _refresh_sidebar(self, memory: Any | None = None) -> None:
         lists = self.controller.sidebar_lists(memory)
@@ -594,77 +510,11 @@ class SelfRefApp(
                                      breakdown=plan.breakdown,
                                      compaction=plan.compaction))
 
-    async def action_quit(self) -> None:
-        prompt = self._quit_prompt
-        if prompt is not None and self.screen is prompt:
-            prompt.dismiss(True)  # the quit key again, on its own question: yes
-            return
-        # The quit key is a priority binding: it acts before keys typed just ahead of it
-        # (a fast burst) reach the input. Look at the draft from the input's own queue,
-        # once it has taken them.
-        self.chat_input.call_later(self._quit_unless_draft, prompt is None)
-
-    async def _quit_unless_draft(self, may_ask: bool) -> None:
-        if may_ask and self._quit_prompt is None and self.chat_input.text.strip():
-            self._confirm_quit()
-            return
-        await self.shutdown_runtime()
-        self.exit(0)
-
-    @work(exclusive=True, group="quit")
-    async def _confirm_quit(self) -> None:
-        """Nothing typed is lost without asking: an unsent draft holds the quit."""
-        from selfref_tui.ui.screens.confirm import ConfirmScreen
-
-        quit_key = self._key_label("quit", "ctrl+q").split(",")[0].strip()
-        self._quit_prompt = ConfirmScreen(
-            "Quit? The message in the input has not been sent and will be lost.",
-            title="Unsent message",
-            yes_keys=("y", quit_key),
-        )
-        try:
-            quit_now = await self.push_screen_wait(self._quit_prompt)
-        finally:
-            self._quit_prompt = None
-        if quit_now:
-            await self.shutdown_runtime()
-            self.exit(0)
-        else:
-            self.chat_input.focus()
-
-    async def shutdown_runtime(self) -> None:
-        """Stop the turn (its abort patches are committed), close HTTP, release locks."""
-        await self.controller.aclose()
-
     async def on_unmount(self) -> None:
         self.gc_pauses.uninstall()
         await self.shutdown_runtime()
 
-    # ------------------------------------------------- garbage collection
-
-    def collect_when_idle(self, *, everything: bool = False) -> None:
-        """The collector's full pass waits for a quiet moment (see gc_pauses).
-
-        ``everything``: walk the frozen objects too (a key was loaded: the last
-        key's transcript may have left cycles among them).
-        """
-        if self._gc_timer is not None:
-            self._gc_timer.stop()
-        self._gc_everything = self._gc_everything or everything
-        self._gc_timer = self.set_timer(QUIET_S, self._idle_collect)
-
-    def _idle_collect(self) -> None:
-        self._gc_timer = None
-        if self.controller.busy:
-            return  # a new turn began: its end asks again
-        wait = self.gc_pauses.wait_s()
-        if wait > 0:
-            self._gc_timer = self.set_timer(wait, self._idle_collect)
-            return
-        everything, self._gc_everything = self._gc_everything, False
-        pause = self.gc_pauses.collect(everything=everything)
-        what = "everything" if self.gc_pauses.last_was_full else "what is new since the last"
-        self.log(f"garbage collection between turns ({what}): {pause * 1000:.0f} ms")
+    # ------------------------------------------------------------- typing
 
     @on(TextArea.Changed)
     def _typed(self, message: TextArea.Changed) -> None:
@@ -725,40 +575,6 @@ class SelfRefApp(
             super().open_url(url, new_tab=new_tab)
         else:
             self.notify(f"Not opened: {inert_line(url, 80)} is not a web link.", timeout=4)
-
-    # -------------------------------------------------------------- theme
-
-    def watch_theme(self, name: str) -> None:
-        """The person picked a theme (ctrl+p → Theme): keep it for the next start.
-
-        Set before the app runs (a test, a benchmark), it is that run's, not a choice.
-        """
-        if name != self._theme_saved and not self.read_only and self.is_running:
-            self._theme_saved = name
-            self._save_theme(name)
-
-    @work(exclusive=True, group="theme", exit_on_error=False)
-    async def _save_theme(self, name: str) -> None:
-        import asyncio
-
-        from selfref_tui.config import ConfigError
-
-        try:
-            await asyncio.to_thread(self.controller.save_theme, name)
-        except (ConfigError, OSError) as exc:
-            self.notify(f"The theme {name} is used now but was not saved: {exc}",
-                        severity="warning", timeout=10)
-
-    def get_css_variables(self) -> dict[str, str]:
-        """The theme's variables, every text colour readable on its background.
-
-        See :mod:`selfref_tui.ui.theme_colors`: the transcript, the sidebar, the
-        dialogs and Textual's own footer and code highlighting take their text
-        colours from these variables.
-        """
-        variables = readable_variables(super().get_css_variables())
-        self.theme_variables = variables
-        return variables
 
     # ------------------------------------------------------------- palette
 

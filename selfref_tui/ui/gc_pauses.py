@@ -37,6 +37,12 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from textual.timer import Timer
+
+    from selfref_tui.agent.chat.controller import ChatController
 
 #: (young, middle, oldest): young every 2,000 allocations; middle every 10 young;
 #: oldest after 1,000 middle collections (Python's defaults: 700, 10, 10)
@@ -105,3 +111,41 @@ class GcPauses:
         self.last_was_full = full
         self.last_pause_s = time.perf_counter() - start
         return self.last_pause_s
+
+
+class IdleCollect:
+    """Mixed into the app: the full pass after a turn, once the person stops typing."""
+
+    if TYPE_CHECKING:  # what the app provides
+        controller: ChatController
+        gc_pauses: GcPauses
+        _gc_timer: Timer | None
+        #: the next idle collection walks the frozen objects too
+        _gc_everything: bool
+
+        def set_timer(self, delay: float, callback: Callable[[], Any]) -> Timer: ...
+        def log(self, *args: Any) -> None: ...
+
+    def collect_when_idle(self, *, everything: bool = False) -> None:
+        """The collector's full pass waits for a quiet moment (see the module's doc).
+
+        ``everything``: walk the frozen objects too (a key was loaded: the last
+        key's transcript may have left cycles among them).
+        """
+        if self._gc_timer is not None:
+            self._gc_timer.stop()
+        self._gc_everything = self._gc_everything or everything
+        self._gc_timer = self.set_timer(QUIET_S, self._idle_collect)
+
+    def _idle_collect(self) -> None:
+        self._gc_timer = None
+        if self.controller.busy:
+            return  # a new turn began: its end asks again
+        wait = self.gc_pauses.wait_s()
+        if wait > 0:
+            self._gc_timer = self.set_timer(wait, self._idle_collect)
+            return
+        everything, self._gc_everything = self._gc_everything, False
+        pause = self.gc_pauses.collect(everything=everything)
+        what = "everything" if self.gc_pauses.last_was_full else "what is new since the last"
+        self.log(f"garbage collection between turns ({what}): {pause * 1000:.0f} ms")
