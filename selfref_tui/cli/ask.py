@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import signal
 import sys
 from dataclasses import dataclass, replace
 from typing import Any
@@ -25,6 +23,7 @@ from selfref_tui.cli.common import (
     key_of,
     nowhere_to_send,
     provider_flags,
+    run_async,
     say,
     silence_stdout,
     store_notes,
@@ -135,6 +134,9 @@ async def _ask(args: argparse.Namespace) -> int:
 async def one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
                    compacted: list[Any] | None = None) -> int:
     """Run one turn of the key (``prompt`` None: a compaction turn) and map its outcome."""
+    import asyncio
+    import signal
+
     from selfref_tui.agent.abort import AbortSignal
     from selfref_tui.agent.events import Notice
     from selfref_tui.agent.provider.client import Provider
@@ -240,6 +242,8 @@ async def _start_mcp(config: AppConfig, key: str, emit: Any, allow: str, abort: 
     ``--allow-tools`` run; any other call is refused (the model is told it is not
     allowed in this run, and stderr says once per tool how to allow it).
     """
+    import asyncio
+
     from selfref_tui.agent.mcp.manager import McpManager
 
     manager = McpManager(config.mcp_servers, emit, notice_key=key)
@@ -274,4 +278,4 @@ def register(commands: Any) -> None:
                           "20 MB; repeat for more) — for vision models")
     common_flags(ask)
     provider_flags(ask)
-    ask.set_defaults(handler=lambda args: asyncio.run(_ask(args)), writes="ask")
+    ask.set_defaults(handler=lambda args: run_async(_ask(args)), writes="ask")

@@ -6,9 +6,9 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from selfref_tui.config import (
     DEFAULT_KEY,
@@ -19,6 +19,7 @@ from selfref_tui.config import (
     load_config,
 )
 
+T = TypeVar("T")
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STORE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
@@ -41,6 +42,14 @@ exit codes:
 
 environment: OPENAI_API_KEY, OPENAI_BASE_URL, SELFREF_MODEL, SELFREF_DATA_DIR,
 SELFREF_CONFIG (path of config.toml)."""
+
+
+def run_async(job: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(job)``, asyncio imported only here: the commands that read the store
+    (search, history, keys, export) start without its ~30 ms of imports."""
+    import asyncio
+
+    return asyncio.run(job)
 
 
 class CliError(Exception):

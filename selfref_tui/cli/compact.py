@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 from typing import Any
 
 from selfref_tui.cli.ask import one_turn
@@ -13,6 +12,7 @@ from selfref_tui.cli.common import (
     add_command,
     common_flags,
     provider_flags,
+    run_async,
 )
 
 
@@ -45,4 +45,4 @@ def register(commands: Any) -> None:
                          help='with [agent] memory_writes = "ask": keep the facts the summary '
                               "asks to remember as experiences (otherwise refused; nobody can "
                               "be asked here)")
-    compact.set_defaults(handler=lambda args: asyncio.run(_compact(args)), writes="compact")
+    compact.set_defaults(handler=lambda args: run_async(_compact(args)), writes="compact")

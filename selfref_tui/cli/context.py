@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -20,6 +19,7 @@ from selfref_tui.cli.common import (
     print_json,
     provider_flagged,
     provider_flags,
+    run_async,
     say,
     store_notes,
     window_cache,
@@ -66,12 +66,12 @@ def _context_show(args: argparse.Namespace) -> int:
         # nothing to ask: the demo's window is known, and no demo server is started
         provider_config = replace(provider_config, base_url="http://127.0.0.1:9/v1")
     rewound = memory.rewound_count
-    window = asyncio.run(_cached_window(provider_config, config))
+    window = run_async(_cached_window(provider_config, config))
     agent = Agent(store, Provider(provider_config), config.agent,
                   model=provider_config.model, context_window=window)
     _load_encoder(agent, provider_config.model)
     plan = agent.preview_request(key)
-    asyncio.run(agent.aclose())
+    run_async(agent.aclose())
     store.close()
     messages, tokens = plan.messages, plan.tokens
     if args.json:

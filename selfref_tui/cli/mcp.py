@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 from typing import Any
 
 from selfref_tui.cli.common import (
@@ -13,6 +12,7 @@ from selfref_tui.cli.common import (
     add_group,
     app_config,
     print_json,
+    run_async,
 )
 
 #: the states of a configured server that did not start (a disabled one is not one)
@@ -33,7 +33,7 @@ def _mcp_list(args: argparse.Namespace) -> int:
         finally:
             await manager.aclose(quitting=True)
 
-    rows = asyncio.run(collect()) if config.mcp_servers else []
+    rows = run_async(collect()) if config.mcp_servers else []
     # A server that did not start is a failure a script must see, not only read.
     failed = any(row["state"] in FAILED for row in rows)
     status = EXIT_ERROR if failed else EXIT_OK

@@ -46,6 +46,9 @@ _UTF8_TO_ASCII = tuple(c.encode() for c in TO_ASCII)
 #: how many occurrences of a start that marks share are read one by one before the marks
 #: are looked for with a scan each instead
 _STARTS_READ = 100_000
+#: the part of a log (or cache) looked at as it is for the query's words before the whole
+#: is lower-cased: 1/8 (a log that lacks a word is read an eighth further than before)
+_HEAD_PART = 8
 #: characters a word checked against a log may not hold: those JSON escapes, and those the
 #: fold writes next to a patch's text
 _ESCAPED = frozenset('"\\\'()[]')
@@ -232,6 +235,12 @@ class ConversationSearch:
 def _may_hold(data: bytes, words: list[bytes], marks: tuple[bytes, ...]) -> bool:
     """False when ``data`` (a log, or a cache) cannot hold a message with all of ``words``
     (it holds none of ``marks``, and lacks a word)."""
+    # The words are lower-case: met as they are, they are in the lower-cased bytes too.
+    # Most logs that hold them do so early (a log of 100,000 messages lower-cased: ~35 ms,
+    # its first eighth looked at as it is: ~1 ms), so that is looked at first.
+    head = len(data) // _HEAD_PART
+    if all(data.find(word, 0, head) >= 0 for word in words):
+        return True
     lowered = data.lower()
     if all(word in lowered for word in words):
         return True

@@ -153,9 +153,10 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def atomic_write(path: Path, data: bytes, *, sync_dir: bool = False, fsync: bool = True,
-                 mode: int = FILE_MODE) -> None:
-    """Replace ``path`` with ``data`` via temp file (+ fsync) + rename.
+def atomic_write(path: Path, data: bytes | list[bytes], *, sync_dir: bool = False,
+                 fsync: bool = True, mode: int = FILE_MODE) -> None:
+    """Replace ``path`` with ``data`` (or the parts listed, one after the other: a large
+    file is not copied whole to put a head before it) via temp file (+ fsync) + rename.
 
     The rename means readers never see half a file while the system runs.
     ``fsync=False`` is for caches that can be rebuilt from the truth: it saves
@@ -175,7 +176,8 @@ def atomic_write(path: Path, data: bytes, *, sync_dir: bool = False, fsync: bool
     try:
         if hasattr(os, "fchmod"):  # umask may have narrowed it
             os.fchmod(fd, mode)
-        write_all(fd, data)
+        for part in data if isinstance(data, list) else [data]:
+            write_all(fd, part)
         if fsync:
             os.fsync(fd)
     finally:

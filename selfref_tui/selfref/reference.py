@@ -14,8 +14,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import platformdirs
-
 from .errors import (
     InvalidKeyError,
     StoreError,
@@ -35,7 +33,6 @@ from .keys import (
     write_branch_dir,
     write_empty_meta,
 )
-from .lock import WriterLock
 from .log_lines import SCHEMA, header_line, log_prefix, now_iso, pin_record, sealed_record
 from .store import LOG_NAME, META_NAME, KeyInfo, MemoryKey
 
@@ -46,6 +43,8 @@ def default_data_dir() -> Path:
     env = os.environ.get("SELFREF_DATA_DIR", "").strip()
     if env:
         return Path(env).expanduser()
+    import platformdirs
+
     return Path(platformdirs.user_data_dir("selfref-tui"))
 
 
@@ -99,6 +98,8 @@ class SelfReference:
                 # anything in it is locked, read or moved.
                 if not check_dir(key_dir):
                     ensure_dir(key_dir)
+                from .lock import WriterLock  # a write only: searches never import filelock
+
                 lock = WriterLock(key, key_dir)
                 lock.acquire()
             except OSError as exc:
@@ -205,6 +206,8 @@ class SelfReference:
                 f"Memory key {key!r} is open in this window; switch to another key first."
             )
         self.release(key)
+        from .lock import WriterLock
+
         lock = WriterLock(key, self.key_dir(key))
         lock.acquire()
         try:

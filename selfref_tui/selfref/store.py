@@ -54,7 +54,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..context.experiences import experiences_of
 from ..context.history import HistoryBuilder, HistoryEntry
@@ -92,7 +92,6 @@ from .fsutil import (
 from .images import ImageStore
 from .key_settings import KeySettings, read_settings, write_settings
 from .keys import validate_key
-from .lock import WriterLock
 from .log_lines import (
     LINE_ONLY,
     SCHEMA,
@@ -103,6 +102,9 @@ from .log_lines import (
     resealed,
 )
 from .log_scan import LogScan, kept_line
+
+if TYPE_CHECKING:  # a read-only open (a search) never imports the lock's filelock
+    from .lock import WriterLock
 
 __all__ = [
     "SCHEMA",

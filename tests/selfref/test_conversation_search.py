@@ -134,3 +134,18 @@ def test_a_letter_that_folds_to_ascii_is_seen_among_many_other_escapes(tmp_path)
     with ConversationSearch(data) as search:
         assert {m.key for m in search.search("STRASSE").matches} == {"ru", "en"}
         assert search.search("nowhere").total == 0
+
+
+def test_words_met_only_late_and_in_capitals_still_load_the_key(tmp_path):
+    """A log's first part is looked at as it is for the query's words before the whole is
+    lower-cased: a word met there as typed is enough, one met only later, or only in
+    capitals, is still found, and a word met nowhere still rules the key out."""
+    data = tmp_path / "data"
+    _say(data, "long", "alpha early", *(f"filler {i}" for i in range(300)), "ALPHA and OMEGA")
+    for _ in range(2):  # from the log, then from the cache
+        with ConversationSearch(data) as search:
+            assert [m.n for m in search.search("alpha omega").matches] == [603]
+            assert [m.n for m in search.search("alpha").matches] == [603, 1]
+        with ConversationSearch(data) as search:
+            assert search.search("alpha zeta").total == 0
+            assert not search._entries  # only looked at as bytes

@@ -271,3 +271,31 @@ def test_a_garbled_fold_state_is_not_believed(tmp_path):
     entries, _, folded = searched(tmp_path)
     assert folded
     assert columns(entries) == columns(whole(tmp_path))
+
+
+def test_kept_columns_survive_gaps_in_the_numbers_and_times_that_come_back(tmp_path):
+    commit(tmp_path, [turn(1)])
+    key_dir = SelfReference(tmp_path).key_dir("main")
+    entries = SearchEntries([1, 2, 3, 5, 6, 9, 10], "uauaaut", ["a", "a", "b", "a", "a", "c",
+                                                               "a"], "0012000",
+                            ["one", "two", "three", "five", "six", "nine", "ten"])
+    search_cache.save(tmp_path, "main", key_dir, search_cache.stamp_of(key_dir), entries)
+    assert columns(cached(tmp_path)) == columns(entries)
+    counted = SearchEntries(list(range(4, 9)), "uauau", ["t"] * 5, "00000", list("abcde"))
+    search_cache.save(tmp_path, "main", key_dir, search_cache.stamp_of(key_dir), counted)
+    assert columns(cached(tmp_path)) == columns(counted)
+
+
+def test_the_crc_kept_is_of_the_bytes_folded_and_none_once_the_log_moved_on(tmp_path):
+    import zlib
+
+    commit(tmp_path, [turn(1, "tea " * 150_000), turn(2)])  # a log of several read pieces
+    log = log_of(tmp_path)
+    data = log.read_bytes()
+    stamp = search_cache.stamp_of(log.parent)
+    assert len(data) > 2 * search_cache._CRC_PIECE
+    for end in (len(data), len(data) - 7, search_cache._CRC_PIECE, 0):
+        assert search_cache.log_crc(log.parent, stamp, end) == zlib.crc32(data[:end])
+    assert search_cache.log_crc(log.parent, stamp, len(data) + 1) is None  # shorter
+    commit(tmp_path, [turn(3)])
+    assert search_cache.log_crc(log.parent, stamp, len(data)) is None  # it grew since
