@@ -180,8 +180,6 @@ class HistoryIndex:
         self._rewound: frozenset[int] = frozenset()
         self._hidden: frozenset[int] = frozenset()
         self._mark: Any = None
-        #: the texts may hold runs of white space (see :meth:`of_texts`)
-        self._unfolded = False
 
     @classmethod
     def of_texts(cls, history: HistorySource, numbers: Sequence[int], texts: Sequence[str],
@@ -191,10 +189,7 @@ class HistoryIndex:
         numbers rewound; only case-folded here. Given more messages later, it indexes
         them all anew (it does not know the calls before them)."""
         index = cls()
-        # Runs of white space are folded when a query first holds a phrase (only a
-        # phrase can tell them apart): a person's search is most often words alone.
-        index._texts = [_spaced(fold(text)) for text in texts]
-        index._unfolded = True
+        index._texts = _lowered(texts)
         index._numbers = list(numbers)
         index._tool_names = None
         index._rewound = frozenset(rewound)
@@ -218,7 +213,6 @@ class HistoryIndex:
         # another history (a key salvaged shorter), or one whose calls are not known: anew
         if done > last or (self._tool_names is None and last > done):
             self._texts, self._numbers, self._tool_names = [], [], {}
-            self._unfolded = False
             done = 0
         names = self._tool_names
         if last <= done or names is None:
@@ -289,20 +283,22 @@ class HistoryIndex:
                               "phrase\"")
         limit = (limit or 0) if every else _clamp(limit, DEFAULT_LIMIT, MAX_LIMIT, "limit")
         source = self.update(history)
-        if self._unfolded and any(" " in term for term in terms):
-            self._texts = _folded(self._texts)
-            self._unfolded = False
         texts, numbers = self._texts, self._numbers
         end = len(texts)
         if before is not None:
             end = bisect_left(numbers, before)
         # Longest term first: it usually narrows most, and the others are tested on its
-        # matches only, one term per pass (a pass is one tight comprehension).
+        # matches only, one term per pass (a pass is one tight comprehension). A phrase
+        # is looked for by its longest word first, then checked on those matches only.
         first, *others = sorted(terms, key=len, reverse=True)
+        word = max(first.split(" "), key=len)
         found = [i for i, text in enumerate(texts[:end] if end < len(texts) else texts)
-                 if first in text]
-        for term in others:
-            found = [i for i in found if term in texts[i]]
+                 if word in text]
+        for term in [first, *others] if word != first else others:
+            if " " in term:
+                found = [i for i in found if _holds_phrase(texts[i], term)]
+            else:
+                found = [i for i in found if term in texts[i]]
         left_out = self._hidden if include_rewound else self._hidden | self._rewound
         if left_out:
             found = [i for i in found if numbers[i] not in left_out]
@@ -438,18 +434,21 @@ def _rewound_and_hidden(source: HistorySource) -> tuple[frozenset[int], frozense
     return frozenset(e.n for e in source.entries() if e.rewound), frozenset()
 
 
-def _lowered(texts: list[str]) -> list[str]:
-    """Each text case-folded (``casefold.fold``), every run of white space as one space,
-    as a query's phrase is (so a quoted phrase matches across a line break, a paragraph
-    break, ``\\r\\n`` or two spaces): one text at a time (joining them to fold at once,
-    then splitting, costs more at 100,000 texts), and only the texts that still hold a
-    run of spaces folded word by word."""
-    return _folded([_spaced(fold(t)) for t in texts])
+def _lowered(texts: Sequence[str]) -> list[str]:
+    """Each text case-folded (``casefold.fold``), the common white space other than a space
+    made a space: one text at a time (joining them to fold at once, then splitting, costs
+    more at 100,000 texts). Runs of white space are left as they are (folding them in
+    every text took a third of the time): :func:`_holds_phrase` reads them as one."""
+    return [_spaced(fold(t)) for t in texts]
 
 
-def _folded(texts: list[str]) -> list[str]:
-    """The texts that hold a run of spaces with every run of white space one space."""
-    return [" ".join(t.split()) if "  " in t else t for t in texts]
+def _holds_phrase(text: str, phrase: str) -> bool:
+    """Whether ``text`` (:func:`_lowered`) holds ``phrase`` (words one space apart), every
+    run of white space in it read as one space, as a query's phrase is (so a quoted phrase
+    matches across a line break, a paragraph break, ``\\r\\n`` or two spaces). Only a
+    text with a run of spaces is folded, and only when it does not hold the phrase as it
+    is (a phrase never holds white space that would not be read as it is)."""
+    return phrase in text or ("  " in text and phrase in " ".join(text.split()))
 
 
 def _spaced(text: str) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from selfref_tui.context.history import HistoryEntry
 from selfref_tui.context.recall import (
@@ -181,6 +183,38 @@ def test_a_quoted_phrase_matches_across_any_run_of_white_space():
         assert [h.n for h in result.hits] == found, query
     hit = index.search(entries, '"one. step two"').hits[0]
     assert hit.snippet == "Step one. Step two."
+
+
+_WORDS = st.text("abAB", min_size=1, max_size=3)
+_GAPS = st.text(" \n\t\r\u00a0", min_size=1, max_size=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.tuples(_WORDS, _GAPS), max_size=6), min_size=1, max_size=8),
+       st.lists(_WORDS, min_size=1, max_size=3), _WORDS)
+def test_a_phrase_finds_what_it_finds_in_texts_with_white_space_made_single(texts, phrase,
+                                                                            word):
+    """Whatever the runs of white space in a text, a phrase (alone, or with a word) matches
+    the texts that hold it once every run is one space: in an index taken in message by
+    message, and in one made from a search cache's texts."""
+    contents = ["".join(w + gap for w, gap in parts) for parts in texts]
+    entries = [entry(n, "user", {"role": "user", "content": text})
+               for n, text in enumerate(contents, 1)]
+
+    def single(text: str) -> str:
+        return " ".join(text.casefold().split())
+
+    said = " ".join(phrase).casefold()
+    for query, wanted in ((f'"{" ".join(phrase)}"', lambda t: said in single(t)),
+                          (f'{word} "{" ".join(phrase)}"',
+                           lambda t: said in single(t) and word.casefold() in t.casefold())):
+        expected = [n for n, text in enumerate(contents, 1) if wanted(text)][::-1]
+        taken_in = HistoryIndex().search(entries, query, limit=None, every=True)
+        cached = HistoryIndex.of_texts(entries, range(1, len(contents) + 1), contents, ())
+        from_cache = cached.search(entries, query, limit=None, every=True)
+        assert [h.n for h in taken_in.hits] == expected, query
+        assert [h.n for h in from_cache.hits] == expected, query
+        assert taken_in.total == from_cache.total == len(expected)
 
 
 def test_a_stored_text_cannot_close_its_tag_and_pose_as_the_person():
