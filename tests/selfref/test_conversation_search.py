@@ -111,8 +111,8 @@ def test_words_the_fold_writes_are_found_before_and_after_the_cache(tmp_path):
 
 
 def test_a_phrase_matches_across_runs_of_white_space_before_and_after_words(tmp_path):
-    """The person's index folds runs of white space only when a phrase first asks: a
-    phrase finds the same messages whether words were searched before it or not."""
+    """A phrase reads every run of white space in a message as one space: it finds the same
+    messages whether words were searched before it or not, from the log or the cache."""
     data = tmp_path / "data"
     _say(data, "notes", "The blue\n\nbutton.", "A  blue \t button!", "blue, then button")
     for _ in range(2):  # folded from the log, then read from the cache
