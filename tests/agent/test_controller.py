@@ -292,3 +292,37 @@ async def test_close_waits_for_a_token_count_still_in_its_thread(tmp_path):
         assert await asyncio.to_thread(counted.wait, 10)
         assert seen == ["closed after the count"]
     assert _writable(tmp_path, "main")  # the next window on the key takes it
+
+
+async def test_the_persons_latest_messages_are_read_newest_first_past_rewound_and_hidden(
+        tmp_path):
+    from selfref_tui.context.history import is_person_message
+    from selfref_tui.context.mutations import (
+        AssistantMessageMutation,
+        MultimodalToolResultMutation,
+        RewindMutation,
+        UserMessageMutation,
+    )
+
+    call = {"id": "c1", "type": "function", "function": {"name": "shot", "arguments": "{}"}}
+    with SelfReference(tmp_path / "data") as store:
+        memory = store.open("main")
+        for i in range(1, 6):
+            memory.commit(turn(i))
+        memory.commit([UserMessageMutation({"role": "user", "content": "take a picture"}),
+                       AssistantMessageMutation(content="", tool_calls=[call]),
+                       MultimodalToolResultMutation("c1", "shot", "{}",
+                                                    [{"content": "a picture"}])])
+        memory.commit(turn(6))
+        memory.commit([RewindMutation(to_patch=memory.patch_of(memory.last_number - 1))])
+        assert memory.numbers_hidden() and memory.numbers_rewound()
+    async with running(tmp_path, []) as (controller, _s, _e):
+        await controller.open_key("main")
+        entries = controller._agent().memory("main").entries()
+        expected = [e for e in reversed(entries)
+                    if not e.rewound and is_person_message(e.message)]
+        assert [e.message["content"] for e in expected[:3]] == [
+            "take a picture", "question 5", "question 4"]
+        assert controller.recent_person_messages(3) == expected[:3]
+        assert controller.recent_person_messages() == expected
+        assert controller.last_person_message() == expected[0]
