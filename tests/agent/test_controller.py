@@ -326,3 +326,20 @@ async def test_the_persons_latest_messages_are_read_newest_first_past_rewound_an
         assert controller.recent_person_messages(3) == expected[:3]
         assert controller.recent_person_messages() == expected
         assert controller.last_person_message() == expected[0]
+
+
+async def test_a_message_sent_while_a_model_choice_is_saved_goes_to_the_new_model(tmp_path):
+    """The model picker chooses in a worker: the person's next message can arrive
+    while the choice is being written. Its turn ran on the old client, which the
+    switch then closed under it ("the client has been closed")."""
+    async with running(tmp_path, [Reply(text="on big")]) as (controller, server, events):
+        await controller.open_key("main")
+        switch = asyncio.create_task(controller.choose_model("big-model"))
+        await asyncio.sleep(0)  # the switch is under way: its choice is being written
+        assert not switch.done()
+        assert controller.submit("hi") == "started"
+        await switch
+        await controller.router.wait_idle()
+        assert not [e for e in events if isinstance(e, ev.ErrorEvent)]
+        assert [r["model"] for r in server.requests] == ["big-model"]
+    assert stored_history(tmp_path / "data")[-1]["content"] == "on big"

@@ -165,19 +165,39 @@ class ConversationSettings:
         except ConfigError as exc:
             raise Refused(str(exc), "error") from None
         memory = self._agent().memory(self.key)
-        await self._in_thread(memory.save_settings, settings)
-        await self._use_provider(provider)
+        # The agent talks to the new provider before anything is awaited: a message sent
+        # while the choice is saved goes to it. Swapped after the save, that message's
+        # turn started on the old client, which the swap then closed under it.
+        before = self._swap_provider(provider)
+        try:
+            await self._in_thread(memory.save_settings, settings)
+        except BaseException:
+            if before is not None and not self.busy:  # not remembered: back as it was
+                await self._put_back(before)
+            raise
+        if before is not None:
+            await before[0].aclose()
         return provider
 
     async def _use_provider(self, provider: ProviderConfig) -> bool:
         """Make the agent talk to ``provider``; False when it already does."""
+        before = self._swap_provider(provider)
+        if before is None:
+            return False
+        await before[0].aclose()
+        return True
+
+    def _swap_provider(self, provider: ProviderConfig) -> tuple[Any, ...] | None:
+        """The agent on ``provider`` at once; what it ran on before (its client first:
+        the caller closes it), or None when it already runs on ``provider``."""
         agent = self._agent()
         if getattr(agent.provider, "config", None) == provider:
-            return False
+            return None
         from selfref_tui.agent.provider.client import Provider
         from selfref_tui.context.tokens import Calibration
 
-        old = agent.provider
+        before = (agent.provider, agent.model, agent.context_window, agent.calibration,
+                  self._chosen)
         agent.provider = Provider(provider)
         agent.model = provider.model
         if provider.context_window:
@@ -185,8 +205,15 @@ class ConversationSettings:
         # counts were calibrated against the old server's usage reports
         agent.calibration = Calibration()
         self._chosen = provider if provider != self.base_provider else None
-        await old.aclose()
-        return True
+        return before
+
+    async def _put_back(self, before: tuple[Any, ...]) -> None:
+        """Undo :meth:`_swap_provider` (while no turn runs): the new client closed."""
+        agent = self._agent()
+        new = agent.provider
+        agent.provider, agent.model, agent.context_window, agent.calibration, self._chosen = (
+            before)
+        await new.aclose()
 
 
 def _model_name(name: str) -> str:
