@@ -148,3 +148,35 @@ async def test_keys_typed_just_before_ctrl_s_are_saved_with_the_instructions(tmp
             await wait_until(pilot, lambda: _screen(app) != "InstructionsEditor", what="saved")
             await wait_until(pilot, lambda: bool(app.controller.instructions), what="kept")
             assert app.controller.instructions == "Use tu."
+
+
+def _burst(app, keys) -> None:
+    """Keys as a terminal delivers a fast burst: all at once, before the app acts on any."""
+    from textual import events
+
+    for key in keys:
+        name = {" ": "space"}.get(key, key)
+        app.post_message(events.Key(name, key if len(key) == 1 else None))
+
+
+async def test_keys_typed_right_after_choosing_a_model_go_to_the_input(tmp_path):
+    """Enter in the picker, then the next message at once: the model is the one highlighted
+    when Enter came, and the keys after it are the next message, not the picker's filter
+    (they once changed the choice to a model named after them, and their Enter closed the
+    picker a second time, which stopped the app)."""
+    server = DemoServer([Reply(text="on big")], models=MODELS, model_windows=WINDOWS,
+                        window_sources=("max_model_len",))
+    async with server as url:
+        app = _app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "/model")
+            await wait_until(pilot, lambda: _screen(app) == "ModelPicker", what="the picker")
+            _burst(app, [*"big", "enter", *"hi there", "enter"])
+            await wait_until(pilot, lambda: app.header.model == "big-model", what="header")
+            await wait_until(pilot, lambda: len(server.requests) == 1, what="the message sent")
+            await turn_done(pilot, app)
+            assert _screen(app) == "Screen"
+            assert server.requests[-1]["model"] == "big-model"
+            assert server.requests[-1]["messages"][-1]["content"] == "hi there"
+            assert app.chat_input.text == ""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from textual import events
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
@@ -32,12 +33,44 @@ def filter_by_name(items: Sequence[T], query: str, name: Callable[[T], str]) -> 
     return sorted(hits, key=lambda item: not fold(name(item)).startswith(needle))
 
 
+class FilterField(Input):
+    """The pickers' field: Enter chooses as it arrives; keys after the choice go on.
+
+    A terminal delivers a fast burst ("enter, then the next message") at once,
+    and the app hands every key to this field before the field acts on the
+    first. Enter as Textual's binding would act only once the keys after it
+    had been typed into the filter: they changed what was chosen, and their own
+    Enter closed the picker a second time. So Enter chooses here, in the
+    order the keys came, and a key reaching a picker already closed goes to
+    the screen below it, where the person meant it.
+    """
+
+    async def _on_key(self, event: events.Key) -> None:
+        screen = self.screen
+        if not isinstance(screen, FilteredListScreen):
+            return
+        stack = self.app.screen_stack
+        if not stack or stack[-1] is not screen:
+            event.prevent_default()
+            event.stop()
+            if stack:  # (none while the app closes: nothing is left to type into)
+                self.app.post_message(events.Key(event.key, event.character))
+        elif event.key == "enter":
+            event.prevent_default()
+            event.stop()
+            screen.submit_now(self.value)
+
+
 class FilteredListScreen(ModalScreen[str | None]):
     """A filter :class:`Input` over an :class:`OptionList`; dismisses with a name, or None.
 
-    A subclass composes a ``#dialog`` holding the field, the list and a ``#hint``
-    line; its own CSS adds what differs (the list's height, the highlight).
+    A subclass composes a ``#dialog`` holding the field (a :class:`FilterField`),
+    the list and a ``#hint`` line; its own CSS adds what differs (the list's
+    height, the highlight), and :meth:`submit` says what Enter does.
     """
+
+    #: the query the rows were last listed for (the subclass's ``_refilter`` sets it)
+    listed_for: str | None = None
 
     DEFAULT_CSS = """
     FilteredListScreen { align: center top; background: $background 60%; }
@@ -77,6 +110,22 @@ class FilteredListScreen(ModalScreen[str | None]):
     def _refilter(self, query: str) -> None:
         """List the rows that match ``query`` (:meth:`_show` them)."""
         raise NotImplementedError
+
+    def submit(self, value: str) -> None:
+        """Enter in the field holding ``value``: choose (dismiss), or say why not."""
+        raise NotImplementedError
+
+    def submit_now(self, value: str) -> None:
+        """Enter as it arrives: the rows first listed for ``value`` if its own
+        refiltering is still on its way (typed in the same burst), then :meth:`submit`."""
+        if self.listed_for != value and self.catches_up():
+            self._refilter(value)
+        self.submit(value)
+
+    def catches_up(self) -> bool:
+        """Whether Enter lists the rows for the field's value first (a subclass whose
+        field holds something else at times says no then)."""
+        return True
 
     def _show(self, options: list[Option], select: str | None = None) -> None:
         """List ``options``, hidden when there are none; the highlight on the row

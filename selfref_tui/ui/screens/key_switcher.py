@@ -24,7 +24,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from selfref_tui.safety import content, inert_line
-from selfref_tui.ui.screens.filtered_list import FilteredListScreen, filter_by_name
+from selfref_tui.ui.screens.filtered_list import FilteredListScreen, FilterField, filter_by_name
 
 NEW_PREFIX = "new:"
 KEY_PREFIX = "key:"
@@ -96,7 +96,7 @@ class KeySwitcher(FilteredListScreen):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
             dialog.border_title = "Conversations"
-            yield Input(placeholder="filter, or type a new conversation's name", id="filter")
+            yield FilterField(placeholder="filter, or type a new conversation's name", id="filter")
             yield OptionList()
             yield Static("", id="error")
             yield Static(
@@ -133,6 +133,7 @@ class KeySwitcher(FilteredListScreen):
         return self.row_ids
 
     def _refilter(self, query: str) -> None:
+        self.listed_for = query
         matches = filter_keys(self.keys, query)
         options: list[Option] = []
         name = query.strip()
@@ -229,17 +230,19 @@ class KeySwitcher(FilteredListScreen):
         if not options:
             self._say("No conversation holds that text.")
 
-    @on(Input.Submitted)
-    def _submitted(self, event: Input.Submitted) -> None:
-        event.stop()
+    def catches_up(self) -> bool:
+        # a new name being typed, or a text whose search is on its way, lists no names
+        return self.renaming is None and not self.by_content
+
+    def submit(self, value: str) -> None:
         if self.renaming is not None:
-            self._do_rename(self.renaming, event.value.strip())
+            self._do_rename(self.renaming, value.strip())
             return
         option = self.option_list.highlighted_option
         if option is not None and option.id:
             self._choose(option.id)
-        elif event.value.strip():
-            self._choose(NEW_PREFIX + event.value.strip())
+        elif value.strip():
+            self._choose(NEW_PREFIX + value.strip())
 
     @on(OptionList.OptionSelected)
     def _selected(self, event: OptionList.OptionSelected) -> None:

@@ -19,7 +19,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from selfref_tui.safety import content, inert_line
-from selfref_tui.ui.screens.filtered_list import FilteredListScreen, filter_by_name
+from selfref_tui.ui.screens.filtered_list import FilteredListScreen, FilterField, filter_by_name
 
 #: row ids: a listed model, and the row that uses the typed name as it is
 LISTED, TYPED = "model:", "typed:"
@@ -62,7 +62,7 @@ class ModelPicker(FilteredListScreen):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
             dialog.border_title = "Model for this conversation"
-            yield Input(placeholder="filter, or type a model name", id="filter")
+            yield FilterField(placeholder="filter, or type a model name", id="filter")
             yield OptionList()
             if not self.answered:
                 note = "The server did not list its models; type the name of one."
@@ -87,6 +87,7 @@ class ModelPicker(FilteredListScreen):
         return self.row_ids
 
     def _refilter(self, query: str) -> None:
+        self.listed_for = query
         options = [
             Option(
                 Content.assemble(
@@ -112,9 +113,7 @@ class ModelPicker(FilteredListScreen):
         event.stop()
         self._refilter(event.value)
 
-    @on(Input.Submitted)
-    def _submitted(self, event: Input.Submitted) -> None:
-        event.stop()
+    def submit(self, value: str) -> None:
         option = self.option_list.highlighted_option
         if option is not None and option.id and self.option_list.display:
             self.dismiss(_name(option.id))
