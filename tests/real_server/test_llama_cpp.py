@@ -437,7 +437,7 @@ async def test_a_model_repeating_a_read_message_leaves_its_ref_alone(tmp_path):
     run = Run(data, settings=echoing)
     try:
         outcome = await run.agent.run_turn(
-            "main", "Repeat the message that read_history returned, exactly as it is.")
+            "main", "Copy the tool result above here, unchanged.")
         key = run.store.open("main")
         plan, result = key.refs["plan"], next(str(m["content"]) for m in key.messages
                                               if m["role"] == "tool")
