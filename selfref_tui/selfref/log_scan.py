@@ -16,6 +16,9 @@ from .decode import decode_mutation
 from .images import PREFIX as IMAGE_PREFIX
 from .log_lines import SCHEMA, now_iso, parse_line
 
+#: what a line that names a stored image holds
+IMAGE_MARK = IMAGE_PREFIX.encode("ascii")
+
 
 def kept_line(code: int) -> tuple[int, bool]:
     """(line index, more) of a ``LogScan.kept`` code."""
@@ -34,10 +37,13 @@ class LogScan:
     last line was committed and then damaged, and the batch stays).
     """
 
-    def __init__(self, memory: Any, lines: list[bytes]) -> None:
+    def __init__(self, memory: Any, lines: list[bytes], *, images: bool = True) -> None:
         # memory: the store's MemoryKey being loaded (its fold, header and record checks)
         self.memory = memory
         self.lines = lines
+        #: whether a line may name an image (False: the log's bytes name none, so no line
+        #: is looked at for one: a scan of the whole log, not one per line)
+        self.images = images
         self.kept: list[int] = []
         self.damaged: list[tuple[int, str]] = []
         self.torn_from: int | None = None
@@ -62,11 +68,13 @@ class LogScan:
         flush = builder.flush_experiences
         decode = decode_mutation
         resolve = memory._images.resolve  # image references → data URLs
-        image_mark = IMAGE_PREFIX.encode("ascii")
+        image_mark = IMAGE_MARK
+        images = self.images
         open_batch: int | None = None  # index in kept where the open batch starts
         new_batch = True  # the next record starts a batch: its time is the batch's
         kept = self.kept
-        self.whole = 1
+        # (kept in locals while the loop runs: one attribute write per log, not per line)
+        whole, ts = 1, self.ts
         for index in range(1, len(lines)):
             raw = lines[index]
             rec, problem = parse_line(raw, sealed)
@@ -74,7 +82,7 @@ class LogScan:
                 if rec.get("t") == "m":
                     try:
                         patch = rec.get("m")
-                        if image_mark in raw:  # only a line naming an image needs resolving
+                        if images and image_mark in raw:  # only such a line is resolved
                             patch = resolve(patch)
                         mutation = decode(patch)
                     except MutationDecodeError as exc:
@@ -91,7 +99,7 @@ class LogScan:
                 open_batch = None  # a damaged line closes its batch: what came before stays
                 new_batch = True
                 flush()
-                self.whole = index + 1
+                whole = index + 1
                 continue
             if rec.get("more"):
                 if open_batch is None:
@@ -102,8 +110,9 @@ class LogScan:
             open_batch = None
             new_batch = True
             flush()
-            self.whole = index + 1
-            self.ts = rec.get("ts", self.ts)
+            whole = index + 1
+            ts = rec.get("ts", ts)
+        self.whole, self.ts = whole, ts
         if open_batch is not None:
             self.torn_from = open_batch
 

@@ -101,7 +101,7 @@ from .log_lines import (
     pin_record,
     resealed,
 )
-from .log_scan import LogScan, kept_line
+from .log_scan import IMAGE_MARK, LogScan, kept_line
 
 if TYPE_CHECKING:  # a read-only open (a search) never imports the lock's filelock
     from .lock import WriterLock
@@ -578,7 +578,7 @@ class MemoryKey:
         if not lines:
             self._repair(0, torn or "the file is empty")
             return
-        scan = LogScan(self, lines)
+        scan = LogScan(self, lines, images=IMAGE_MARK in data)
         scan.run()
         self.updated = scan.ts if isinstance(scan.ts, str) else self.created
         if scan.torn_from is not None:
