@@ -583,7 +583,8 @@ class MemoryKey:
         self.updated = scan.ts if isinstance(scan.ts, str) else self.created
         if scan.torn_from is not None:
             torn = torn or "the last batch is incomplete"
-        good_end = sum(len(line) + 1 for line in lines[: scan.whole])
+        whole = lines[: scan.whole]
+        good_end = sum(map(len, whole)) + len(whole)  # the lines and their newlines
         self._size = good_end
         if scan.torn_from is not None:
             # Lines of the unfinished batch were folded already: fold again up to the
