@@ -57,10 +57,11 @@ class RewindReport:
     def changed(self) -> bool:
         return bool(self.left or self.back)
 
-    def lines(self, *, restore_hint: str = "") -> list[str]:
+    def lines(self, *, restore_hint: str = "", files: bool = True) -> list[str]:
         """What changed, for people: plain text lines (untrusted: show them inert).
 
-        ``restore_hint`` says how to restore the files listed (a CLI flag, a key).
+        ``restore_hint`` says how to restore the files listed (a CLI flag, a key);
+        ``files`` False leaves them out (a dialog lists them).
         """
         out = [self.headline()]
         if self.forgotten:
@@ -75,7 +76,7 @@ class RewindReport:
             out.append("refs offered again: " + ", ".join(self.refs_back))
         if self.refs_reverted:
             out.append("refs back to another version: " + ", ".join(self.refs_reverted))
-        if self.files:
+        if self.files and files:
             out.append("files the model wrote there:")
             out += [f"  {c.path}  ({c.what_restoring_does()})" for c in self.files]
             if restore_hint:

@@ -137,14 +137,18 @@ class SteerActions:
         for text in self.controller.unsent:  # queued for the stopped turn, never sent
             self._into_input(text, [])
         self.controller.unsent = []
+        lines: list[str] = []
+        undo: list[str] = []
         if not quiet:
-            first, *rest = report.lines()
+            # the files are listed by the dialog offering them, and said after it
+            first, *rest = report.lines(files=False)
             lines = [first[:1].upper() + first[1:], *rest]  # the command line's words, a sentence
             if report.message and not report.already:
-                lines.append("/rewind undo brings it back.")
-            self.notify("\n".join(lines), timeout=10)
+                undo = ["/rewind undo brings it back."]
         if report.files:
-            self._offer_restore(report)
+            self._offer_restore(report, lines, undo)
+        elif lines:
+            self.notify("\n".join([*lines, *undo]), timeout=10)
 
     async def reload_transcript(self) -> None:
         """The key on screen drawn again from its store (after a rewind)."""
@@ -186,7 +190,11 @@ class SteerActions:
     # --------------------------------------------------------------- files
 
     @work(group="restore-files", exit_on_error=False)
-    async def _offer_restore(self, report: RewindReport) -> None:
+    async def _offer_restore(self, report: RewindReport, said: list[str],
+                             undo: list[str]) -> None:
+        """The files ``report`` names, offered to restore; ``said`` (what the rewind did)
+        is told once the dialog is closed, with what became of them, then ``undo`` (how
+        to take the rewind back): a notice shown while the dialog is up lies over it."""
         import asyncio
 
         from selfref_tui.selfref.checkpoints import state_of
@@ -209,14 +217,19 @@ class SteerActions:
                     "have changed files that cannot be restored.")
         elif all(why == "already as it was" for _path, _what, why in rows):
             # a dialog with nothing to tick asks a question that has no answer
+            if said:
+                self.notify("\n".join([*said, *undo]), timeout=10)
             self.notify("The files the model wrote there are already as they were: "
                         "nothing to restore.")
             return
         chosen = await self.push_screen_wait(RestoreFiles(rows, note=note))
         if not chosen:
+            if said:
+                self.notify("\n".join([*said, "The files the model wrote there are kept as "
+                                        "they are.", *undo]), timeout=10)
             return
         done = await self.controller.restore_files([report.files[i] for i in chosen])
-        lines = done.lines()
+        lines = [*said, *done.lines(), *undo]
         self.notify("\n".join(lines) or "Nothing to restore.",
                     severity="warning" if done.skipped else "information", timeout=10)
 

@@ -323,6 +323,46 @@ async def test_rewinding_past_a_file_write_offers_to_restore_it(tmp_path, work):
             assert (work / "new.txt").read_text() == "new text"
 
 
+async def test_the_restore_dialog_comes_first_and_enter_restores_the_ticked_files(
+        tmp_path, work):
+    """The rewind's notice waits for the dialog to close (a long one lay over its corner)
+    and then says what became of the files too; in the list space ticks and Enter
+    restores (Enter unticked the row, and nothing on the dialog named a key)."""
+    from textual.widgets import SelectionList
+
+    def said() -> list[str]:
+        return [str(n.message) for n in app._notifications]
+
+    async with DemoServer(WRITES_A_FILE) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "save a note")
+            await turn_done(pilot, app)
+            app.clear_notifications()
+            await pilot.press(*"/rewind 2")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "RestoreFiles",
+                             what="the files offered")
+            assert not any("Rewound" in text for text in said())
+            hint = str(app.screen.query_one("#hint").render())
+            assert "space" in hint and "enter" in hint and "esc" in hint
+            ticks = app.screen.query_one(SelectionList)
+            await pilot.press("space")
+            assert ticks.selected == []
+            await pilot.press("space")
+            assert ticks.selected == [0]
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: not (work / "new.txt").exists(),
+                             what="the file the model made removed")
+            await wait_until(pilot, lambda: any("Rewound" in text for text in said()),
+                             what="the rewind said")
+            notice = next(text for text in said() if "Rewound" in text)
+            assert notice.endswith(f"removed {work / 'new.txt'} (it did not exist before)\n"
+                                   "/rewind undo brings it back.")
+            assert "files the model wrote there" not in notice  # the dialog listed them
+
+
 async def test_no_dialog_when_every_file_is_already_as_it_was(tmp_path, work):
     async with DemoServer(WRITES_A_FILE) as url:
         app = make_app(tmp_path, url)

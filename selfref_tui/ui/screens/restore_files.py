@@ -1,9 +1,10 @@
 """After a rewind: which of the files the model wrote there to put back as they were.
 
 Every file is listed; those still as the model left them are ticked, the
-person unticks what to keep. A file changed since by someone else cannot be
-ticked: it is never overwritten (its row says why). Esc keeps every file as
-it is. Paths come from the store and are shown inert.
+person unticks what to keep (space), and Enter restores the ticked ones. A
+file changed since by someone else cannot be ticked: it is never overwritten
+(its row says why). Esc keeps every file as it is. Paths come from the store
+and are shown inert.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, SelectionList, Static
 from textual.widgets.selection_list import Selection
@@ -43,6 +45,7 @@ class RestoreFiles(ModalScreen[list[int] | None]):
     RestoreFiles #about { height: auto; margin-bottom: 1; }
     RestoreFiles SelectionList { height: auto; max-height: 16; }
     RestoreFiles #detail { height: auto; color: $text-muted; margin-top: 1; }
+    RestoreFiles #hint { height: auto; color: $text-muted; margin-top: 1; }
     RestoreFiles #buttons { height: auto; align-horizontal: right; margin-top: 1; }
     RestoreFiles Button { margin-left: 1; }
     """
@@ -70,6 +73,10 @@ class RestoreFiles(ModalScreen[list[int] | None]):
                 for index, (path, what, why) in enumerate(self.rows)
             ])
             yield Static(id="detail")  # the highlighted row whole: a long one is cut above
+            yield Static(Content.assemble(
+                ("space", "bold $text-primary"), " tick / untick   ",
+                ("enter", "bold $text-primary"), " restore the ticked files   ",
+                ("esc", "bold $text-primary"), " keep them all"), id="hint")
             with Horizontal(id="buttons"):
                 yield Button("Restore ticked files", id="restore", variant="warning")
                 yield Button("Keep files as they are", id="keep")
@@ -83,9 +90,20 @@ class RestoreFiles(ModalScreen[list[int] | None]):
         self.query_one("#detail", Static).update(
             content(f"{inert_line(path, 4000)}\n{inert_line(why or what, 1000)}"))
 
+    def on_key(self, event: events.Key) -> None:
+        # Enter in the list restores what is ticked, as the hint says (space ticks):
+        # the list's own Enter toggled the row, and the person meant to be done
+        if event.key == "enter" and isinstance(self.focused, SelectionList):
+            event.stop()
+            event.prevent_default()
+            self._restore_ticked()
+
     @on(Button.Pressed, "#restore")
     def _restore(self, event: Button.Pressed) -> None:
         event.stop()
+        self._restore_ticked()
+
+    def _restore_ticked(self) -> None:
         self.dismiss(sorted(self.query_one(SelectionList).selected))
 
     @on(Button.Pressed, "#keep")
