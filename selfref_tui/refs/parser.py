@@ -382,3 +382,22 @@ def quote_refs(text: str) -> str:
     if "<ref" not in text and "</ref" not in text:
         return text
     return _TAG_START.sub(rf"<\1{QUOTED_TAG}", text)
+
+
+#: a quoted ref's opening tag, also as it reads XML-escaped (an fd's preview or page)
+_QUOTED_OPEN = re.compile(
+    r"""(?:<|&lt;)quoted_ref((?:\s+[A-Za-z_:][A-Za-z0-9_:.\-]*\s*=\s*(?:"[^"<>]*"|'[^'<>]*'))+)"""
+)
+
+
+def quoted_ids(text: str) -> set[str]:
+    """The ids of the quoted refs in ``text`` (see :func:`quote_refs`)."""
+    if "quoted_ref" not in text:
+        return set()
+    ids = set()
+    for tag in _QUOTED_OPEN.finditer(text):
+        for attr in _ATTR_RE.finditer(tag.group(1)):
+            value = attr.group(2) if attr.group(2) is not None else attr.group(3)
+            if attr.group(1) == "id" and _ID_FULL.fullmatch(value):
+                ids.add(value)
+    return ids

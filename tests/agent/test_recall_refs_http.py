@@ -3,6 +3,8 @@
 Over real HTTP: the in-package server answers a recall with :class:`Echo`, the
 way a model repeats what it just read (whole, cut short and closed again, or a
 search snippet with its white space folded); the store is read back from disk.
+A ref the answer does rewrite right after such a read is kept, and the person
+told that the earlier version is still there.
 """
 
 from __future__ import annotations
@@ -79,3 +81,40 @@ async def test_a_ref_written_again_unchanged_adds_no_version(harness):
     first, second = _the_plan(h)
     assert first["content"] == PLAN and second["content"].endswith("switch over at night")
     assert second["message_index"] == 5
+
+
+async def test_a_ref_rewritten_right_after_a_read_that_quoted_it_is_told(harness):
+    # a model that turns the quotation back into a ref, cut short: the ref changes
+    # (it could be meant), and the person is told the earlier version is kept
+    cut = Reply(text='Here:\n<ref id="plan">\n1. back up the database\n</ref>')
+    changed = Reply(text=DEFINED.replace("switch the traffic over", "switch over at night"))
+    script = [Reply(text=DEFINED), _read(2), cut, changed]
+    async with harness(script) as h:
+        assert await h.agent.run_turn("main", "Plan the migration.") == "done"
+        assert await h.agent.run_turn("main", "What was the plan?") == "done"
+        told = [n for n in h.of(ev.Notice) if "ref plan was rewritten" in n.message]
+        assert await h.agent.run_turn("main", "Switch at night.") == "done"
+        later = [n for n in h.of(ev.Notice) if "ref plan was rewritten" in n.message]
+    assert [n.severity for n in told] == ["warning"]
+    assert "earlier version is still in the refs list" in told[0].message
+    assert later == told  # a change in a turn that read nothing back is not flagged
+    kept, cut_short, night = _the_plan(h)
+    assert kept["content"] == PLAN and cut_short["content"] == "1. back up the database"
+    assert night["content"].endswith("switch over at night")
+
+
+async def test_a_quotation_read_through_an_fd_counts_too(harness):
+    # a long read becomes an fd: its preview shows the quotation XML-escaped
+    from selfref_tui.config import AgentSettings
+
+    long_plan = DEFINED + "\n" + "More detail on each step. " * 40
+    script = [Reply(text=long_plan), _read(2),
+              Reply(text='<ref id="plan">\n1. back up the database\n</ref>')]
+    settings = AgentSettings(base_system_prompt="You are a test agent.", fd_threshold_chars=400)
+    async with harness(script, settings=settings) as h:
+        assert await h.agent.run_turn("main", "Plan the migration.") == "done"
+        assert await h.agent.run_turn("main", "What was the plan?") == "done"
+        result = next(e.result for e in h.of(ev.ToolCallEnded) if e.name == "read_history")
+        told = [n for n in h.of(ev.Notice) if "ref plan was rewritten" in n.message]
+    assert result.startswith("<fd_result") and "&lt;quoted_ref id=\"plan\"&gt;" in result
+    assert len(told) == 1

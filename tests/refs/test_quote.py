@@ -10,12 +10,13 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from selfref_tui.context.experiences import escape
 from selfref_tui.context.history import HistoryEntry
 from selfref_tui.context.kept_words import KeptWords, Said, tagged
 from selfref_tui.context.recall import HistoryIndex, read_history, render_search
 from selfref_tui.context.summary import Summary, summary_message
 from selfref_tui.refs.fds import FdTable
-from selfref_tui.refs.parser import QUOTED_TAG, parse_refs, quote_refs
+from selfref_tui.refs.parser import QUOTED_TAG, parse_refs, quote_refs, quoted_ids
 
 TIME = "2025-05-01T10:00:00.000+00:00"
 CODE = "```python\nprint('<ref id=\"x\">')\n```"
@@ -93,3 +94,11 @@ def test_the_same_content_again_adds_no_version():
     # an earlier version is content too: going back to it is a change
     assert table.add_ref("plan", "step one") is not None
     assert 'versions="3"' in table.list_refs() and table.resolve("ref:plan") == "step one"
+
+
+def test_the_ids_a_text_quotes_also_when_escaped():
+    quoted = quote_refs(ANSWER + '<ref id="bad id">x</ref>')
+    # "x" is the tag the code block prints: quoted too, as every ref tag is
+    ids = {"plan", "code", "outer", "inner", "x"}
+    assert quoted_ids(quoted) == ids and quoted_ids(escape(quoted)) == ids
+    assert quoted_ids(ANSWER) == set() and quoted_ids("a quoted_ref without a tag") == set()

@@ -42,6 +42,12 @@ if TYPE_CHECKING:
 #: the longest the stream consumer runs without letting the event loop in (see _consume)
 BURST_S = 0.01
 
+#: a ref rewritten by an answer right after the model read it quoted from its history:
+#: most often a copy of what it read (cut short or changed), not a change it meant
+RECALLED_REWRITE = ("ref {ref_id} was rewritten right after the model read it quoted from "
+                    "the history: if that was a copy, the earlier version is still in the "
+                    "refs list, marked superseded")
+
 
 #: stored ``abort_reason`` of answers the server ended early (shown by every front end)
 CUT_OFF_REASON = ENDING_MARKERS["length"]
@@ -210,6 +216,7 @@ class LlmStep:
 
         key, emit = turn.key, self.emit
         parser = StreamingRefParser()
+        recalled = _recalled_quotes(messages)
 
         retries = getattr(getattr(self.provider, "config", None), "max_retries", 0)
 
@@ -236,7 +243,8 @@ class LlmStep:
                 if isinstance(chunk, TextChunk):
                     state.text.append(chunk.text)
                     emit(TextDelta(key=key, text=chunk.text))
-                    self._ref_segments(turn, parser, parser.feed(chunk.text), state, message_index)
+                    self._ref_segments(turn, parser, parser.feed(chunk.text), state,
+                                       message_index, recalled)
                 elif isinstance(chunk, ReasoningChunk):
                     state.reasoning.append(chunk.text)
                     emit(ReasoningDelta(key=key, text=chunk.text))
@@ -250,10 +258,11 @@ class LlmStep:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 await aclose()
-            self._ref_segments(turn, parser, parser.finish(), state, message_index)
+            self._ref_segments(turn, parser, parser.finish(), state, message_index, recalled)
 
     def _ref_segments(
-        self, turn: TurnState, parser: Any, segments: list, state: StreamAssembler, index: int
+        self, turn: TurnState, parser: Any, segments: list, state: StreamAssembler, index: int,
+        recalled: frozenset[str] = frozenset(),
     ) -> None:
         for segment in segments:
             if segment.kind == "ref_open":
@@ -264,4 +273,24 @@ class LlmStep:
                 record = turn.fds.add_ref(ref.id, ref.content, now_iso(), message_index=index)
                 if record is not None:  # None: the ref's content already, nothing to store
                     state.ref_records.append(record)
+                    if ref.id in recalled:
+                        self.emit(Notice(key=turn.key, severity="warning",
+                                         message=RECALLED_REWRITE.format(ref_id=ref.id)))
                 self.emit(RefClosed(key=turn.key, ref_id=ref.id, content=ref.content))
+
+
+def _recalled_quotes(messages: list[dict]) -> frozenset[str]:
+    """The refs quoted in the tool results this request carries since the person's last
+    message: what the model has just read back from its history (``read_history``,
+    ``search_history``, a page of such a result's fd)."""
+    from ...refs.parser import quoted_ids
+
+    ids: set[str] = set()
+    for message in reversed(messages):
+        role = message.get("role")
+        if role == "user":
+            break
+        content = message.get("content")
+        if role == "tool" and isinstance(content, str):
+            ids |= quoted_ids(content)
+    return frozenset(ids)
