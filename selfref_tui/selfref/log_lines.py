@@ -1,6 +1,6 @@
 """The log's lines: what a record may hold, and how one line is read, sealed and copied.
 
-Kept apart from the store's fold (store.py) because the branch copy
+Kept apart from the store's fold (key_fold.py) because the branch copy
 (:func:`log_prefix`), the search cache's catch-up and the load all read lines
 the same way, and none of them needs a loaded key to do it.
 """

@@ -1,6 +1,6 @@
 """Reading a log at load, line by line.
 
-The store (store.py) decides what to do with what the pass found — repair a
+The store (key_load.py) decides what to do with what the pass found — repair a
 torn tail, salvage around damaged lines — so the pass itself stays one loop
 that is fast at 100,000 lines.
 """

@@ -52,7 +52,6 @@ import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,47 +60,39 @@ from ..context.history import HistoryBuilder, HistoryEntry
 from ..context.mutations import (
     MUTATION_TYPES,
     ContextMutation,
-    ContextSummaryMutation,
-    MutationDecodeError,
     RewindMutation,
     mutation_to_dict,
 )
 from .checkpoints import Checkpoints
-from .checksum import seal, verify
-from .decode import decode_mutation
+from .checksum import seal
 from .errors import (
     CorruptStoreError,
     InvalidKeyError,
     SalvageReport,
     StoreError,
     StoreLockedError,
-    UnsafeStoreFileError,
     UnsupportedSchemaError,
     denied,
 )
 from .fsutil import (
     FILE_MODE,
     atomic_write,
-    check_dir,
     ensure_dir,
     fsync_dir,
     open_regular,
-    read_regular,
     write_all,
 )
 from .images import ImageStore
+from .key_fold import KeyFold
+from .key_load import KeyLoad
 from .key_settings import KeySettings, read_settings, write_settings
 from .keys import validate_key
 from .log_lines import (
-    LINE_ONLY,
     SCHEMA,
     check_record,
-    keep_copy,
     now_iso,
     pin_record,
-    resealed,
 )
-from .log_scan import IMAGE_MARK, LogScan, kept_line
 
 if TYPE_CHECKING:  # a read-only open (a search) never imports the lock's filelock
     from .lock import WriterLock
@@ -122,7 +113,6 @@ LOG_NAME = "log.jsonl"
 META_NAME = "meta.json"
 
 log = logging.getLogger(__name__)
-
 
 
 @dataclass(frozen=True)
@@ -150,7 +140,7 @@ class KeyInfo:
         return f"branch of {self.origin_key}{at}"
 
 
-class MemoryKey:
+class MemoryKey(KeyLoad, KeyFold):
     """One memory key, loaded: the fold of its log, plus the means to extend it.
 
     ``messages`` is the working transcript (system message first); treat it and
@@ -523,14 +513,6 @@ class MemoryKey:
         except OSError as exc:  # the log is the truth; the meta file is only a cache
             log.warning("could not update %s: %s", self.meta_path, exc)
 
-    def _read_meta(self) -> Any:
-        """meta.json parsed, or None when missing, unreadable or not a regular file."""
-        try:
-            data = read_regular(self.meta_path)
-            return None if data is None else json.loads(data)
-        except (OSError, ValueError, RecursionError, UnsafeStoreFileError):
-            return None  # a cache: rebuilt from the log
-
     def _sync_meta_if_stale(self) -> None:
         if self._size == 0:
             return
@@ -544,236 +526,6 @@ class MemoryKey:
         if stale:
             self._write_meta()
 
-    def _check_meta_schema(self) -> None:
-        meta = self._read_meta()
-        schema = meta.get("schema") if isinstance(meta, dict) else None
-        if isinstance(schema, int) and schema > SCHEMA:
-            raise UnsupportedSchemaError(self._newer_message(self.meta_path, schema))
-
-    def _newer_message(self, path: Path, schema: int) -> str:
-        return (
-            f"Memory key {self.key!r} ({path}) was written by a newer selfref-tui "
-            f"(schema {schema}); upgrade selfref-tui to open it — "
-            f"this version (schema {SCHEMA}) will not change it."
-        )
-
-    def _load(self) -> None:
-        check_dir(self.key_dir)  # a link to another key's folder is refused, never followed
-        self._check_meta_schema()
-        try:
-            data = read_regular(self.log_path)
-        except OSError as exc:
-            raise denied(exc, self.log_path, "read") from exc
-        if data is None:
-            return
-        lines = data.split(b"\n")
-        tail = lines.pop()  # b"" when the file ends with a newline
-        torn = "the last line is incomplete" if tail else None
-        mended = ""
-        if tail and len(tail) > 1 and verify(tail[:-1]):
-            # A whole sealed record whose newline became another byte: damage to one
-            # byte, not a cut write — the record stays.
-            lines.append(tail[:-1])
-            torn, mended = None, f"{self.log_path}: the newline after the last line was changed"
-        if not lines:
-            self._repair(0, torn or "the file is empty")
-            return
-        scan = LogScan(self, lines, images=IMAGE_MARK in data)
-        scan.run()
-        self.updated = scan.ts if isinstance(scan.ts, str) else self.created
-        if scan.torn_from is not None:
-            torn = torn or "the last batch is incomplete"
-        whole = lines[: scan.whole]
-        good_end = sum(map(len, whole)) + len(whole)  # the lines and their newlines
-        self._size = good_end
-        if scan.torn_from is not None:
-            # Lines of the unfinished batch were folded already: fold again up to the
-            # last whole batch (rare: only after a crash mid-batch).
-            self._reset_state()
-            self._refold(lines, scan.kept_before(scan.torn_from))
-        if mended:
-            self._warn(mended + ("; the file was repaired." if self.writable else
-                                 "; open the key for writing to repair it."))
-        if scan.damaged or (self.writable and (mended or not scan.sealed)):
-            self._save_salvaged(data, lines, scan, torn)
-        elif torn is not None:
-            self._repair(good_end, torn)
-
-    def _reset_state(self) -> None:
-        self.summary = None
-        self.refs, self.fds, self.forks = {}, {}, {}
-        self._file_writes, self.origin = [], None
-        self._pins = set()
-        self._builder = HistoryBuilder(self._archive_working)
-        self.last_compacted = 0
-
-    def _refold(self, lines: list[bytes], kept: list[int]) -> None:
-        """Fold records already known to be valid (``LogScan.kept`` codes)."""
-        for code in kept:
-            index, more = kept_line(code)
-            self._apply_record(json.loads(lines[index]), index + 1)
-            if not more:
-                self._builder.flush_experiences()
-        self._builder.flush_experiences()
-
-    def _save_salvaged(self, data: bytes, lines: list[bytes], scan: LogScan,
-                       torn: str | None) -> None:
-        """Report skipped records; a writer keeps the original and saves the key sealed."""
-        kept = scan.kept_before(scan.torn_from)
-        kept_as: Path | None = None
-        saved = False
-        if self.writable:
-            if scan.damaged:
-                stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-                kept_as = self.log_path.with_name(f"{LOG_NAME}.damaged-{stamp}")
-                try:
-                    keep_copy(kept_as, data)
-                except OSError as exc:
-                    raise denied(exc, kept_as, "write") from exc
-            out = [scan.header_line()]
-            for n, code in enumerate(kept):
-                index, more = kept_line(code)
-                # a batch goes on only to the very next line (a line between was damaged)
-                last_of_batch = (n + 1 == len(kept) or not more
-                                 or kept_line(kept[n + 1])[0] != index + 1)
-                out.append(resealed(lines[index], more=not last_of_batch, had_more=more))
-            payload = b"".join(line + b"\n" for line in out)
-            try:
-                atomic_write(self.log_path, payload, sync_dir=True)
-            except OSError as exc:
-                raise denied(exc, self.log_path, "write") from exc
-            self._size = len(payload)
-            saved = bool(scan.damaged)
-            if torn is not None:
-                self._warn(f"{self.log_path}: {torn}; dropped the unfinished last write "
-                           "(it was never reported saved).")
-        elif torn is not None:
-            self._repair(self._size, torn)
-        if scan.damaged:
-            self.salvage = SalvageReport(self.log_path, scan.damaged, kept_as, saved)
-            self._warn(str(self.salvage))
-
     def _warn(self, message: str) -> None:
         log.warning("%s", message)
         self.warnings.append(message)
-
-    def _header(self, raw: bytes, lineno: int) -> tuple[bool, str | None]:
-        """(sealed, problem) for the header line; raises when the key must not be touched."""
-        sealed = verify(raw)
-        if sealed is False:
-            return False, "the checksum does not match (the line was changed)"
-        try:
-            header = json.loads(raw)
-        except (ValueError, RecursionError):
-            return False, "the header line is not valid JSON"
-        if (
-            type(header) is not dict
-            or header.get("t") != "header"
-            or not isinstance(header.get("schema"), int)
-        ):
-            return False, "the first line is not a selfref-tui log header"
-        schema = header["schema"]
-        if schema > SCHEMA:
-            raise UnsupportedSchemaError(self._newer_message(self.log_path, schema))
-        if schema < 1:
-            return False, f"unknown schema version {schema}"
-        if header.get("key") != self.key:
-            raise CorruptStoreError(
-                f"Memory key {self.key!r} cannot use {self.log_path}: line {lineno} says it "
-                f"holds key {header.get('key')!r}; nothing was changed — move that file back "
-                "to its own key's folder, or away.")
-        self.created = header.get("created") if isinstance(header.get("created"), str) else ""
-        return bool(sealed), None
-
-    def _apply_record(self, rec: dict[str, Any], lineno: int) -> str | None:
-        """Fold one log record; a description of the problem if it has the wrong shape."""
-        kind = rec.get("t")
-        if kind == "m":
-            try:
-                mutation = decode_mutation(self._images.resolve(rec.get("m")))
-            except MutationDecodeError as exc:
-                return f"bad patch: {exc}"
-            self._builder.stamp = rec.get("ts", "")
-            self._builder.apply(mutation)
-            return None
-        problem = check_record(rec)
-        if problem is not None:
-            return problem
-        entry = {k: v for k, v in rec.items() if k not in LINE_ONLY}
-        if kind == "ref":
-            self.refs.setdefault(entry["id"], []).append(entry)
-            self._builder.journal_entry(self._undo_ref, entry["id"])
-        elif kind == "fd":
-            self.fds[entry["id"]] = entry
-        elif kind == "fork":
-            self.forks[entry["fork_id"]] = entry
-        elif kind == "file":
-            # committed with its call's result, the newest numbered message
-            self._file_writes.append((self._builder.last_number, entry))
-        elif kind == "pin":
-            if entry["pinned"]:
-                self._pins.add(entry["n"])
-            else:
-                self._pins.discard(entry["n"])
-        else:
-            self.origin = entry
-        return None
-
-    def _archive_working(self, mutation: ContextMutation) -> None:
-        """Before a compaction or replace: its marker, summary and count, each undoable."""
-        builder = self._builder
-        hidden = sum(1 for message in builder.messages if message.get("role") != "system")
-        summary: dict[str, Any] = {}
-        if isinstance(mutation, ContextSummaryMutation):
-            compaction = mutation.summary_message.get("compaction")
-            summary = dict(compaction) if isinstance(compaction, dict) else {}
-            builder.journal_entry(self._undo_attr, "summary", self.summary)
-            self.summary = summary
-        elif not hidden:
-            return  # a replace on an empty transcript (a fork's seed) hides nothing: no marker
-        #: how many messages the latest compaction took out of the model's view
-        builder.journal_entry(self._undo_attr, "last_compacted", self.last_compacted)
-        self.last_compacted = hidden
-        builder.add_marker(
-            {"role": "compaction", "summary": summary, "messages_before": self.last_compacted}
-        )
-
-    def _undo_ref(self, entry: tuple[Any, ...]) -> tuple[Any, ...]:
-        ref_id = entry[1]
-        versions = self.refs[ref_id]
-        version = versions.pop()
-        if not versions:
-            del self.refs[ref_id]
-        return (self._redo_ref, ref_id, version)
-
-    def _redo_ref(self, entry: tuple[Any, ...]) -> tuple[Any, ...]:
-        _, ref_id, version = entry
-        self.refs.setdefault(ref_id, []).append(version)
-        return (self._undo_ref, ref_id)
-
-    def _undo_attr(self, entry: tuple[Any, ...]) -> tuple[Any, ...]:
-        _, name, value = entry
-        current = getattr(self, name)
-        setattr(self, name, value)
-        return (self._undo_attr, name, current)
-
-    def _repair(self, good_end: int, reason: str) -> None:
-        message = (
-            f"{self.log_path}: {reason}; dropped the unfinished last write "
-            "(it was never reported saved)."
-        )
-        if self.writable:
-            try:
-                fd = open_regular(self.log_path, os.O_WRONLY)
-                try:
-                    os.ftruncate(fd, good_end)
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                message += " The file was repaired."
-            except OSError as exc:
-                message += f" Could not repair the file ({exc.strerror})."
-        self._warn(message)
-        self._size = good_end
-
-
