@@ -7,17 +7,9 @@ compaction took it out of the model's view) or rewound (a rewind did). Both
 are kept here, by :class:`HistoryBuilder`, a :class:`TranscriptBuilder` that
 records each change it makes to ``messages``.
 
-Why a record of changes (a journal) rather than snapshots: a rewind must give
-back the state as of any earlier patch — messages, experiences, refs and their
-versions, the summary — and must cost what it undoes, not what the key holds.
-Every change to the message list is journaled with what undoes it (and undoing
-it yields what redoes it). The journal is a tree of segments: the states the
-key has been in are its positions, each patch's mark is one, and the current
-state is the end of one path from the root. Going to a mark undoes along the
-path up to where the two meet and redoes down to the mark, so a rewind into a
-rewound stretch, or to the mark of a rewind (which undoes that rewind), costs
-the distance between the two states, however often the person went back and
-forth. The store adds entries of its own (refs, the summary) to the journal.
+The journal that makes a rewind cost what it undoes is
+:mod:`~selfref_tui.context.history_journal`; the reads by number
+:mod:`~selfref_tui.context.history_reads`; both are mixed into the builder.
 
 Numbers: every message of role user, assistant or tool gets the next number
 when it enters, except runtime notes and compaction summaries (not the
@@ -30,11 +22,12 @@ became a note) keeps its number but is hidden; numbers may therefore skip.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .builder import MULTIMODAL_MARK, TranscriptBuilder
 from .experiences import SEQ_KEY, last_seq
+from .history_journal import Entry, Journal, Segment
+from .history_reads import COMPACTED, HIDDEN, REWOUND, WORKING, HistoryEntry, NumberedReads
 from .mutations import (
     EXPERIENCE_MUTATIONS,
     AssistantMessageMutation,
@@ -45,8 +38,6 @@ from .mutations import (
     UserMessageMutation,
 )
 
-#: what a message (a slot) is now, for the person
-WORKING, COMPACTED, REWOUND, HIDDEN = 0, 1, 2, 3
 #: roles that get a number
 NUMBERED_ROLES = frozenset({"user", "assistant", "tool"})
 #: the key a compaction summary message carries (see summary.py)
@@ -54,35 +45,6 @@ _SUMMARY_KEY = "compaction"
 _RUNTIME_NOTE = "runtime_note"
 _COMPACTING = frozenset({ContextSummaryMutation, ContextReplaceMutation})
 _EXPERIENCE_TYPES = frozenset(EXPERIENCE_MUTATIONS)
-
-#: a journal entry: (undo function, *arguments); the function undoes it and
-#: returns the entry that would redo it (an int: a push at that index, undone by a pop)
-Entry = tuple[Any, ...]
-
-
-class _Segment:
-    """A run of journal entries; it forks off its parent after ``at`` of the parent's.
-
-    An entry on the current path holds what undoes it; one undone (off the
-    path) holds what redoes it.
-    """
-
-    __slots__ = ("at", "entries", "parent")
-
-    def __init__(self, parent: _Segment | None = None, at: int = 0) -> None:
-        self.parent = parent
-        self.at = at
-        self.entries: list[Any] = []
-
-    def chain(self) -> list[_Segment]:
-        """The segments from the root down to this one."""
-        out: list[_Segment] = []
-        node: _Segment | None = self
-        while node is not None:
-            out.append(node)
-            node = node.parent
-        out.reverse()
-        return out
 
 
 class EntryLike(Protocol):
@@ -97,24 +59,6 @@ class EntryLike(Protocol):
     role: str
     message: dict[str, Any]
     time: str
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryEntry:
-    """One numbered message as the person reads it.
-
-    ``message`` is the stored dict (images as ``data:`` URLs): treat it as
-    read-only. ``time`` is the ISO-8601 UTC time of the record that committed
-    it ("" when not known).
-    """
-
-    n: int
-    role: str
-    message: dict[str, Any]
-    time: str
-    rewound: bool = False
-    compacted: bool = False
-    pinned: bool = False
 
 
 def unknown_number(key: str, n: int, last: int, hidden: bool) -> str:
@@ -141,7 +85,7 @@ def is_numbered(message: dict[str, Any]) -> bool:
     )
 
 
-class HistoryBuilder(TranscriptBuilder):
+class HistoryBuilder(NumberedReads, Journal, TranscriptBuilder):
     """A transcript fold that numbers its messages and can rewind to any earlier patch.
 
     Each non-system message that enters has a *slot* (0-based, in order of
@@ -164,13 +108,13 @@ class HistoryBuilder(TranscriptBuilder):
         self._before_compaction = before_compaction
         #: slot of each message in ``messages`` (-1 for the system message)
         self.slots: list[int] = []
-        self._root = self._segment = _Segment()
+        self._root = self._segment = Segment()
         #: the current segment's entries (the store's entries go here too)
         self.journal: list[Entry | int] = self._segment.entries
         #: length of its segment's entries before each patch (index: the patch's position)
         self.marks: list[int] = []
         #: (first patch position, segment) each time the current segment changed
-        self._segments: list[tuple[int, _Segment]] = [(0, self._root)]
+        self._segments: list[tuple[int, Segment]] = [(0, self._root)]
         #: positions of the rewind patches folded, oldest first
         self.rewinds: list[int] = []
         #: positions of the rewinds an undo takes back, newest last (see _stack_rewind)
@@ -189,7 +133,7 @@ class HistoryBuilder(TranscriptBuilder):
         #: even when a rewind takes their experience away)
         self._exp_high = 0
         #: (patch, patches, segment, journal length) just after the latest rewind
-        self._went_to: tuple[int, int, _Segment, int] | None = None
+        self._went_to: tuple[int, int, Segment, int] | None = None
         #: set by :meth:`resumed`: the patches before this builder are not known here
         self._resumed = False
         super().__init__()
@@ -341,264 +285,6 @@ class HistoryBuilder(TranscriptBuilder):
             builder._insert_at = builder._open_idx + state["insert_at"]
         return builder
 
-    def go_to(self, patch: int) -> None:
-        """The state as it was just before patch ``patch`` (an earlier position)."""
-        self.flush_experiences()
-        seg_t, off_t = self._mark(patch)
-        here, there, common, now, want = self._route(seg_t, off_t)
-        meet = here[common - 1]  # the root is common to every path
-        for index in range(len(here) - 1, common - 1, -1):
-            segment = here[index]
-            # a segment on the path is applied up to where the next one forks off it
-            end = here[index + 1].at if index + 1 < len(here) else len(segment.entries)
-            self._undo(segment, 0, end)
-        if want < now:
-            self._undo(meet, want, now)
-        elif want > now:
-            self._redo(meet, now, want)
-        for index in range(common, len(there)):
-            segment = there[index]
-            end = there[index + 1].at if index + 1 < len(there) else off_t
-            self._redo(segment, 0, end)
-        if off_t < len(seg_t.entries):
-            seg_t = _Segment(seg_t, off_t)  # what comes next forks here
-        self._segment, self.journal = seg_t, seg_t.entries
-        self._segments.append((len(self.marks), seg_t))
-        self._open_idx = None
-        self._unresolved, self._answered, self._repeats = [], set(), {}
-        self._keep_experience_ids()  # may put a system message first: before the block is found
-        self._find_open_block()
-
-    def _stack_rewind(self, target: int) -> None:
-        """Keep :attr:`undoable` as a rewind patch (not yet marked) is folded.
-
-        A rewind back to the newest undoable rewind's own patch, with nothing
-        changed since that rewind, undoes it: it leaves the stack, and the next
-        undo takes the one before it. Any other rewind is one more to undo
-        (an undo after the person went on is one too: undoing it brings back
-        what they sent since).
-        """
-        stack = self.undoable
-        if stack and target == stack[-1] and (
-                target + 1 == len(self.marks) or self.is_at(target + 1)):
-            stack.pop()
-        else:
-            stack.append(len(self.marks))
-
-    def is_at(self, patch: int) -> bool:
-        """Whether the state now is the state just before patch ``patch``: a rewind there
-        would change nothing (no change lies between the two on the journal's paths)."""
-        if self._pending_experiences or patch in self._batched_at:
-            return False
-        if self._went_to == (patch, len(self.marks), self._segment, len(self.journal)):
-            return True  # rewound there, and nothing since (what the rewind journaled too)
-        seg_t, off_t = self._mark(patch)
-        here, there, common, now, want = self._route(seg_t, off_t)
-        if now != want:
-            return False
-        for path, last in ((here, len(self._segment.entries)), (there, off_t)):
-            for index in range(common, len(path)):
-                if (path[index + 1].at if index + 1 < len(path) else last):
-                    return False
-        return True
-
-    def _route(self, seg_t: _Segment, off_t: int
-               ) -> tuple[list[_Segment], list[_Segment], int, int, int]:
-        """The way from the state now to offset ``off_t`` of segment ``seg_t``.
-
-        ``here`` and ``there``: the segments from the root to the current one and
-        to ``seg_t``; ``common``: how many they share (the root at least); ``now``
-        and ``want``: how far the last shared one is applied now, and how far the
-        target needs it.
-        """
-        here = self._segment.chain()
-        there = seg_t.chain()
-        common = 0
-        while common < min(len(here), len(there)) and here[common] is there[common]:
-            common += 1
-        now = here[common].at if common < len(here) else len(here[-1].entries)
-        want = there[common].at if common < len(there) else off_t
-        return here, there, common, now, want
-
-    def _mark(self, patch: int) -> tuple[_Segment, int]:
-        """Where patch ``patch``'s mark is: its segment and the offset in it."""
-        segment = self._root
-        for first, seg in self._segments:
-            if first > patch:
-                break
-            segment = seg
-        return segment, self.marks[patch]
-
-    def _undo(self, segment: _Segment, start: int, end: int) -> None:
-        entries, messages, slots, state = segment.entries, self.messages, self.slots, self._state
-        undo_del, undo_push = self._undo_del, self._undo_push
-        for k in range(end - 1, start - 1, -1):
-            entry = entries[k]
-            if type(entry) is int and entry == len(messages) - 1:
-                # a push undone (the common case, inlined: a rewind far back undoes thousands)
-                message, sid = messages.pop(), slots.pop()
-                before = WORKING
-                if sid >= 0:
-                    before = state[sid]
-                    state[sid] = REWOUND
-                entries[k] = (undo_del, entry, message, sid, before)
-            else:
-                entries[k] = undo_push(entry) if type(entry) is int else entry[0](entry)
-
-    def _redo(self, segment: _Segment, start: int, end: int) -> None:
-        entries = segment.entries
-        for k in range(start, end):
-            entry = entries[k]
-            entries[k] = entry[0](entry)
-
-    def journal_entry(self, undo: Callable[[Entry], Entry], *args: Any) -> None:
-        """Record a change made outside the builder (the store's refs and summary)."""
-        self.journal.append((undo, *args))
-
-    def patch_of(self, n: int) -> int:
-        """The position of the patch that brought message ``n`` (IndexError when none)."""
-        self._check(n)
-        return self._patch_of[n - 1]
-
-    def entry(self, n: int) -> HistoryEntry:
-        """Message ``n`` as the person reads it (IndexError when there is none).
-
-        A hidden number raises too: :meth:`entries` leaves it out, and a reader
-        by number (``read_history``, a pin) must see the same messages.
-        """
-        self._check_shown(n)
-        return self._entry(n)
-
-    def message(self, n: int) -> dict[str, Any]:
-        """Message ``n``'s latest dict (IndexError when there is none, or it is hidden)."""
-        self._check_shown(n)
-        return self._msg[self._slot_of[n - 1]]
-
-    def is_hidden(self, n: int) -> bool:
-        """Whether ``n`` was handed out and is hidden now (a multimodal result's emptied
-        owner): a point in the log (a rewind or a branch may go there), not a message."""
-        return 1 <= n <= len(self._slot_of) and self._state[self._slot_of[n - 1]] == HIDDEN
-
-    def entries(self) -> list[HistoryEntry]:
-        """Every numbered message, in order, hidden ones left out."""
-        state, slot_of, make = self._state, self._slot_of, self._entry
-        return [make(n) for n in range(1, len(slot_of) + 1) if state[slot_of[n - 1]] != HIDDEN]
-
-    def numbered_messages(self, first: int = 1, last: int | None = None
-                          ) -> tuple[list[int], list[dict[str, Any]]]:
-        """The numbers ``first`` .. ``last`` (default: the highest) and their stored dicts,
-        hidden ones left out: :meth:`entries` without an entry made per message.
-
-        What a search index reads when it takes in a long history at once. It may
-        run in a thread while the loop adds messages: numbers up to ``last`` are
-        complete, and the lists it reads only grow.
-        """
-        slot_of, state, msg = self._slot_of, self._state, self._msg
-        end = len(slot_of) if last is None else min(last, len(slot_of))
-        first = max(first, 1)
-        if first > end:
-            return [], []
-        sids = slot_of[first - 1:end]
-        if state.find(HIDDEN) < 0:
-            return list(range(first, end + 1)), [msg[sid] for sid in sids]
-        kept = [i for i, sid in enumerate(sids) if state[sid] != HIDDEN]
-        return [first + i for i in kept], [msg[sids[i]] for i in kept]
-
-    def numbered_columns(self) -> tuple[list[int], list[dict[str, Any]], list[str], bytes]:
-        """:meth:`entries` as columns, no entry made per message: the numbers, their stored
-        dicts, their times (text), and their states (a byte each: ``WORKING``,
-        ``COMPACTED`` or ``REWOUND``), hidden ones left out. What a search cache is
-        made of when a search folds a whole log."""
-        numbers, messages = self.numbered_messages()
-        state, slot_of, time_of = self._state, self._slot_of, self._time_of
-        sids = [slot_of[n - 1] for n in numbers] if len(numbers) < len(slot_of) else slot_of
-        times = [time_of[n - 1] for n in numbers] if len(numbers) < len(slot_of) else time_of
-        return (numbers, messages, [t if type(t) is str else "" for t in times],
-                bytes(map(state.__getitem__, sids)))
-
-    def numbers_rewound(self) -> list[int]:
-        """The numbers of the messages a rewind took out of the model's view, in order."""
-        return self._numbers_in(REWOUND)
-
-    def numbers_hidden(self) -> list[int]:
-        """The numbers handed out to messages that are hidden now (see :meth:`is_hidden`)."""
-        return self._numbers_in(HIDDEN)
-
-    def _numbers_in(self, code: int) -> list[int]:
-        state = self._state
-        if state.find(code) < 0:
-            return []
-        return [n for n, sid in enumerate(self._slot_of, 1) if state[sid] == code]
-
-    def is_working(self, n: int) -> bool:
-        self._check(n)
-        return self._state[self._slot_of[n - 1]] == WORKING
-
-    def history(self) -> list[dict[str, Any]]:
-        """What the person reads, in order: every slot's message, marked when not working.
-
-        Compacted messages carry ``archived: True``, rewound ones ``rewound: True``
-        (copies; working messages are the stored dicts). Markers are
-        ``{"role": "compaction", ...}`` dicts.
-        """
-        return [message for _, message in self.numbered_history()]
-
-    def history_length(self) -> int:
-        """``len(self.history())`` without building it (only a hidden slot is left out)."""
-        return len(self._msg) - self._state.count(HIDDEN)
-
-    def numbered_history(self) -> list[tuple[int, dict[str, Any]]]:
-        """:meth:`history` with each message's number (0 for unnumbered ones and markers)."""
-        out: list[tuple[int, dict[str, Any]]] = []
-        add = out.append
-        state, slot_of = self._state, self._slot_of
-        n = 0
-        numbered = len(slot_of)
-        for sid, message in enumerate(self._msg):
-            number = 0
-            if n < numbered and slot_of[n] == sid:
-                n += 1
-                number = n
-            s = state[sid]
-            if s == WORKING:
-                add((number, message))
-            elif s == COMPACTED:
-                add((number, {**message, "archived": True}))
-            elif s == REWOUND:
-                add((number, {**message, "rewound": True}))
-        return out
-
-    def states(self) -> bytes:
-        """A snapshot of every slot's state, for :meth:`moved_since`."""
-        return bytes(self._state)
-
-    def moved_since(self, before: bytes) -> tuple[list[int], list[int]]:
-        """Numbers that left the context since ``before`` (now rewound), and that came back.
-
-        Compacted counts as in the context here: a compaction does not take the
-        person's messages away, and a rewind past one brings them back.
-        """
-        state, left, back = self._state, [], []
-        for n, sid in enumerate(self._slot_of, 1):
-            old = before[sid] if sid < len(before) else WORKING
-            new = state[sid]
-            if old != new:
-                if new == REWOUND and old != HIDDEN:
-                    left.append(n)
-                elif old == REWOUND and new != HIDDEN:
-                    back.append(n)
-        return left, back
-
-    def count_rewound(self) -> int:
-        """Numbered messages out of the context by a rewind."""
-        state = self._state
-        return sum(1 for sid in self._slot_of if state[sid] == REWOUND)
-
-    def count_readable(self) -> int:
-        """Numbered messages the person can read (rewound and compacted included)."""
-        # only a numbered message is ever hidden (a multimodal result's emptied owner)
-        return len(self._slot_of) - self._state.count(HIDDEN)
-
     def add_marker(self, marker: dict[str, Any]) -> None:
         """A compaction marker in the person's history, undone with its compaction."""
         sid = len(self._msg)
@@ -608,24 +294,6 @@ class HistoryBuilder(TranscriptBuilder):
 
     # --------------------------------------------------------------- slots
 
-    def _check(self, n: int) -> None:
-        if not 1 <= n <= len(self._slot_of):
-            raise IndexError(f"no message {n}")
-
-    def _check_shown(self, n: int) -> None:
-        self._check(n)
-        if self._state[self._slot_of[n - 1]] == HIDDEN:
-            raise IndexError(f"message {n} is hidden")
-
-    def _entry(self, n: int) -> HistoryEntry:
-        sid = self._slot_of[n - 1]
-        message = self._msg[sid]
-        s = self._state[sid]
-        time = self._time_of[n - 1]
-        return HistoryEntry(
-            n=n, role=str(message.get("role", "")), message=message,
-            time=time if type(time) is str else "", rewound=s == REWOUND, compacted=s == COMPACTED,
-        )
 
     def _new_slot(self, message: dict[str, Any]) -> int:
         """A slot for a message entering the list (-1 for a system message)."""
@@ -697,73 +365,6 @@ class HistoryBuilder(TranscriptBuilder):
             self.slots.append(self._new_slot(message))
             self.messages.append(message)
         self.journal.append((self._undo_swap, old, old_slots, states, None))
-
-    # ---------------------------------------------------------------- undo
-
-    def _undo_push(self, index: int) -> Entry:
-        return self._undo_ins((None, index, REWOUND))
-
-    def _undo_ins(self, entry: Entry) -> Entry:
-        _, index, state = entry
-        message = self.messages.pop(index)
-        sid = self.slots.pop(index)
-        before = WORKING
-        if sid >= 0:
-            before = self._state[sid]
-            self._state[sid] = state
-        return (self._undo_del, index, message, sid, before)
-
-    def _undo_del(self, entry: Entry) -> Entry:
-        _, index, message, sid, state = entry
-        self.messages.insert(index, message)
-        self.slots.insert(index, sid)
-        before = REWOUND
-        if sid >= 0:
-            before = self._state[sid]
-            self._state[sid] = state
-            self._msg[sid] = message
-        return (self._undo_ins, index, before)
-
-    def _undo_set(self, entry: Entry) -> Entry:
-        _, index, message = entry
-        current = self.messages[index]
-        self.messages[index] = message
-        sid = self.slots[index]
-        if sid >= 0:
-            self._msg[sid] = message
-        return (self._undo_set, index, current)
-
-    def _undo_swap(self, entry: Entry) -> Entry:
-        """Put a whole earlier list back; the messages it replaces get ``removed`` states.
-
-        ``states`` are the restored messages' states, ``removed`` those of the
-        messages taken away (None: rewound). The inverse carries the states
-        both sides have now, so redoing a compaction marks its messages
-        compacted again.
-        """
-        _, messages, slots, states, removed = entry
-        state = self._state
-        current, current_slots = list(self.messages), list(self.slots)
-        current_before = bytes(state[s] for s in current_slots if s >= 0)
-        restored_before = bytes(state[s] for s in slots if s >= 0)
-        given = iter(removed) if removed is not None else None
-        for sid in current_slots:
-            if sid >= 0:
-                state[sid] = next(given, REWOUND) if given is not None else REWOUND
-        restored = iter(states)
-        for sid, message in zip(slots, messages, strict=True):
-            if sid >= 0:
-                state[sid] = next(restored, WORKING)
-                self._msg[sid] = message
-        self.messages[:] = messages
-        self.slots[:] = slots
-        return (self._undo_swap, current, current_slots, current_before, restored_before)
-
-    def _undo_state(self, entry: Entry) -> Entry:
-        _, sid, state = entry
-        before = self._state[sid]
-        self._state[sid] = state
-        return (self._undo_state, sid, before)
 
     # ------------------------------------------------------------- helpers
 

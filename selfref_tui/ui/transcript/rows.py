@@ -106,7 +106,6 @@ def estimate(row: Row, width: int) -> int:
     return row.margin + 1
 
 
-
 def pad(width: int, style: Style | None = None) -> Segment:
     """``width`` blank cells (none below zero): the padding drawn lines are made of."""
     return Segment(" " * max(0, width), style)
