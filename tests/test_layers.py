@@ -1,9 +1,9 @@
 """The layers, checked: what each package may import, and no import cycles.
 
 Every module's imports are read with ``ast``, those inside functions and under
-``TYPE_CHECKING`` included: a deferred import still ties two modules together, and a
-cycle through one is still a cycle. The rules are docs/architecture.md's and the
-docstrings of ``selfref_tui/agent`` and its subpackages.
+``TYPE_CHECKING`` included, and the modules named to ``LazyModule``: a deferred import
+still ties two modules together, and a cycle through one is still a cycle. The rules are
+docs/architecture.md's and the docstrings of ``selfref_tui/agent`` and its subpackages.
 """
 
 from __future__ import annotations
@@ -56,6 +56,11 @@ def imports_of(module: str, source: str, *, is_package: bool,
             for alias in node.names:
                 child = f"{target}.{alias.name}"
                 found.append(Import(module, child if child in known else target, node.lineno))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id == "LazyModule" and node.args
+              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            # imported on first use (ui/lazy_import.py): still a tie between the two modules
+            found.append(Import(module, node.args[0].value, node.lineno))
     return found
 
 
@@ -234,11 +239,12 @@ def test_imports_are_read_wherever_they_are() -> None:
         "def f():\n"
         "    import textual.widgets\n"
         "    from .sibling import name\n"
+        "late = LazyModule('p.c.late')\n"
     )
     found = imports_of("p.a.m", source, is_package=False, known={"p.a.sibling"})
     assert sorted((i.line, i.target) for i in found) == [
         (1, "typing"), (2, "p.a"), (2, "p.a.sibling"), (4, "p.b"),
-        (6, "textual.widgets"), (7, "p.a.sibling"),
+        (6, "textual.widgets"), (7, "p.a.sibling"), (8, "p.c.late"),
     ]
 
 
