@@ -81,17 +81,17 @@ class WriterLock:
             pid, host, started = info.get("pid"), info.get("host"), info.get("started")
             if pid == os.getpid() and host == socket.gethostname():
                 holder = (
-                    f"this process (pid {pid}{_taken_by(info)}) — it is already open for writing"
+                    f"this process (pid {pid}{_taken_by(info)})"
                 )
             else:
                 # read back from disk: data, made inert before it joins the error
-                holder = (f"pid {inert_line(pid, 20)} on {inert_line(host, 80)}, "
-                          f"since {inert_line(started, 40)}")
+                holder = (f"another selfref-tui (pid {inert_line(pid, 20)} on "
+                          f"{inert_line(host, 80)}, since {inert_line(started, 40)})")
         except (OSError, ValueError, AttributeError, RecursionError, StoreError):
             pass
         return (
-            f"Memory key {self.key!r} is being written by {holder}; "
-            "close that session first, or read it meanwhile with "
+            f"Conversation {self.key!r} is open for writing in {holder}; "
+            "close it there first, or read it meanwhile with "
             f"`selfref-tui --read-only --key {self.key}`."
         )
 

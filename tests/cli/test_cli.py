@@ -134,6 +134,10 @@ def test_store_locked_exits_3():
         store.open("main")
         result = run("experiences", "add", "x")
         assert result.returncode == 3 and one_line(result.stderr)
+        # said of a conversation, in the words the rest of the command line uses
+        assert "Conversation 'main' is open for writing in another selfref-tui (pid " in (
+            result.stderr)
+        assert "close it there first" in result.stderr
         # readers still work while a writer holds the key
         assert run("experiences", "list").returncode == 0
 
