@@ -96,7 +96,7 @@ async def test_a_ref_rewritten_right_after_a_read_that_quoted_it_is_told(harness
         assert await h.agent.run_turn("main", "Switch at night.") == "done"
         later = [n for n in h.of(ev.Notice) if "ref plan was rewritten" in n.message]
     assert [n.severity for n in told] == ["warning"]
-    assert "earlier version is still in the refs list" in told[0].message
+    assert "the earlier version is kept (the refs list shows it as old)" in told[0].message
     assert later == told  # a change in a turn that read nothing back is not flagged
     kept, cut_short, night = _the_plan(h)
     assert kept["content"] == PLAN and cut_short["content"] == "1. back up the database"

@@ -45,8 +45,8 @@ BURST_S = 0.01
 #: a ref rewritten by an answer right after the model read it quoted from its history:
 #: most often a copy of what it read (cut short or changed), not a change it meant
 RECALLED_REWRITE = ("ref {ref_id} was rewritten right after the model read it quoted from "
-                    "the history: if that was a copy, the earlier version is still in the "
-                    "refs list, marked superseded")
+                    "the history: if that was a copy, the earlier version is kept (the refs "
+                    "list shows it as old)")
 
 
 #: stored ``abort_reason`` of answers the server ended early (shown by every front end)
