@@ -55,6 +55,10 @@ def test_the_prompt_round_trips_and_names_cannot_fake_lines():
     (["d"], DENY), (["escape"], DENY), (["enter"], DENY),  # the focus starts on deny
     (["left", "enter"], APPROVE_ALWAYS), (["left", "left", "enter"], APPROVE_ONCE),
     (["a", "t", "escape"], DENY),  # letters of the other choices do nothing
+    # Tab goes round the choices, as the hint says (it stopped on the arguments, where
+    # Enter did nothing)
+    (["tab", "enter"], APPROVE_ONCE), (["tab", "tab", "enter"], APPROVE_ALWAYS),
+    (["shift+tab", "enter"], APPROVE_ALWAYS),
 ])
 async def test_each_way_out_is_a_choice(keys, answer, monkeypatch):
     monkeypatch.setattr(question, "GRACE_S", 0.0)  # the grace time has its own test
@@ -65,6 +69,26 @@ async def test_each_way_out_is_a_choice(keys, answer, monkeypatch):
         await pilot.press(*keys)
         await pilot.pause()
     assert app.results == [answer]
+
+
+async def test_long_arguments_scroll_with_the_arrows_while_a_choice_has_the_focus(
+        monkeypatch):
+    monkeypatch.setattr(question, "GRACE_S", 0.0)
+    app = HostApp(approval_prompt("files", "write", {f"line{n}": n for n in range(60)}))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        box = app.screen.query_one("#arguments")
+        assert box.max_scroll_y > 0
+        await pilot.press("down", "down", "pagedown")
+        await pilot.pause()
+        assert box.scroll_y > 0
+        assert app.focused is app.screen.query_one("#choice-2")
+        await pilot.press("end")
+        await pilot.pause()
+        assert box.scroll_y == box.max_scroll_y
+        await pilot.press("enter")
+        await pilot.pause()
+    assert app.results == [DENY]
 
 
 async def test_an_enter_typed_for_the_chat_allows_nothing(monkeypatch):

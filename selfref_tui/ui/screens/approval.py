@@ -6,10 +6,12 @@ shown here is untrusted text: it goes through ``selfref_tui.safety.content``
 dialog's (it is one, with a body that lays out server, tool and arguments):
 only "deny" has a letter, Esc and Enter deny, and allowing takes Tab or the
 arrows and Enter, or a click — never a key typed for the chat a moment before.
+↑↓ and the page keys scroll long arguments.
 """
 
 from __future__ import annotations
 
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
@@ -18,6 +20,10 @@ from textual.widgets import Static
 from selfref_tui.agent.mcp.approval import APPROVAL_CHOICES, Approval
 from selfref_tui.safety import content
 from selfref_tui.ui.screens.question import QuestionScreen
+
+#: keys that scroll the arguments, and how
+SCROLL_KEYS = {"up": "scroll_up", "down": "scroll_down", "pageup": "scroll_page_up",
+               "pagedown": "scroll_page_down", "home": "scroll_home", "end": "scroll_end"}
 
 
 class ApprovalScreen(QuestionScreen):
@@ -50,6 +56,16 @@ class ApprovalScreen(QuestionScreen):
                 yield Static("tool", classes="label")
                 yield Static(content(self.approval.tool, "bold", line=True), id="tool")
             with VerticalScroll(id="arguments") as box:
+                # Tab goes round the choices only (on the box, Enter did nothing); the
+                # arrows and page keys scroll it wherever the focus is
+                box.can_focus = False
                 box.border_title = Content("arguments")
                 yield Static(content(self.approval.arguments), id="arguments-text")
             yield from self.compose_choices()
+
+    def on_key(self, event: events.Key) -> None:
+        scroll = SCROLL_KEYS.get(event.key)
+        if scroll is not None:
+            event.stop()
+            event.prevent_default()  # not a key for the question's own handling
+            getattr(self.query_one("#arguments", VerticalScroll), scroll)(animate=False)
