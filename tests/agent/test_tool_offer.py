@@ -152,3 +152,16 @@ def test_context_show_json_carries_the_reduced_set():
     assert _names(json.loads(shown.stdout)["tools"]) == ["compact"]
     text = cli(*base, env=env)
     assert "this request offers 1 of 12 tools" in text.stdout and "tools: compact" in text.stdout
+
+
+async def test_tools_joining_a_whole_set_say_nothing_of_a_set_offered_again(harness):
+    """An MCP server that starts after the first turn adds its tools: the set was never
+    reduced, so "the full tool set is offered again" was a notice about nothing."""
+    from tests.agent.test_tool_batch import EchoSource
+
+    async with harness([Reply(text="one"), Reply(text="two")]) as h:
+        assert await h.agent.run_turn("main", "hi") == "done"
+        h.agent.tool_sources.append(EchoSource())
+        assert await h.agent.run_turn("main", "again") == "done"
+        assert len(h.server.requests[-1]["tools"]) > len(h.server.requests[0]["tools"])
+        assert [n.message for n in h.of(ev.Notice) if "tool" in n.message] == []

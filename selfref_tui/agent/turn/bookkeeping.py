@@ -210,10 +210,10 @@ class KeyBookkeeping:
     def _note_offer(self, key: str, offer: ToolOffer) -> None:
         """Tell the person when the tool set is reduced (or whole again), once per change."""
         counts = (len(offer.tools), offer.total)
-        if counts == self._offered.get(key, (offer.total, offer.total)):
-            self._offered[key] = counts
-            return
+        before = self._offered.get(key, (offer.total, offer.total))
         self._offered[key] = counts
+        if counts == before or (not offer.reduced and before[0] == before[1]):
+            return  # the same, or whole before and now (tools that joined are no news)
         said = offer.notice()
         if said is None:
             said = f"the full tool set is offered again ({offer.total} tools)"
