@@ -140,12 +140,16 @@ def test_words_met_only_late_and_in_capitals_still_load_the_key(tmp_path):
     """A log's first part is looked at as it is for the query's words before the whole is
     lower-cased: a word met there as typed is enough, one met only later, or only in
     capitals, is still found, and a word met nowhere still rules the key out."""
+    from selfref_tui.selfref.conversation_search import _HEAD_FROM
+
     data = tmp_path / "data"
-    _say(data, "long", "alpha early", *(f"filler {i}" for i in range(300)), "ALPHA and OMEGA")
+    filler = "filler " * (_HEAD_FROM // 7 // 20)
+    _say(data, "long", "alpha early", *(filler for _ in range(40)), "ALPHA and OMEGA")
+    assert (SelfReference(data).key_dir("long") / "log.jsonl").stat().st_size > _HEAD_FROM
     for _ in range(2):  # from the log, then from the cache
         with ConversationSearch(data) as search:
-            assert [m.n for m in search.search("alpha omega").matches] == [603]
-            assert [m.n for m in search.search("alpha").matches] == [603, 1]
+            assert [m.n for m in search.search("alpha omega").matches] == [83]
+            assert [m.n for m in search.search("alpha").matches] == [83, 1]
         with ConversationSearch(data) as search:
             assert search.search("alpha zeta").total == 0
             assert not search._entries  # only looked at as bytes
