@@ -119,7 +119,7 @@ class RefActions:
         """A highlighted code block (as its code, named by its language), message or
         answer (``.md`` when it reads like Markdown) through the same dialog."""
         from selfref_tui.refs.export import EXTENSIONS, looks_like_markdown
-        from selfref_tui.ui.transcript.model import Fence
+        from selfref_tui.ui.transcript.answer import Fence
 
         text = target.copy_text
         if isinstance(target, Fence):

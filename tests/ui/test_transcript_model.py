@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from selfref_tui.agent import events as ev
-from selfref_tui.ui.transcript.model import MAX_PART, AnswerItem
+from selfref_tui.ui.transcript.answer import MAX_PART, AnswerItem
 from selfref_tui.ui.transcript.reducer import TranscriptModel
 
 K = "main"

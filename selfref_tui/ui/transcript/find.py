@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from selfref_tui.context.casefold import fold, spans
+from selfref_tui.ui.transcript.answer import AnswerItem
 from selfref_tui.ui.transcript.model import (
-    AnswerItem,
     DividerItem,
     ErrorItem,
     Item,

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from textual.geometry import Size
 
-from selfref_tui.ui.transcript.model import AnswerItem, Block, Item, RefInfo, RewoundItem
+from selfref_tui.ui.transcript.answer import AnswerItem, Block, RefInfo
+from selfref_tui.ui.transcript.model import Item, RewoundItem
 from selfref_tui.ui.transcript.paint import Painter
 from selfref_tui.ui.transcript.palette import Palette
 from selfref_tui.ui.transcript.rows import Row, estimate, row_key

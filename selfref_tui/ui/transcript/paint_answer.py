@@ -24,7 +24,8 @@ from textual.strip import Strip
 from textual.style import Style as VisualStyle
 
 from selfref_tui.safety import inert, inert_line
-from selfref_tui.ui.transcript.model import PINNED_LINE, AnswerItem, Block, RefInfo
+from selfref_tui.ui.transcript.answer import AnswerItem, Block, RefInfo
+from selfref_tui.ui.transcript.model import PINNED_LINE
 from selfref_tui.ui.transcript.palette import CODE_TINT, Palette
 from selfref_tui.ui.transcript.rows import Line, Row, pad
 

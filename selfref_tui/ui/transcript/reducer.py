@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from selfref_tui.ui.transcript.answer import AnswerItem, Fence, RefInfo
 from selfref_tui.ui.transcript.image import (
     ImageItem,
     content_images,
@@ -21,12 +22,9 @@ from selfref_tui.ui.transcript.image import (
     multimodal_items,
 )
 from selfref_tui.ui.transcript.model import (
-    AnswerItem,
     DividerItem,
     ErrorItem,
-    Fence,
     Item,
-    RefInfo,
     RewoundItem,
     ToolItem,
     UserItem,

@@ -18,9 +18,10 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
+from selfref_tui.ui.transcript.answer import AnswerItem, Block
 from selfref_tui.ui.transcript.image import ImageItem
 from selfref_tui.ui.transcript.image import estimate as estimate_image
-from selfref_tui.ui.transcript.model import AnswerItem, Block, Item, UserItem
+from selfref_tui.ui.transcript.model import Item, UserItem
 
 
 @dataclass(eq=False)

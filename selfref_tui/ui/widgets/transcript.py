@@ -33,15 +33,13 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 
 from selfref_tui.ui.lazy_import import LazyModule
+from selfref_tui.ui.transcript.answer import AnswerItem, Fence, RefInfo
 from selfref_tui.ui.transcript.find_marks import FindMarks
 from selfref_tui.ui.transcript.lines import ShownLines
 from selfref_tui.ui.transcript.model import (
-    AnswerItem,
     DividerItem,
     ErrorItem,
-    Fence,
     Item,
-    RefInfo,
     RewoundItem,
     ToolItem,
     UserItem,
