@@ -129,14 +129,16 @@ class KeyInfo:
     origin_message: int = 0
 
     def origin_text(self, *, short: bool = False) -> str:
-        """"branch of main before message 5" ("from main #5" when ``short``: a list row),
-        or "" for a key that is not a branch."""
+        """"branch of main up to message 4" ("from main up to #4" when ``short``: a list
+        row), or "" for a key that is not a branch. Said by the last message it holds: a
+        branch made at the end was "before message 19" of a conversation of 18."""
         if not self.origin_key:
             return ""
+        n = self.origin_message
         if short:
-            return f"from {self.origin_key}" + (
-                f" #{self.origin_message}" if self.origin_message else "")
-        at = f" before message {self.origin_message}" if self.origin_message else ""
+            at = f" up to #{n - 1}" if n > 1 else " before #1" if n == 1 else ""
+            return f"from {self.origin_key}{at}"
+        at = f" up to message {n - 1}" if n > 1 else " before message 1" if n == 1 else ""
         return f"branch of {self.origin_key}{at}"
 
 

@@ -255,7 +255,7 @@ def test_a_branch_holds_the_prefix_and_the_original_is_unchanged(server):
     keys = {k["key"]: k for k in json.loads(cli("keys", "list", "--json").stdout)}
     assert keys["side"]["origin"] == {"key": "main", "message": 5}
     assert "origin" not in keys["main"]
-    assert "(branch of main before message 5)" in cli("keys", "list").stdout
+    assert "(branch of main up to message 4)" in cli("keys", "list").stdout
 
     result = cli("branch", "3", "--name", "side")
     assert result.returncode == 2 and "already exists" in result.stderr

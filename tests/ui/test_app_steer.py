@@ -169,7 +169,13 @@ async def test_branch_from_a_highlighted_message(tmp_path):
             assert said(app.agent.memory("side").messages) == [("user", "first question"),
                                                                ("assistant", "one")]
             info = {k["key"]: k for k in await app.controller.person_keys()}
-            assert info["side"]["origin"] == "from main #3"  # the switcher's row
+            assert info["side"]["origin"] == "from main up to #2"  # the switcher's row
+            # a branch at the end names the last message it holds, not one past it
+            await pilot.press(*"/branch end")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: app.key == "end", what="the branch at the end")
+            info = {k["key"]: k for k in await app.controller.person_keys()}
+            assert info["end"]["origin"] == "from side up to #2"
     assert [c for _, _, c, _ in entries(tmp_path)] == ["first question", "one",
                                                        "second question", "two"]
 
