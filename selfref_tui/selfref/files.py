@@ -4,14 +4,9 @@ Why atomic: an export or ``fd_to_file`` that fails half-way (disk full, killed
 process) must not leave half a file where a good one was. Every write goes to
 a temporary file in the target's directory, is fsynced, and replaces the
 target with a rename; the directory is fsynced after. An existing file keeps
-its permission bits; a new one gets the usual umask-based mode. Temporary
-files are named ``.selfref-h<machine>-<pid>-<hex>.tmp``; a process killed
-mid-write leaves one behind, and the next write into that folder removes
-those that are provably dead: written on this machine (same host, same boot,
-same pid namespace — :func:`machine_tag`) by a process that is gone, or older
-than ``STALE_TMP_S`` whoever wrote them. On a shared folder (NFS, a synced
-drive, a container's volume) another machine's pid says nothing here, so its
-temp files are left alone until they are old.
+its permission bits; a new one gets the usual umask-based mode. The temp
+files a killed write leaves behind are removed by the next write into that
+folder, when provably dead (``temp_files.py``).
 
 Why directory descriptors: the model chooses ``file_path``, and a path checked
 by name and then written by name can be raced — a local process swapping a
@@ -47,14 +42,9 @@ so a file that is not UTF-8 is not damaged by an append or insert.
 from __future__ import annotations
 
 import errno
-import functools
-import hashlib
 import os
-import re
 import secrets
-import socket
 import stat
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,20 +52,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..refs.export import export_plan
 from ..refs.fds import FdError, attrs
+from .temp_files import machine_tag, remove_leftovers
 
 if TYPE_CHECKING:
     from ..refs.fds import FdTable
 
 MODES = ("write", "append", "insert")
-#: a temp file older than this is removed by the next write whoever wrote it: pids
-#: are reused, and another machine's pids cannot be checked; an hour is far longer
-#: than any one write takes, on any machine sharing the folder
-STALE_TMP_S = 3600
 #: longer paths cannot be opened by name by other programs; refuse them early
 MAX_PATH_BYTES = 4095
 _MAX_LINKS = 40
-#: ``.selfref-h<machine>-<pid>-<hex>.tmp``; older writers left out the machine or the pid
-_TMP_NAME = re.compile(r"\.selfref-(?:h([0-9a-f]{8})-)?(?:(\d+)-)?[0-9a-f]+\.tmp\Z")
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
@@ -515,75 +500,6 @@ def _split_lf(data: bytes) -> list[bytes]:
     if parts[-1]:
         out.append(parts[-1])
     return out
-
-
-@functools.cache
-def machine_tag() -> str:
-    """Eight hex digits naming where this process's pids mean something.
-
-    The host name alone is not enough: containers on one host may share a name
-    and a folder while each has its own pids. So the tag also covers the
-    kernel's boot id and this process's pid namespace, where the system has them.
-    """
-    parts = [socket.gethostname()]
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            parts.append(f.read().strip())
-    except OSError:
-        pass
-    try:
-        parts.append(str(os.stat("/proc/self/ns/pid").st_ino))
-    except OSError:
-        pass
-    return hashlib.sha1("\0".join(parts).encode()).hexdigest()[:8]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # exists, owned by someone else
-    return True
-
-
-def remove_leftovers(dir_fd: int, now: float | None = None) -> int:
-    """Remove temp files a killed write left in this directory; how many were removed.
-
-    Only regular files named like ours are touched: those this machine wrote
-    (see :func:`machine_tag`) whose writer process is gone, and any older than
-    ``STALE_TMP_S``. A name without our machine's tag (another machine on a
-    shared folder, or a version that did not record it) waits until it is old.
-    """
-    now = time.time() if now is None else now
-    removed = 0
-    try:
-        entries = list(os.scandir(dir_fd))
-    except OSError:
-        return 0
-    for entry in entries:
-        match = _TMP_NAME.match(entry.name)
-        if match is None:
-            continue
-        try:
-            st = os.stat(entry.name, dir_fd=dir_fd, follow_symlinks=False)
-        except OSError:
-            continue
-        if not stat.S_ISREG(st.st_mode):
-            continue
-        machine, pid = match.group(1), match.group(2)
-        stale = now - st.st_mtime > STALE_TMP_S
-        if not stale and machine == machine_tag() and pid is not None \
-                and int(pid) != os.getpid():
-            stale = not _alive(int(pid))
-        if stale:
-            try:
-                os.unlink(entry.name, dir_fd=dir_fd)
-                removed += 1
-            except OSError:
-                pass
-    return removed
 
 
 def _atomic_write(walk: _Walk, name: str, data: bytes, mode_bits: int | None,

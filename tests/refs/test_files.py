@@ -17,9 +17,9 @@ from selfref_tui.selfref.files import (
     FileWriteError,
     PathNotAllowed,
     fd_to_file,
-    machine_tag,
     write_file,
 )
+from selfref_tui.selfref.temp_files import machine_tag
 
 
 @pytest.fixture
@@ -431,7 +431,7 @@ def test_a_temp_file_is_named_after_this_machine_and_process(root, monkeypatch):
     (tmp,) = [p for p in seen if p.startswith(".selfref-")]
     assert tmp.startswith(f".selfref-h{machine_tag()}-{os.getpid()}-")
     # another process on this machine has the same tag (so it may clean up after a dead one)
-    script = ("from selfref_tui.selfref.files import machine_tag; print(machine_tag())")
+    script = ("from selfref_tui.selfref.temp_files import machine_tag; print(machine_tag())")
     same = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parents[2])
     assert same.stdout.strip() == machine_tag()
