@@ -297,3 +297,36 @@ def test_a_stop_marks_only_the_stopped_turns_answer():
     model.apply(ev.Aborted(key=K, reason="the person rewound the conversation",
                            stage="stream"))
     assert not model.last_answer().marker
+
+
+def test_a_ref_written_again_unchanged_leaves_its_first_block_current():
+    """The store adds no version for a ref written again with its current content (the
+    block that defined it stays the definition); the transcript shows none of the
+    copies as replaced, live or reloaded. A change later replaces every one of them."""
+    answers = ['<ref id="a">\nsame\n</ref>\n', 'again <ref id="a">\nsame\n</ref>\n',
+               '<ref id="a">\nchanged\n</ref>\n']
+
+    def live(count: int) -> TranscriptModel:
+        model = TranscriptModel()
+        for text in answers[:count]:
+            model.add_user("go")
+            feed(model, text)
+            model.apply(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
+            model.apply(ev.TurnEnded(key=K, turn_id=1, outcome="done"))
+        return model
+
+    def reloaded(count: int) -> TranscriptModel:
+        model = TranscriptModel()
+        history: list[dict] = []
+        for text in answers[:count]:
+            history += [{"role": "user", "content": "go"}, {"role": "assistant", "content": text}]
+        model.load_history(history)
+        return model
+
+    for build in (live, reloaded):
+        first, again = build(2).ref_blocks()
+        assert not first.superseded and not again.superseded, build.__name__
+        assert "superseded" not in first.subtitle
+        *copies, changed = build(3).ref_blocks()
+        assert [ref.superseded for ref in copies] == [True, True], build.__name__
+        assert not changed.superseded and changed.content == "changed"

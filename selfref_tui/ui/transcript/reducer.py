@@ -54,7 +54,8 @@ class TranscriptModel:
         self.cards: dict[str, ToolItem] = {}
         #: bumped when items are added, removed or moved
         self.structure = 0
-        self._latest: dict[str, RefInfo] = {}
+        #: each ref id's closed blocks that are not superseded (they hold one content)
+        self._current: dict[str, list[RefInfo]] = {}
         #: an answer whose stream failed: the ErrorEvent that follows in its turn says why
         self._failing: AnswerItem | None = None
         #: the numbers of the messages the person pinned (items built later are marked too)
@@ -140,24 +141,39 @@ class TranscriptModel:
     # ----------------------------------------------------------------- refs
 
     def _closed(self, refs: list[RefInfo]) -> None:
-        """Newly closed refs supersede the earlier ones with their id."""
+        """Newly closed refs supersede the earlier ones with their id, unless they hold
+        what those hold: a ref written again unchanged adds no version to the store
+        (``FdTable.add_ref``), so the block that defined it is not shown as replaced."""
+        current = self._current
         for ref in refs:
-            previous = self._latest.get(ref.ref_id)
-            if previous is not None and previous is not ref and not previous.superseded:
-                previous.superseded = True
-                previous.version += 1
-            self._latest[ref.ref_id] = ref
+            blocks = current.get(ref.ref_id)
+            if blocks and blocks[-1].content == ref.content:
+                if blocks[-1] is not ref:
+                    blocks.append(ref)
+                continue
+            for block in blocks or ():
+                if block is not ref and not block.superseded:
+                    block.superseded = True
+                    block.version += 1
+            current[ref.ref_id] = [ref]
 
     def _mark_superseded(self) -> None:
-        self._latest = {}
+        """Every closed block marked again, in order, by the rule of :meth:`_closed`."""
+        current: dict[str, list[RefInfo]] = {}
         closed = [ref for ref in self.ref_blocks() if ref.closed]
         for ref in closed:
-            self._latest[ref.ref_id] = ref
+            blocks = current.get(ref.ref_id)
+            if blocks and blocks[-1].content == ref.content:
+                blocks.append(ref)
+            else:
+                current[ref.ref_id] = [ref]
+        kept = {id(ref) for blocks in current.values() for ref in blocks}
         for ref in closed:
-            superseded = self._latest[ref.ref_id] is not ref
+            superseded = id(ref) not in kept
             if ref.superseded != superseded:
                 ref.superseded = superseded
                 ref.version += 1
+        self._current = current
 
     # ---------------------------------------------------------------- live
 
@@ -339,7 +355,7 @@ class TranscriptModel:
         self._older_numbers = []
         self.current = None
         self.cards = {}
-        self._latest = {}
+        self._current = {}
         self._failing = None
         self.structure += 1
 
