@@ -1,11 +1,11 @@
 """Shared test set-up: every test gets its own data dir, config and tiktoken cache.
 
-The whole suite runs on one pytest-xdist worker per core (``-n auto`` in
-pyproject.toml); a run of chosen files or tests stays in one process, where
-starting workers would cost more than it saves (see
-:func:`pytest_xdist_auto_num_workers`). Tests must therefore be safe to run in
-parallel: their own tmp dirs and ports (0: the system picks), no fixed names
-in shared places.
+The whole suite runs on two pytest-xdist workers per core (``-n auto`` in
+pyproject.toml), its slowest tests handed out first; a run of chosen files or
+tests stays in one process, where starting workers would cost more than it
+saves (see :func:`pytest_xdist_auto_num_workers`). Tests must therefore be safe
+to run in parallel: their own tmp dirs and ports (0: the system picks), no
+fixed names in shared places.
 """
 
 from __future__ import annotations
@@ -14,20 +14,51 @@ import os
 
 import pytest
 
+#: workers per usable core for the whole suite
+WORKERS_PER_CORE = 2
+
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """``-n auto``: one worker per usable core for the suite, none for chosen tests.
+    """``-n auto``: two workers per usable core for the suite, none for chosen tests.
 
-    Each worker collects the whole suite and imports Textual and the runtime
-    (seconds on a busy machine), which a run of one file never wins back. An
-    explicit ``-n N`` on the command line is obeyed as it is; ``-n auto`` typed
-    there means a worker per core whatever the arguments.
+    A test spends much of its time waiting, not computing: for a server or MCP
+    subprocess to start, a child writer to fsync, an app to go idle between
+    keys. With one worker per core those waits left the cores idle for about a
+    third of the run; a second worker per core computes meanwhile. Each worker
+    collects the whole suite and imports Textual and the runtime (seconds of
+    CPU), which a run of one file never wins back. An explicit ``-n N`` on the
+    command line is obeyed as it is; ``-n auto`` typed there means the suite's
+    count whatever the arguments.
     """
     typed = any(arg == "-n" or arg.startswith(("-n", "--numprocesses"))
                 for arg in config.invocation_params.args)
     if not typed and config.args_source == pytest.Config.ArgsSource.ARGS:
         return 0
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    return WORKERS_PER_CORE * len(os.sched_getaffinity(0))
+
+
+#: the files that hold the suite's longest tests (``pytest --durations=30``), run first, in
+#: this order: pytest-xdist hands tests out in collection order, and one of these started
+#: last keeps its worker busy long after the others have finished
+SLOWEST_FIRST = (
+    "tests/ui/test_themes.py",
+    "tests/selfref/test_durability.py",
+    "tests/context/test_history_resume.py",
+    "tests/cli/test_cli_hostile.py",
+    "tests/ui/test_hostile_screen.py",
+    "tests/context/test_apply_properties.py",
+    "tests/cli/test_cli_local_time.py",
+    "tests/ui/test_app_save_search.py",
+    "tests/ui/test_app_keys_export.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests of :data:`SLOWEST_FIRST` ahead of the rest, every file's own order kept."""
+    rank = {path: index for index, path in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.partition("::")[0], len(rank)))
 
 
 #: how long Textual's Pilot sleeps between checks for an idle app while it types a string
