@@ -193,3 +193,44 @@ async def test_the_pypi_time_server_answers_the_model(tmp_path):
             assert answer["datetime"].startswith(str(datetime.now(UTC).year))
     finally:
         await manager.aclose()
+
+
+async def test_a_turn_waits_for_a_server_still_starting_and_says_so(tmp_path):
+    """A message sent while the app starts: the server's tools go with its first request
+    (they did not, and the model answered that it had none)."""
+    slow = server_config(args=(*server_config().args, "--delay", "1"), trust=("echo",))
+    manager = McpManager([slow])
+    script = [Reply(tool_calls=[ToolCall("mcp__test__echo", {"text": "hi"}, id="c1")]),
+              Reply(text="It said hi.")]
+    try:
+        async with Harness(tmp_path, script) as h:
+            _with(h, manager)
+            manager.start()
+            assert manager.starting() == ["test"]
+            assert await h.agent.run_turn("main", "echo hi") == "done"
+            assert "mcp__test__echo" in {t["function"]["name"]
+                                         for t in h.server.requests[0]["tools"]}
+            assert [n.message for n in h.of(ev.Notice) if "waiting" in n.message] == [
+                "waiting for the MCP server test to start, so its tools go with this "
+                "message (Esc stops)"]
+            assert manager.starting() == []
+    finally:
+        await manager.aclose()
+
+
+async def test_esc_ends_the_wait_for_a_server_still_starting(tmp_path):
+    slow = server_config(args=(*server_config().args, "--delay", "30"))
+    manager = McpManager([slow])
+    try:
+        async with Harness(tmp_path, [Reply(text="unused")]) as h:
+            _with(h, manager)
+            manager.start()
+            abort = AbortSignal()
+            turn = asyncio.create_task(h.agent.run_turn("main", "hi", abort=abort))
+            await wait_until(lambda: any("waiting" in n.message for n in h.of(ev.Notice)))
+            abort.fire("stopped by the person")
+            assert await turn == "aborted"
+            assert h.server.requests == []
+            assert manager.starting() == ["test"]
+    finally:
+        await manager.aclose()

@@ -134,6 +134,13 @@ class McpManager:
                 continue
             self._tasks[name] = asyncio.create_task(self._run(config), name=f"mcp:{name}")
 
+    def starting(self) -> list[str]:
+        """The servers still starting (a turn waits for them before its first request);
+        none before :meth:`start`."""
+        if not self._started:
+            return []
+        return [name for name, status in self.status.items() if status.state == "starting"]
+
     async def wait_started(self, timeout: float | None = None) -> None:
         """Until every server is ready or has failed (not an error if ``timeout`` runs out)."""
         self.start()

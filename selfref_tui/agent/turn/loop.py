@@ -233,6 +233,7 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning, CompactionWat
                 self.emit(MessageRetried(key=key))
             if user_text:
                 self._commit(session, [UserMessageMutation({"role": "user", "content": user_text})])
+            await self._sources_started(turn)
             outcome = await self._steps(turn)
         except asyncio.CancelledError:
             outcome = "aborted"
@@ -256,6 +257,30 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning, CompactionWat
                     self._history_indexes.pop(key, None)
                 self.emit(TurnEnded(key=key, turn_id=turn_id, outcome=outcome))
         return outcome
+
+    async def _sources_started(self, turn: TurnState) -> None:
+        """Tool sources still starting (MCP servers) are waited for before the first
+        request, and the person is told: a message sent while the app was starting went
+        without their tools, and the model said it had none. Each server's own start-up
+        timeout bounds the wait; the turn's abort (Esc) ends it."""
+        starting = [(source, names) for source in self.tool_sources
+                    if (names := getattr(source, "starting", lambda: [])())]
+        if not starting or turn.abort.fired:
+            return
+        names = ", ".join(name for _source, some in starting for name in some)
+        several = "," in names
+        self.emit(Notice(key=turn.key, severity="information", message=(
+            f"waiting for the MCP server{'s' if several else ''} {names} to start, so "
+            f"{'their' if several else 'its'} tools go with this message (Esc stops)")))
+        waits = [asyncio.ensure_future(source.wait_started()) for source, _names in starting]
+        stop = asyncio.ensure_future(turn.abort.wait())
+        try:
+            await asyncio.wait([asyncio.gather(*waits), stop],
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+            for wait in waits:
+                wait.cancel()
 
     async def _steps(self, turn: TurnState) -> str:
         key, session = turn.key, turn.session
