@@ -122,6 +122,8 @@ async def test_keys_typed_for_the_chat_do_not_edit_the_summary(tmp_path, monkeyp
 @pytest.mark.parametrize(("keys", "kept"), [
     (("left", "enter"), ["The person likes trains."]),
     (("d",), []), (("escape",), []), (("enter",), []),
+    # Tab goes to "allow", as the hint says (it stopped on the text, where Enter did nothing)
+    (("tab", "enter"), ["The person likes trains."]),
 ])
 async def test_consent_decides_whether_the_model_remembers(tmp_path, keys, kept):
     async with app_asking(tmp_path, "I like trains", MemoryConsentScreen,

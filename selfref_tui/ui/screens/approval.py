@@ -11,7 +11,6 @@ arrows and Enter, or a click — never a key typed for the chat a moment before.
 
 from __future__ import annotations
 
-from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
@@ -21,12 +20,9 @@ from selfref_tui.agent.mcp.approval import APPROVAL_CHOICES, Approval
 from selfref_tui.safety import content
 from selfref_tui.ui.screens.question import QuestionScreen
 
-#: keys that scroll the arguments, and how
-SCROLL_KEYS = {"up": "scroll_up", "down": "scroll_down", "pageup": "scroll_page_up",
-               "pagedown": "scroll_page_down", "home": "scroll_home", "end": "scroll_end"}
-
 
 class ApprovalScreen(QuestionScreen):
+    SCROLLS = "arguments"
     DEFAULT_CSS = """
     ApprovalScreen > #dialog { width: 80; max-height: 80%; }
     ApprovalScreen .label { color: $text-muted; width: 11; }
@@ -56,16 +52,6 @@ class ApprovalScreen(QuestionScreen):
                 yield Static("tool", classes="label")
                 yield Static(content(self.approval.tool, "bold", line=True), id="tool")
             with VerticalScroll(id="arguments") as box:
-                # Tab goes round the choices only (on the box, Enter did nothing); the
-                # arrows and page keys scroll it wherever the focus is
-                box.can_focus = False
                 box.border_title = Content("arguments")
                 yield Static(content(self.approval.arguments), id="arguments-text")
             yield from self.compose_choices()
-
-    def on_key(self, event: events.Key) -> None:
-        scroll = SCROLL_KEYS.get(event.key)
-        if scroll is not None:
-            event.stop()
-            event.prevent_default()  # not a key for the question's own handling
-            getattr(self.query_one("#arguments", VerticalScroll), scroll)(animate=False)

@@ -30,6 +30,7 @@ WHAT = {
 
 
 class MemoryConsentScreen(QuestionScreen):
+    SCROLLS = "text"
     DEFAULT_CSS = """
     MemoryConsentScreen > #dialog { width: 76; max-height: 80%; }
     MemoryConsentScreen #why { color: $text-muted; }

@@ -25,6 +25,10 @@ from selfref_tui.safety import content, inert_line
 #: keys this soon after the dialog opened were meant for the chat input
 GRACE_S = 0.5
 
+#: keys that scroll a question's long body (``SCROLLS``) wherever the focus is, and how
+SCROLL_KEYS = {"up": "scroll_up", "down": "scroll_down", "pageup": "scroll_page_up",
+               "pagedown": "scroll_page_down", "home": "scroll_home", "end": "scroll_end"}
+
 
 class QuestionScreen(ModalScreen[str]):
     DEFAULT_CSS = """
@@ -83,6 +87,7 @@ class QuestionScreen(ModalScreen[str]):
 
     def on_mount(self) -> None:
         self._opened = time.monotonic()
+        self._body_not_focusable()
         # The safe choice has the focus: an Enter typed for the chat picks it.
         self.query_one(f"#choice-{len(self.choices) - 1}", Button).focus()
 
@@ -97,7 +102,20 @@ class QuestionScreen(ModalScreen[str]):
             return  # an Enter typed for the chat, on a button focused a moment ago
         self.dismiss(choice)
 
+    #: the id of a scrolled body (a subclass's arguments, say): the scroll keys move it
+    SCROLLS = ""
+
+    def _body_not_focusable(self) -> None:
+        """Tab goes round the choices only: on a focusable body, Enter did nothing."""
+        if self.SCROLLS:
+            self.query_one(f"#{self.SCROLLS}").can_focus = False
+
     def on_key(self, event: events.Key) -> None:
+        scroll = SCROLL_KEYS.get(event.key) if self.SCROLLS else None
+        if scroll is not None:
+            event.stop()
+            getattr(self.query_one(f"#{self.SCROLLS}"), scroll)(animate=False)
+            return
         if event.key == "escape":
             event.stop()
             self.dismiss(self.safe_choice)
