@@ -296,7 +296,8 @@ class HistoryIndex:
                  if word in text]
         for term in [first, *others] if word != first else others:
             if " " in term:
-                found = [i for i in found if _holds_phrase(texts[i], term)]
+                spread = _spread(term)
+                found = [i for i in found if _holds_phrase(texts[i], term, spread)]
             else:
                 found = [i for i in found if term in texts[i]]
         left_out = self._hidden if include_rewound else self._hidden | self._rewound
@@ -442,13 +443,22 @@ def _lowered(texts: Sequence[str]) -> list[str]:
     return [_spaced(fold(t)) for t in texts]
 
 
-def _holds_phrase(text: str, phrase: str) -> bool:
+def _holds_phrase(text: str, phrase: str, spread: re.Pattern[str]) -> bool:
     """Whether ``text`` (:func:`_lowered`) holds ``phrase`` (words one space apart), every
     run of white space in it read as one space, as a query's phrase is (so a quoted phrase
-    matches across a line break, a paragraph break, ``\\r\\n`` or two spaces). Only a
-    text with a run of spaces is folded, and only when it does not hold the phrase as it
-    is (a phrase never holds white space that would not be read as it is)."""
-    return phrase in text or ("  " in text and phrase in " ".join(text.split()))
+    matches across a line break, a paragraph break, ``\\r\\n``, two spaces, or a space
+    :func:`_spaced` leaves as it is: a CJK text's ideographic space, the narrow no-break
+    space in "3:45 PM"). ``spread`` is :func:`_spread` of ``phrase``: looked for only when
+    the text does not hold the phrase as it is and may hold such white space (a run of
+    spaces, or any character outside ASCII)."""
+    return phrase in text or (("  " in text or not text.isascii())
+                              and spread.search(text) is not None)
+
+
+def _spread(phrase: str) -> re.Pattern[str]:
+    """``phrase``'s words with any run of white space between them (``\\s``: what
+    ``str.split`` splits on), as a text that was not folded may hold them."""
+    return re.compile(r"\s+".join(re.escape(word) for word in phrase.split(" ")))
 
 
 def _spaced(text: str) -> str:

@@ -170,23 +170,29 @@ def test_a_store_that_lists_messages_in_bulk_is_read_that_way():
 
 
 def test_a_quoted_phrase_matches_across_any_run_of_white_space():
-    """A paragraph break, a Windows line end, two spaces or a tab between the words."""
+    """A paragraph break, a Windows line end, two spaces, a tab or another script's space
+    (ideographic, narrow no-break, em) between the words."""
     texts = ["Keep the  blue button.", "Step one.\n\nStep two.", "over the\r\nwire",
-             "tab\tbetween", "a\u00a0non-breaking space", "plain: step two is the blue wire"]
+             "tab\tbetween", "a\u00a0non-breaking space", "plain: step two is the blue wire",
+             "青い\u3000ボタン", "at 3:45\u202fPM", "an em\u2003space", "mixed \u2009\n gap"]
     entries = [entry(n, "user", {"role": "user", "content": t})
                for n, t in enumerate(texts, 1)]
     index = HistoryIndex()
+    cached = HistoryIndex.of_texts(entries, range(1, len(texts) + 1), texts, ())
     for query, found in [('"the blue button"', [1]), ('"one. step two"', [2]),
                          ('"the wire"', [3]), ('"tab between"', [4]),
-                         ('"a non-breaking"', [5]), ('"blue wire"', [6])]:
+                         ('"a non-breaking"', [5]), ('"blue wire"', [6]),
+                         ('"青い ボタン"', [7]), ('"3:45 pm"', [8]), ('"em space"', [9]),
+                         ('"mixed gap"', [10])]:
         result = index.search(entries, query)
         assert [h.n for h in result.hits] == found, query
+        assert [h.n for h in cached.search(entries, query).hits] == found, query
     hit = index.search(entries, '"one. step two"').hits[0]
     assert hit.snippet == "Step one. Step two."
 
 
 _WORDS = st.text("abAB", min_size=1, max_size=3)
-_GAPS = st.text(" \n\t\r\u00a0", min_size=1, max_size=3)
+_GAPS = st.text(" \n\t\r\u00a0\u3000\u202f\u2003", min_size=1, max_size=3)
 
 
 @settings(max_examples=200, deadline=None)
