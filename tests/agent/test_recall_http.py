@@ -206,6 +206,12 @@ async def test_the_kept_words_fit_what_the_window_has_left_after_the_compaction(
 
     settings = AgentSettings(base_system_prompt="You are a test agent. " + "Follow rules. " * 60)
     async with harness(script, settings=settings, context_window=4096) as h:
+        # Counted with the real encoding from the start, as the app counts once it has
+        # started: an encoding that finished loading in the middle (later on a busy
+        # machine) changed the counts between the compaction and the next message.
+        h.agent._ensure_encoder()
+        await h.agent._encoder_task
+        assert h.agent.tokens.ready
         for text in said:
             assert await h.agent.run_turn("main", text) == "done"
         h.agent.request_compaction("main")
