@@ -10,6 +10,7 @@ fixed names in shared places.
 
 from __future__ import annotations
 
+import gc
 import os
 
 import pytest
@@ -61,12 +62,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: rank.get(item.nodeid.partition("::")[0], len(rank)))
 
 
+#: the collector's thresholds in a test process: Python's, but the oldest generation waits
+#: for 100 collections of the middle one instead of 10
+TEST_GC_THRESHOLDS = (700, 10, 100)
+
+
+def _collect_oldest_less_often() -> None:
+    """Let the oldest generation of the collector run a tenth as often as Python's default.
+
+    A test process builds hundreds of apps, each allocating fast as it parses its
+    CSS and draws, and with Python's thresholds a full collection ran every few
+    tests, each walking everything alive in the process: a fifth of a worker's CPU
+    time went to the collector. The app sets its own thresholds while it runs and
+    gives these back when it stops (ui/gc_pauses.py); the young generations
+    collect as usual, and the garbage that waits for the oldest costs a worker
+    about 50 MB.
+    """
+    gc.set_threshold(*TEST_GC_THRESHOLDS)
+
+
 #: how long Textual's Pilot sleeps between checks for an idle app while it types a string
 TYPING_IDLE_SLICE_S = 0.002
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Let Pilot type all but the last key of a ``press`` with a 2 ms idle check.
+    """The collector's thresholds (:func:`_collect_oldest_less_often`), and Pilot typing
+    all but the last key of a ``press`` with a 2 ms idle check.
 
     ``Pilot.press`` waits twice per key for a slice in which the process used
     (nearly) no CPU, and each wait sleeps at least one 20 ms slice: typing
@@ -76,6 +97,7 @@ def pytest_configure(config: pytest.Config) -> None:
     last key, and ``Pilot.pause``, keep Textual's 20 ms slice: longer than a
     frame, so what a test reads next has been laid out and drawn.
     """
+    _collect_oldest_less_often()
     from textual import _wait
     from textual.app import App
 
