@@ -1,4 +1,5 @@
-"""Shared test set-up: every test gets its own data dir, config and tiktoken cache.
+"""Shared test set-up: every test gets its own data dir and config, each process its own
+tiktoken cache.
 
 The whole suite runs on two pytest-xdist workers per core (``-n auto`` in
 pyproject.toml), its slowest tests handed out first; a run of chosen files or
@@ -123,11 +124,22 @@ def pytest_configure(config: pytest.Config) -> None:
     App._press_keys = typing_press_keys
 
 
+@pytest.fixture(scope="session")
+def _tiktoken_cache(tmp_path_factory) -> str:
+    """One tiktoken cache for the tests of a process, away from the person's.
+
+    The app places its bundled encoding there, checked against tiktoken's hash,
+    whenever it starts (selfref/encodings.py): in an empty folder that is 25 ms of
+    unzipping and hashing per app; a file already placed is checked and kept.
+    """
+    return str(tmp_path_factory.mktemp("tiktoken"))
+
+
 @pytest.fixture(autouse=True)
-def _isolated_env(tmp_path, monkeypatch):
-    """Keep tests away from the person's real store and config."""
+def _isolated_env(tmp_path, monkeypatch, _tiktoken_cache):
+    """Keep tests away from the person's real store, config and caches."""
     monkeypatch.setenv("SELFREF_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("SELFREF_CONFIG", str(tmp_path / "config.toml"))
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tiktoken"))
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", _tiktoken_cache)
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SELFREF_MODEL"):
         monkeypatch.delenv(name, raising=False)
