@@ -330,3 +330,25 @@ def test_a_ref_written_again_unchanged_leaves_its_first_block_current():
         *copies, changed = build(3).ref_blocks()
         assert [ref.superseded for ref in copies] == [True, True], build.__name__
         assert not changed.superseded and changed.content == "changed"
+
+
+def test_a_failed_tool_call_reads_back_as_failed():
+    """The store keeps a failed call's result as "Error: …" (as the model read it): read
+    back (a restart, a branch, a rewind) the card said "✓ done" where it had said
+    "✖ error"."""
+    history = [
+        {"role": "user", "content": "remember tea"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function",
+             "function": {"name": "remember", "arguments": '{"text": "tea"}'}},
+            {"id": "c2", "type": "function",
+             "function": {"name": "list_refs", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "Error: the person declined it",
+         "duration_s": 1.5},
+        {"role": "tool", "tool_call_id": "c2", "content": "no refs"},
+    ]
+    model = TranscriptModel()
+    model.load_history(history)
+    failed, fine = model.of_kind("tool")
+    assert (failed.status, failed.result) == ("error", "the person declined it")
+    assert (fine.status, fine.result) == ("done", "no refs")

@@ -41,6 +41,9 @@ FINISH_MARKERS = {
 #: something a person can highlight and copy: a whole item, a ref or a code block
 Target = Item | RefInfo | Fence
 
+#: how a failed tool call's result is stored (``tools/batch.py``), read back as a failure
+TOOL_ERROR = "Error: "
+
 
 class TranscriptModel:
     """The transcript's items and the per-turn state a stream needs."""
@@ -472,11 +475,14 @@ class TranscriptModel:
                     cards[call_id] = card
                     items.append(card)
                 content = str(message.get("content") or "")
+                duration = message.get("duration_s")
+                took = float(duration) if duration is not None else None
                 if message.get("cancelled"):
                     card.end("cancelled", str(message.get("abort_reason") or content), None)
+                elif content.startswith(TOOL_ERROR):  # as the runtime stores a failed call
+                    card.end("error", content.removeprefix(TOOL_ERROR), took)
                 else:
-                    duration = message.get("duration_s")
-                    card.end("done", content, float(duration) if duration is not None else None)
+                    card.end("done", content, took)
             for item in items[start:]:
                 item.rewound = rewound
                 if not item.number:
