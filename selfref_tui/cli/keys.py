@@ -31,7 +31,7 @@ def _keys_list(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
     elif not rows:
-        print("no memory keys yet")
+        print("no conversations yet")
     else:
         width = max(len(r["key"]) for r in rows)
         for info, row in zip(infos, rows, strict=True):

@@ -69,7 +69,7 @@ class KeyLoad:
 
     def _newer_message(self, path: Path, schema: int) -> str:
         return (
-            f"Memory key {self.key!r} ({path}) was written by a newer selfref-tui "
+            f"Conversation {self.key!r} ({path}) was written by a newer selfref-tui "
             f"(schema {schema}); upgrade selfref-tui to open it — "
             f"this version (schema {SCHEMA}) will not change it."
         )
@@ -184,7 +184,7 @@ class KeyLoad:
             return False, f"unknown schema version {schema}"
         if header.get("key") != self.key:
             raise CorruptStoreError(
-                f"Memory key {self.key!r} cannot use {self.log_path}: line {lineno} says it "
+                f"Conversation {self.key!r} cannot use {self.log_path}: line {lineno} says it "
                 f"holds key {header.get('key')!r}; nothing was changed — move that file back "
                 "to its own key's folder, or away.")
         self.created = header.get("created") if isinstance(header.get("created"), str) else ""

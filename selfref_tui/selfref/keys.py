@@ -42,27 +42,30 @@ def validate_key(key: str) -> str:
     is refused early is better than one that escapes the data directory.
     """
     if not isinstance(key, str):
-        raise InvalidKeyError(f"Memory key must be text, not {type(key).__name__}.")
+        raise InvalidKeyError(f"A conversation name must be text, not {type(key).__name__}.")
     if not key or not key.strip():
-        raise InvalidKeyError("Memory key is empty; give it a name such as 'main'.")
+        raise InvalidKeyError("The conversation name is empty; give it a name such as 'main'.")
     shown = repr(key[:40] + ("…" if len(key) > 40 else ""))
     if len(key) > MAX_KEY_LENGTH:
         raise InvalidKeyError(
-            f"Memory key {shown} is {len(key)} characters long; use at most {MAX_KEY_LENGTH}."
+            f"Conversation name {shown} is {len(key)} characters long; "
+            f"use at most {MAX_KEY_LENGTH}."
         )
     if key != key.strip():
-        raise InvalidKeyError(f"Memory key {shown} starts or ends with whitespace; remove it.")
+        raise InvalidKeyError(
+            f"Conversation name {shown} starts or ends with whitespace; remove it."
+        )
     if "/" in key or "\\" in key:
         raise InvalidKeyError(
-            f"Memory key {shown} contains a path separator; use ':' or '-' instead."
+            f"Conversation name {shown} contains a path separator; use ':' or '-' instead."
         )
     if ".." in key:
-        raise InvalidKeyError(f"Memory key {shown} contains '..'; use another name.")
+        raise InvalidKeyError(f"Conversation name {shown} contains '..'; use another name.")
     for ch in key:
         category = unicodedata.category(ch)
         if category in ("Cc", "Cs", "Cn") or ch in "\u2028\u2029":
             raise InvalidKeyError(
-                f"Memory key {shown} contains a control or invalid character "
+                f"Conversation name {shown} contains a control or invalid character "
                 f"(U+{ord(ch):04X}); remove it."
             )
     return key

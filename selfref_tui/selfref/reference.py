@@ -83,7 +83,7 @@ class SelfReference:
 
     def _open_guarded(self, key: str, write: bool) -> MemoryKey:
         if write and self._closed:
-            raise StoreError(f"Memory key {key!r}: this store was closed; it takes no locks.")
+            raise StoreError(f"Conversation {key!r}: this store was closed; it takes no locks.")
         key_dir = self.key_dir(key)
         cached = self._open.get(key)
         if cached is not None:
@@ -203,7 +203,8 @@ class SelfReference:
         """Hold ``key``'s writer lock (not held by this instance) around a move of its folder."""
         if key in self._open and self._open[key].writable:
             raise StoreLockedError(
-                f"Memory key {key!r} is open in this window; switch to another key first."
+                f"Conversation {key!r} is open in this window; "
+                "switch to another conversation first."
             )
         self.release(key)
         from .lock import WriterLock

@@ -382,7 +382,7 @@ class MemoryKey(KeyLoad, KeyFold):
         """Replace the key's settings on disk, then here; refused on a read-only key."""
         if not self.writable:
             raise StoreError(
-                f"Memory key {self.key!r} is open read-only; its settings cannot change."
+                f"Conversation {self.key!r} is open read-only; its settings cannot change."
             )
         with self._mutex:
             try:
@@ -405,7 +405,8 @@ class MemoryKey(KeyLoad, KeyFold):
         """
         if not self.writable:
             raise StoreError(
-                f"Memory key {self.key!r} is open read-only; open it with write=True to change it."
+                f"Conversation {self.key!r} is open read-only; "
+                "open it with write=True to change it."
             )
         ts = now_iso()
         lines: list[dict[str, Any]] = []
@@ -474,7 +475,7 @@ class MemoryKey(KeyLoad, KeyFold):
         if self._fd is not None:
             return self._fd
         if self._lock is None:
-            raise StoreError(f"Memory key {self.key!r} was closed; open it again to write.")
+            raise StoreError(f"Conversation {self.key!r} was closed; open it again to write.")
         try:
             created_dir = ensure_dir(self.key_dir)
             fd = open_regular(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
