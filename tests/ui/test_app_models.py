@@ -28,6 +28,11 @@ def _screen(app) -> str:
     return type(app.screen).__name__
 
 
+async def _open_instructions(pilot, app) -> None:
+    await type_and_send(pilot, "/instructions")
+    await wait_until(pilot, lambda: _screen(app) == "InstructionsEditor", what="editor")
+
+
 async def test_model_picker_switches_the_conversation_and_it_is_remembered(tmp_path):
     server = DemoServer([Reply(text="from big"), Reply(text="still big")], models=MODELS,
                         model_windows=WINDOWS, window_sources=("max_model_len",))
@@ -105,8 +110,7 @@ async def test_instructions_are_edited_kept_and_sent_in_the_system_prompt(tmp_pa
         app = make_app(tmp_path, url)
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
-            await type_and_send(pilot, "/instructions")
-            await wait_until(pilot, lambda: _screen(app) == "InstructionsEditor", what="editor")
+            await _open_instructions(pilot, app)
             app.screen.query_one(TextArea).insert("Answer in French. [@click=app.quit]")
             await pilot.press("ctrl+s")
             await wait_until(pilot, lambda: _screen(app) != "InstructionsEditor", what="saved")
@@ -119,8 +123,7 @@ async def test_instructions_are_edited_kept_and_sent_in_the_system_prompt(tmp_pa
             assert f"{INSTRUCTIONS_HEADING}\nAnswer in French. [@click=app.quit]" in (
                 system["content"])
             # the editor opens with them; emptied, the next request has none
-            await type_and_send(pilot, "/instructions")
-            await wait_until(pilot, lambda: _screen(app) == "InstructionsEditor", what="editor")
+            await _open_instructions(pilot, app)
             area = app.screen.query_one(TextArea)
             assert area.text == "Answer in French. [@click=app.quit]"
             area.clear()
@@ -141,8 +144,7 @@ async def test_keys_typed_just_before_ctrl_s_are_saved_with_the_instructions(tmp
         app = make_app(tmp_path, url)
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
-            await type_and_send(pilot, "/instructions")
-            await wait_until(pilot, lambda: _screen(app) == "InstructionsEditor", what="editor")
+            await _open_instructions(pilot, app)
             for key in [*"Use tu.", "ctrl+s"]:
                 app.post_message(events.Key(key, key if len(key) == 1 else None))
             await wait_until(pilot, lambda: _screen(app) != "InstructionsEditor", what="saved")
