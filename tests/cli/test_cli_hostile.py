@@ -177,3 +177,25 @@ def test_server_errors_are_inert_and_hold_no_secret(tmp_path):
     assert "[@click=app.quit]ERR[/]" in first.stderr and "␛]52;c;" in first.stderr
     assert "***" in first.stderr and "***" in second.stderr
     assert "http://***@127.0.0.1" in third.stderr
+
+
+def test_an_answer_holding_half_a_surrogate_pair_does_not_stop_the_next_turns(tmp_path):
+    """JSON may escape one half of a surrogate pair (``"\\ud83d"``, an emoji cut in two):
+    the answer then holds a lone surrogate, which UTF-8 cannot encode. Every later
+    request carries that answer; it is sent JSON-escaped as it arrived, and the
+    conversation goes on."""
+    server = DemoServer([Reply(text="half an emoji: \ud83d, then more"),
+                         Reply(text="still here")])
+    url = server.start_in_thread()
+    try:
+        env = {"OPENAI_API_KEY": "sk-unused-here"}
+        first = cli("ask", "--base-url", url, "--model", "m", "one", env=env)
+        second = cli("ask", "--base-url", url, "--model", "m", "two", env=env)
+    finally:
+        server.stop_thread()
+    assert first.returncode == 0, first.stderr
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == "still here\n"
+    sent = server.requests[-1]["messages"]
+    assert {"role": "assistant", "content": "half an emoji: \ud83d, then more"} in [
+        {k: m.get(k) for k in ("role", "content")} for m in sent]

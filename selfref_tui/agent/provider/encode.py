@@ -15,6 +15,16 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+def _utf8(text: str) -> bytes:
+    """JSON text as UTF-8, a lone surrogate in it written as its JSON escape.
+
+    ``json.loads`` accepts half a surrogate pair (``"\\ud83d"``, an emoji a server cut
+    in two), so an answer or a tool's result may hold one; UTF-8 has no encoding for it,
+    and every later request carrying that message would fail. It can only sit inside a
+    JSON string, where ``\\ud83d`` is its escape: the server reads the same value.
+    """
+    return text.encode("utf-8", "backslashreplace")
+
 
 def _copy(value: Any) -> Any:
     """A copy of a message's containers, its strings and numbers shared: they cannot
@@ -41,7 +51,7 @@ def _encode(message: Any) -> bytes | tuple[bytes | str, ...]:
     text = _dumps(message)
     content = message.get("content") if type(message) is dict else None
     if type(content) is not list:
-        return text.encode()
+        return _utf8(text)
     pieces: list[bytes | str] = []
     at = 0
     for part in content:
@@ -52,11 +62,11 @@ def _encode(message: Any) -> bytes | tuple[bytes | str, ...]:
         found = text.find(url, at)
         if found < 0:  # escaped in the JSON: stays in the bytes
             continue
-        pieces += [text[at:found].encode(), url]
+        pieces += [_utf8(text[at:found]), url]
         at = found + len(url)
     if not pieces:
-        return text.encode()
-    pieces.append(text[at:].encode())
+        return _utf8(text)
+    pieces.append(_utf8(text[at:]))
     return tuple(pieces)
 
 
@@ -108,7 +118,7 @@ class _EncodedMessages:
                 encoded.pieced.append(len(encoded))
             encoded.append(item)  # bytes: joining them is a plain copy
             copies.append(_copy(message))
-        head = _dumps({k: v for k, v in request.items() if k != "messages"}).encode()
+        head = _utf8(_dumps({k: v for k, v in request.items() if k != "messages"}))
         sep = b"," if head != b"{}" else b""
         return b"".join((head[:-1], sep, b'"messages":[', _joined(encoded), b"]}"))
 
