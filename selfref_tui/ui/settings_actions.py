@@ -3,7 +3,9 @@
 The controller (``agent/conversation_settings.py``) switches and remembers;
 this mixin asks (the model picker, the instructions editor) and shows the
 outcome: the header names the new model, the window is learnt again, one
-notification says what changed and for how long.
+notification says what changed and for how long. A choice the disk refused to
+save is undone, unless a turn already runs on it: then the header names it all
+the same (it is the model in use) and the notification says it is not remembered.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from textual import work
 
 from selfref_tui.agent.chat.controller import Refused
+from selfref_tui.agent.chat.refusals import NotRemembered
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -50,6 +53,10 @@ class SettingsActions:
         ``what`` it is named in one notification; False when refused."""
         try:
             provider = await choose
+        except NotRemembered as exc:  # a turn already runs on it: shown as in use, said once
+            self.provider_switched()
+            self.refused(exc)
+            return False
         except Refused as exc:
             self.refused(exc)
             return False

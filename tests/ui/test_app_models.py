@@ -182,3 +182,70 @@ async def test_keys_typed_right_after_choosing_a_model_go_to_the_input(tmp_path)
             assert server.requests[-1]["model"] == "big-model"
             assert server.requests[-1]["messages"][-1]["content"] == "hi there"
             assert app.chat_input.text == ""
+
+
+async def test_a_model_choice_not_saved_while_a_turn_runs_on_it_is_said_and_kept(tmp_path):
+    """The picker's choice, then a message at once: the turn starts on the new model while
+    the choice is being saved. When the save then fails, the turn keeps the model it runs
+    on: the header names it, the old client is closed, and one line says it is not
+    remembered and what to do. Before, the header named the old model (which no longer
+    answered) and the old client stayed open."""
+    import threading
+
+    server = DemoServer([Reply(text="on big")], models=MODELS, model_windows=WINDOWS,
+                        window_sources=("max_model_len",))
+    async with server as url:
+        app = _app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            memory = app.agent.memory("main")
+            old = app.agent.provider
+            # the settings file cannot be replaced: a folder of that name, not empty
+            (memory.key_dir / "settings.json" / "in-the-way").mkdir(parents=True)
+            turn_began = threading.Event()
+            save = memory.save_settings
+
+            def save_once_the_turn_runs(settings):
+                turn_began.wait(10)  # the disk is slow: the message is sent meanwhile
+                save(settings)
+
+            memory.save_settings = save_once_the_turn_runs
+            await type_and_send(pilot, "/model")
+            await wait_until(pilot, lambda: _screen(app) == "ModelPicker", what="the picker")
+            _burst(app, [*"big", "enter", *"hi there", "enter"])
+            await wait_until(pilot, lambda: app.controller.busy, what="the turn")
+            turn_began.set()
+            await wait_until(pilot, lambda: any("not remembered" in n.message
+                                                for n in app._notifications), what="the notice")
+            notice = next(n for n in app._notifications if "not remembered" in n.message)
+            assert "/model big-model again" in notice.message and "Is a directory" in notice.message
+            assert "\n" not in notice.message
+            assert notice.severity == "error"
+            await turn_done(pilot, app)
+            assert server.requests[-1]["model"] == "big-model"
+            assert app.header.model == "big-model" == app.agent.model
+            assert old._client.is_closed() and not app.agent.provider._client.is_closed()
+            assert app.controller.key_settings().model == ""
+
+
+async def test_a_model_choice_not_saved_while_idle_is_undone_and_said(tmp_path):
+    """No turn runs on the new model yet: a choice the disk refuses is undone (the old
+    client still answers, the new one is closed) and the command stays to try again."""
+    server = DemoServer([Reply(text="still small")])
+    async with server as url:
+        app = _app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            old = app.agent.provider
+            (app.agent.memory("main").key_dir / "settings.json" / "in-the-way").mkdir(
+                parents=True)
+            await type_and_send(pilot, "/model big-model")
+            await wait_until(pilot, lambda: any("Still on small-model" in n.message
+                                                for n in app._notifications), what="the notice")
+            assert app.chat_input.text == "/model big-model"
+            assert app.header.model == "small-model" == app.agent.model
+            assert app.agent.provider is old and not old._client.is_closed()
+            app.chat_input.clear()
+            await type_and_send(pilot, "hello")
+            await turn_done(pilot, app)
+            assert server.requests[-1]["model"] == "small-model"

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from selfref_tui.config import ConfigError, ProviderConfig, chosen_provider
 
-from .refusals import Refused
+from .refusals import NotRemembered, Refused
 
 if TYPE_CHECKING:
     from selfref_tui.agent.protocols import MemoryLike
@@ -128,14 +128,16 @@ class ConversationSettings:
         """``/model NAME``: this conversation runs on ``name`` from now on."""
         name = _model_name(name)
         settings = self._check_switch("switch models")
+        again = f"/model {name}"
         if not settings.profile and name == self.base_provider.model:
             name = ""  # back to the window's own model: nothing left to remember
-        return await self._switch(replace(settings, model=name))
+        return await self._switch(replace(settings, model=name), again)
 
     async def choose_profile(self, name: str) -> ProviderConfig:
         """``/profile NAME``: the ``[providers.NAME]`` endpoint, with its own model."""
         settings = self._check_switch("switch profiles")
-        return await self._switch(replace(settings, profile=name.strip(), model=""))
+        name = name.strip()
+        return await self._switch(replace(settings, profile=name, model=""), f"/profile {name}")
 
     async def set_instructions(self, text: str) -> str:
         """``/instructions``: the conversation's own instructions (empty: none); the text
@@ -159,21 +161,39 @@ class ConversationSettings:
             raise Refused(f"A turn is running; press Esc first, then {what.split()[0]}.")
         return self.key_settings()
 
-    async def _switch(self, settings: KeySettings) -> ProviderConfig:
+    async def _switch(self, settings: KeySettings, again: str) -> ProviderConfig:
+        """Run on ``settings`` from now on and remember them; ``again`` is the command that
+        asks once more (said when the disk refuses)."""
         try:
             provider = self.provider_for(settings)
         except ConfigError as exc:
             raise Refused(str(exc), "error") from None
+        from selfref_tui.selfref.errors import StoreError
+
         memory = self._agent().memory(self.key)
         # The agent talks to the new provider before anything is awaited: a message sent
         # while the choice is saved goes to it. Swapped after the save, that message's
-        # turn started on the old client, which the swap then closed under it.
+        # turn started on the old client, which the swap then closed under it. So when
+        # the save fails after such a turn began, the new provider is the one in use.
         before = self._swap_provider(provider)
         try:
             await self._in_thread(memory.save_settings, settings)
-        except BaseException:
-            if before is not None and not self.busy:  # not remembered: back as it was
+        except BaseException as exc:
+            if before is None:
+                pass
+            elif not self.busy:  # not remembered: back as it was
                 await self._put_back(before)
+                if isinstance(exc, StoreError):
+                    raise Refused(f"Still on {before[1]}: {exc}", "error") from None
+            else:  # a turn already runs on the new client: it stays, the old one goes
+                await before[0].aclose()
+                if isinstance(exc, StoreError):
+                    raise NotRemembered(
+                        f"{provider.model} runs this conversation for now but is not "
+                        f"remembered ({again} again once saving works): {exc}", provider,
+                    ) from None
+            if isinstance(exc, StoreError):
+                raise Refused(str(exc), "error") from None
             raise
         if before is not None:
             await before[0].aclose()

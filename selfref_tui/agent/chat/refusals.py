@@ -6,7 +6,10 @@ app as a notification) and never has to word a refusal itself.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from selfref_tui.config import ProviderConfig
 
 #: said for anything asked before the runtime runs
 STARTING = "Still starting up; try again in a moment."
@@ -31,4 +34,14 @@ class KeyOpenError(Refused):
         self.expected = expected
 
 
-__all__ = ["STARTING", "KeyOpenError", "Refused", "Severity"]
+class NotRemembered(Refused):
+    """A switch of model or profile that took effect but could not be saved: a turn
+    already runs on ``provider``, so the window keeps it (the front end shows it) and
+    the message says the next start will not."""
+
+    def __init__(self, message: str, provider: ProviderConfig) -> None:
+        super().__init__(message, "error")
+        self.provider = provider
+
+
+__all__ = ["STARTING", "KeyOpenError", "NotRemembered", "Refused", "Severity"]
