@@ -589,3 +589,28 @@ async def test_a_highlighted_tool_call_or_error_shows_the_highlight_bar_like_a_m
             assert t.move_highlight(-1) is item
             await shown(pilot, t)
             assert bar_of(text) == "┃", text
+
+
+async def test_a_rewound_line_with_long_numbers_fits_one_line_at_80_columns():
+    """"⟲ Rewound #10234–#10240 · 7 messages the model no longer sees · click to show"
+    wrapped its "click to show" onto a second line at 80 columns: narrow, it says less,
+    on one line, and still what it is and that a click shows (or hides) it."""
+    numbers = list(range(10234, 10242))
+    history = [{"role": "user" if n % 2 == 0 else "assistant", "content": f"message {n}",
+                **({"rewound": True} if n < 10241 else {})} for n in numbers]
+    app = TranscriptApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        t = app.t
+        await t.load_history(history, numbers=numbers)
+        for action in ("click to show", "click to hide"):
+            screen = (await shown(pilot, t)).splitlines()
+            (index,) = [i for i, line in enumerate(screen) if "Rewound" in line]
+            assert "⟲ Rewound #10234–#10240" in screen[index] and action in screen[index]
+            assert "sees" not in screen[index + 1] and "show" not in screen[index + 1]
+            (section,) = t.items_of("rewound")
+            t.toggle_section(section, True)
+    # wide enough, the whole wording
+    app = TranscriptApp()
+    async with app.run_test(size=(120, 24)) as pilot:
+        await app.t.load_history(history, numbers=numbers)
+        assert "7 messages the model no longer sees · click to show" in await shown(pilot, app.t)

@@ -14,6 +14,8 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich.cells import cell_len
+
 _serial = itertools.count(1)
 
 
@@ -269,12 +271,28 @@ class RewoundItem(Item):
 
     @property
     def title(self) -> str:
+        return self._titles()[0]
+
+    def title_within(self, width: int) -> str:
+        """The title in at most ``width`` cells where it can be: fewer words when narrow
+        (long message numbers at 80 columns wrapped the full one to a second line), but
+        always what the line is and what a click does."""
+        titles = self._titles()
+        return next((title for title in titles if cell_len(title) <= width), titles[-1])
+
+    def _titles(self) -> list[str]:
+        """The title's wordings, longest first."""
         what = "1 message" if self.count == 1 else f"{self.count} messages"
         span = f" #{self.first}–#{self.last}" if self.last > self.first else (
             f" #{self.first}" if self.first else "")
         if self.expanded:
-            return f"⟲ Rewound{span} · the model no longer sees these · click to hide"
-        return f"⟲ Rewound{span} · {what} the model no longer sees · click to show"
+            return [f"⟲ Rewound{span} · the model no longer sees these · click to hide",
+                    f"⟲ Rewound{span} · out of context · click to hide",
+                    f"⟲ Rewound{span} · click to hide", "⟲ Rewound · click to hide"]
+        return [f"⟲ Rewound{span} · {what} the model no longer sees · click to show",
+                f"⟲ Rewound{span} · {what} out of context · click to show",
+                f"⟲ Rewound{span} · {what} · click to show",
+                f"⟲ Rewound{span} · click to show", "⟲ Rewound · click to show"]
 
     @property
     def end_title(self) -> str:

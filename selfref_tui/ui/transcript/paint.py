@@ -300,7 +300,8 @@ class Painter(AnswerPainter):
         p = self.p
         arrow = "▼ " if item.expanded else "▶ "
         bg = Style(bgcolor=p.mix(p.warning, 0.3 if item.highlighted else 0.08))
-        body = self._text(arrow + item.title, self.width - 3, "italic $text-warning")
+        title = item.title_within(self.width - 3 - len(arrow))
+        body = self._text(arrow + title, self.width - 3, "italic $text-warning")
         bar = p.style(p.accent, bold=True) if item.highlighted else p.style(p.warning, 0.7)
         return self._bar_lines(self._with_bg(body, bg), bar, bg,
                                glyph="┃" if item.highlighted else "▌")
