@@ -17,6 +17,8 @@ A new group is a new module listed in :data:`GROUPS`.
 from __future__ import annotations
 
 import argparse
+import io
+import sys
 from collections.abc import Sequence
 
 from selfref_tui.cli import (
@@ -79,6 +81,13 @@ def run(argv: Sequence[str] | None = None) -> int:
     """
     import gc
 
+    # Stored text may hold a lone surrogate (half an emoji's pair from a JSON escape, an
+    # undecodable byte of an argument); UTF-8 has no bytes for it. Into a pipe it is
+    # written as its escape (on a terminal ``inert`` already shows it so), never a
+    # traceback halfway through the output.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     code = main(argv)
     gc.freeze()
     return code

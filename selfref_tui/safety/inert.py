@@ -29,13 +29,16 @@ def _table() -> dict[int, str]:
     for code in range(0x80, 0xA0):  # C1: no pictures exist; show the code
         table[code] = f"\\x{code:02x}"
     # Bidirectional overrides and isolates reorder what is shown ("Trojan source").
-    for code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A)):
+    # A lone surrogate (half a pair, from a JSON escape or undecodable bytes) has no
+    # UTF-8: written out, it is a raw byte (0xdc9b → 0x9b, a C1 CSI) or an encoding error.
+    for code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), *range(0xD800, 0xE000)):
         table[code] = f"\\u{code:04x}"
     return table
 
 
 _TABLE = _table()
-_UNSAFE = re.compile("[" + "".join(re.escape(chr(c)) for c in sorted(_TABLE)) + "]")
+#: the characters of _TABLE, as ranges (a class of 2,000 single characters is slow)
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _LINE_TABLE = {**_TABLE, 0x0A: " ", 0x09: " "}
 
 

@@ -23,7 +23,7 @@ import pytest
 from selfref_tui.demo import DemoServer, HttpError, Reply
 from selfref_tui.demo.script import ToolCall
 from selfref_tui.selfref.reference import SelfReference
-from tests.cli.helpers import ROOT, _env, cli
+from tests.cli.helpers import ROOT, _env, cli, run
 from tests.hostile import CORPUS, ESC, assert_inert
 
 #: every hostile string, one per line, then a ref holding all of them again
@@ -199,3 +199,29 @@ def test_an_answer_holding_half_a_surrogate_pair_does_not_stop_the_next_turns(tm
     sent = server.requests[-1]["messages"]
     assert {"role": "assistant", "content": "half an emoji: \ud83d, then more"} in [
         {k: m.get(k) for k in ("role", "content")} for m in sent]
+
+
+def test_a_stored_lone_surrogate_is_printed_as_its_escape_into_a_pipe_and_a_terminal(tmp_path):
+    """UTF-8 has no bytes for a lone surrogate: into a pipe whose encoding is strict (a
+    UTF-8 desktop locale) `history` stopped with a traceback; on a terminal whose
+    output escapes surrogates (the C.UTF-8 locale) ``\\udc9b`` went out as the raw
+    byte 0x9b, a C1 CSI."""
+    said = "half an emoji \ud83d and a byte \udc9b31m red"
+    server = DemoServer([Reply(text=said)])
+    url = server.start_in_thread()
+    try:
+        asked = cli("ask", "--base-url", url, "--model", "m", "one",
+                    env={"OPENAI_API_KEY": "sk-unused-here"})
+    finally:
+        server.stop_thread()
+    assert asked.returncode == 0, asked.stderr
+    strict = {"PYTHONIOENCODING": "utf-8"}
+    shown = run("history", env=strict)
+    assert shown.returncode == 0, shown.stderr
+    assert "half an emoji \\ud83d and a byte \\udc9b31m red" in shown.stdout
+    as_json = run("history", "--json", env=strict)
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout)[-1]["content"] == said
+    code, out, err = run_tty("history", env={"PYTHONIOENCODING": "utf-8:surrogateescape"})
+    assert code == 0, err
+    assert "\\ud83d and a byte \\udc9b31m red" in out  # decoded strictly: no raw byte in it

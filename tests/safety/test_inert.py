@@ -92,3 +92,23 @@ def test_redact_leaves_placeholder_keys_alone() -> None:
     # "test" as the configured key must not turn a path's "pytest" into "py***"
     assert redact("/tmp/pytest-1/x", ["test"]) == "/tmp/pytest-1/x"
     assert redact("key abcdefgh here", ["abcdefgh"]) == "key *** here"
+
+
+def test_the_pattern_finds_exactly_the_characters_the_table_replaces() -> None:
+    from selfref_tui.safety.inert import _TABLE, _UNSAFE
+
+    assert {c for c in range(0x10000) if _UNSAFE.match(chr(c))} == set(_TABLE)
+
+
+def test_a_lone_surrogate_is_shown_as_its_escape() -> None:
+    import json
+
+    from selfref_tui.safety import json_inert
+
+    # half an emoji's pair (a JSON escape), and an undecodable byte (surrogateescape)
+    text = "half \ud83d and \udc9b31m"
+    assert inert(text) == "half \\ud83d and \\udc9b31m"
+    assert inert_line(text) == "half \\ud83d and \\udc9b31m"
+    assert inert(text).encode("utf-8")  # nothing left that UTF-8 cannot write
+    dumped = json_inert(json.dumps({"t": text}, ensure_ascii=False))
+    assert dumped.encode("utf-8") and json.loads(dumped) == {"t": text}
