@@ -37,7 +37,8 @@ def _keys_list(args: argparse.Namespace) -> int:
         for info, row in zip(infos, rows, strict=True):
             problem = f"  ({info.problem})" if getattr(info, "problem", "") else ""
             origin = f"  ({info.origin_text()})" if info.origin_key else ""
-            say(f"{row['key']:<{width}}  {row['messages']:>6} messages  "
+            count = row["messages"]
+            say(f"{row['key']:<{width}}  {count:>6} message{'' if count == 1 else 's'}  "
                 f"{shown_time(row['updated']) if row['updated'] else ''}"
                 f"{origin}{problem}")
     return EXIT_OK

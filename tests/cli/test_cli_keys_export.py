@@ -32,6 +32,11 @@ def test_keys_list_shows_empty_keys_and_hides_forks_unless_all():
     assert {row["key"] for row in every} == {"main", "drafts", "main::fork::1"}
     text = cli("keys", "list").stdout
     assert "drafts" in text and "fork" not in text
+    with SelfReference(_data()) as store:
+        store.open("one").commit(turn(1)[:1])
+    rows = {line.split()[0]: line for line in cli("keys", "list").stdout.splitlines()}
+    assert "     1 message  " in rows["one"] and "     2 messages  " in rows["main"]
+    assert "     0 messages" in rows["drafts"]
 
 
 def test_a_data_dir_that_is_a_file_is_a_usage_error_naming_its_setting(tmp_path):
