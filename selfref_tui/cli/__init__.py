@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import logging
 import sys
 from collections.abc import Sequence
 
@@ -40,6 +41,7 @@ from selfref_tui.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     CliError,
+    NoteHandler,
     Parser,
     app_config,
     common_flags,
@@ -88,6 +90,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
+    logging.getLogger("selfref_tui").addHandler(NoteHandler())
     code = main(argv)
     gc.freeze()
     return code

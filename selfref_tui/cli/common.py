@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from collections.abc import Coroutine, Sequence
@@ -261,6 +262,23 @@ def store_notes(memory: Any) -> Any:
     for warning in memory.take_warnings():
         err(warning)
     return memory
+
+
+class NoteHandler(logging.Handler):
+    """The runtime's logged warnings (a cache or a record it could not write) as notes
+    on stderr, each once: without a handler Python's last resort printed them raw,
+    and a store's load warnings twice (they are said by :func:`store_notes`)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(record, "told", False):
+            return
+        try:
+            err(record.getMessage())
+        except Exception:  # a log line never stops a command
+            self.handleError(record)
 
 
 def add_command(parent: Any, name: str, help_text: str) -> argparse.ArgumentParser:

@@ -530,5 +530,7 @@ class MemoryKey(KeyLoad, KeyFold):
             self._write_meta()
 
     def _warn(self, message: str) -> None:
-        log.warning("%s", message)
+        # marked: whoever opened the key says its ``warnings`` to the person (the
+        # app's notice, the command line's note), so a log handler need not again
+        log.warning("%s", message, extra={"told": True})
         self.warnings.append(message)

@@ -98,6 +98,19 @@ def test_damage_is_salvaged_and_reported_on_stderr(tmp_path):
     assert again.returncode == 0 and again.stderr == ""
 
 
+def test_the_damage_note_is_said_once_by_the_program(tmp_path):
+    """Python's last-resort log handler (none is configured outside tests) printed the
+    store's warning raw, before the program's own note said it again."""
+    log = make_key(tmp_path)
+    lines = log.read_bytes().split(b"\n")
+    lines[2] = lines[2].replace(b"answer 1", b"answer !")
+    log.write_bytes(b"\n".join(lines))
+    result = run("history")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("skipped 1 damaged record") == 1, result.stderr
+    assert result.stderr.startswith("selfref-tui: ")
+
+
 def test_a_fifo_log_is_exit_3_and_never_hangs(tmp_path):
     """In a real child with a timeout: an open that blocked would hang this process."""
     log = make_key(tmp_path)
