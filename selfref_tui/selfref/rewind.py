@@ -17,7 +17,7 @@ from typing import Any
 
 from ..context.history import HistoryEntry, unknown_number
 from ..context.mutations import RewindMutation
-from .checkpoints import FileChange, changes, combined
+from .checkpoints import FileChange, changes, combined, state_of
 
 MCP_PREFIX = "mcp__"
 
@@ -132,7 +132,14 @@ def rewind(memory: Any, n: int) -> RewindReport:
     check_message(memory, n)
     patch = memory.rewind_patch(n)
     if memory.is_at(patch.to_patch):
-        return RewindReport(memory.key, n, already=True)
+        report = RewindReport(memory.key, n, already=True)
+        # The files the model wrote there and the person kept (a rewind without
+        # --restore-files, Esc in the app's dialog) are offered again: asking for the
+        # same rewind is how they are restored now. Those already back are not.
+        undone = [record for number, record in memory.file_writes() if number >= n]
+        report.files = [change for change in changes(undone, undone)
+                        if state_of(change.path) != change.before]
+        return report
     return _commit(memory, patch, n)
 
 

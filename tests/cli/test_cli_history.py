@@ -166,6 +166,26 @@ def test_rewinding_past_file_writes_lists_them_and_restores_on_request(server, w
     assert (work / "exists.txt").read_text() == "new text"
 
 
+def test_the_same_rewind_again_with_restore_files_restores_the_files_it_kept(server, work):
+    """The rewind's own hint: "rewind with --restore-files to restore them". Given the
+    same rewind again, it said "nothing changed" and restored nothing."""
+    _, url = server(writes())
+    assert run(url, "ask", "--allow-overwrite", "save it")[0] == 0
+    code, out, err = run(url, "rewind", "2")
+    assert code == 0 and "rewind with --restore-files to restore them" in out, err
+    assert (work / "exists.txt").read_text() == "new text"  # kept
+    code, out, err = run(url, "rewind", "2", "--restore-files")
+    assert code == 0, err
+    assert "already rewound to just before message 2: nothing changed" in out
+    assert f"restored {work / 'exists.txt'}" in out
+    assert f"removed {work / 'new.txt'} (it did not exist before)" in out
+    assert (work / "exists.txt").read_text() == "old\n"
+    assert not (work / "new.txt").exists()
+    code, out, err = run(url, "rewind", "2")  # nothing left to put back: said so
+    assert code == 0, err
+    assert "to undo" not in out and "--restore-files" not in out
+
+
 def test_a_file_changed_since_is_never_overwritten_unasked(server, work):
     _, url = server(writes())
     run(url, "ask", "--allow-overwrite", "save it")
