@@ -75,6 +75,13 @@ def slices(text: str, size: int = SLICE_CHARS) -> list[str]:
     return out
 
 
+#: how many times too few tokens :func:`estimate_tokens` can say: it counts four
+#: characters a token, and a text of a token a character is four times more (with
+#: o200k: English prose ~0.2 tokens a character, code ~0.45, Chinese ~0.75, hex digests
+#: ~0.9; only runs of emoji and the like go past one)
+ESTIMATE_SHORTFALL = 4
+
+
 def estimate_tokens(text: str) -> int:
     """A tokenizer-free guess: about four characters per token, rounded up."""
     return (len(text) + 3) // 4

@@ -213,7 +213,7 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning, CompactionWat
                 "fixed": turn.fixed_tokens,
                 "compacts_at": self.compaction.threshold(self.context_window),
             },
-            count_text=self.tokens.count_text,
+            count_text=self._count_text,
         )
         if fds is None:
             fds = self._fd_table(key, memory)
@@ -306,6 +306,8 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning, CompactionWat
                 turn.compaction_asked = "requested"
             elif requested is not None:
                 self.emit(Notice(key=key, severity="warning", message=COMPACT_REFUSED))
+            budget = turn.budget or self.context_window
+            await self._exact_near_the_line(turn, pending, tools, budget, can_compact)
             if turn.abort.fired:
                 self._commit(session, pending)
                 self.emit(Aborted(key=key, reason=turn.abort.reason, stage="idle"))
@@ -314,7 +316,6 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning, CompactionWat
                 self._commit(session, pending)
                 self._compaction_failed(turn)
                 return "step_limit"
-            budget = turn.budget or self.context_window
             plan = self._plan(key, turn.memory.messages, pending, tools, budget)
             if any(is_runtime_note(m) for m in pending):
                 turn.overflow_asked = True  # this request already asks for a compaction
@@ -343,9 +344,7 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning, CompactionWat
             for text in delivered:
                 self.emit(QueuedMessageDelivered(key=key, text=text_of(text)))
             self._last_tokens[key] = plan.tokens
-            if plan.messages:  # (both counts are cached: the compile counted them)
-                turn.fixed_tokens = self.calibration.apply(
-                    self.tokens.count_message(plan.messages[0]) + self.tokens.count_tools(tools))
+            turn.fixed_tokens = self._fixed_tokens(plan, tools)
             self.emit(ContextUsage(key=key, tokens=plan.tokens, window=self.context_window,
                                    estimated=plan.estimated))
             if not plan.fits:
@@ -374,6 +373,11 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning, CompactionWat
             if turn.on_step is not None:
                 turn.on_step("tool", turn.step)
             offered = offer.names if can_compact else offer.names - {COMPACT_TOOL}
+            if COMPACT_TOOL in {tool_name(call) for call in calls} and not self.tokens.ready:
+                # a compaction sizes what it keeps verbatim: with exact counts, or its
+                # summary can fill the window again (see _exact_near_the_line)
+                await self._exact_counts(turn.abort)
+                turn.fixed_tokens = self._fixed_tokens(plan, tools)
             if await self._run_tools(turn, calls, offered) == "aborted":
                 return "aborted"
             self._check_compact_calls(turn, calls)

@@ -16,7 +16,7 @@ from ...context.breakdown import Breakdown, auto_compact_line
 from ...context.compile import InvocationConfig
 from ...context.images import images_once, omitted_text, without_tool_images
 from ...context.mutations import ContextMutation
-from ...context.tokens import Calibration
+from ...context.tokens import ESTIMATE_SHORTFALL, Calibration
 from ..events import ErrorEvent, Notice
 from ..tools.batch import schemas_of
 from ..tools.offer import ToolOffer, offer_tools
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ...config import AgentSettings
     from ...context.tokens import TokenCounter
     from ...selfref.session import SelfRefSession
+    from ..abort import AbortSignal
     from ..events import EventSink
     from ..protocols import MemoryLike, ProviderLike
     from ..tools.batch import ToolSource
@@ -138,6 +139,20 @@ class RequestPlanning:
 
     def _count_tools(self, tools: list[dict]) -> int:
         return self.calibration.apply(self.tokens.count_tools(tools))
+
+    def _count_text(self, text: str) -> int:
+        """A text's tokens as the window's decisions count them (calibrated): what a
+        compaction keeps verbatim is fitted below the compaction point with it, so it
+        must be counted the way the point and the request's fixed part are."""
+        return self.calibration.apply(self.tokens.count_text(text))
+
+    def _fixed_tokens(self, plan: RequestPlan, tools: list[dict]) -> int:
+        """What ``plan``'s request spends before its first working message (the system
+        message and the tool schemas), calibrated; 0 for an empty request."""
+        if not plan.messages:
+            return 0
+        return self.calibration.apply(
+            self.tokens.count_message(plan.messages[0]) + self.tokens.count_tools(tools))
 
     @staticmethod
     def _offers_compact(tools: list[dict]) -> bool:
@@ -261,6 +276,48 @@ class RequestPlanning:
             self.tokens.set_encoder(encode)
 
         self._encoder_task = asyncio.create_task(load(), name="load-encoder")
+
+    async def _exact_near_the_line(self, turn: TurnState, pending: list, tools: list[dict],
+                                   budget: int, can_compact: bool) -> None:
+        """Before a step decides anything about the window, wait for exact counts when the
+        estimate is near a line: the compaction point (when ``compact`` is offered) or
+        the budget.
+
+        Why wait rather than decide on the estimate: the estimate (four characters per
+        token) falls short up to :data:`ESTIMATE_SHORTFALL` times on digests, code or
+        Chinese. A decision made on it asks for no compaction where one is due, sends a
+        request over the window (the server refuses it, and the retry is sized from the
+        figure it refused), or sizes a compaction whose kept words fill the window again
+        — and the next count, exact, asks for another. A scaled-up estimate would ask
+        English conversations (about 0.75 of the estimate) to compact far too early. The
+        wait is the rest of the encoding's load (~0.3 s, once a process), only for a
+        conversation that could reach a line: below a quarter of it no text can (a token
+        is at least a character, bar runs of emoji). The app loads the encoding at start,
+        so there it is rarely waited for; ``ask`` and ``compact`` on a large key wait once.
+        """
+        if self.tokens.ready or self._encoder_task is None or self._encoder_task.done():
+            return
+        line = budget
+        point = self.compaction.threshold(self.context_window) if can_compact else 0
+        if point:
+            line = min(line, point)
+        plan = self._plan(turn.key, turn.memory.messages, pending, tools, budget)
+        if plan.tokens * ESTIMATE_SHORTFALL >= line:
+            await self._exact_counts(turn.abort)
+
+    async def _exact_counts(self, abort: AbortSignal) -> None:
+        """Wait for the encoding's load to end (exact counts from then on, or estimates
+        when it failed), or for ``abort``; the calibration then compares the server's
+        figure with the exact count."""
+        task = self._encoder_task
+        if self.tokens.ready or task is None or task.done():
+            return
+        stop = asyncio.ensure_future(abort.wait())
+        try:
+            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        self._calibrate()
 
     def _after_refusal(self, turn: TurnState, plan: RequestPlan, budget: int) -> bool:
         """The server refused the request for length: compact and retry once (True)."""
