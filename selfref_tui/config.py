@@ -456,9 +456,22 @@ def _read_toml(path: Path) -> dict[str, Any]:
     _refuse_plain_keys(path, data, "")
     unknown = sorted(set(data) - _TOP_LEVEL)
     if unknown:
-        raise ConfigError(f"{path}: unknown setting '{unknown[0]}' (known: "
+        raise ConfigError(f"{path}: unknown setting '{unknown[0]}'"
+                          f"{_belongs(unknown[0], '')} (known: "
                           f"{', '.join(sorted(_TOP_LEVEL))})")
     return data
+
+
+def _belongs(name: str, where: str) -> str:
+    """Where a setting found in the wrong table goes (" — …"), or "": TOML puts every
+    line below a ``[table]`` line into that table, so ``review_compaction = true``
+    written at the top or appended after a profile is not in [agent]."""
+    if name in _AGENT_FIELDS and where != "agent":
+        return " — it is an [agent] setting: put it below an [agent] line"
+    if name in _PROFILE_TYPES and not where.startswith("providers."):
+        return (" — it is a provider setting: put it below a [providers.NAME] line "
+                "(and default_provider = \"NAME\" at the top)")
+    return ""
 
 
 def _refuse_plain_keys(path: Path, table: Mapping[str, Any], where: str) -> None:
@@ -494,7 +507,8 @@ def _profile(path: Path, name: str, raw: Any) -> ProviderConfig:
     values: dict[str, Any] = {}
     for field_name, value in raw.items():
         if field_name not in _PROFILE_TYPES:
-            raise ConfigError(f"{path}: unknown setting '{field_name}' in [{where}] (known: "
+            raise ConfigError(f"{path}: unknown setting '{field_name}' in [{where}]"
+                              f"{_belongs(field_name, where)} (known: "
                               f"{', '.join(sorted(_PROFILE_TYPES))})")
         values[field_name] = _check(path, where, field_name, value, _PROFILE_TYPES[field_name])
     if "temperature" in values:
@@ -509,7 +523,8 @@ def _agent(path: Path, raw: dict[str, Any]) -> AgentSettings:
         if name == "system_prompt":
             name = "base_system_prompt"
         if name not in _AGENT_FIELDS:
-            raise ConfigError(f"{path}: unknown setting '{name}' in [agent] (known: "
+            raise ConfigError(f"{path}: unknown setting '{name}' in [agent]"
+                              f"{_belongs(name, 'agent')} (known: "
                               f"{', '.join(sorted(_AGENT_FIELDS))})")
         if name == "allowed_roots":
             roots = _check(path, "agent", name, value, (list,))

@@ -125,7 +125,15 @@ def test_bad_toml_names_file_and_line(tmp_path):
     ('[agent]\nstep_limit = true\n', "step_limit must be int, not True"),
     ('[agent]\nmemory_writes = "sometimes"\n', "memory_writes must be one of 'allow', 'ask'"),
     ('[agent]\nreview_compaction = "yes"\n', "review_compaction must be bool"),
-    ('colour = "red"\n', "unknown setting 'colour'"),
+    ('colour = "red"\n', "unknown setting 'colour' (known: agent,"),
+    # a setting in the wrong table (at the top, or appended below a profile) says where
+    ('review_compaction = true\n', "unknown setting 'review_compaction' — it is an [agent] "
+                                    "setting: put it below an [agent] line"),
+    ('[providers.a]\nmodel = "m"\nmemory_writes = "ask"\n',
+     "'memory_writes' in [providers.a] — it is an [agent] setting"),
+    ('model = "llama3.1"\n', "'model' — it is a provider setting: put it below a "
+                             "[providers.NAME] line"),
+    ('[agent]\nbase_url = "http://x"\n', "'base_url' in [agent] — it is a provider setting"),
 ])
 def test_invalid_values_are_one_clear_line(tmp_path, text, fragment):
     with pytest.raises(ConfigError) as info:
