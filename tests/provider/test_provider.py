@@ -732,3 +732,18 @@ def test_body_encoder_keeps_an_images_url_not_a_copy():
     assert copy["content"][0]["image_url"]["url"] is url
     message["content"].append({"type": "text", "text": "changed in place"})
     assert b"changed in place" in encoder.body({"messages": [message]})
+
+
+async def test_an_empty_stream_is_diagnosed_for_a_history_holding_half_a_surrogate_pair():
+    """The question asked without streaming carries the same history: half an emoji's
+    pair in it (a JSON escape an earlier answer held) is sent escaped there too, and
+    the overflow is named, not an encoding error."""
+    messages = [{"role": "assistant", "content": "cut in two: \ud83d"}, *MESSAGES]
+    server = DemoServer(lambda body, i: Overflow(window=1024, tokens=1500))
+    async with server as url:
+        with pytest.raises(ProviderError) as info:
+            async for _ in make(url).stream(messages):
+                pass
+    assert info.value.kind == "context_overflow"
+    assert [r["stream"] for r in server.requests] == [True, False]
+    assert server.requests[1]["messages"][0]["content"] == "cut in two: \ud83d"

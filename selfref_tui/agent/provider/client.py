@@ -30,7 +30,7 @@ from selfref_tui.agent.provider.chunks import (
     _MalformedChunk,
     _split_think,
 )
-from selfref_tui.agent.provider.encode import _EncodedMessages
+from selfref_tui.agent.provider.encode import _EncodedMessages, encoded_once
 from selfref_tui.agent.provider.errors import (
     ProviderError,
     _is_connect_timeout,
@@ -323,8 +323,12 @@ class Provider:
         request["max_tokens"] = 1
         try:
             async with asyncio.timeout(self.config.first_byte_timeout):
-                await self._client.post("/chat/completions", body=request,
-                                        options=_REQUEST_OPTIONS, cast_to=object)
+                # encoded here: the client's encoder fails on half a surrogate pair
+                content = encoded_once(request)
+                await self._client.post("/chat/completions",
+                                        body=request if content is None else None,
+                                        content=content, options=_REQUEST_OPTIONS,
+                                        cast_to=object)
         except TimeoutError:
             return None
         except openai.APIStatusError as exc:

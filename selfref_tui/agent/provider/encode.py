@@ -26,6 +26,15 @@ def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "backslashreplace")
 
 
+def encoded_once(request: dict[str, Any]) -> bytes | None:
+    """A request body sent once (nothing to reuse), lone surrogates escaped as in
+    :class:`_EncodedMessages`; None when it is not plain JSON (the client encodes it)."""
+    try:
+        return _utf8(_dumps(request))
+    except (TypeError, ValueError):
+        return None
+
+
 def _copy(value: Any) -> Any:
     """A copy of a message's containers, its strings and numbers shared: they cannot
     change in place (a caller can only replace them, which the copy then shows), and a
