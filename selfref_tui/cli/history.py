@@ -48,7 +48,11 @@ def entry_row(entry: Any) -> dict[str, Any]:
             for c in calls if isinstance(c, dict)
         ]
     if entry.role == "tool":
+        from selfref_tui.context.tool_errors import tool_failed
+
         row["tool_call_id"] = str(message.get("tool_call_id", ""))
+        if tool_failed(message):
+            row["error"] = True
     for flag in ("failed", "truncated", "cancelled"):
         if message.get(flag):
             row[flag] = True
@@ -67,7 +71,7 @@ def _history(args: argparse.Namespace) -> int:
         return EXIT_OK
     hidden = sum(1 for e in memory.entries() if e.rewound) if not args.all else 0
     for row in rows:
-        marks = [m for m in ("rewound", "compacted", "pinned", "failed", "truncated")
+        marks = [m for m in ("rewound", "compacted", "pinned", "failed", "truncated", "error")
                  if row.get(m)]
         when = shown_time(row["time"], SECOND)
         say(f"#{row['n']}  {row['role']}  {when}" + (f"  [{', '.join(marks)}]" if marks else ""))
@@ -153,7 +157,8 @@ def register(commands: Any) -> None:
     common_flags(p)
     p.add_argument("--all", action="store_true", help="include rewound messages (marked)")
     p.add_argument("--json", action="store_true",
-                   help='[{"n","role","content","time","rewound","compacted",...}]')
+                   help='[{"n","role","content","time","rewound","compacted",...}]; a tool '
+                        'result also has "tool_call_id", and "error": true when the call failed')
     p.set_defaults(handler=_history)
 
     p = add_command(commands, "rewind", "take the model's context back to just before "

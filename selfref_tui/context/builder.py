@@ -37,6 +37,7 @@ from .mutations import (
     TurnFailedMutation,
     UserMessageMutation,
 )
+from .tool_errors import message_flag
 
 MULTIMODAL_MARK = "multimodal_for"
 NO_RESULT_TEXT = (
@@ -163,6 +164,7 @@ class TranscriptBuilder:
             self._append_assistant(mutation)
         elif isinstance(mutation, ToolResultMutation):
             extra = {} if mutation.duration_s is None else {"duration_s": mutation.duration_s}
+            extra |= message_flag(mutation.content, mutation.error)
             self._append_tool_result(mutation.tool_call_id, "", mutation.content, extra)
         elif isinstance(mutation, ToolCancelledMutation):
             self._append_tool_result(

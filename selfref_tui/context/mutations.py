@@ -31,11 +31,15 @@ class ToolResultMutation:
 
     ``duration_s``: how long it ran, kept so a reloaded transcript shows the time it
     showed live (metadata on the tool message; the renderer strips it).
+    ``error``: whether the call failed (``content`` is then "Error: …", what the
+    model reads). The runtime always says; ``None`` is a record from before the
+    flag, read by its prefix (:mod:`~selfref_tui.context.tool_errors`).
     """
 
     tool_call_id: str
     content: str
     duration_s: float | None = None
+    error: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +257,8 @@ def _check_field(cls_name: str, name: str, value: Any) -> None:
         ok = value is None or isinstance(value, str)
     elif name == "duration_s":
         ok = value is None or (type(value) in (int, float) and value >= 0)
+    elif name == "error":
+        ok = value is None or type(value) is bool
     if not ok:
         raise MutationDecodeError(f"{cls_name}.{name} has the wrong type ({type(value).__name__})")
 

@@ -15,12 +15,13 @@ from typing import Any
 from ..context.mutations import MUTATION_TYPES, ContextMutation, mutation_from_dict
 
 # Field kinds, from the annotation text (the module uses postponed annotations).
-_STR, _OPT_STR, _DICT, _DICT_LIST, _INT, _OPT_SECONDS = range(6)
+_STR, _OPT_STR, _DICT, _DICT_LIST, _INT, _OPT_SECONDS, _OPT_BOOL = range(7)
 _KINDS: dict[str, int] = {
     "str": _STR,
     "int": _INT,
     "str | None": _OPT_STR,
     "float | None": _OPT_SECONDS,
+    "bool | None": _OPT_BOOL,
     "dict[str, Any]": _DICT,
     "list[dict[str, Any]]": _DICT_LIST,
     "list[dict[str, str]]": _DICT_LIST,
@@ -85,6 +86,9 @@ def decode_mutation(data: Any) -> ContextMutation:
                             break
                     elif kind == _OPT_SECONDS:
                         if value is not None and (t not in (int, float) or value < 0):
+                            break
+                    elif kind == _OPT_BOOL:
+                        if t is not bool and value is not None:
                             break
                     elif t is not list or (value and not all(type(v) is dict for v in value)):
                         break

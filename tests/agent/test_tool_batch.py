@@ -119,7 +119,7 @@ async def test_batch_turns_failures_into_results_without_a_store(tmp_path):
     assert results["2"] == "Error: not today"
     assert results["3"].startswith("Error: unknown tool 'nope'")
     assert results["4"].startswith("Error: the arguments are not valid JSON")
-    assert all(isinstance(m, ToolResultMutation) for m in committed)
+    assert all(isinstance(m, ToolResultMutation) and m.error is True for m in committed)
     assert sorted(e.call_id for e in events if isinstance(e, ev.ToolCallError)) == list("1234")
 
 
@@ -170,6 +170,7 @@ async def test_a_failed_commit_still_leaves_a_result_for_every_call(tmp_path):
     assert by_id["0"].content == "Error: not today"
     assert by_id["1"].content == ("Error: the tool ran, but its result could not be saved "
                                   "([Errno 28] No space left on device)")
+    assert by_id["0"].error is True and by_id["1"].error is True
     assert isinstance(by_id["2"], ToolCancelledMutation)
     assert "saving another tool's result failed" in by_id["2"].abort_reason
 

@@ -373,3 +373,43 @@ def test_the_demo_model_writes_a_ref_to_a_file_and_a_rewind_offers_it_back(work)
     assert code == 0, err
     assert f"removed {work / 'fib_iterative.py'} (it did not exist before)" in out
     assert not (work / "fib_iterative.py").exists()
+
+
+def test_history_says_which_tool_calls_failed_by_their_flag_and_old_records_by_their_text(
+        tmp_path):
+    """A result that only reads like an error is not marked; one an older version stored
+    (no flag: "Error: " meant failed) still is, as it was before the flag."""
+    from selfref_tui.context.mutations import (
+        AssistantMessageMutation,
+        ToolResultMutation,
+        UserMessageMutation,
+    )
+    from selfref_tui.selfref.log_lines import sealed_record
+    from selfref_tui.selfref.reference import SelfReference
+    from selfref_tui.selfref.store import LOG_NAME
+
+    def call(i: int) -> dict:
+        return {"id": f"c{i}", "type": "function", "function": {"name": "grep",
+                                                                 "arguments": "{}"}}
+
+    store = SelfReference(tmp_path / "data")
+    memory = store.open("main")
+    memory.commit([UserMessageMutation({"role": "user", "content": "grep"}),
+                   AssistantMessageMutation("", [call(1), call(2)]),
+                   ToolResultMutation("c1", "Error: 3 lines matched", 0.1, error=False),
+                   ToolResultMutation("c2", "Error: no such file", 0.1, error=True)])
+    log = store.key_dir("main") / LOG_NAME
+    store.close()
+    older = [{"type": "UserMessageMutation", "message": {"role": "user", "content": "again"}},
+             {"type": "AssistantMessageMutation", "content": "", "tool_calls": [call(3)],
+              "reasoning_details": []},
+             {"type": "ToolResultMutation", "tool_call_id": "c3", "content": "Error: declined",
+              "duration_s": 0.2}]  # as an older version wrote it: no "error"
+    with log.open("ab") as out:
+        for patch in older:
+            out.write(sealed_record({"t": "m", "ts": "2026-01-02T03:04:05.000+00:00",
+                                     "m": patch}) + b"\n")
+    rows = {r["tool_call_id"]: r.get("error", False) for r in history() if r["role"] == "tool"}
+    assert rows == {"c1": False, "c2": True, "c3": True}
+    text = cli("history").stdout
+    assert text.count("[error]") == 2 and "Error: 3 lines matched" in text

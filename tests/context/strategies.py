@@ -62,7 +62,8 @@ mutations = st.one_of(
         tool_calls=st.lists(tool_calls, max_size=3),
         reasoning_details=st.lists(st.fixed_dictionaries({"text": texts}), max_size=1),
     ),
-    st.builds(ToolResultMutation, tool_call_id=call_ids, content=texts),
+    st.builds(ToolResultMutation, tool_call_id=call_ids, content=texts,
+              error=st.sampled_from([None, True, False])),
     st.builds(
         MultimodalToolResultMutation,
         tool_call_id=call_ids,

@@ -1,8 +1,9 @@
 """An MCP server for the tests, built with the official SDK and run as a real subprocess.
 
-Each tool exercises one result shape the client must map: plain text, text long
-enough to become an fd, an image, a tool error, mixed resources and audio, and a
-slow call that only ends when it is cancelled. ``SELFREF_MCP_MARK`` names a file
+Each tool exercises one result shape the client must map: plain text (``verbatim``
+returns exactly the text given, which may read like an error), text long enough to
+become an fd, an image, a tool error, mixed resources and audio, and a slow call
+that only ends when it is cancelled. ``SELFREF_MCP_MARK`` names a file
 the slow tool writes "cancelled" to when the client's cancellation reaches it,
 so a test can tell a protocol cancel from a killed process. ``--crash`` fails at
 start; ``--delay S`` waits S seconds before serving; ``--http PORT`` serves
@@ -61,6 +62,11 @@ def long_text() -> str:
 @server.tool(description="Return a small red PNG with a caption.")
 def picture() -> list:
     return ["a red square", Image(data=tiny_png(), format="png")]
+
+
+@server.tool(description="Return the text exactly as given.")
+def verbatim(text: str) -> str:
+    return text
 
 
 @server.tool(description="Always fails with a tool error.")

@@ -333,9 +333,9 @@ def test_a_ref_written_again_unchanged_leaves_its_first_block_current():
 
 
 def test_a_failed_tool_call_reads_back_as_failed():
-    """The store keeps a failed call's result as "Error: …" (as the model read it): read
-    back (a restart, a branch, a rewind) the card said "✓ done" where it had said
-    "✖ error"."""
+    """A failed call's result reads "Error: …" (as the model read it); a message without
+    the runtime's flag (stored before it existed) is read by that prefix: read back (a
+    restart, a branch, a rewind) the card said "✓ done" where it had said "✖ error"."""
     history = [
         {"role": "user", "content": "remember tea"},
         {"role": "assistant", "content": "", "tool_calls": [
@@ -352,3 +352,23 @@ def test_a_failed_tool_call_reads_back_as_failed():
     failed, fine = model.of_kind("tool")
     assert (failed.status, failed.result) == ("error", "the person declined it")
     assert (fine.status, fine.result) == ("done", "no refs")
+
+
+def test_the_runtimes_flag_decides_a_reloaded_cards_status_not_the_text():
+    """A tool whose output starts with "Error: " (a grep of a log) showed "✓ done" live and
+    "✖ error" once read back; a failure the runtime flagged stays one whatever it says."""
+    history = [
+        {"role": "user", "content": "grep the log"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": "grep", "arguments": "{}"}}
+            for i in (1, 2)]},
+        {"role": "tool", "tool_call_id": "c1", "content": "Error: 3 lines matched",
+         "error": False, "duration_s": 0.1},
+        {"role": "tool", "tool_call_id": "c2", "content": "Error: no such file",
+         "error": True, "duration_s": 0.1},
+    ]
+    model = TranscriptModel()
+    model.load_history(history)
+    found, failed = model.of_kind("tool")
+    assert (found.status, found.result) == ("done", "Error: 3 lines matched")
+    assert (failed.status, failed.result) == ("error", "no such file")

@@ -28,6 +28,7 @@ from ...context.mutations import (
     ToolCancelledMutation,
     ToolResultMutation,
 )
+from ...context.tool_errors import error_content
 from ..abort import AbortSignal
 from ..events import EventSink, ToolCallEnded, ToolCallError
 from .builtin import (
@@ -206,7 +207,8 @@ class ToolBatch:
                                     arguments=call.arguments, result=text.text,
                                     duration_s=duration, images=images))
         elif ok:
-            self.commit([ToolResultMutation(call.id, text, duration)], call.ctx.records)
+            self.commit([ToolResultMutation(call.id, text, duration, error=False)],
+                        call.ctx.records)
             call.committed = True
             self.emit(ToolCallEnded(key=self.key, call_id=call.id, name=call.name,
                                     arguments=call.arguments, result=text, duration_s=duration))
@@ -242,7 +244,8 @@ class ToolBatch:
 
     def _failed(self, call: _Call, error: str, duration: float, records: list[dict]) -> None:
         call.finished = True
-        self.commit([ToolResultMutation(call.id, f"Error: {error}", duration)], records)
+        self.commit([ToolResultMutation(call.id, error_content(error), duration, error=True)],
+                    records)
         call.committed = True
         self.emit(ToolCallError(key=self.key, call_id=call.id, name=call.name,
                                 arguments=call.arguments, error=error, duration_s=duration))
@@ -270,8 +273,8 @@ class ToolBatch:
             if call.committed:
                 continue
             if call.finished:
-                markers.append(ToolResultMutation(
-                    call.id, f"Error: the tool ran, but its result could not be saved ({said})"))
+                markers.append(ToolResultMutation(call.id, error_content(
+                    f"the tool ran, but its result could not be saved ({said})"), error=True))
             else:
                 markers.append(ToolCancelledMutation(
                     call.id, call.name, f"stopped: saving another tool's result failed ({said})"))

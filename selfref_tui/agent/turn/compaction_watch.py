@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...context.images import text_of
+from ...context.tool_errors import failure_reason, tool_failed
 from ..events import CompactionFailed, Notice
 from ..tools.builtin import JUST_COMPACTED
 from ..tools.offer import COMPACT_TOOL
@@ -78,17 +78,18 @@ class CompactionWatch:
         if turn.session.has_pending_compaction:
             turn.compact_error = ""
             return
-        result = ""
+        error: str | None = None  # the call's failure, None when it did not fail
         for message in reversed(turn.memory.messages):
             if message.get("role") == "tool" and message.get("tool_call_id") == ids[-1]:
-                result = " ".join(text_of(message.get("content")).split())
+                if tool_failed(message):
+                    error = " ".join(failure_reason(message).split())
                 break
         # the person's decision (a review cancelled), or a compaction already done: no failure
-        if not result.startswith("Error: ") or result.startswith(f"Error: {JUST_COMPACTED}"):
+        if error is None or error.startswith(JUST_COMPACTED):
             turn.compaction_asked = turn.compact_error = ""
             return
         turn.compact_failures += 1
-        turn.compact_error = result.removeprefix("Error: ")[:300]
+        turn.compact_error = error[:300]
 
     def _compaction_failed(self, turn: TurnState) -> None:
         """Say once that a compaction the runtime asked for, or the model tried, did not

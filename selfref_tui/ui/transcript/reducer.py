@@ -41,10 +41,6 @@ FINISH_MARKERS = {
 #: something a person can highlight and copy: a whole item, a ref or a code block
 Target = Item | RefInfo | Fence
 
-#: how a failed tool call's result is stored (``tools/batch.py``), read back as a failure
-TOOL_ERROR = "Error: "
-
-
 class TranscriptModel:
     """The transcript's items and the per-turn state a stream needs."""
 
@@ -424,7 +420,9 @@ class TranscriptModel:
         self._mark_superseded()
 
     def _build_items(self, messages: Sequence[dict], numbers: Sequence[int]) -> list[Item]:
-        from selfref_tui.context.images import text_of  # here: the app's import stays light
+        # here: the app's import stays light
+        from selfref_tui.context.images import text_of
+        from selfref_tui.context.tool_errors import failure_reason, tool_failed
 
         items: list[Item] = []
         cards: dict[str, ToolItem] = {}
@@ -479,8 +477,8 @@ class TranscriptModel:
                 took = float(duration) if duration is not None else None
                 if message.get("cancelled"):
                     card.end("cancelled", str(message.get("abort_reason") or content), None)
-                elif content.startswith(TOOL_ERROR):  # as the runtime stores a failed call
-                    card.end("error", content.removeprefix(TOOL_ERROR), took)
+                elif tool_failed(message):  # the runtime's flag (an older record: its prefix)
+                    card.end("error", failure_reason(message), took)
                 else:
                     card.end("done", content, took)
             for item in items[start:]:
