@@ -27,7 +27,7 @@ from .errors import (
     denied,
 )
 from .fsutil import atomic_write, check_dir, open_regular, read_regular
-from .log_lines import SCHEMA, keep_copy, resealed
+from .log_lines import SCHEMA, fast_decoder, keep_copy, resealed
 from .log_scan import IMAGE_MARK, LogScan, kept_line
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ class KeyLoad:
         if not lines:
             self._repair(0, torn or "the file is empty")
             return
-        scan = LogScan(self, lines, images=IMAGE_MARK in data)
+        scan = LogScan(self, lines, images=IMAGE_MARK in data, fast=fast_decoder(data))
         scan.run()
         self.updated = scan.ts if isinstance(scan.ts, str) else self.created
         if scan.torn_from is not None:

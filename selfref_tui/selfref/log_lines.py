@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -78,10 +81,50 @@ def check_record(record: dict[str, Any]) -> str | None:
 
 
 _raw_decode = json.JSONDecoder().raw_decode
+#: a log at least this long is read with msgspec where it can be (:func:`fast_decoder`): its
+#: import (a few ms) is paid only where it saves more
+FAST_FROM = 1 << 20
+#: a decoder of a line's bytes, and what it raises for one it will not read
+FastDecoder = tuple[Callable[[bytes], Any], tuple[type[BaseException], ...]]
+#: the deepest nesting a line is read at with msgspec: ``json``, a Python frame further
+#: from the limit, refuses a line nested a level or two sooner than msgspec does, so a
+#: line that may nest deeper (more brackets than this) is read with ``json`` alone
+_SHALLOW = 256
 
 
-def parse_line(raw: bytes, sealed: bool) -> tuple[Any, str | None]:
-    """(record, None) for a line that verifies and parses to an object, else (None, why)."""
+@cache
+def _msgspec() -> FastDecoder | None:
+    try:
+        from msgspec import DecodeError
+        from msgspec.json import Decoder
+    except ImportError:  # a dependency; without it a long log only loads slower
+        return None
+    return Decoder().decode, (DecodeError, ValueError, RecursionError)
+
+
+def fast_decoder(data: bytes) -> FastDecoder | None:
+    """What may read the lines of the log ``data`` in about half the time of ``json``
+    (:func:`parse_line`): msgspec, which makes of every record it reads what ``json``
+    makes of it (integers of any length too, unlike orjson, which reads one past 64 bits
+    as a float); not for a short log. None: ``json`` alone."""
+    if len(data) < FAST_FROM or _stack_room() < 2 * _SHALLOW:
+        return None
+    return _msgspec()
+
+
+def _stack_room() -> int:
+    """How many more frames Python allows here (a line nested ``_SHALLOW`` deep must be
+    read by both decoders, so both agree)."""
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    return sys.getrecursionlimit() - depth
+
+
+def parse_line(raw: bytes, sealed: bool, fast: FastDecoder | None = None
+               ) -> tuple[Any, str | None]:
+    """(record, None) for a line that verifies and parses to an object, else (None, why);
+    ``fast``: what :func:`fast_decoder` gave for the line's log."""
     if len(raw) > MAX_LINE_BYTES:
         return None, f"the line is {len(raw):,} bytes long (more than {MAX_LINE_BYTES:,})"
     check = verify(raw)
@@ -89,6 +132,22 @@ def parse_line(raw: bytes, sealed: bool) -> tuple[Any, str | None]:
         return None, "the checksum does not match (the line was changed)"
     if check is None and sealed:
         return None, "the line has no checksum (it was changed)"
+    if fast is not None and raw[:1] == b"{" and (
+            len(raw) <= 2 * _SHALLOW or raw.count(b"[") + raw.count(b"{") <= _SHALLOW):
+        # A record msgspec reads is the one ``json`` reads. It refuses some that ``json``
+        # reads (a lone surrogate's escape, NaN, white space ``str.strip`` drops after the
+        # object) and all that ``json`` refuses (bad UTF-8, extra data, deep nesting):
+        # those are read below, as they always were, so a line is kept or damaged as
+        # before. (White space before the object it would read: such a line goes below;
+        # so does one that may nest deep: ``_SHALLOW``.)
+        decode, refused = fast
+        try:
+            rec = decode(raw)
+        except refused:
+            pass
+        else:
+            if type(rec) is dict:
+                return rec, None
     try:
         text = raw.decode("utf-8")
         rec, end = _raw_decode(text)  # the C scanner, without json.loads's wrappers

@@ -14,7 +14,7 @@ from ..context.mutations import MutationDecodeError
 from .checksum import seal, seal_bytes, verify
 from .decode import decode_mutation
 from .images import PREFIX as IMAGE_PREFIX
-from .log_lines import SCHEMA, now_iso, parse_line
+from .log_lines import SCHEMA, FastDecoder, now_iso, parse_line
 
 #: what a line that names a stored image holds
 IMAGE_MARK = IMAGE_PREFIX.encode("ascii")
@@ -37,13 +37,16 @@ class LogScan:
     last line was committed and then damaged, and the batch stays).
     """
 
-    def __init__(self, memory: Any, lines: list[bytes], *, images: bool = True) -> None:
+    def __init__(self, memory: Any, lines: list[bytes], *, images: bool = True,
+                 fast: FastDecoder | None = None) -> None:
         # memory: the store's MemoryKey being loaded (its fold, header and record checks)
         self.memory = memory
         self.lines = lines
         #: whether a line may name an image (False: the log's bytes name none, so no line
         #: is looked at for one: a scan of the whole log, not one per line)
         self.images = images
+        #: what may read the lines faster (``log_lines.fast_decoder``)
+        self.fast = fast
         self.kept: list[int] = []
         self.damaged: list[tuple[int, str]] = []
         self.torn_from: int | None = None
@@ -70,6 +73,7 @@ class LogScan:
         resolve = memory._images.resolve  # image references → data URLs
         image_mark = IMAGE_MARK
         images = self.images
+        fast = self.fast
         open_batch: int | None = None  # index in kept where the open batch starts
         new_batch = True  # the next record starts a batch: its time is the batch's
         kept = self.kept
@@ -77,7 +81,7 @@ class LogScan:
         whole, ts = 1, self.ts
         for index in range(1, len(lines)):
             raw = lines[index]
-            rec, problem = parse_line(raw, sealed)
+            rec, problem = parse_line(raw, sealed, fast)
             if problem is None:
                 if rec.get("t") == "m":
                     try:
