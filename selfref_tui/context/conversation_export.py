@@ -28,6 +28,7 @@ from typing import Any
 from .history import EntryLike
 from .images import EXTENSIONS, image_urls, parse_data_url, sniff_mime, text_of
 from .local_time import SECOND_ZONE, shown_time
+from .tool_errors import tool_failed
 
 #: a tool result's excerpt in Markdown: at most this many lines and characters
 RESULT_LINES = 12
@@ -67,7 +68,8 @@ def images_folder(file_name: str) -> str:
 
 
 def to_json(key: str, entries: Sequence[EntryLike], *, now: str | None = None) -> str:
-    """The messages as stored (images as ``data:`` URLs), numbered, timed and flagged."""
+    """The messages as stored (images as ``data:`` URLs), numbered, timed and flagged
+    (a tool result also says whether its call failed)."""
     messages = [
         {
             "n": e.n,
@@ -75,6 +77,7 @@ def to_json(key: str, entries: Sequence[EntryLike], *, now: str | None = None) -
             "time": e.time,
             "rewound": bool(getattr(e, "rewound", False)),
             "compacted": bool(getattr(e, "compacted", False)),
+            **({"error": tool_failed(e.message)} if e.role == "tool" else {}),
             "message": e.message,
         }
         for e in entries
@@ -120,7 +123,9 @@ class _Markdown:
             who = {"user": "You", "assistant": "Assistant"}.get(role, role.capitalize())
         flags = [flag for flag, on in (("rewound", getattr(entry, "rewound", False)),
                                        ("compacted", getattr(entry, "compacted", False)),
-                                       ("not sent: its turn failed", message.get("failed")))
+                                       ("not sent: its turn failed", message.get("failed")),
+                                       ("the call failed", role == "tool"
+                                        and tool_failed(message)))
                  if on]
         head = f"## {entry.n} · {who} · {_short(entry.time)}"
         if flags:

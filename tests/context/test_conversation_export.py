@@ -91,3 +91,22 @@ def test_names_are_safe():
     assert suggested_name("main") == "conversation-main.md"
     assert images_folder("chat.md") == "chat-images"
     assert images_folder(".hidden") == ".hidden-images"
+
+
+def test_a_failed_tool_call_is_marked_by_its_flag_or_an_older_records_text():
+    calls = [{"id": f"c{i}", "type": "function", "function": {"name": "grep", "arguments": "{}"}}
+             for i in (1, 2, 3)]
+    entries = [
+        Entry(1, "assistant", {"role": "assistant", "content": "", "tool_calls": calls}),
+        Entry(2, "tool", {"role": "tool", "tool_call_id": "c1",
+                          "content": "Error: 3 lines matched", "error": False}),
+        Entry(3, "tool", {"role": "tool", "tool_call_id": "c2",
+                          "content": "Error: no such file", "error": True}),
+        Entry(4, "tool", {"role": "tool", "tool_call_id": "c3",
+                          "content": "Error: declined"}),  # stored before the flag
+    ]
+    text = to_markdown("main", entries, images_dir=None, now=TIME).text
+    heads = [line for line in text.splitlines() if line.startswith("## ")]
+    assert [h.endswith(" · the call failed") for h in heads] == [False, False, True, True]
+    data = json.loads(to_json("main", entries, now=TIME))
+    assert [m.get("error") for m in data["messages"]] == [None, False, True, True]
