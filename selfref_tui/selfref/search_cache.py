@@ -18,11 +18,12 @@ FIFO opened). Anything odd about it — garbled, of another key or another
 version, counts that disagree — means "no cache": the key is folded as if
 there were none.
 
-The format is three parts: a JSON header line, a JSON line of columns
-(numbers and times as runs, a letter per role and a digit per flag), then
-the texts joined by NUL (a NUL inside a text is written as a space: no query
-holds one). Reading 100,000 entries this way takes a few milliseconds; the
-entries themselves are made only for the messages a search shows.
+The format is three parts: a JSON header line (with the size of what follows
+it), a JSON line of columns (numbers and times as runs, a letter per role and
+a digit per flag), then the texts joined by NUL (a NUL inside a text is
+written as a space: no query holds one). Reading 100,000 entries this way
+takes a few milliseconds; the entries themselves are made only for the
+messages a search shows.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from .keys import key_dirname
 from .store import LOG_NAME
 
 CACHE_DIR = Path("cache") / "search"
-VERSION = 2
+VERSION = 3
 #: a fold state (the open tool block's messages) larger than this is not kept: the cache
 #: still serves an unchanged log, and a grown one is folded whole
 MAX_FOLD_BYTES = 256 * 1024
@@ -218,16 +219,19 @@ def _path(data_dir: Path, key: str) -> Path:
 
 def read(data_dir: Path, key: str) -> tuple[dict[str, Any], bytes] | None:
     """The key's cache (its header, and its bytes), whatever log it was made from; None
-    when there is none of this version and key."""
+    when there is none of this version and key, or it was cut short."""
     try:
         data = read_regular(_path(data_dir, key))
         if data is None:
             return None
-        header = json.loads(data[: data.index(b"\n")])
+        end = data.index(b"\n")
+        header = json.loads(data[:end])
     except (OSError, ValueError, RecursionError, StoreError):
         return None
     if not isinstance(header, dict) or header.get("v") != VERSION or header.get("key") != key:
         return None
+    if header.get("size") != len(data) - end - 1:
+        return None  # cut short (its bytes, looked at for a word, would lack some)
     return header, data
 
 
@@ -270,19 +274,22 @@ def save(data_dir: Path, key: str, key_dir: Path, stamp: list[int] | None,
     fold = entries.fold
     if fold is not None and len(json.dumps(fold, ensure_ascii=True)) > MAX_FOLD_BYTES:
         fold = None
-    header = json.dumps({"v": VERSION, "key": key, "stamp": stamp, "fold": fold},
-                        ensure_ascii=True, separators=(",", ":"))
     columns = json.dumps({"n": _runs_in(entries.numbers, 1), "t": _runs_in(entries.times, 0),
                           "r": entries.roles, "f": entries.flags},
-                         ensure_ascii=True, separators=(",", ":"))
+                         ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n"
     body = "\x00".join(entries.texts)
     if "\x00" in body and body.count("\x00") != len(entries.texts) - 1:
         body = "\x00".join(text.replace("\x00", " ") for text in entries.texts)
+    texts = body.encode("utf-8", "surrogatepass")
+    # the bytes after the header: a file cut short (a power loss: it is not fsynced) ends
+    # a text early, and would otherwise be read as whole
+    header = json.dumps({"v": VERSION, "key": key, "stamp": stamp, "fold": fold,
+                         "size": len(columns) + len(texts)},
+                        ensure_ascii=True, separators=(",", ":"))
     path = _path(data_dir, key)
     try:
         ensure_dir(path.parent)
-        atomic_write(path, [f"{header}\n{columns}\n".encode("ascii"),
-                            body.encode("utf-8", "surrogatepass")], fsync=False)
+        atomic_write(path, [f"{header}\n".encode("ascii") + columns, texts], fsync=False)
     except OSError as exc:  # a cache: the search still answered
         log.warning("could not keep the search cache %s: %s", path, exc)
 

@@ -153,3 +153,25 @@ def test_words_met_only_late_and_in_capitals_still_load_the_key(tmp_path):
         with ConversationSearch(data) as search:
             assert search.search("alpha zeta").total == 0
             assert not search._entries  # only looked at as bytes
+
+
+def test_a_cache_cut_short_is_never_believed(tmp_path):
+    """A cache is not fsynced: after a power loss it may end anywhere, even inside its last
+    text, where its counts still agree. It is folded again, and the answer is the same."""
+    from selfref_tui.selfref import search_cache
+
+    data = tmp_path / "data"
+    _say(data, "tea", "Green tea.", "Earl grey tea, strong.")
+    with ConversationSearch(data) as search:
+        answer = search.search("tea strong")
+    assert answer.total == 1
+    key_dir = SelfReference(data).key_dir("tea")
+    path = search_cache._path(data, "tea")
+    whole = path.read_bytes()
+    assert search_cache.load(data, "tea", key_dir) is not None
+    for cut in range(len(whole)):
+        path.write_bytes(whole[:cut])
+        assert search_cache.load(data, "tea", key_dir) is None, cut
+        with ConversationSearch(data) as search:
+            assert search.search("tea strong") == answer, cut
+        assert path.read_bytes() == whole  # written again, whole
