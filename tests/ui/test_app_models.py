@@ -192,9 +192,18 @@ async def test_a_model_choice_not_saved_while_a_turn_runs_on_it_is_said_and_kept
     answered) and the old client stayed open."""
     import threading
 
-    server = DemoServer([Reply(text="on big")], models=MODELS, model_windows=WINDOWS,
+    answered = threading.Event()
+
+    def answer_once_the_notice_is_shown(body, index):
+        # the server (on its own thread) holds the answer: the turn still runs when the
+        # save fails, however slowly the machine gets there
+        answered.wait(60)
+        return Reply(text="on big")
+
+    server = DemoServer(answer_once_the_notice_is_shown, models=MODELS, model_windows=WINDOWS,
                         window_sources=("max_model_len",))
-    async with server as url:
+    url = server.start_in_thread()
+    try:
         app = _app(tmp_path, url)
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
@@ -221,11 +230,15 @@ async def test_a_model_choice_not_saved_while_a_turn_runs_on_it_is_said_and_kept
             assert "/model big-model again" in notice.message and "Is a directory" in notice.message
             assert "\n" not in notice.message
             assert notice.severity == "error"
+            answered.set()
             await turn_done(pilot, app)
             assert server.requests[-1]["model"] == "big-model"
             assert app.header.model == "big-model" == app.agent.model
             assert old._client.is_closed() and not app.agent.provider._client.is_closed()
             assert app.controller.key_settings().model == ""
+    finally:
+        answered.set()
+        server.stop_thread()
 
 
 async def test_a_model_choice_not_saved_while_idle_is_undone_and_said(tmp_path):
