@@ -25,3 +25,26 @@ async def test_header_hides_userinfo_and_shows_controls():
         assert "https://***@proxy.example/v1" in shown
         assert "[@click=app.quit]ERR[/]" in shown and "␛]0;pwned title␇" in shown
         assert_inert(app.export_screenshot())
+
+
+class LongNameApp(App):
+    def compose(self) -> ComposeResult:
+        yield AppHeader(key="a-really-long-branch-name-" + "and-on" * 12, model="selfref-demo",
+                        demo=True)
+
+
+async def test_a_long_conversation_name_is_cut_so_the_model_and_status_stay_in_view():
+    """The header is one line: a name longer than what is left of it wrapped to a
+    second, hidden line, and took the model and what the agent is doing with it."""
+    app = LongNameApp()
+    async with app.run_test(size=(80, 5)) as pilot:
+        header = app.query_one(AppHeader)
+        header.status = "writing…"
+        await pilot.pause()
+        line = header.render_line(0).text
+        assert "conversation a-really-long-" in line and "…" in line
+        assert "selfref-demo" in line and line.rstrip().endswith("writing…")
+        await pilot.resize_terminal(170, 5)
+        await pilot.pause()
+        line = header.render_line(0).text
+        assert "a-really-long-branch-name-" + "and-on" * 12 + "  selfref-demo" in line

@@ -7,6 +7,7 @@ event bridge can set the phase on every event without checking first.
 
 from __future__ import annotations
 
+from rich.cells import cell_len, set_cell_size
 from textual.content import Content
 from textual.reactive import reactive
 from textual.widget import Widget
@@ -57,22 +58,31 @@ class AppHeader(Widget):
         # The provider's name only when it says something the model name and the
         # demo badge do not ("demo · selfref-demo demo" said one thing three times).
         provider = self.provider if self.provider not in ("", "default", "demo") else ""
-        parts: list[Content | str | tuple[str, str]] = [
+        head: list[Content | str | tuple[str, str]] = [
             ("selfref", "bold $text-accent"),
             "  ",
             ("conversation ", "$text-muted"),
-            content(self.key or "—", "bold", line=True),
+        ]
+        tail: list[Content | str | tuple[str, str]] = [
             "  ",
             # A profile may be named after its URL: never with its userinfo.
             content(f"{redact(provider)} · " if provider else "", "$text-muted", line=True),
             content(redact(self.model or ""), line=True),
         ]
         if self.demo:
-            parts += [" ", (" demo ", "bold $text on $warning")]
+            tail += [" ", (" demo ", "bold $text on $warning")]
         if self.provider_note:
-            parts += ["  ", content(f"⚠ {self.provider_note}", "bold $text-error", line=True)]
+            tail += ["  ", content(f"⚠ {self.provider_note}", "bold $text-error", line=True)]
         if self.read_only:
-            parts += [" ", (" read-only ", "bold $text on $error")]
+            tail += [" ", (" read-only ", "bold $text on $error")]
         if self.status:
-            parts += ["  ", (inert_line(self.status), "italic $text-muted")]
-        return Content.assemble(*parts)
+            tail += ["  ", (inert_line(self.status), "italic $text-muted")]
+        # One line: a name longer than what the rest leaves is cut (it wrapped onto a
+        # hidden second line, and took the model and the status with it).
+        room = (self.content_size.width - Content.assemble(*head).cell_length
+                - Content.assemble(*tail).cell_length)
+        name = inert_line(self.key or "—")
+        most = max(room, 12)  # a name stays recognisable, however narrow the window
+        if cell_len(name) > most:
+            name = set_cell_size(name, most - 1) + "…"
+        return Content.assemble(*head, content(name, "bold"), *tail)
