@@ -68,12 +68,13 @@ class SalvageReport:
         head = (f"{self.path}: skipped {self.skipped} damaged record"
                 f"{'' if self.skipped == 1 else 's'} ({shown}{more})")
         if self.saved:
-            return (f"{head}; the original file is kept as {self.kept_as} and the key was saved "
-                    "without them — compare the two to recover what they held.")
+            return (f"{head}; the original file is kept as {self.kept_as} and the conversation "
+                    "was saved without them — compare the two to recover what they held.")
         if self.kept_as is not None:
             return f"{head}; the original file is kept as {self.kept_as}."
-        return (f"{head}; the file was left as it is — open the key for writing (the app or "
-                "`selfref-tui ask`) to save a repaired copy; the original will be kept.")
+        return (f"{head}; the file was left as it is — open the conversation in the app (or "
+                "give it to a command that writes, such as `selfref-tui ask`) to save a "
+                "repaired copy; the original will be kept.")
 
 
 class CheckpointError(Exception):

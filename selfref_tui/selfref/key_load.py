@@ -110,7 +110,7 @@ class KeyLoad:
             self._refold(lines, scan.kept_before(scan.torn_from))
         if mended:
             self._warn(mended + ("; the file was repaired." if self.writable else
-                                 "; open the key for writing to repair it."))
+                                 "; open the conversation in the app to repair it."))
         if scan.damaged or (self.writable and (mended or not scan.sealed)):
             self._save_salvaged(data, lines, scan, torn)
         elif torn is not None:

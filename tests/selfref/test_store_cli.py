@@ -109,6 +109,8 @@ def test_the_damage_note_is_said_once_by_the_program(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("skipped 1 damaged record") == 1, result.stderr
     assert result.stderr.startswith("selfref-tui: ")
+    assert "open the conversation in the app" in result.stderr  # not "the key"
+    assert " key " not in result.stderr
 
 
 def test_a_fifo_log_is_exit_3_and_never_hangs(tmp_path):
