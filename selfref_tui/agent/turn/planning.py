@@ -273,7 +273,8 @@ class RequestPlanning:
                 encode = await asyncio.to_thread(load_encoder, self.model or "gpt-4o-mini")
             except Exception:  # offline data missing: keep estimating
                 return
-            self.tokens.set_encoder(encode)
+            if not self.tokens.ready:  # (a front end may have loaded it first: its counts stay)
+                self.tokens.set_encoder(encode)
 
         self._encoder_task = asyncio.create_task(load(), name="load-encoder")
 
