@@ -171,3 +171,27 @@ async def test_a_key_over_the_window_by_the_real_count_is_compacted_before_it_is
         assert _asked(first) and "no longer fits your context window" in str(first["messages"])
         assert len(h.of(ev.CompactionApplied)) == 1
         assert server.sizes[-1] < h.agent.compaction.threshold(window), server.sizes
+
+
+async def test_a_refusal_for_length_names_the_real_count_and_the_retry_fills_the_window(
+        harness):
+    """Emoji go past what the estimate can fall short: the first request is sent on its
+    estimate and refused. The person reads what it really held, and the retry is fitted
+    to the window, not to the estimate the server refused (a fifth of it here)."""
+    encode = _encoder()
+    window = 64_000
+    server = ExactServer(encode, window, [
+        Reply(text="Compacting.", tool_calls=[ToolCall("compact", SUMMARY, id="k1")]),
+        Reply(text="Compacted.")])
+    async with harness(server, context_window=window) as h:
+        tokenizer = LoadingTokenizer(h.agent, encode)
+        h.agent._encoder_task = tokenizer
+        h.agent.compaction.ratio = 0.95  # the point at 60,800: the estimate under a quarter
+        server.on_request = lambda index: tokenizer.load() if index >= 1 else None
+        _seed(h, 44, EMOJI * 200)
+        assert await h.agent.run_turn("main", "what do these say?") == "done"
+        assert server.refused == 1 and server.sizes[0] > window
+        (refusal,) = [n for n in h.of(ev.Notice) if "retrying once" in n.message]
+        assert f"({server.sizes[0]:,} of {window:,} tokens)" in refusal.message
+        assert window // 2 < server.sizes[1] <= window, server.sizes
+        assert len(h.of(ev.CompactionApplied)) == 1

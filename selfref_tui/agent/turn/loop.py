@@ -360,6 +360,8 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning, CompactionWat
                 turn.on_step("running", turn.step)
             stream_outcome, calls = await self._llm_step(turn, plan)
             if stream_outcome == "overflow":
+                # named and retried with the real count, not the estimate it was sent on
+                await self._exact_counts(turn.abort)
                 if self._after_refusal(turn, plan, budget):
                     continue
                 return "error"

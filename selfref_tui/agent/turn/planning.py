@@ -325,7 +325,13 @@ class RequestPlanning:
         key = turn.key
         named = window_named_in(turn.overflow_error) if turn.overflow_error else None
         window = min(named or budget, budget)
-        sent = self.calibration.apply(plan.counted)
+        counted = plan.counted
+        if plan.counted_exact is False and self.tokens.ready:
+            # Sent on an estimate (past what it can fall short, or before the wait for
+            # the tokenizer was due): the refusal says what it really held, and the
+            # retry's budget is not cut from a figure the server did not see.
+            counted = self.tokens.count_request(plan.messages, plan.tools)
+        sent = self.calibration.apply(counted)
         said = overflow_message(sent, window)
         if turn.overflow_retried:
             turn.failure = (f"{said}: the server refused it again after compaction — start a new "
