@@ -138,9 +138,10 @@ class SelfReference:
         if old == new:
             return
         if not self.exists(old):
-            raise InvalidKeyError(f"There is no key named {old!r}.")
+            raise InvalidKeyError(f"There is no conversation named {old!r}.")
         if self.exists(new):
-            raise InvalidKeyError(f"A key named {new!r} already exists; pick another name.")
+            raise InvalidKeyError(f"A conversation named {new!r} already exists; pick another "
+                                  "name.")
         with self._exclusive(old):
             copy_key_dir(src, dst, new)
             move_to_trash(src, self.data_dir)
@@ -152,7 +153,7 @@ class SelfReference:
         """
         src = self.key_dir(key)
         if not src.exists():
-            raise InvalidKeyError(f"There is no key named {key!r}.")
+            raise InvalidKeyError(f"There is no conversation named {key!r}.")
         with self._exclusive(key):
             where = move_to_trash(src, self.data_dir)
         for info in self.keys():
@@ -172,7 +173,8 @@ class SelfReference:
         """
         validate_key(new)
         if self.exists(new):
-            raise InvalidKeyError(f"A key named {new!r} already exists; pick another name.")
+            raise InvalidKeyError(f"A conversation named {new!r} already exists; pick another "
+                                  "name.")
         source = self.open(key, write=False) if key not in self._open else self._open[key]
         try:
             # one past the last message: the whole conversation

@@ -278,7 +278,8 @@ def test_a_branch_holds_the_prefix_and_the_original_is_unchanged(server):
     assert "(branch of main up to message 4)" in cli("keys", "list").stdout
 
     result = cli("branch", "3", "--name", "side")
-    assert result.returncode == 2 and "already exists" in result.stderr
+    assert result.returncode == 2
+    assert "A conversation named 'side' already exists; pick another name." in result.stderr
     result = cli("branch", "40", "--name", "other")
     assert result.returncode == 1 and "no message 40" in result.stderr
     result = cli("branch", "1", "--name", "other", "--key", "empty")
