@@ -123,7 +123,8 @@ def _restore(args: argparse.Namespace, memory: Any, report: Any) -> None:
         say(line)
     if done.skipped:
         raise CliError(f"{len(done.skipped)} of {len(report.files)} files were not restored "
-                       "(see above); the conversation was rewound")
+                       "(see above); " + ("the rewind was undone" if args.undo
+                                         else "the conversation was rewound"))
 
 
 def _branch(args: argparse.Namespace) -> int:

@@ -186,6 +186,18 @@ def test_the_same_rewind_again_with_restore_files_restores_the_files_it_kept(ser
     assert "to undo" not in out and "--restore-files" not in out
 
 
+def test_an_undo_that_leaves_a_file_says_the_rewind_was_undone(server, work):
+    _, url = server(writes())
+    assert run(url, "ask", "--allow-overwrite", "save it")[0] == 0
+    assert run(url, "rewind", "2", "--restore-files")[0] == 0
+    (work / "new.txt").write_text("the person's own new file\n")
+    code, out, err = run(url, "rewind", "--undo", "--restore-files")
+    assert code == 1
+    assert f"left {work / 'new.txt'} as it is: it was created again since" in out
+    assert "1 of 2 files were not restored (see above); the rewind was undone" in err
+    assert (work / "new.txt").read_text() == "the person's own new file\n"
+
+
 def test_a_file_changed_since_is_never_overwritten_unasked(server, work):
     _, url = server(writes())
     run(url, "ask", "--allow-overwrite", "save it")
