@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ..safety.inert import writable
 from .history import EntryLike
 from .images import EXTENSIONS, image_urls, parse_data_url, sniff_mime, text_of
 from .local_time import SECOND_ZONE, shown_time
@@ -100,7 +101,8 @@ def to_markdown(key: str, entries: Sequence[EntryLike], *, images_dir: str | Non
     ]
     for entry in entries:
         out.entry(entry)
-    return Exported("\n".join(out.lines).rstrip("\n") + "\n", out.images)
+    # a lone surrogate (half an emoji's pair a server cut) has no UTF-8: as its escape
+    return Exported(writable("\n".join(out.lines).rstrip("\n") + "\n"), out.images)
 
 
 class _Markdown:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..safety.inert import writable
+
 EXTENSIONS: dict[str, str] = {
     "python": ".py", "py": ".py", "python3": ".py",
     "javascript": ".js", "js": ".js", "jsx": ".jsx", "node": ".js",
@@ -93,5 +95,6 @@ def export_plan(ref_id: str, content: str) -> ExportPlan:
         body = content
     if body and not body.endswith("\n"):
         body += "\n"  # a text file ends with a line break (cat, diff and git expect one)
+    body = writable(body)  # a lone surrogate (half an emoji's pair) has no UTF-8: its escape
     name = stem if stem.lower().endswith(ext) else stem + ext
     return ExportPlan(body, language, ext, name, fenced is not None)

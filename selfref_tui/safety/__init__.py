@@ -9,6 +9,7 @@ One rule, owned here and used by every widget and every command-line line:
 - :func:`one_line` puts an error that quotes a server on one short line.
 - :func:`content` builds a Textual ``Content`` from plain text: never parsed as
   markup, so ``[@click=app.quit]`` is shown, not run.
+- :func:`writable` escapes lone surrogates in text written to a file (UTF-8 has none).
 - :func:`json_inert` escapes what ``json.dumps(ensure_ascii=False)`` leaves raw.
 - :func:`redact` hides secrets (the configured key, ``Bearer`` tokens, URL
   userinfo) in anything shown or printed.
@@ -18,8 +19,8 @@ Pure: no files, no network; Textual is imported only by :func:`content`.
 
 from __future__ import annotations
 
-from .inert import content, has_controls, inert, inert_line, json_inert, one_line
+from .inert import content, has_controls, inert, inert_line, json_inert, one_line, writable
 from .redact import redact
 
 __all__ = ["content", "has_controls", "inert", "inert_line", "json_inert", "one_line",
-           "redact"]
+           "redact", "writable"]

@@ -87,6 +87,18 @@ def one_line(text: object, limit: int) -> str:
     return line if len(line) <= limit else line[: max(limit - 1, 0)] + "…"
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def writable(text: str) -> str:
+    """``text`` with each lone surrogate (half an emoji's pair a server cut, an
+    undecodable byte) written as its escape ``\\udXXX``: a file a person keeps is
+    UTF-8, which has no bytes for one, and writing it failed whole."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def json_inert(dumped: str) -> str:
     """JSON text (``json.dumps`` output) with no terminal control character left raw.
 

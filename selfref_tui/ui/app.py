@@ -32,7 +32,7 @@ from textual.widgets import TextArea
 
 from selfref_tui.agent.chat.controller import ChatController, Refused
 from selfref_tui.config import AppConfig
-from selfref_tui.safety import inert, inert_line, redact
+from selfref_tui.safety import inert, inert_line, redact, writable
 from selfref_tui.ui.boot_actions import BootActions
 from selfref_tui.ui.event_bridge import EventBridge
 from selfref_tui.ui.find_actions import FindActions
@@ -554,6 +554,12 @@ class SelfRefApp(
             markup=False,
         )
         self._fit_toasts_soon()  # once Textual has taken it in
+
+    def copy_to_clipboard(self, text: str) -> None:
+        """Every copy (the copy key, the input's own): a lone surrogate in the text (half
+        an emoji's pair a server cut) as its escape. The OSC 52 request is UTF-8, which
+        has no bytes for one: encoding it stopped the app."""
+        super().copy_to_clipboard(writable(text))
 
     def action_help_quit(self) -> None:
         """ctrl+c outside a selection: Textual's hint, said in plain text (its own was

@@ -225,3 +225,24 @@ def test_a_stored_lone_surrogate_is_printed_as_its_escape_into_a_pipe_and_a_term
     code, out, err = run_tty("history", env={"PYTHONIOENCODING": "utf-8:surrogateescape"})
     assert code == 0, err
     assert "\\ud83d and a byte \\udc9b31m red" in out  # decoded strictly: no raw byte in it
+
+
+def test_a_stored_lone_surrogate_is_exported_as_its_escape(tmp_path):
+    """A conversation or ref holding half an emoji's pair is written to a file with the
+    half as its escape: UTF-8 has no bytes for it, and the export wrote nothing ("the
+    content is not valid text") while the same conversation as JSON could be kept."""
+    server = DemoServer([Reply(text='cut \ud83d here <ref id="half">a \ud83d b</ref>')])
+    url = server.start_in_thread()
+    try:
+        asked = cli("ask", "--base-url", url, "--model", "m", "one",
+                    env={"OPENAI_API_KEY": "sk-unused-here"})
+    finally:
+        server.stop_thread()
+    assert asked.returncode == 0, asked.stderr
+    for args, name in ((("export", "-o"), "conversation.md"),
+                       (("refs", "export", "half"), "ref.md")):
+        target = tmp_path / name
+        written = cli(*args, str(target))
+        assert written.returncode == 0, written.stderr
+        assert "a \\ud83d b" in target.read_bytes().decode("utf-8")
+    assert "cut \\ud83d here" in (tmp_path / "conversation.md").read_text()

@@ -235,3 +235,19 @@ async def test_ctrl_s_writes_what_is_highlighted_a_code_block_or_an_answer(tmp_p
             assert app.transcript.highlighted.kind == "answer"
             written = await export_highlighted(pilot, app, tmp_path / "answer.md")
             assert written == app.transcript.highlighted.copy_text
+
+
+async def test_an_answer_holding_half_a_surrogate_pair_is_copied_with_its_escape(tmp_path):
+    """The copy key on an answer holding half an emoji's pair (a server's JSON escape):
+    the clipboard gets the half as its escape. UTF-8 has no bytes for it, and the OSC 52
+    request's encoding stopped the app with a traceback."""
+    async with DemoServer([Reply(text="cut \ud83d here")]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "half")
+            await wait_until(pilot, lambda: idle(app) and app.header.status == "ready")
+            await pilot.press("ctrl+up", "ctrl+r")
+            await wait_until(pilot, lambda: app.clipboard, what="the copy")
+            assert app.clipboard == "cut \\ud83d here"
+            assert app.is_running
