@@ -79,7 +79,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     garbage collection at exit would still walk every object the process made
     (the loaded encodings, the app's widgets): 1.3–4.5 s between the answer (or
     ctrl+q) and the shell prompt, measured on a loaded machine. Frozen, they are
-    out of its reach. Tests call :func:`main`, which leaves the collector alone.
+    out of its reach. Tests call :func:`main`, which leaves the collector alone, and
+    does everything in its own process (``program``: work that need not hold the exit,
+    a search's caches, may be left to a child process).
     """
     import gc
 
@@ -91,17 +93,18 @@ def run(argv: Sequence[str] | None = None) -> int:
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
     logging.getLogger("selfref_tui").addHandler(NoteHandler())
-    code = main(argv)
+    code = main(argv, program=True)
     gc.freeze()
     return code
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, program: bool = False) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return int(exc.code or 0)
+    args.program = program
     try:
         return _dispatch(args)
     except CliError as exc:

@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Coroutine, Sequence
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, NoReturn, TextIO, TypeVar
 
 from selfref_tui.config import (
     DEFAULT_KEY,
@@ -142,6 +142,20 @@ def say(text: str, stream: TextIO | None = None, *, end: str = "\n",
         text, end = inert(text), inert(end)
     stream.write(text + end)
     stream.flush()
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process with ``code`` at once, its output flushed: what it holds is not
+    freed object by object, nor are Python's exit steps taken (a command whose work is
+    done and whose last objects are many: a search's fold). Only for the program
+    (``cli.run``), never in a process that goes on (a test's)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    logging.shutdown()
+    os._exit(code)
 
 
 def _is_terminal(stream: TextIO) -> bool:

@@ -14,6 +14,7 @@ from selfref_tui.cli.common import (
     app_config,
     common_flags,
     err,
+    exit_now,
     print_json,
     say,
 )
@@ -47,8 +48,11 @@ def _run(args: argparse.Namespace) -> int:
 
     config = app_config(args)
     keys = [validate_key(args.key)] if args.key else None
-    # The caches a fold makes are written when the search closes: after the answer.
-    with ConversationSearch(config.data_dir, source=config.data_dir_source) as search:
+    program = bool(getattr(args, "program", False))
+    # The caches a fold makes are written when the search closes: after the answer; as
+    # the program, by a child process, so that the command exits with its answer.
+    search = ConversationSearch(config.data_dir, source=config.data_dir_source)
+    try:
         if keys is not None and keys[0] not in search.keys(forks=True):
             raise CliError(f"there is no conversation '{keys[0]}'; see `selfref-tui keys list`")
         try:
@@ -56,7 +60,14 @@ def _run(args: argparse.Namespace) -> int:
                                   forks=args.all)
         except RecallError as exc:
             raise CliError(str(exc), EXIT_USAGE) from None
-        return _show(args, found)
+        code = _show(args, found)
+    finally:
+        search.close(detach=program)
+    if program:
+        # Freeing what a fold of 100,000 messages made, object by object, is 0.1-0.2 s
+        # between the answer and the exit; the process ends with them instead.
+        exit_now(code)
+    return code
 
 
 def _show(args: argparse.Namespace, found: Any) -> int:

@@ -4,7 +4,8 @@ Most tests check what a command prints, stores and returns, and run
 ``cli.main(args)`` here: a subprocess costs a Python start and the import of
 the runtime and ``openai`` (about 1 s of CPU for an ``ask``), which made the
 CLI tests most of the suite's time. ``python -m selfref_tui`` is
-``raise SystemExit(run())``, and ``run`` is ``main`` plus a ``gc.freeze()``.
+``raise SystemExit(run())``, and ``run`` is ``main`` plus a ``gc.freeze()`` (and, as
+the program, a search's caches written by a child process).
 
 What only a real process shows stays on :func:`run` / :func:`arun`: Ctrl+C
 (SIGINT) and a reader that leaves (EPIPE), a terminal (a pty), the module

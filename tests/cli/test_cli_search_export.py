@@ -14,7 +14,7 @@ from selfref_tui.context.mutations import (
     UserMessageMutation,
 )
 from selfref_tui.selfref.reference import SelfReference
-from tests.cli.helpers import cli, one_line
+from tests.cli.helpers import cli, one_line, run
 from tests.context.test_conversation_export import PNG
 
 
@@ -123,3 +123,34 @@ def test_export_markdown_to_stdout_and_to_a_file_with_its_images(tmp_path):
     missing = cli("export", "--key", "nope")
     assert missing.returncode == 1 and "keys list" in one_line(missing.stderr)
     assert not Path("conversation-main.md").exists()
+
+
+def test_the_program_answers_and_exits_and_a_child_of_its_own_keeps_the_cache():
+    """As a process, the search's cache is written by a child that nothing waits for: the
+    command (and a pipe reading it) ends with its answer; the cache appears whole, and the
+    next search reads it."""
+    import time
+
+    from selfref_tui.selfref import search_cache
+    from selfref_tui.selfref.conversation_search import ConversationSearch
+
+    _seed()
+    data = Path(os.environ["SELFREF_DATA_DIR"])
+    result = run("search", "needle")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "4 messages in 2 conversations"
+    assert result.stderr == ""
+    store = SelfReference(data)
+    key_dirs = {key: store.key_dir(key) for key in ("main", "work")}
+    deadline = time.monotonic() + 60  # (a state waited for; the deadline only ends a hang)
+    while any(search_cache.load(data, key, key_dir) is None
+              for key, key_dir in key_dirs.items()):
+        assert time.monotonic() < deadline, "the search's cache was never written"
+        time.sleep(0.05)
+    with ConversationSearch(data) as search:
+        search.search("needle")
+        assert search.folded == set()  # both read from the caches the child wrote
+    again = run("search", "needle")
+    assert again.stdout == result.stdout and again.returncode == 0
+    nothing = run("search", "nowhere")  # the exit status the process ends with, as before
+    assert nothing.returncode == 1 and "no message in any conversation" in nothing.stdout
