@@ -234,3 +234,21 @@ async def test_esc_ends_the_wait_for_a_server_still_starting(tmp_path):
             assert manager.starting() == ["test"]
     finally:
         await manager.aclose()
+
+
+async def test_arguments_holding_half_a_surrogate_pair_are_refused_and_the_server_stays(
+        tmp_path, mcp):
+    """Arguments holding half an emoji's pair (a JSON escape the model wrote) cannot be
+    sent: UTF-8 has no bytes for it. The call is refused with why; before, writing it
+    stopped the server's connection, and every later call of it failed ("Connection
+    closed") while it was still listed as ready."""
+    script = [Reply(tool_calls=[ToolCall("mcp__test__echo", {"text": "a \ud83d b"}, id="c1")]),
+              Reply(tool_calls=[ToolCall("mcp__test__echo", {"text": "hi"}, id="c2")]),
+              Reply(text="Done.")]
+    async with Harness(tmp_path, script) as h:
+        _with(h, mcp)
+        assert await h.agent.run_turn("main", "echo twice") == "done"
+        results = {m["tool_call_id"]: m["content"] for m in _tool_messages(h.server.requests[2])}
+    assert results["c1"].startswith("Error: ") and "\\ud83d" in results["c1"]
+    assert "surrogate" in results["c1"] and "Connection closed" not in results["c1"]
+    assert results["c2"] == "echo: hi"

@@ -221,6 +221,7 @@ class McpManager:
         tool = self._tools.get(name)
         if tool is None:
             raise ToolError(f"unknown tool '{name}'; its MCP server is not running")
+        _check_sendable(args)
         if not self.is_trusted(name):
             await self._approve(tool, args, ctx)
         mapped = await self.call_raw(tool, args)
@@ -550,3 +551,17 @@ def _failure(config: McpServerConfig, exc: BaseException, link: Link) -> str:
                 f"nothing on stderr ({where}); run the command in a terminal to see why")
     what = said or one_line(str(leaf) or type(leaf).__name__, 300)
     return f"{what} ({where})"
+
+
+def _check_sendable(args: dict[str, Any]) -> None:
+    """Refuse arguments that hold a lone surrogate (half an emoji's pair, from a JSON
+    escape the model wrote): the request is UTF-8, which has no bytes for one, and
+    failing to write it stopped the server's connection for every later call."""
+    try:
+        json.dumps(args, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        half = exc.object[exc.start:exc.end].encode("unicode_escape").decode("ascii")
+        raise ToolError(f"the arguments hold half a surrogate pair ({half}), which cannot be "
+                        "sent; call the tool again with whole characters") from None
+    except (TypeError, ValueError):
+        pass  # not JSON the usual way: the client says what it makes of it
