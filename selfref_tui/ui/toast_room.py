@@ -1,21 +1,32 @@
-"""Toasts that stay above the input: the app's notifications never hide what is typed.
+"""Toasts that stay clear of what the person works in: the input, and a dialog.
 
 Textual docks its toast rack under the header with no bound on its height, so
 at 80x24 several notices, or one long one, reached down over the input and the
 footer. Textual offers no such bound, so this reads its rack, its toasts' ids
 and its notifications' collection; a Textual that changes them leaves the
 toasts as Textual draws them rather than failing.
+
+A dialog (a modal screen: a tool's approval, a question, the model picker)
+is never covered either: Textual draws every toast over whatever screen is on
+top, so a notice raised behind a dialog (an MCP server still starting, a
+window learnt) sat over its corner, and two or three reached its buttons. No
+dialog raises a notice of its own (each says its errors inside it), so a
+notice raised while one is open waits, and shows on the chat screen when the
+dialog closes, with its whole time to be read from then.
 """
 
 from __future__ import annotations
 
 from functools import partial
 from itertools import pairwise
+from time import time
 from typing import TYPE_CHECKING, Any
 
 from textual.css.query import NoMatches
+from textual.screen import ModalScreen
 
 if TYPE_CHECKING:
+    from textual.notifications import Notification, Notify
     from textual.screen import Screen
     from textual.widgets import Header, TextArea
 
@@ -28,6 +39,8 @@ class ToastRoom:
 
     #: a fit of the toasts is asked for the next frame (see _fit_toasts)
     _toasts_fitting = False
+    #: notices raised while a dialog is open, shown when it closes (see _on_notify)
+    _held: tuple[Notification, ...] = ()
 
     if TYPE_CHECKING:  # provided by SelfRefApp and Textual's App
         screen: Screen[Any]
@@ -37,7 +50,31 @@ class ToastRoom:
 
         def call_after_refresh(self, callback: Any, *args: Any) -> bool: ...
         def set_timer(self, delay: float, callback: Any) -> Any: ...
-        def _refresh_notifications(self) -> None: ...
+
+    def _on_notify(self, event: Notify) -> None:
+        """A notice raised while a dialog is open is kept, not drawn over the dialog.
+
+        It is in the app's notifications at once (what was said is not lost, and
+        Textual's handler, which draws it, is not run); it is shown when the chat
+        screen is back (:meth:`_refresh_notifications`).
+        """
+        if isinstance(self.screen, ModalScreen):
+            event.prevent_default()
+            self._held = (*self._held, event.notification)
+            self._notifications.add(event.notification)
+
+    def _refresh_notifications(self) -> None:
+        """Textual's refresh of the toasts, but none on a dialog; once the dialog is gone,
+        the notices held meanwhile are shown, each for its whole time from now."""
+        if isinstance(self.screen, ModalScreen):
+            return  # the chat screen's toasts stay under the dialog, and end there
+        held, self._held = self._held, ()
+        for notification in held:
+            notification.raised_at = time()
+            self._notifications.add(notification)  # back if a later notice reaped it
+        super()._refresh_notifications()  # type: ignore[misc]
+        if held:
+            self._fit_toasts_soon()
 
     def on_resize(self) -> None:
         if self._notifications:

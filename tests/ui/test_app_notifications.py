@@ -100,3 +100,44 @@ def test_a_paste_of_30_lines_is_30_lines():
     assert chip_label("line\n" * 30, 1) == "[pasted 30 lines #1]"
     assert chip_label("line\n" * 29 + "last", 1) == "[pasted 30 lines #1]"
     assert chip_label("one line", 2) == "[pasted 8 characters #2]"
+
+
+WAITING = ("waiting for the MCP server time to start, so its tools go with this message "
+           "(Esc stops)")
+
+
+async def test_notices_raised_behind_a_dialog_wait_and_show_when_it_closes(tmp_path):
+    """The tool-approval dialog at 80x24, and notices raised meanwhile (an MCP server still
+    starting): they sat over the dialog's corner, and a second reached its buttons. Now
+    nothing covers the dialog; the notices show on the chat screen once it closes."""
+    from selfref_tui.agent.mcp.approval import DENY, approval_prompt, parse_approval
+    from selfref_tui.ui.screens.approval import ApprovalScreen
+
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=(80, 24), notifications=True) as pilot:
+            await started(pilot, app)
+            app.notify("said before the dialog", timeout=60)
+            await wait_until(pilot, lambda: app.screen.query("Toast"), what="the first toast")
+            answers: list[str] = []
+            approval = parse_approval(approval_prompt("time", "get_current_time",
+                                                      {"timezone": "Europe/Paris"}))
+            app.push_screen(ApprovalScreen(approval), answers.append)
+            await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen)
+                             and app.screen.query("Button"), what="the dialog")
+            dialog = app.screen.query_one("#dialog")
+            app.notify(WAITING, timeout=60)
+            app.notify("the context window is 8192 tokens", timeout=60)
+            await wait_until(pilot, lambda: len(_toasts(app)) == 3, what="the notices taken")
+            await pilot.pause()
+            await pilot.pause()
+            assert not app.screen.query("Toast")
+            assert _toast_cells(app, dialog.region) == []
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: answers == [DENY], what="the dialog closed")
+            await wait_until(pilot, lambda: len(app.screen.query("Toast")) == 3,
+                             what="the notices shown on the chat screen")
+            shown = " ".join(str(toast.render()) for toast in app.screen.query("Toast"))
+            assert "waiting for the MCP server time" in shown and "8192" in shown
+            await wait_until(pilot, lambda: not _toast_cells(app, app.chat_input.region),
+                             what="clear of the input")
