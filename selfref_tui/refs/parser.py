@@ -95,10 +95,14 @@ class _Open:
 def _open_tag_id(tag: str) -> str | None:
     """The id of a well-formed opening tag, else None."""
     m = _OPEN_RE.fullmatch(tag)
-    if not m:
-        return None
+    return tag_id(m.group(1)) if m else None
+
+
+def tag_id(attributes: str) -> str | None:
+    """The id an opening tag's ``attributes`` give: exactly one, well formed; else None
+    (a quoted ref's tag is read by the same rule, see ``refs/quoted.py``)."""
     ids = [a.group(2) if a.group(2) is not None else a.group(3)
-           for a in _ATTR_RE.finditer(m.group(1)) if a.group(1) == "id"]
+           for a in _ATTR_RE.finditer(attributes) if a.group(1) == "id"]
     if len(ids) != 1 or not _ID_FULL.fullmatch(ids[0]):
         return None
     return ids[0]

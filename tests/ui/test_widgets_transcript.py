@@ -614,3 +614,67 @@ async def test_a_rewound_line_with_long_numbers_fits_one_line_at_80_columns():
     async with app.run_test(size=(120, 24)) as pilot:
         await app.t.load_history(history, numbers=numbers)
         assert "7 messages the model no longer sees · click to show" in await shown(pilot, app.t)
+
+
+QUOTING = (
+    "Earlier I wrote this:\n\n"
+    '<quoted_ref id="fib_recursive">\n```python\ndef fib(n):\n'
+    "    return n if n < 2 else fib(n-1) + fib(n-2)\n```\n</quoted_ref>\n\n"
+    "and now the fast one:\n"
+    '<ref id="fib_fast">\nfib = lambda n: round(((1 + 5 ** 0.5) / 2) ** n / 5 ** 0.5)\n</ref>\n'
+    "A fence shows the syntax: ```<quoted_ref id=\"x\">``` and\n"
+    '```\n<quoted_ref id="shown">\n```\n'
+    "Done."
+)
+
+
+async def test_a_quoted_ref_in_an_answer_is_framed_as_a_quotation_and_defines_nothing():
+    """What the recall tools show of a ref in old history, repeated by the model, was plain
+    text with its tags. It is framed now, faint and titled "quoted ref:…", while it streams
+    and once stored, and it is no ref: not in the ref list, not where the highlight stops."""
+    for size in (1, 7, len(QUOTING)):
+        app = TranscriptApp()
+        async with app.run_test(size=(100, 40)) as pilot:
+            t = app.t
+            await t.handle(ev.TurnStarted(key=K, turn_id=1, user_text="recall fib"))
+            cut = QUOTING.index("def fib")
+            await stream(t, QUOTING[:cut], size)
+            screen = await shown(pilot, t)
+            assert "quoted ref:fib_recursive" in screen and "<quoted_ref" not in screen, size
+            await stream(t, QUOTING[cut:], size)
+            await t.handle(ev.LLMCallEnded(key=K, step=1, duration_s=0.1, finish_reason="stop"))
+            await t.handle(ev.TurnEnded(key=K, turn_id=1, outcome="done"))
+            screen = await shown(pilot, t)
+            lines = screen.splitlines()
+            top = next(line for line in lines if "quoted ref:fib_recursive" in line)
+            assert "┌─ quoted ref:fib_recursive ─" in top, top
+            assert "</quoted_ref>" not in screen and "return n if n < 2" in screen
+            assert any(line.strip(" ▌").startswith("└") and "4 ln" in line for line in lines)
+            # inside a fence a tag is code, shown as written, and opens nothing
+            assert 'id="shown">' in screen and "quoted ref:shown" not in screen
+            assert screen.count("<quoted_ref") == 2
+            assert "quoted ref:x" not in screen
+            # the live ref is the only ref: in the list, and where the highlight stops
+            assert [ref.ref_id for ref in t.ref_blocks()] == ["fib_fast"]
+            stops = [target.ref_id for target in t.targets() if hasattr(target, "ref_id")]
+            assert stops == ["fib_fast"]
+            (answer,) = t.items_of("answer")
+            (quote,) = [b.ref for b in answer.blocks if b.kind == "ref_top" and b.ref.quoted]
+            assert quote.content.startswith("```python\ndef fib(n):")
+            # drawn faint, untinted: the quotation's edge is not the live ref's colour
+            row = next(r for r in t._rows if r.block is not None and r.block.ref is quote)
+            live = next(r for r in t._rows if r.block is not None and r.block.ref is not None
+                        and not r.block.ref.quoted)
+            edge = {seg.style.color for seg in row.lines[-1].strip if seg.text.startswith("┌")}
+            live_edge = {seg.style.color for seg in live.lines[-1].strip
+                         if seg.text.startswith("╭")}
+            assert edge and live_edge and edge != live_edge
+    # the same answer stored and shown again
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.t.load_history([{"role": "user", "content": "recall fib"},
+                                  {"role": "assistant", "content": QUOTING}])
+        screen = await shown(pilot, app.t)
+        assert "┌─ quoted ref:fib_recursive ─" in screen
+        assert screen.count("<quoted_ref") == 2  # the two in code, as written
+        assert [ref.ref_id for ref in app.t.ref_blocks()] == ["fib_fast"]

@@ -35,6 +35,9 @@ class RefInfo:
     depth: int = 0
     #: False for stored history (no "streaming…" while it is rebuilt)
     live: bool = True
+    #: a quotation of a ref (``<quoted_ref>``, copied from recalled history): framed apart,
+    #: never a definition (not in the answer's refs, nor a place the highlight stops)
+    quoted: bool = False
     content: str | None = None
     unfinished: bool = False
     superseded: bool = False
@@ -55,7 +58,7 @@ class RefInfo:
 
     @property
     def title(self) -> str:
-        return f"ref:{self.ref_id}"
+        return f"quoted ref:{self.ref_id}" if self.quoted else f"ref:{self.ref_id}"
 
     @property
     def subtitle(self) -> str:
@@ -129,8 +132,10 @@ class AnswerItem(Item):
 
     def __post_init__(self) -> None:
         from selfref_tui.refs.parser import StreamingRefParser
+        from selfref_tui.refs.quoted import QuoteScanner
 
         self._parser = StreamingRefParser()
+        self._quotes = QuoteScanner()
         self._stack: list[RefInfo] = []
         self._splitter = _Splitter(self)
 
@@ -158,7 +163,7 @@ class AnswerItem(Item):
 
     @property
     def open_refs(self) -> list[RefInfo]:
-        """Refs opened and not closed yet, outermost first."""
+        """Refs (and quotations) opened and not closed yet, outermost first."""
         return self._stack
 
     def fences(self) -> list[Fence]:
@@ -194,15 +199,14 @@ class AnswerItem(Item):
                 self.mark_interrupted(reason)
             return []
         closed = self._apply(self._parser.finish())
+        for piece in self._quotes.finish():
+            self._show(piece)
         # Nothing is fed after the end: the parser's closed refs (each one's content is on
         # its RefInfo) would only be more objects for every later pass of the collector.
         self._parser.refs.clear()
         self._splitter.flush()
         while self._stack:
-            ref = self._stack.pop()
-            ref.unfinished = True
-            ref.version += 1
-            self._splitter.add(Block("ref_bottom", frames=tuple(self._stack), ref=ref))
+            self._end_open(self._stack.pop())
         self.finished = True
         if interrupted:
             self.mark_interrupted(reason)
@@ -224,17 +228,21 @@ class AnswerItem(Item):
         splitter = self._splitter
         for seg in segments:
             if seg.kind in ("text", "ref_text"):
-                for ref in self._stack:
-                    ref._parts.append(seg.text)
-                splitter.write(seg.text)
-            elif seg.kind == "ref_open":
+                for piece in self._quotes.feed(seg.text):
+                    self._show(piece)
+                continue
+            for piece in self._quotes.finish():  # a tag of the ref grammar ends any held back
+                self._show(piece)
+            if seg.kind == "ref_open":
                 splitter.flush()
                 ref = RefInfo(seg.ref_id or "", depth=len(self._stack), live=self.live)
                 self.refs.append(ref)
                 splitter.add(Block("ref_top", frames=tuple(self._stack), ref=ref, gap=1))
                 self._stack.append(ref)
-            elif seg.kind == "ref_close" and self._stack:
+            elif seg.kind == "ref_close" and any(not r.quoted for r in self._stack):
                 splitter.flush()
+                while self._stack[-1].quoted:  # a quotation left open inside the ref ends here
+                    self._end_open(self._stack.pop())
                 ref = self._stack.pop()
                 ref.content = next(
                     (r.content for r in reversed(self._parser.refs) if r.id == ref.ref_id),
@@ -246,6 +254,45 @@ class AnswerItem(Item):
         if segments:
             self.touch()
         return closed
+
+    def _show(self, piece: Any) -> None:
+        """Text of the answer, or a quotation's tag (``refs/quoted.py``): a quotation is
+        framed like a ref, marked quoted, and defines nothing. An opening tag in code (a
+        fenced block, or after an odd number of backticks on its line) is code; a closing
+        tag with no quotation open is text."""
+        splitter = self._splitter
+        line = splitter.line  # the line so far, before the tag
+        opens = piece.kind == "open" and splitter.fence is None and not (
+            line.lstrip().startswith(("```", "~~~")) or line.count("`") % 2)
+        # a quotation opens outside any fence, so a fence open at its end began inside it:
+        # the closing tag ends both (as a ref's does)
+        closes = piece.kind == "close" and bool(self._stack) and self._stack[-1].quoted
+        if opens or closes:
+            splitter.flush()
+            if piece.kind == "open":
+                for ref in self._stack:
+                    ref._parts.append(piece.text)  # an enclosing ref's content keeps the tag
+                shown = RefInfo(piece.ref_id, depth=len(self._stack), live=self.live,
+                                quoted=True)
+                splitter.add(Block("ref_top", frames=tuple(self._stack), ref=shown, gap=1))
+                self._stack.append(shown)
+            else:
+                shown = self._stack.pop()
+                shown.content = shown.text_so_far.removeprefix("\n").removesuffix("\n")
+                shown.version += 1
+                splitter.add(Block("ref_bottom", frames=tuple(self._stack), ref=shown))
+                for ref in self._stack:
+                    ref._parts.append(piece.text)
+            return
+        for ref in self._stack:
+            ref._parts.append(piece.text)
+        splitter.write(piece.text)
+
+    def _end_open(self, ref: RefInfo) -> None:
+        """A ref or quotation never closed: its frame ends here, marked unfinished."""
+        ref.unfinished = True
+        ref.version += 1
+        self._splitter.add(Block("ref_bottom", frames=tuple(self._stack), ref=ref))
 
 
 class _Splitter:

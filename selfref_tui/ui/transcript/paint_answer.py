@@ -109,6 +109,8 @@ class AnswerPainter:
             return p.style(p.primary, bold=True), "┏━┓┃┗┛"
         if ref.unfinished:
             return p.style(p.warning, 0.7), "╭┄╮┆╰╯"
+        if ref.quoted:  # a quotation of a ref: square, faint, never taken for one
+            return p.style(p.fg, 0.3), "┌─┐│└┘"
         if ref.superseded:
             return p.style(p.fg, 0.2), "╭─╮│╰╯"
         if not ref.closed and ref.live:
@@ -119,7 +121,7 @@ class AnswerPainter:
         p = self.p
         if ref.highlighted:
             return p.tint(p.primary, 0.1)
-        if ref.superseded:
+        if ref.superseded or ref.quoted:
             return None
         return p.tint(p.accent, 0.06)
 
@@ -152,7 +154,7 @@ class AnswerPainter:
         label = ref.title if top else ref.subtitle
         p = self.p
         # The frame may be faint (a superseded ref's); its title and size are text.
-        if not top or ref.superseded:
+        if not top or ref.superseded or ref.quoted:
             title_color = p.muted
         elif ref.highlighted:
             title_color = p.text_primary
@@ -160,7 +162,8 @@ class AnswerPainter:
             title_color = p.text_warning
         else:
             title_color = p.text_accent
-        title_style = full + Style(bold=top, color=p.mix(title_color, 1.0))
+        title_style = full + Style(bold=top and not ref.quoted, italic=ref.quoted,
+                                   color=p.mix(title_color, 1.0))
         left, right = (box[0], box[2]) if top else (box[4], box[5])
         label = inert_line(label, max(0, width - 6))
         fill = max(0, width - 5 - len(label))

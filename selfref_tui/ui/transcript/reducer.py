@@ -100,9 +100,11 @@ class TranscriptModel:
                 seen: set[int] = set()
                 for block in item.blocks:
                     if block.kind == "ref_top" and block.ref is not None:
-                        out.append(block.ref)
+                        if not block.ref.quoted:  # a quotation is no ref to step to
+                            out.append(block.ref)
                     elif (
-                        block.fence is not None and not block.frames and id(block.fence) not in seen
+                        block.fence is not None and id(block.fence) not in seen
+                        and all(frame.quoted for frame in block.frames)
                     ):
                         # a fence inside a ref is copied with its ref
                         seen.add(id(block.fence))
