@@ -24,6 +24,9 @@ _OPEN_RE = re.compile(
     rf"""<{QUOTED_TAG}((?:\s+[A-Za-z_:][A-Za-z0-9_:.\-]*\s*=\s*(?:"[^"<>]*"|'[^'<>]*'))+)\s*>"""
 )
 _CLOSE_RE = re.compile(rf"</{QUOTED_TAG}\s*>")
+#: where a tag may start: "<q", "</q", or a "<" or "</" that ends the text so far (code is
+#: full of "<" that is none: they are passed over without a look)
+_CANDIDATE = re.compile(r"</?(?:q|\Z)")
 _OPEN_HEAD = f"<{QUOTED_TAG}"
 _CLOSE_HEAD = f"</{QUOTED_TAG}"
 
@@ -50,8 +53,9 @@ class QuoteScanner:
             return [Piece("text", text)] if text else []
         pieces: list[Piece] = []
         plain_from = 0
-        at = text.find("<")
-        while at != -1:
+        found = _CANDIDATE.search(text)
+        while found is not None:
+            at = found.start()
             tag, whole = self._tag_at(text, at)
             if tag is None and not whole:  # it may still become a tag: wait for more
                 self._held = text[at:]
@@ -62,9 +66,7 @@ class QuoteScanner:
                     pieces.append(Piece("text", text[plain_from:at]))
                 pieces.append(tag)
                 plain_from = at + len(tag.text)
-                at = text.find("<", plain_from)
-            else:
-                at = text.find("<", at + 1)
+            found = _CANDIDATE.search(text, plain_from if tag is not None else at + 1)
         if len(text) > plain_from:
             pieces.append(Piece("text", text[plain_from:]))
         return pieces
