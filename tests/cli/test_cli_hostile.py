@@ -201,13 +201,9 @@ def test_an_answer_holding_half_a_surrogate_pair_does_not_stop_the_next_turns(tm
         {k: m.get(k) for k in ("role", "content")} for m in sent]
 
 
-def test_a_stored_lone_surrogate_is_printed_as_its_escape_into_a_pipe_and_a_terminal(tmp_path):
-    """UTF-8 has no bytes for a lone surrogate: into a pipe whose encoding is strict (a
-    UTF-8 desktop locale) `history` stopped with a traceback; on a terminal whose
-    output escapes surrogates (the C.UTF-8 locale) ``\\udc9b`` went out as the raw
-    byte 0x9b, a C1 CSI."""
-    said = "half an emoji \ud83d and a byte \udc9b31m red"
-    server = DemoServer([Reply(text=said)])
+def _stored_answer(text: str) -> None:
+    """One ``ask`` whose answer (``text``) the store keeps in ``main``."""
+    server = DemoServer([Reply(text=text)])
     url = server.start_in_thread()
     try:
         asked = cli("ask", "--base-url", url, "--model", "m", "one",
@@ -215,6 +211,15 @@ def test_a_stored_lone_surrogate_is_printed_as_its_escape_into_a_pipe_and_a_term
     finally:
         server.stop_thread()
     assert asked.returncode == 0, asked.stderr
+
+
+def test_a_stored_lone_surrogate_is_printed_as_its_escape_into_a_pipe_and_a_terminal(tmp_path):
+    """UTF-8 has no bytes for a lone surrogate: into a pipe whose encoding is strict (a
+    UTF-8 desktop locale) `history` stopped with a traceback; on a terminal whose
+    output escapes surrogates (the C.UTF-8 locale) ``\\udc9b`` went out as the raw
+    byte 0x9b, a C1 CSI."""
+    said = "half an emoji \ud83d and a byte \udc9b31m red"
+    _stored_answer(said)
     strict = {"PYTHONIOENCODING": "utf-8"}
     shown = run("history", env=strict)
     assert shown.returncode == 0, shown.stderr
@@ -231,14 +236,7 @@ def test_a_stored_lone_surrogate_is_exported_as_its_escape(tmp_path):
     """A conversation or ref holding half an emoji's pair is written to a file with the
     half as its escape: UTF-8 has no bytes for it, and the export wrote nothing ("the
     content is not valid text") while the same conversation as JSON could be kept."""
-    server = DemoServer([Reply(text='cut \ud83d here <ref id="half">a \ud83d b</ref>')])
-    url = server.start_in_thread()
-    try:
-        asked = cli("ask", "--base-url", url, "--model", "m", "one",
-                    env={"OPENAI_API_KEY": "sk-unused-here"})
-    finally:
-        server.stop_thread()
-    assert asked.returncode == 0, asked.stderr
+    _stored_answer('cut \ud83d here <ref id="half">a \ud83d b</ref>')
     for args, name in ((("export", "-o"), "conversation.md"),
                        (("refs", "export", "half"), "ref.md")):
         target = tmp_path / name
