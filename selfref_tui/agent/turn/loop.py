@@ -375,9 +375,10 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning, CompactionWat
             if turn.on_step is not None:
                 turn.on_step("tool", turn.step)
             offered = offer.names if can_compact else offer.names - {COMPACT_TOOL}
-            if COMPACT_TOOL in {tool_name(call) for call in calls} and not self.tokens.ready:
-                # a compaction sizes what it keeps verbatim: with exact counts, or its
-                # summary can fill the window again (see _exact_near_the_line)
+            if COMPACT_TOOL in {tool_name(call) for call in calls}:
+                # a compaction sizes what it keeps verbatim: with exact counts and their
+                # calibration, or its summary can fill the window again (see
+                # _exact_near_the_line)
                 await self._exact_counts(turn.abort)
                 turn.fixed_tokens = self._fixed_tokens(plan, tools)
             if await self._run_tools(turn, calls, offered) == "aborted":

@@ -309,15 +309,15 @@ class RequestPlanning:
     async def _exact_counts(self, abort: AbortSignal) -> None:
         """Wait for the encoding's load to end (exact counts from then on, or estimates
         when it failed), or for ``abort``; the calibration then compares the server's
-        figure with the exact count."""
+        figure with the count as it is now (also when the encoding arrived meanwhile:
+        a factor taken from estimates must not scale exact counts)."""
         task = self._encoder_task
-        if self.tokens.ready or task is None or task.done():
-            return
-        stop = asyncio.ensure_future(abort.wait())
-        try:
-            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stop.cancel()
+        if not self.tokens.ready and task is not None and not task.done():
+            stop = asyncio.ensure_future(abort.wait())
+            try:
+                await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                stop.cancel()
         self._calibrate()
 
     def _after_refusal(self, turn: TurnState, plan: RequestPlan, budget: int) -> bool:
