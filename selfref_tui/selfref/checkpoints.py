@@ -140,6 +140,16 @@ class FileChange:
             return "restoring writes the model's version again"
         return "restoring puts back its earlier content"
 
+    def why_left(self, now: str | None) -> str:
+        """Why restoring leaves this file as it is, given ``now`` (its hash, None: missing;
+        see :func:`state_of`), or "" when restoring would change it."""
+        if now == self.before:
+            return "already as it was"
+        if not self.model_left(now):
+            return ("changed since the model wrote it: left as it is" if now is not None
+                    else "removed since: left as it is")
+        return ""
+
     def model_left(self, now: str | None) -> bool:
         """Whether ``now`` (the file's hash, None: missing) is what the model's writes left
         there: restoring it overwrites nothing of anyone else's."""

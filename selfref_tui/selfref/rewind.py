@@ -61,7 +61,8 @@ class RewindReport:
         """What changed, for people: plain text lines (untrusted: show them inert).
 
         ``restore_hint`` says how to restore the files listed (a CLI flag, a key);
-        ``files`` False leaves them out (a dialog lists them).
+        ``files`` False leaves them out (a dialog lists them); listed, each is said as
+        it stands now (its file is read).
         """
         out = [self.headline()]
         if self.forgotten:
@@ -78,7 +79,10 @@ class RewindReport:
             out.append("refs back to another version: " + ", ".join(self.refs_reverted))
         if self.files and files:
             out.append("files the model wrote there:")
-            out += [f"  {c.path}  ({c.what_restoring_does()})" for c in self.files]
+            # as each file stands now: one changed since is not restored (the app's
+            # dialog says so too)
+            out += [f"  {c.path}  ({c.why_left(state_of(c.path)) or c.what_restoring_does()})"
+                    for c in self.files]
             if restore_hint:
                 out.append(restore_hint)
         if self.mcp_tools:

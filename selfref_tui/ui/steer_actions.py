@@ -203,14 +203,7 @@ class SteerActions:
         rows = []
         for change in report.files:
             now = await asyncio.to_thread(state_of, change.path)
-            why = ""
-            if not change.model_left(now) and now != change.before:
-                why = ("changed since the model wrote it: left as it is" if now is not None
-                       else "removed since: left as it is")
-            what = change.what_restoring_does()
-            if now == change.before:
-                why = "already as it was"
-            rows.append((change.path, what, why))
+            rows.append((change.path, change.what_restoring_does(), change.why_left(now)))
         note = ""
         if report.mcp_tools:
             note = (f"MCP tools also ran there ({', '.join(report.mcp_tools)}): they may "

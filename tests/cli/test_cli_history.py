@@ -198,6 +198,19 @@ def test_an_undo_that_leaves_a_file_says_the_rewind_was_undone(server, work):
     assert (work / "new.txt").read_text() == "the person's own new file\n"
 
 
+def test_the_files_listed_by_a_rewind_say_which_were_changed_since(server, work):
+    """A file the person replaced since (here by a link) is not restored: the list says
+    so before --restore-files is asked for, as the app's dialog does."""
+    _, url = server(writes())
+    assert run(url, "ask", "--allow-overwrite", "save it")[0] == 0
+    (work / "new.txt").unlink()
+    (work / "new.txt").symlink_to(work / "exists.txt")
+    code, out, err = run(url, "rewind", "2")
+    assert code == 0, err
+    assert f"{work / 'new.txt'}  (changed since the model wrote it: left as it is)" in out
+    assert f"{work / 'exists.txt'}  (restoring puts back its earlier content)" in out
+
+
 def test_a_file_changed_since_is_never_overwritten_unasked(server, work):
     _, url = server(writes())
     run(url, "ask", "--allow-overwrite", "save it")
