@@ -92,14 +92,17 @@ class SettingsActions:
             self.refused(exc)
             return
         key = self.key
-        text = await self.push_screen_wait(InstructionsEditor(self.controller.instructions, key))
-        if text is None or key != self.key:
-            return
-        try:
-            kept = await self.controller.set_instructions(text)
-        except Refused as exc:
-            self.refused(exc)
-            return
+        text = self.controller.instructions
+        while True:
+            text = await self.push_screen_wait(InstructionsEditor(text, key))
+            if text is None or key != self.key:
+                return
+            try:
+                kept = await self.controller.set_instructions(text)
+            except Refused as exc:  # too long, or the disk refused: the editor again, with
+                self.refused(exc)    # what was typed (Esc leaves them as they were)
+                continue
+            break
         self._refresh_usage()
         self.notify("Instructions saved for this conversation." if kept else
                     "This conversation has no instructions now.", timeout=5)

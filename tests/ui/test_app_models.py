@@ -262,3 +262,24 @@ async def test_a_model_choice_not_saved_while_idle_is_undone_and_said(tmp_path):
             await type_and_send(pilot, "hello")
             await turn_done(pilot, app)
             assert server.requests[-1]["model"] == "small-model"
+
+
+async def test_instructions_the_disk_refuses_are_said_and_kept_for_another_try(tmp_path):
+    """Instructions that cannot be saved: one line says why, and the editor opens again
+    with the text typed (nothing is lost). Before, the store's error ended the app."""
+    server = DemoServer([Reply(text="ok")])
+    async with server as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            (app.agent.memory("main").key_dir / "settings.json" / "in-the-way").mkdir(
+                parents=True)
+            await _open_instructions(pilot, app)
+            app.screen.query_one(TextArea).insert("Answer in French.")
+            await pilot.press("ctrl+s")
+            await wait_until(pilot, lambda: any("Is a directory" in n.message
+                                                for n in app._notifications), what="the notice")
+            assert app.is_running and not app.controller.instructions
+            await wait_until(pilot, lambda: _screen(app) == "InstructionsEditor",
+                             what="the editor again")
+            assert app.screen.query_one(TextArea).text == "Answer in French."

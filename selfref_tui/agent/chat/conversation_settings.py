@@ -150,8 +150,14 @@ class ConversationSettings:
             text = check_instructions(text)
         except ValueError as exc:
             raise Refused(str(exc)) from None
+        from selfref_tui.selfref.errors import StoreError
+
         memory = self._agent().memory(self.key)
-        await self._in_thread(memory.save_settings, replace(memory.settings, instructions=text))
+        try:
+            await self._in_thread(memory.save_settings,
+                                  replace(memory.settings, instructions=text))
+        except StoreError as exc:  # the disk's refusal, said; the caller keeps the text
+            raise Refused(str(exc), "error") from None
         return text
 
     def _check_switch(self, what: str) -> KeySettings:
