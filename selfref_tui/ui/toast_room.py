@@ -22,6 +22,7 @@ from itertools import pairwise
 from time import time
 from typing import TYPE_CHECKING, Any
 
+from textual.app import ScreenStackError
 from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 
@@ -58,7 +59,7 @@ class ToastRoom:
         Textual's handler, which draws it, is not run); it is shown when the chat
         screen is back (:meth:`_refresh_notifications`).
         """
-        if isinstance(self.screen, ModalScreen):
+        if self._dialog_up():
             event.prevent_default()
             self._held = (*self._held, event.notification)
             self._notifications.add(event.notification)
@@ -66,7 +67,7 @@ class ToastRoom:
     def _refresh_notifications(self) -> None:
         """Textual's refresh of the toasts, but none on a dialog; once the dialog is gone,
         the notices held meanwhile are shown, each for its whole time from now."""
-        if isinstance(self.screen, ModalScreen):
+        if self._dialog_up():
             return  # the chat screen's toasts stay under the dialog, and end there
         held, self._held = self._held, ()
         for notification in held:
@@ -75,6 +76,14 @@ class ToastRoom:
         super()._refresh_notifications()  # type: ignore[misc]
         if held:
             self._fit_toasts_soon()
+
+    def _dialog_up(self) -> bool:
+        """Whether a dialog is on top; False with no screen at all (a notice that arrives
+        as the app closes: reading ``screen`` then raised, and the quit with it)."""
+        try:
+            return isinstance(self.screen, ModalScreen)
+        except ScreenStackError:
+            return False
 
     def on_resize(self) -> None:
         if self._notifications:

@@ -141,3 +141,16 @@ async def test_notices_raised_behind_a_dialog_wait_and_show_when_it_closes(tmp_p
             assert "waiting for the MCP server time" in shown and "8192" in shown
             await wait_until(pilot, lambda: not _toast_cells(app, app.chat_input.region),
                              what="clear of the input")
+
+
+def test_a_notice_that_arrives_with_no_screen_left_is_not_raised(tmp_path):
+    """A notice handled as the app closes (its screens gone: a save said just before
+    ctrl+q) is left to Textual's own handler, not held for a dialog; reading the screen
+    on top raised, and the quit ended in a traceback."""
+    from textual.notifications import Notification, Notify
+
+    app = make_app(tmp_path, "http://127.0.0.1:9/v1")  # never run: no screen on its stack
+    event = Notify(Notification("Instructions saved for this conversation."))
+    app._on_notify(event)
+    assert not event._no_default_action and app._held == ()
+    app._refresh_notifications()  # (the closing app's refresh: nothing to draw on)
