@@ -129,9 +129,9 @@ def _restore(args: argparse.Namespace, memory: Any, report: Any) -> None:
 
 def _branch(args: argparse.Namespace) -> int:
     from selfref_tui.selfref.errors import InvalidKeyError
-    from selfref_tui.selfref.keys import validate_key
+    from selfref_tui.selfref.keys import validate_name
 
-    new = validate_key(args.name)
+    new = validate_name(args.name)
     key = key_of(args)
     store = open_store(args)
     try:

@@ -138,6 +138,19 @@ def is_fork_key(key: str) -> bool:
     return FORK_MARK in key
 
 
+def validate_name(key: str) -> str:
+    """:func:`validate_key` for a name a person gives a new conversation (a branch, a
+    rename, a new one): also never a fork's name. Lists hide such a key, and the
+    agent's next fork of the conversation before ``::fork::`` took it over (its
+    messages marked compacted under the fork's snapshot)."""
+    validate_key(key)
+    if FORK_MARK in key:
+        raise InvalidKeyError(
+            f"Conversation name {key[:40]!r} contains {FORK_MARK!r}, which names the agent's "
+            "forks; use another name.")
+    return key
+
+
 def write_empty_meta(key_dir: Path, key: str, schema: int) -> bool:
     """Make a new key exist on disk (listed, 0 messages); False if it already had files."""
     meta = key_dir / "meta.json"

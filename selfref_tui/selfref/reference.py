@@ -30,6 +30,7 @@ from .keys import (
     key_from_dirname,
     move_to_trash,
     validate_key,
+    validate_name,
     write_branch_dir,
     write_empty_meta,
 )
@@ -133,7 +134,7 @@ class SelfReference:
         Refused (``StoreLockedError``) while any process, this one included,
         writes the key, and (``InvalidKeyError``) when ``new`` exists.
         """
-        validate_key(new)
+        validate_name(new)
         src, dst = self.key_dir(old), self.key_dir(new)
         if old == new:
             return
@@ -171,7 +172,7 @@ class SelfReference:
         came from. The source key is not changed. Returns the new key, open
         for writing.
         """
-        validate_key(new)
+        validate_name(new)
         if self.exists(new):
             raise InvalidKeyError(f"A conversation named {new!r} already exists; pick another "
                                   "name.")

@@ -217,12 +217,12 @@ async def _regenerate(app: CommandHost, command: Command) -> bool:
 
 @handler("branch")
 async def _branch(app: CommandHost, command: Command) -> bool:
-    from selfref_tui.selfref.keys import validate_key
+    from selfref_tui.selfref.keys import validate_name
 
     name = command.args[0] if command.args else None
     if name is not None:
         try:
-            validate_key(name)
+            validate_name(name)
         except ValueError as exc:
             app.notify(str(exc), severity="warning")
             return False

@@ -106,7 +106,7 @@ class KeyActions:
     @work(exclusive=True, group="switch")
     async def _new_key(self) -> None:
         """Ask for the new key's name (a free ``chat-N`` suggested), then open it."""
-        from selfref_tui.selfref.keys import validate_key
+        from selfref_tui.selfref.keys import validate_name
         from selfref_tui.ui.screens.new_key_prompt import NewKeyPrompt
 
         if not self.ready:
@@ -118,7 +118,7 @@ class KeyActions:
             self.refused(exc)
             return
         name = await self.push_screen_wait(
-            NewKeyPrompt(suggested, existing=existing, validate=validate_key)
+            NewKeyPrompt(suggested, existing=existing, validate=validate_name)
         )
         if name:
             await self.switch_key(name)
@@ -128,14 +128,14 @@ class KeyActions:
         if not self.ready:  # a key that failed to open is when another is wanted
             self.refused(Refused(STARTING))
             return
-        from selfref_tui.selfref.keys import validate_key
+        from selfref_tui.selfref.keys import validate_name
         from selfref_tui.ui.screens.key_switcher import KeySwitcher
 
         manage = not self.read_only
         switcher = KeySwitcher(
             await self.controller.person_keys(),
             self.key,
-            validate=validate_key,
+            validate=validate_name,
             rename=self._rename_key if manage else None,
             delete=self._delete_key if manage else None,
             search=self.controller.search_conversations,

@@ -109,7 +109,7 @@ class SteerActions:
 
     async def branch_from(self, n: int | None, name: str | None = None) -> bool:
         """A new key from the state before message ``n`` (None: all of it), opened on screen."""
-        from selfref_tui.selfref.keys import validate_key
+        from selfref_tui.selfref.keys import validate_name
         from selfref_tui.ui.screens.new_key_prompt import NewKeyPrompt
 
         where = f"before message {n}" if n else "at the end of the conversation"
@@ -117,7 +117,7 @@ class SteerActions:
             suggested, existing = await self.controller.branch_names()
             if name is None:
                 name = await self.push_screen_wait(NewKeyPrompt(
-                    suggested, existing=existing, validate=validate_key,
+                    suggested, existing=existing, validate=validate_name,
                     title=f"New branch, {where}"))
                 if not name:
                     return False

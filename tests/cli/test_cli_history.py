@@ -305,6 +305,11 @@ def test_a_branch_holds_the_prefix_and_the_original_is_unchanged(server):
     result = cli("branch", "3", "--name", "side")
     assert result.returncode == 2
     assert "A conversation named 'side' already exists; pick another name." in result.stderr
+    # a fork's name: hidden from lists, and the agent's next fork took it over
+    result = cli("branch", "3", "--name", "main::fork::1")
+    assert result.returncode == 2
+    assert "contains '::fork::', which names the agent's forks" in result.stderr
+    assert "main::fork::1" not in cli("keys", "list", "--all").stdout
     result = cli("branch", "40", "--name", "other")
     assert result.returncode == 1 and "no message 40" in result.stderr
     result = cli("branch", "1", "--name", "other", "--key", "empty")

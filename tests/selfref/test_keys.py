@@ -122,6 +122,8 @@ def test_rename_keeps_the_history_and_trash_keeps_the_files(tmp_path):
     store.release("old")
     with pytest.raises(InvalidKeyError):
         store.rename("old", "other")
+    with pytest.raises(InvalidKeyError, match="names the agent's forks"):
+        store.rename("old", "other::fork::1")  # a fork's name: hidden, and forks take it
     store.rename("old", "new")
     assert {i.key for i in store.keys()} == {"new", "other"}  # noqa: SIM118
     reopened = SelfReference(tmp_path).open("new")
