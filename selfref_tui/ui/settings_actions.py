@@ -92,15 +92,15 @@ class SettingsActions:
             self.refused(exc)
             return
         key = self.key
-        text = self.controller.instructions
+        text, error = self.controller.instructions, ""
         while True:
-            text = await self.push_screen_wait(InstructionsEditor(text, key))
+            text = await self.push_screen_wait(InstructionsEditor(text, key, error))
             if text is None or key != self.key:
                 return
             try:
                 kept = await self.controller.set_instructions(text)
             except Refused as exc:  # too long, or the disk refused: the editor again, with
-                self.refused(exc)    # what was typed (Esc leaves them as they were)
+                error = str(exc)     # what was typed and why (Esc leaves them as they were)
                 continue
             break
         self._refresh_usage()

@@ -265,8 +265,9 @@ async def test_a_model_choice_not_saved_while_idle_is_undone_and_said(tmp_path):
 
 
 async def test_instructions_the_disk_refuses_are_said_and_kept_for_another_try(tmp_path):
-    """Instructions that cannot be saved: one line says why, and the editor opens again
-    with the text typed (nothing is lost). Before, the store's error ended the app."""
+    """Instructions that cannot be saved: the editor opens again with the text typed
+    (nothing is lost) and says why in it (a notice would wait until it closes). Before,
+    the store's error ended the app."""
     server = DemoServer([Reply(text="ok")])
     async with server as url:
         app = make_app(tmp_path, url)
@@ -276,10 +277,14 @@ async def test_instructions_the_disk_refuses_are_said_and_kept_for_another_try(t
                 parents=True)
             await _open_instructions(pilot, app)
             app.screen.query_one(TextArea).insert("Answer in French.")
+            first = app.screen
             await pilot.press("ctrl+s")
-            await wait_until(pilot, lambda: any("Is a directory" in n.message
-                                                for n in app._notifications), what="the notice")
+            await wait_until(pilot, lambda: _screen(app) == "InstructionsEditor"
+                             and app.screen is not first, what="the editor again")
             assert app.is_running and not app.controller.instructions
-            await wait_until(pilot, lambda: _screen(app) == "InstructionsEditor",
-                             what="the editor again")
             assert app.screen.query_one(TextArea).text == "Answer in French."
+            said = str(app.screen.query_one("#error").render())
+            assert "Is a directory" in said and "try again" in said
+            await pilot.press("escape")  # left as they were
+            await wait_until(pilot, lambda: _screen(app) != "InstructionsEditor", what="closed")
+            assert not app.controller.instructions and app.is_running

@@ -37,6 +37,7 @@ class InstructionsEditor(ModalScreen[str | None]):
     InstructionsEditor #about { color: $text-muted; height: auto; }
     InstructionsEditor TextArea { height: 1fr; margin: 1 0; }
     InstructionsEditor #hint { color: $text-muted; height: 1; }
+    InstructionsEditor #error { color: $text-error; height: auto; }
     """
 
     # Not a priority binding: ctrl+s reaches the text area after the keys typed
@@ -46,10 +47,13 @@ class InstructionsEditor(ModalScreen[str | None]):
         Binding("escape", "cancel", "Cancel", id="instructions.cancel"),
     ]
 
-    def __init__(self, text: str, key: str) -> None:
+    def __init__(self, text: str, key: str, error: str = "") -> None:
+        """``error``: why the text was not kept (the app opens the editor again with it,
+        and says why here: a notice would wait until the editor closes)."""
         super().__init__()
         self.text = text
         self.key = key
+        self.error = error
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
@@ -60,6 +64,8 @@ class InstructionsEditor(ModalScreen[str | None]):
                 id="about",
             )
             yield TextArea(self.text, id="instructions", soft_wrap=True, show_line_numbers=False)
+            if self.error:
+                yield Static(content(self.error), id="error")
             yield Static(
                 Content.assemble(
                     ("ctrl+s", "bold $text-primary"), " save   ",
