@@ -33,6 +33,7 @@ from .casefold import fold, literal, spans
 from .history import EntryLike
 from .images import text_of
 from .kept_words import Said, said_text, tagged
+from .numbers import whole_number
 
 #: the model's recall tools: their calls and results are left out of the index
 RECALL_TOOLS = frozenset({"search_history", "read_history"})
@@ -340,7 +341,8 @@ def read_history(history: HistorySource | Sequence[EntryLike], start: int,
     Read by number (``entry(n)``), so its cost is the messages it returns, however
     long the history.
     """
-    if not isinstance(start, int) or isinstance(start, bool) or start < 1:
+    start = whole_number(start)  # type: ignore[assignment]
+    if start is None or start < 1:
         raise RecallError("start must be a message number (1 or more)")
     count = _clamp(count, DEFAULT_COUNT, MAX_COUNT, "count")
     source = as_source(history)
@@ -490,6 +492,7 @@ def _short_time(iso: str) -> str:
 def _clamp(value: Any, default: int, most: int, name: str) -> int:
     if value is None:
         return default
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+    number = whole_number(value)
+    if number is None or number < 1:
         raise RecallError(f"{name} must be a whole number from 1 to {most}")
-    return min(value, most)
+    return min(number, most)

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from selfref_tui.context.experiences import escape
+from selfref_tui.context.numbers import whole_number
 
 PAGE_SIZE = 4000
 OUTPUT_THRESHOLD = 8000
@@ -123,14 +124,9 @@ class Slice:
 
 
 def _int_param(name: str, value: object) -> int:
-    """Tool arguments arrive as JSON: accept ints and digit strings, nothing else."""
-    if isinstance(value, bool):
-        raise FdError("invalid_parameter", f"{name} must be a whole number, not {value!r}")
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
-        number = int(value)
-    else:
+    """A tool argument that must be a count or a position (1 or more)."""
+    number = whole_number(value)
+    if number is None:
         raise FdError("invalid_parameter", f"{name} must be a whole number, not {value!r}")
     if number < 1:
         raise FdError("invalid_parameter", f"{name} must be 1 or more (got {number})")

@@ -89,6 +89,24 @@ async def test_search_finds_a_compacted_message_and_read_returns_it_whole(harnes
         assert results[-2:] == [found, whole]
 
 
+async def test_numbers_written_as_strings_are_read_as_numbers(harness):
+    """Small local models often write ``"4"`` for ``4``: the call does what it says, as
+    the fd tools' do, rather than costing a refusal and a second call."""
+    search = ToolCall("search_history", {"query": "deadline", "limit": "5", "before": "9"},
+                      id="s1")
+    read = ToolCall("read_history", {"start": "4", "count": " 1 "}, id="r1")
+    wrong = ToolCall("read_history", {"start": "four"}, id="r2")
+    script = _script(Reply(tool_calls=[search, read, wrong]), Reply(text="Found."))
+    async with harness(script, settings=_settings(fd_threshold_chars=100_000)) as h:
+        await _compacted(h)
+        assert await h.agent.run_turn("main", "What was the deadline?") == "done"
+        ended = {e.call_id: e.result for e in h.of(ev.ToolCallEnded)}
+        failed = {e.call_id: e.error for e in h.of(ev.ToolCallError)}
+        assert "#3 user " in ended["s1"] and DEADLINE[:20] in ended["s1"]
+        assert ended["r1"].startswith("Message 4 of ") and PLAN in ended["r1"]
+        assert set(failed) == {"r2"} and "start must be a message number" in failed["r2"]
+
+
 async def test_a_long_read_becomes_an_fd_and_rewound_messages_stay_out(harness):
     read = ToolCall("read_history", {"start": 1, "count": 10}, id="r1")
     search = ToolCall("search_history", {"query": "tabs"}, id="s1")

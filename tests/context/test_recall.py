@@ -122,6 +122,12 @@ def test_bad_queries_and_ranges_are_errors_the_model_can_fix():
         read_history(history(), 99)
     with pytest.raises(RecallError, match="start"):
         read_history(history(), 0)
+    for wrong in (True, 1.0, "1.5", "", "1e3", None):
+        with pytest.raises(RecallError, match="start"):
+            read_history(history(), wrong)
+    with pytest.raises(RecallError, match="limit"):
+        HistoryIndex().search(history(), "x", limit=False)
+    assert read_history(history(), " 2 ", "1") == read_history(history(), 2, 1)
 
 
 def test_read_history_returns_messages_verbatim_with_their_tool_names():

@@ -428,8 +428,10 @@ async def _search_history(args: dict[str, Any], ctx: ToolContext) -> str:
     from ...context.recall import RecallError, render_search
 
     query = _need_str(args, "query")
+    from ...context.numbers import whole_number
+
     before = args.get("before")
-    if before is not None and (not isinstance(before, int) or isinstance(before, bool)):
+    if before is not None and (before := whole_number(before)) is None:
         raise ToolError("before must be a message number")
     recall = ctx.history_index if ctx.history_index is not None else HistoryRecall()
     memory = ctx.session.memory
