@@ -22,6 +22,7 @@ from textual.widgets import Button, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
 from selfref_tui.safety import content, inert_line
+from selfref_tui.ui.widgets.tick_list import TickList
 
 
 class RestoreFiles(ModalScreen[list[int] | None]):
@@ -43,7 +44,7 @@ class RestoreFiles(ModalScreen[list[int] | None]):
         background: $surface;
     }
     RestoreFiles #about { height: auto; margin-bottom: 1; }
-    RestoreFiles SelectionList { height: auto; max-height: 16; }
+    RestoreFiles TickList { height: auto; max-height: 16; }
     RestoreFiles #detail { height: auto; color: $text-muted; margin-top: 1; }
     RestoreFiles #hint { height: auto; color: $text-muted; margin-top: 1; }
     RestoreFiles #buttons { height: auto; align-horizontal: right; margin-top: 1; }
@@ -67,7 +68,7 @@ class RestoreFiles(ModalScreen[list[int] | None]):
             if self.note:
                 about += f"\n{self.note}"
             yield Static(content(about), id="about")
-            yield SelectionList[int](*[
+            yield TickList[int](*[
                 Selection(content(inert_line(f"{path}  — {why or what}", 300)), index,
                           not why, disabled=bool(why))
                 for index, (path, what, why) in enumerate(self.rows)

@@ -1,0 +1,43 @@
+"""The restore dialog's boxes say ticked or not in a character, not by colour alone."""
+
+from __future__ import annotations
+
+from textual.app import App
+
+from selfref_tui.ui.screens.restore_files import RestoreFiles
+from selfref_tui.ui.widgets.tick_list import TICKED, TickList
+
+ROWS = [
+    ("notes/a.txt", "restoring writes it back as it was", ""),
+    ("notes/b.txt", "restoring removes it: it did not exist before", ""),
+    ("notes/c.txt", "", "changed since the model wrote it: left as it is"),
+]
+
+
+def _boxes(tick_list: TickList) -> list[str]:
+    """The character inside each row's box, as drawn (the box is the line's second cell)."""
+    return [tick_list.render_line(y).text[1] for y in range(len(ROWS))]
+
+
+async def test_ticked_boxes_hold_a_mark_and_unticked_ones_are_empty():
+    chosen: list = []
+
+    class Host(App):
+        def on_mount(self) -> None:
+            self.push_screen(RestoreFiles(ROWS), chosen.append)
+
+    app = Host()
+    async with app.run_test(size=(100, 24)) as pilot:
+        await pilot.pause()
+        tick_list = app.screen.query_one(TickList)
+        # the file changed since cannot be ticked, and its box is empty, not an "X"
+        assert _boxes(tick_list) == [TICKED, TICKED, " "]
+        await pilot.press("down", "space")  # untick the second file
+        await pilot.pause()
+        assert _boxes(tick_list) == [TICKED, " ", " "]
+        await pilot.press("space")
+        await pilot.pause()
+        assert _boxes(tick_list) == [TICKED, TICKED, " "]
+        await pilot.press("space", "enter")
+        await pilot.pause()
+    assert chosen == [[0]]
