@@ -90,10 +90,13 @@ def denied(exc: OSError, path: Path, what: str) -> StoreError:
     if isinstance(exc, StoreError):
         return exc
     reason = exc.strerror or str(exc)
+    # a rename's error names its source (a temporary copy, removed by now) and then its
+    # target, the file a person can look at
+    named = exc.filename2 or exc.filename or path
     if isinstance(exc, PermissionError):
         return StorePermissionError(
-            f"Cannot {what} {exc.filename or path}: {reason}; give your user {what} access to "
+            f"Cannot {what} {named}: {reason}; give your user {what} access to "
             f"it and its folder (for example chmod u+rw file, chmod u+rwx folder), or set "
             "SELFREF_DATA_DIR to another directory.")
-    return StoreError(f"Cannot {what} {exc.filename or path}: {reason}; check the disk and the "
+    return StoreError(f"Cannot {what} {named}: {reason}; check the disk and the "
                       "file, then try again.")

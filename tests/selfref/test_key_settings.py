@@ -68,3 +68,17 @@ def test_instructions_are_trimmed_and_bounded():
     assert check_instructions("  hi \n") == "hi"
     with pytest.raises(ValueError, match="characters long"):
         check_instructions("x" * (MAX_INSTRUCTIONS + 1))
+
+
+def test_a_settings_file_that_cannot_be_replaced_is_named_not_its_temporary_copy(tmp_path):
+    """The error names the file in the way (settings.json), which the person can look at:
+    it named the temporary copy the rename came from, gone by the time it was read."""
+    with SelfReference(tmp_path / "data") as store:
+        memory = store.open("main")
+        (memory.key_dir / SETTINGS_NAME / "in-the-way").mkdir(parents=True)
+        with pytest.raises(StoreError) as info:
+            memory.save_settings(KeySettings(model="m1"))
+    said = str(info.value)
+    assert f"Cannot write {memory.key_dir / SETTINGS_NAME}: Is a directory" in said
+    assert ".tmp" not in said
+    assert memory.settings == KeySettings()
