@@ -60,6 +60,10 @@ async def wait_until(
 ) -> None:
     """Let the app run until ``predicate()`` is true; fail with ``what`` past the budget.
 
+    It also waits for the screen on top to be set up (:func:`screen_set_up`): a
+    wait for a dialog is true as soon as the dialog is pushed, before it has its
+    widgets, and a key pressed or a widget read then misses it.
+
     ``timeout`` counts CPU seconds of this process (the app, its threads and the
     in-process demo server), not wall time: a loaded machine stretches the wall
     clock, not the work the app has to do, so load makes a test slower, never
@@ -69,10 +73,21 @@ async def wait_until(
     """
     cpu_deadline = time.process_time() + timeout
     wall_deadline = time.monotonic() + timeout * HANG_FACTOR
-    while not predicate():
+    while not (predicate() and screen_set_up(pilot.app)):
         if time.process_time() > cpu_deadline or time.monotonic() > wall_deadline:
             raise AssertionError(f"timed out waiting for {what or predicate}")
         await pilot.pause(0.02)
+
+
+def screen_set_up(app) -> bool:
+    """The screen on top has composed and mounted its widgets.
+
+    ``push_screen`` puts a screen on top at once and sets it up in later passes
+    of the event loop; on a loaded machine a test saw the new screen by name and
+    found no ``Input`` in it, or an empty list its ``on_mount`` fills.
+    """
+    stack = app.screen_stack
+    return not stack or stack[-1].is_mounted
 
 
 async def click(pilot, target, offset: tuple[int, int] = (0, 0), what: str = "") -> bool:

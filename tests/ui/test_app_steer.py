@@ -11,7 +11,14 @@ from selfref_tui.demo.script import Reply, ToolCall
 from selfref_tui.demo.server import DemoServer
 from selfref_tui.selfref.reference import SelfReference
 from selfref_tui.ui.screens.new_key_prompt import NewKeyPrompt
-from tests.ui.helpers import make_app, started, turn_done, type_and_send, wait_until
+from tests.ui.helpers import (
+    fixed_clock,
+    make_app,
+    started,
+    turn_done,
+    type_and_send,
+    wait_until,
+)
 
 SIZE = (100, 34)
 
@@ -107,7 +114,7 @@ async def test_rewind_picker_undo_and_the_rewound_section(tmp_path):
     script = [Reply(tool_calls=[ToolCall("remember", {"text": "likes tea"})]),
               Reply(text="Noted."), Reply(text="two")]
     async with DemoServer(script) as url:
-        app = make_app(tmp_path, url)
+        app = make_app(tmp_path, url, clock=fixed_clock)  # Esc Esc: a double press, however slow
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
             await type_and_send(pilot, "remember tea")
@@ -482,7 +489,7 @@ async def test_undo_is_offered_only_when_there_is_a_rewind_to_take_back(tmp_path
     left out the way back."""
     script = [Reply(text="one")]
     async with DemoServer(script) as url:
-        app = make_app(tmp_path, url)
+        app = make_app(tmp_path, url, clock=fixed_clock)  # Esc Esc: a double press, however slow
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
             await type_and_send(pilot, "first question")
