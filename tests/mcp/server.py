@@ -6,7 +6,8 @@ become an fd, an image, a tool error, mixed resources and audio, and a slow call
 that only ends when it is cancelled. ``SELFREF_MCP_MARK`` names a file
 the slow tool writes "cancelled" to when the client's cancellation reaches it,
 so a test can tell a protocol cancel from a killed process. ``--crash`` fails at
-start; ``--delay S`` waits S seconds before serving; ``--http PORT`` serves
+start; ``--delay S`` waits S seconds before serving, ``--wait-for PATH`` until a test
+creates PATH (a start that no machine's load can hurry or delay past); ``--http PORT`` serves
 streamable HTTP instead of stdio (``--json``: answers as JSON bodies, not event
 streams); ``--linger`` keeps running after its stdin closes, as a careless server would.
 """
@@ -125,6 +126,10 @@ def odd() -> str:
 if __name__ == "__main__":
     if "--delay" in sys.argv:  # a server slow to start (seconds)
         time.sleep(float(sys.argv[sys.argv.index("--delay") + 1]))
+    if "--wait-for" in sys.argv:  # a server that starts when the test says so
+        gate = sys.argv[sys.argv.index("--wait-for") + 1]
+        while not os.path.exists(gate):
+            time.sleep(0.02)
     if "--crash" in sys.argv:
         sys.stderr.write("test server refuses to start\n")
         sys.exit(3)

@@ -66,10 +66,12 @@ args = [{json.dumps(str(SERVER))}]
 
 
 async def test_the_mcp_screen_follows_a_server_that_becomes_ready_while_it_is_open(tmp_path):
-    config_path = tmp_path / "config.toml"
+    # the server starts once the screen has said "starting": a fixed delay ran out
+    # before the screen opened on a loaded machine
+    config_path, gate = tmp_path / "config.toml", tmp_path / "start"
     config_path.write_text(f'''[mcp.servers.slow]
 command = {json.dumps(sys.executable)}
-args = [{json.dumps(str(SERVER))}, "--delay", "2"]
+args = [{json.dumps(str(SERVER))}, "--wait-for", {json.dumps(str(gate))}]
 ''', encoding="utf-8")
     server = DemoServer([])
     url = await server.start()
@@ -85,6 +87,7 @@ args = [{json.dumps(str(SERVER))}, "--delay", "2"]
                              "the MCP screen")
             screen = app.screen
             assert "slow  starting" in "\n".join(screen.server_list.text())
+            gate.touch()
             await wait_until(pilot, lambda: "slow  ready" in "\n".join(
                 screen.server_list.text()), 20, "the open screen to show the server ready")
             assert "mcp__slow__echo  asks" in "\n".join(screen.server_list.text())
