@@ -4,7 +4,7 @@ Counting re-runs before every call over the whole history, so each message's
 count is cached: a turn costs the encoding of its new messages plus a dict
 lookup per old one. The encoder arrives late (loading tiktoken's data takes
 ~0.3 s and is kept off the start-up path), so until then counts are estimates
-(about four characters per token) and :attr:`TokenCounter.ready` says so.
+(about four bytes of UTF-8 per token) and :attr:`TokenCounter.ready` says so.
 """
 
 from __future__ import annotations
@@ -75,16 +75,20 @@ def slices(text: str, size: int = SLICE_CHARS) -> list[str]:
     return out
 
 
-#: how many times too few tokens :func:`estimate_tokens` can say: it counts four
-#: characters a token, and a text of a token a character is four times more (with
-#: o200k: English prose ~0.2 tokens a character, code ~0.45, Chinese ~0.75, hex digests
-#: ~0.9; only runs of emoji and the like go past one)
+#: how many times too few tokens :func:`estimate_tokens` can say. A byte-level BPE
+#: token (tiktoken's, and the byte-fallback vocabularies of open models) holds at least
+#: one byte of UTF-8, so a text never has more tokens than bytes, and four bytes a token
+#: is at most four times too few: with o200k, English prose ~0.2 tokens a byte, code
+#: ~0.45, hex digests ~0.9; emoji, Chinese and rarer scripts are several bytes a
+#: character and come out near their real count (a character-based guess said up to
+#: twelve times too few on runic or mathematical letters)
 ESTIMATE_SHORTFALL = 4
 
 
 def estimate_tokens(text: str) -> int:
-    """A tokenizer-free guess: about four characters per token, rounded up."""
-    return (len(text) + 3) // 4
+    """A tokenizer-free guess: about four bytes of UTF-8 per token, rounded up."""
+    size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    return (size + 3) // 4
 
 
 class TokenCounter:

@@ -29,8 +29,10 @@ SUMMARY = {
 }
 #: log lines of digests: about 0.9 tokens per character, where the estimate says 0.25
 DIGESTS = "a3f9c2e1b7d40f6e9a8c 5be01d7c "
-#: 1.6 tokens per character: past what the estimate can fall short (ESTIMATE_SHORTFALL)
+#: 1.6 tokens per character: past what a guess of four characters a token can fall short
 EMOJI = "😀🎉🚀🌍🔥"
+#: three tokens per character, three bytes each
+RUNES = "ᚠᚢᚦᚨᚱᚲ"
 
 
 class LoadingTokenizer(asyncio.Future):
@@ -120,8 +122,7 @@ async def test_a_compaction_sized_before_the_tokenizer_loaded_is_enough(
     Sized with estimates, the kept words took three times their share: with the
     server's usage to calibrate, the person was told the context was still full
     after compaction; without it, the next message asked for another compaction.
-    Emoji are counted too few even for the wait before a decision (the estimate is
-    under a quarter of the point): the compaction itself waits."""
+    Emoji: the estimate is near their real count, and the compaction itself waits."""
     encode = _encoder()
     server = ExactServer(encode, window, [
         Reply(text="Compacting.", tool_calls=[ToolCall("compact", SUMMARY, id="k1")]),
@@ -175,9 +176,37 @@ async def test_a_key_over_the_window_by_the_real_count_is_compacted_before_it_is
 
 async def test_a_refusal_for_length_names_the_real_count_and_the_retry_fills_the_window(
         harness):
-    """Emoji go past what the estimate can fall short: the first request is sent on its
-    estimate and refused. The person reads what it really held, and the retry is fitted
-    to the window, not to the estimate the server refused (a fifth of it here)."""
+    """The server's window is smaller than the one configured: the first request, sent on
+    its estimate, is refused. The person reads what it really held, and the retry is
+    fitted to the window the server named, not to the estimate it refused (a quarter of
+    it here)."""
+    encode = _encoder()
+    window, served = 64_000, 16_000
+    server = ExactServer(encode, served, [
+        Reply(text="Compacting.", tool_calls=[ToolCall("compact", SUMMARY, id="k1")]),
+        Reply(text="Compacted.")])
+    async with harness(server, context_window=window) as h:
+        tokenizer = LoadingTokenizer(h.agent, encode)
+        h.agent._encoder_task = tokenizer
+        h.agent.compaction.ratio = 0.95  # the point at 60,800: the estimate under a quarter
+        server.on_request = lambda index: tokenizer.load() if index >= 1 else None
+        _seed(h, 50, DIGESTS * 20)
+        assert await h.agent.run_turn("main", "what do these say?") == "done"
+        assert server.refused == 1 and server.sizes[0] > served
+        (refusal,) = [n for n in h.of(ev.Notice) if "retrying once" in n.message]
+        assert f"({server.sizes[0]:,} of {served:,} tokens)" in refusal.message
+        assert served // 2 < server.sizes[1] <= served, server.sizes
+        assert len(h.of(ev.CompactionApplied)) == 1
+
+
+@pytest.mark.parametrize(("pastes", "text"), [(44, EMOJI * 200), (30, RUNES * 200)],
+                         ids=["emoji", "runes"])
+async def test_text_of_more_tokens_than_characters_is_counted_before_it_is_sent(
+        harness, pastes, text):
+    """Emoji and runic letters are a token or three a character: counted four characters
+    a token they looked under a quarter of the window, went whole and were refused for
+    length. The estimate counts bytes, so the runtime waits for the exact count, fits
+    the first request to the window and asks it to compact."""
     encode = _encoder()
     window = 64_000
     server = ExactServer(encode, window, [
@@ -186,12 +215,11 @@ async def test_a_refusal_for_length_names_the_real_count_and_the_retry_fills_the
     async with harness(server, context_window=window) as h:
         tokenizer = LoadingTokenizer(h.agent, encode)
         h.agent._encoder_task = tokenizer
-        h.agent.compaction.ratio = 0.95  # the point at 60,800: the estimate under a quarter
+        h.agent.compaction.ratio = 0.95
         server.on_request = lambda index: tokenizer.load() if index >= 1 else None
-        _seed(h, 44, EMOJI * 200)
+        _seed(h, pastes, text)
         assert await h.agent.run_turn("main", "what do these say?") == "done"
-        assert server.refused == 1 and server.sizes[0] > window
-        (refusal,) = [n for n in h.of(ev.Notice) if "retrying once" in n.message]
-        assert f"({server.sizes[0]:,} of {window:,} tokens)" in refusal.message
-        assert window // 2 < server.sizes[1] <= window, server.sizes
+        assert tokenizer.waited and server.refused == 0, server.sizes
+        assert all(size <= window for size in server.sizes)
+        assert _asked(h.server.requests[0])
         assert len(h.of(ev.CompactionApplied)) == 1

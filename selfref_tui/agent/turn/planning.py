@@ -284,16 +284,16 @@ class RequestPlanning:
         estimate is near a line: the compaction point (when ``compact`` is offered) or
         the budget.
 
-        Why wait rather than decide on the estimate: the estimate (four characters per
-        token) falls short up to :data:`ESTIMATE_SHORTFALL` times on digests, code or
-        Chinese. A decision made on it asks for no compaction where one is due, sends a
-        request over the window (the server refuses it, and the retry is sized from the
+        Why wait rather than decide on the estimate: the estimate (four bytes per
+        token) falls short up to :data:`ESTIMATE_SHORTFALL` times on digests or code. A
+        decision made on it asks for no compaction where one is due, sends a request over
+        the window (the server refuses it, and the retry is sized from the
         figure it refused), or sizes a compaction whose kept words fill the window again
         — and the next count, exact, asks for another. A scaled-up estimate would ask
         English conversations (about 0.75 of the estimate) to compact far too early. The
         wait is the rest of the encoding's load (~0.3 s, once a process), only for a
         conversation that could reach a line: below a quarter of it no text can (a token
-        is at least a character, bar runs of emoji). The app loads the encoding at start,
+        is at least a byte). The app loads the encoding at start,
         so there it is rarely waited for; ``ask`` and ``compact`` on a large key wait once.
         """
         if self.tokens.ready or self._encoder_task is None or self._encoder_task.done():
