@@ -30,6 +30,10 @@ Tools (besides --tools/--deep ones):
   endless(mb)          MB megabytes with no newline (0: until the pipe closes), then silence
   stderr(mb)           MB megabytes to stderr, then "flooded"
   exit(code)           exit at once with CODE, answering nothing (helpers stay)
+  close_stdin()        "closed stdin", then closes its stdin and keeps running
+  close_stdout()       closes its stdout, answering nothing, and keeps running
+  stop_reading()       "stopped reading", then never reads its stdin again (a large
+                       request then fills the pipe and the client's write blocks)
 """
 
 from __future__ import annotations
@@ -122,7 +126,8 @@ def tools() -> list[dict]:
                   ("big", {"mb": {"type": "number"}, "kind": {"type": "string"}}),
                   ("bad_byte", {}), ("garbage", {"lines": {"type": "integer"}}),
                   ("endless", {"mb": {"type": "number"}}), ("stderr", {"mb": {"type": "number"}}),
-                  ("exit", {"code": {"type": "integer"}}))]
+                  ("exit", {"code": {"type": "integer"}}), ("close_stdin", {}),
+                  ("close_stdout", {}), ("stop_reading", {}))]
     for i in range(int(option("--tools", "0"))):
         listed.append({"name": f"tool_{i + 1:05d}", "description": f"extra tool {i + 1}",
                        "inputSchema": {"type": "object", "properties": {}}})
@@ -180,6 +185,15 @@ def call(rid: object, name: str, args: dict) -> None:
         text_result(rid, "flooded")
     elif name == "exit":
         os._exit(int(args.get("code", 0)))
+    elif name in ("close_stdin", "close_stdout", "stop_reading"):
+        if name == "close_stdout":
+            os.close(1)
+        else:
+            text_result(rid, "closed stdin" if name == "close_stdin" else "stopped reading")
+        if name == "close_stdin":
+            os.close(0)
+        while True:  # alive, and deaf
+            time.sleep(60)
     else:
         text_result(rid, f"called {name}")
 

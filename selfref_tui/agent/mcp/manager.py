@@ -245,10 +245,10 @@ class McpManager:
         """
         client = self._clients.get(tool.server)
         link = self._links.get(tool.server)
+        if link is not None and link.failure:  # broken, maybe not yet taken down: fail fast
+            raise self._lost(tool.server, link)
         if client is None:
             raise ToolError(self._unavailable(tool.server))
-        if link is not None and link.failure:  # broken, not yet taken down: fail fast
-            raise ToolError(_dropped(tool.server, link.failure))
         config = self.configs[tool.server]
         deadline = asyncio.timeout(config.call_timeout_s)
         try:
@@ -257,6 +257,8 @@ class McpManager:
         except asyncio.CancelledError:
             raise
         except TimeoutError:
+            if link is not None and link.failure:  # the request never left: the pipe was full
+                raise self._lost(tool.server, link) from None
             if not deadline.expired():
                 raise ToolError(f"the MCP server '{tool.server}' failed the call: it timed "
                                 "out") from None
@@ -265,11 +267,24 @@ class McpManager:
                 f"{config.call_timeout_s:g} s ([mcp.servers.{tool.server}] call_timeout_s); the "
                 "call was cancelled") from None
         except Exception as exc:  # protocol errors, a server that died or broke mid-call
-            if link is not None and link.failure:
-                raise ToolError(_dropped(tool.server, link.failure)) from None
+            if link is not None and (link.failure or link.closed.is_set()):
+                raise self._lost(tool.server, link) from None
             raise ToolError(f"the MCP server '{tool.server}' failed the call: "
                             f"{one_line(str(exc) or type(exc).__name__, 300)}") from None
         return map_result(result)
+
+    def _lost(self, server: str, link: Link) -> ToolError:
+        """The error for a call to a server whose connection ended, its tools already off
+        the list: the request that follows this call's result must not offer them (the
+        server's task, which tells the person, may run only after that request is built).
+        """
+        self._unregister(server)
+        if link.failure:
+            return ToolError(_dropped(server, link.failure))
+        said = one_line(link.stderr.last_line(), 200)
+        return ToolError(f"the MCP server '{server}' closed its connection during the call"
+                         f"{f' ({said})' if said else ''}; its tools are gone until the app "
+                         "restarts")
 
     def _unavailable(self, server: str) -> str:
         status = self.status[server]
@@ -386,7 +401,8 @@ class McpManager:
                             f"[mcp.servers.{config.name}] command")
         return stdio_transport(
             [command, *config.args], server_env(config, self.env), config.cwd, link,
-            max_bytes=max_bytes, setting=setting)
+            max_bytes=max_bytes, setting=setting, stall_s=config.call_timeout_s,
+            stall_setting=f"[mcp.servers.{config.name}] call_timeout_s")
 
     def _register(self, server: str, listing: Iterable[Any]) -> None:
         # Unique tags keep servers apart, so only this server's own names are taken:

@@ -16,6 +16,11 @@ Here:
   cap, ends the connection with a reason (:attr:`Link.failure`): the session
   sees the stream end, so its pending requests fail at once, and the manager
   marks the server failed. Blank lines are skipped;
+- a write to its stdin that fails (the server closed it but kept running) or
+  that waits on a full pipe longer than a call may take (the server stopped
+  reading: a large request fills the pipe's 64 KiB) ends the connection the same
+  way, with a reason: a request partly written cannot be taken back, so no
+  later request could be read right either;
 - stderr is read as it comes and only its last :data:`TAIL_BYTES` are kept;
 - the server runs under the supervisor of :mod:`.supervisor`, so its whole
   process group (and on Linux every helper it started) is gone when it exits,
@@ -46,6 +51,9 @@ FLUSH_S = 0.5
 #: ``supervisor.QUIT_KILL_AFTER_S`` later)
 QUIT_GRACE_S = 0.2
 QUIT_FLUSH_S = 0.1
+#: seconds a failed write waits for the server's stdout to end: a server that exits
+#: breaks its stdin too, and then it is said to have exited, not to refuse requests
+LEFT_S = 0.5
 #: bytes asked of a pipe per read
 READ_BYTES = 256 * 1024
 #: a line this long is handed over without a copy
@@ -198,6 +206,8 @@ async def stdio_transport(
     *,
     max_bytes: int,
     setting: str = "max_message_mb",
+    stall_s: float | None = None,
+    stall_setting: str = "call_timeout_s",
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Run ``argv`` as a stdio MCP server; yield the SDK's ``(read, write)`` streams.
 
@@ -205,6 +215,9 @@ async def stdio_transport(
     (none when it broke the protocol; :data:`QUIT_GRACE_S` when the app is quitting),
     then the lifeline closed, which makes the supervisor kill the group. Every wait
     is bounded and shielded, so a cancelled caller still leaves no process behind.
+    ``stall_s``: how long one write may wait for room in the server's stdin (a call's
+    timeout, named by ``stall_setting``) before the server is taken to have stopped
+    reading and the connection is dropped; None waits as long as it takes.
     """
     import anyio
     import anyio.abc
@@ -229,6 +242,7 @@ async def stdio_transport(
     read_send, read_receive = anyio.create_memory_object_stream[Any](0)
     write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
     writer_done = anyio.Event()
+    stopping = anyio.Event()  # set as we stop it: a write failing then is ours to cause
 
     async def read_stdout() -> None:
         lines = LineSplitter(max_bytes, setting)
@@ -270,12 +284,37 @@ async def stdio_transport(
             async with write_receive:
                 async for message in write_receive:
                     data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await stdin.send(data.encode("utf-8") + b"\n")
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            # The server stopped reading: end the session's side so nothing waits on it.
-            await read_send.aclose()
+                    line = data.encode("utf-8") + b"\n"
+                    del data
+                    with anyio.move_on_after(stall_s) as stall:
+                        await stdin.send(line)
+                    if stall.cancelled_caught and not stopping.is_set():
+                        await refused(f"a {len(line):,}-byte request found its stdin full for "
+                                      f"{stall_s:g} s: it stopped reading ({stall_setting})")
+                        return
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
+            if stopping.is_set():
+                return
+            if isinstance(exc, anyio.BrokenResourceError | BrokenPipeError |
+                          ConnectionResetError):
+                why = "the pipe is closed"
+            else:
+                why = one_line(str(exc) or type(exc).__name__, 200)
+            with anyio.move_on_after(LEFT_S):
+                await link.closed.wait()  # its stdout ended too: it left, and says so
+            if not link.closed.is_set():
+                await refused(f"writing to its stdin failed ({why})")
         finally:
             writer_done.set()
+
+    async def refused(why: str) -> None:
+        # The server is still there but takes no more requests: fail it as a server
+        # that broke the protocol is failed. The reason is set before the session's
+        # side ends, so the calls waiting on it fail with it; then the manager is told.
+        if not link.closed.is_set():  # else it left, or broke the protocol: that is the news
+            link.failure = f"stopped accepting requests: {why}"
+        await read_send.aclose()
+        link.closed.set()
 
     async def wait_exit(timeout: float) -> bool:
         # returncode, not ``wait()``: asyncio's also waits for the pipes to close
@@ -285,7 +324,8 @@ async def stdio_transport(
         return process.returncode is not None
 
     async def shut_down() -> None:
-        left = link.closed.is_set()  # stdout ended before we began to stop it
+        stopping.set()
+        left = link.closed.is_set() and not link.failure  # stdout ended before we stopped it
         write_send.close()
         read_receive.close()
         with anyio.move_on_after(QUIT_FLUSH_S if link.quitting else FLUSH_S):
