@@ -247,7 +247,9 @@ def existing_key(store: Any, args: argparse.Namespace) -> str:
     (rewind, pin) would otherwise make an empty folder for a mistyped name."""
     key = key_of(args)
     if not store.exists(key):
-        raise CliError(f"no conversation '{key}' in this data folder; "
+        from selfref_tui.safety import name_line
+
+        raise CliError(f"no conversation '{name_line(key)}' in this data folder; "
                        "`selfref-tui keys list` shows them")
     return key
 

@@ -25,7 +25,7 @@ def _export(args: argparse.Namespace) -> int:
         to_json,
         to_markdown,
     )
-    from selfref_tui.safety import json_inert
+    from selfref_tui.safety import json_inert, name_line
     from selfref_tui.selfref.export_path import export_target
     from selfref_tui.selfref.files import FileWriteError, PathNotAllowed, write_file
 
@@ -34,7 +34,8 @@ def _export(args: argparse.Namespace) -> int:
     store = open_store(args)
     try:
         if key not in {info.key for info in store.keys(forks=True)}:
-            raise CliError(f"there is no conversation '{key}'; see `selfref-tui keys list`")
+            raise CliError(f"there is no conversation '{name_line(key)}'; see "
+                           "`selfref-tui keys list`")
         entries = store_notes(store.open(key, write=False)).entries()
     finally:
         store.close()
@@ -65,7 +66,7 @@ def _export(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     beside = f" and {len(images)} image{'s' if len(images) != 1 else ''} in " \
         f"{target.parent / images_folder(target.name)}" if images else ""
-    say(f"wrote {len(entries)} messages of '{key}' to {written}{beside}")
+    say(f"wrote {len(entries)} messages of '{name_line(key)}' to {written}{beside}")
     return EXIT_OK
 
 

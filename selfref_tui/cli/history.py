@@ -28,6 +28,7 @@ from selfref_tui.cli.common import (
     store_notes,
 )
 from selfref_tui.context.local_time import SECOND, shown_time
+from selfref_tui.safety import name_line
 
 
 def entry_row(entry: Any) -> dict[str, Any]:
@@ -67,7 +68,7 @@ def _history(args: argparse.Namespace) -> int:
         print_json(rows, one_per_line=True)
         return EXIT_OK
     if not rows:
-        print(f"no messages in conversation '{memory.key}'")
+        print(f"no messages in conversation '{name_line(memory.key)}'")
         return EXIT_OK
     hidden = sum(1 for e in memory.entries() if e.rewound) if not args.all else 0
     for row in rows:
@@ -105,7 +106,7 @@ def _rewind(args: argparse.Namespace) -> int:
         if args.restore_files and report.files:
             _restore(args, memory, report)
         if report.message and not report.already:
-            say(f"to undo: selfref-tui rewind --undo --key {memory.key}")
+            say(f"to undo: selfref-tui rewind --undo --key {name_line(memory.key)}")
     finally:
         store.close()
     return EXIT_OK
@@ -147,8 +148,9 @@ def _branch(args: argparse.Namespace) -> int:
         count = branch.message_count
     finally:
         store.close()
-    say(f"branched conversation '{new}' from '{key}' before message {args.n}: {count} messages, "
-        f"with the experiences and refs of that point ('{key}' is unchanged)")
+    say(f"branched conversation '{name_line(new)}' from '{name_line(key)}' before message "
+        f"{args.n}: {count} messages, with the experiences and refs of that point "
+        f"('{name_line(key)}' is unchanged)")
     return EXIT_OK
 
 

@@ -33,12 +33,15 @@ def _keys_list(args: argparse.Namespace) -> int:
     elif not rows:
         print("no conversations yet")
     else:
-        width = max(len(r["key"]) for r in rows)
-        for info, row in zip(infos, rows, strict=True):
+        from selfref_tui.safety import name_line
+
+        names = [name_line(r["key"]) for r in rows]  # "ma\u200bin" never shown as "main"
+        width = max(len(n) for n in names)
+        for info, row, name in zip(infos, rows, names, strict=True):
             problem = f"  ({info.problem})" if getattr(info, "problem", "") else ""
             origin = f"  ({info.origin_text()})" if info.origin_key else ""
             count = row["messages"]
-            say(f"{row['key']:<{width}}  {count:>6} message{'' if count == 1 else 's'}  "
+            say(f"{name:<{width}}  {count:>6} message{'' if count == 1 else 's'}  "
                 f"{shown_time(row['updated']) if row['updated'] else ''}"
                 f"{origin}{problem}")
     return EXIT_OK
@@ -48,6 +51,7 @@ def _keys_instructions(args: argparse.Namespace) -> int:
     """Print a conversation's instructions, or set (TEXT, ``-`` for stdin) or clear them."""
     import sys
 
+    from selfref_tui.safety import name_line
     from selfref_tui.selfref.key_settings import check_instructions
     from selfref_tui.selfref.keys import validate_key
 
@@ -62,14 +66,15 @@ def _keys_instructions(args: argparse.Namespace) -> int:
     try:
         if not writing:
             if key not in {info.key for info in store.keys(forks=True)}:
-                raise CliError(f"there is no conversation '{key}'; see `selfref-tui keys list`")
+                raise CliError(f"there is no conversation '{name_line(key)}'; see "
+                               "`selfref-tui keys list`")
             memory = store_notes(store.open(key, write=False))
             text = memory.settings.instructions
             if text:
                 say(text)
             else:
-                print(f"no instructions for '{key}'; set them with "
-                      f"`selfref-tui keys instructions {key} TEXT`")
+                print(f"no instructions for '{name_line(key)}'; set them with "
+                      f"`selfref-tui keys instructions {name_line(key)} TEXT`")
             return EXIT_OK
         text = "" if args.clear else (sys.stdin.read() if args.text == "-" else args.text)
         try:
@@ -81,7 +86,7 @@ def _keys_instructions(args: argparse.Namespace) -> int:
         memory.save_settings(replace(memory.settings, instructions=text))
     finally:
         store.close()
-    print(f"instructions for '{key}' {'set' if text else 'cleared'}")
+    print(f"instructions for '{name_line(key)}' {'set' if text else 'cleared'}")
     return EXIT_OK
 
 

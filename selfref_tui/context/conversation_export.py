@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ..safety.inert import writable
+from ..safety.inert import name_line, writable
 from .history import EntryLike
 from .images import EXTENSIONS, image_urls, parse_data_url, sniff_mime, text_of
 from .local_time import SECOND_ZONE, shown_time
@@ -94,7 +94,7 @@ def to_markdown(key: str, entries: Sequence[EntryLike], *, images_dir: str | Non
     out = _Markdown(images_dir)
     count = len(entries)
     out.lines += [
-        f"# Conversation {_inline(key)}",
+        f"# Conversation {name_line(key)}",  # "ma\u200bin" never reads as "main"
         "",
         f"{count} message{'s' if count != 1 else ''} · exported {_short(now or _now())} "
         "· selfref-tui",

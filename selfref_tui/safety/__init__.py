@@ -6,6 +6,8 @@ One rule, owned here and used by every widget and every command-line line:
   C1 byte …) so nothing untrusted can drive the terminal: no clipboard writes,
   no retitling, no clearing the screen.
 - :func:`inert_line` does the same for one-line places (titles, list rows).
+- :func:`name_line` does that for a name, and shows invisible format characters
+  (zero-width, bidirectional) as escapes, so two different names never look alike.
 - :func:`one_line` puts an error that quotes a server on one short line.
 - :func:`content` builds a Textual ``Content`` from plain text: never parsed as
   markup, so ``[@click=app.quit]`` is shown, not run.
@@ -19,8 +21,17 @@ Pure: no files, no network; Textual is imported only by :func:`content`.
 
 from __future__ import annotations
 
-from .inert import content, has_controls, inert, inert_line, json_inert, one_line, writable
+from .inert import (
+    content,
+    has_controls,
+    inert,
+    inert_line,
+    json_inert,
+    name_line,
+    one_line,
+    writable,
+)
 from .redact import redact
 
-__all__ = ["content", "has_controls", "inert", "inert_line", "json_inert", "one_line",
-           "redact", "writable"]
+__all__ = ["content", "has_controls", "inert", "inert_line", "json_inert", "name_line",
+           "one_line", "redact", "writable"]

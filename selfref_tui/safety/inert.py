@@ -13,6 +13,7 @@ a line break from a Windows-minded server and becomes ``\\n``; a lone ``\\r``
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -74,6 +75,31 @@ def inert_line(text: str, limit: int | None = None) -> str:
     if limit is not None and len(line) > limit:
         line = line[: max(limit - 1, 0)] + "…"
     return line
+
+
+def name_line(text: str, limit: int | None = None) -> str:
+    """A name (a conversation's) for one line: :func:`inert_line`, and every invisible
+    format character (Unicode category Cf: zero-width space and joiners, U+2060,
+    U+FEFF, bidirectional marks, overrides and isolates …) shown as its escape.
+
+    Why names and not all text: in an answer a zero-width joiner builds an emoji
+    and a mark orders Arabic words, but two names a person tells apart by sight
+    must look different when they are different ("main" and "ma\\u200bin").
+    A name never holds a backslash (it is refused as a path separator), so the
+    escape cannot be mistaken for characters of the name.
+    """
+    line = inert_line(text)
+    if not line.isprintable():  # fast path: no Cf character is printable
+        line = "".join(_escaped(ch) if unicodedata.category(ch) == "Cf" else ch
+                       for ch in line)
+    if limit is not None and len(line) > limit:
+        line = line[: max(limit - 1, 0)] + "…"
+    return line
+
+
+def _escaped(ch: str) -> str:
+    code = ord(ch)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def one_line(text: object, limit: int) -> str:

@@ -142,12 +142,23 @@ def validate_name(key: str) -> str:
     """:func:`validate_key` for a name a person gives a new conversation (a branch, a
     rename, a new one): also never a fork's name. Lists hide such a key, and the
     agent's next fork of the conversation before ``::fork::`` took it over (its
-    messages marked compacted under the fork's snapshot)."""
+    messages marked compacted under the fork's snapshot).
+
+    Nor an invisible format character (Unicode Cf: zero-width spaces and joiners,
+    U+FEFF, bidirectional marks and overrides): "ma\u200bin" would look exactly
+    like "main" in every list. A key that already has one still opens, and is
+    shown with the character escaped (``safety.name_line``).
+    """
     validate_key(key)
     if FORK_MARK in key:
         raise InvalidKeyError(
             f"Conversation name {key[:40]!r} contains {FORK_MARK!r}, which names the agent's "
             "forks; use another name.")
+    hidden = next((ch for ch in key if unicodedata.category(ch) == "Cf"), None)
+    if hidden is not None:
+        raise InvalidKeyError(
+            f"Conversation name {key[:40]!r} contains an invisible character "
+            f"(U+{ord(hidden):04X}) that would make it look like another name; remove it.")
     return key
 
 

@@ -93,6 +93,8 @@ class SelfReference:
             if not write and self._stamp.get(key) == _stamp(key_dir):
                 return cached
         if write:
+            if not is_fork_key(key) and not self.exists(key):
+                validate_name(key)  # opening it makes it: a new name's rules
             self._ensure_root()
             try:
                 # A key folder that is a link (say, to another key's) is refused before
@@ -125,6 +127,8 @@ class SelfReference:
 
         False when it already existed (its files are left as they are).
         """
+        if not self.exists(key):
+            validate_name(key)
         self._ensure_root()
         return write_empty_meta(self.key_dir(key), key, SCHEMA)
 

@@ -96,15 +96,18 @@ class RewindReport:
             return (f"message {first}" if len(numbers) == 1
                     else f"{len(numbers)} messages ({first}–{last})")
 
+        from selfref_tui.safety import name_line  # a name shown: none looks like another
+
+        key = name_line(self.key)
         if self.already:
-            return (f"conversation '{self.key}' is already rewound to just before message "
+            return (f"conversation '{key}' is already rewound to just before message "
                     f"{self.message}: nothing changed")
         if self.message:
             what = (f"{span(self.left)} left the model's context (still readable, marked "
                     "rewound)" if self.left else "no message left the model's context")
-            out = f"rewound conversation '{self.key}' to just before message {self.message}: {what}"
+            out = f"rewound conversation '{key}' to just before message {self.message}: {what}"
         else:
-            out = f"undid the rewind of conversation '{self.key}'" + (
+            out = f"undid the rewind of conversation '{key}'" + (
                 f": {span(self.back)} back in the model's context" if self.back else "")
         if self.message and self.back:
             out += f"; {span(self.back)} back in it"

@@ -134,12 +134,14 @@ class KeyInfo:
         branch made at the end was "before message 19" of a conversation of 18."""
         if not self.origin_key:
             return ""
-        n = self.origin_message
+        from selfref_tui.safety import name_line  # a name shown: none looks like another
+
+        n, origin = self.origin_message, name_line(self.origin_key)
         if short:
             at = f" up to #{n - 1}" if n > 1 else " before #1" if n == 1 else ""
-            return f"from {self.origin_key}{at}"
+            return f"from {origin}{at}"
         at = f" up to message {n - 1}" if n > 1 else " before message 1" if n == 1 else ""
-        return f"branch of {self.origin_key}{at}"
+        return f"branch of {origin}{at}"
 
 
 class MemoryKey(KeyLoad, KeyFold):

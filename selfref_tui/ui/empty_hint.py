@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from textual.content import Content
 
-from selfref_tui.safety import inert_line
+from selfref_tui.safety import name_line
 
 
 def empty_hint(key: str, label: Callable[[str, str], str], *, demo: bool) -> Content:
@@ -21,7 +21,7 @@ def empty_hint(key: str, label: Callable[[str, str], str], *, demo: bool) -> Con
     export, helps = label("export_ref", "ctrl+s"), label("help", "f1")
     parts: list[str | tuple[str, str]] = [
         "A new conversation named ",
-        (inert_line(key), "bold"),
+        (name_line(key), "bold"),
         ".\n\nThe agent remembers facts across sessions (the sidebar, ",
         (sidebar, "bold $text-accent"),
         "), wraps output worth keeping in refs you can export (",

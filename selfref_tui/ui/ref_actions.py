@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from textual import work
 
 from selfref_tui.agent.chat.controller import Refused
-from selfref_tui.safety import inert_line
+from selfref_tui.safety import inert_line, name_line
 from selfref_tui.ui.transcript.image import ImageItem
 
 #: a conversation's export, made once its file is chosen: the text, and the files beside it
@@ -151,7 +151,7 @@ class RefActions:
             return
         fmt = "json" if path and path.strip().lower().endswith(".json") else "md"
         key = controller.key
-        preview = (f"{count} message{'s' if count != 1 else ''} of {inert_line(key, 60)}, as "
+        preview = (f"{count} message{'s' if count != 1 else ''} of {name_line(key, 60)}, as "
                    "Markdown (a path ending .json: as JSON); images go beside it")
 
         async def render(target: Path) -> tuple[str, list[tuple[Path, bytes]]]:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from textual import work
 
 from selfref_tui.agent.chat.refusals import Refused
-from selfref_tui.safety import inert_line
+from selfref_tui.safety import inert_line, name_line
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -127,7 +127,8 @@ class SteerActions:
             return False
         origin = self.key
         if await self.switch_key(name):
-            self.notify(f"Branch {name} of {origin}, {where}; {origin} is unchanged "
+            shown = name_line(origin)
+            self.notify(f"Branch {name_line(name)} of {shown}, {where}; {shown} is unchanged "
                         "(ctrl+o switches back).")
         return True
 

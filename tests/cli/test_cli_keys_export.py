@@ -106,3 +106,39 @@ def test_read_only_reads_a_key_another_process_writes():
         assert json.loads(shown.stdout)["messages"][-1]["content"] == "answer 1"
     finally:
         holder.close()
+
+
+def test_a_name_that_looks_like_another_is_shown_escaped_and_never_made():
+    """"ma\\u200bin" (a zero-width space) and "invoice\\u202egnp.exe" (a right-to-left
+    override) read as "main" and "invoiceexe.png"; made before names were checked, they
+    are listed and exported with the character as its escape, and no new one is made."""
+    from selfref_tui.selfref.keys import write_empty_meta
+    from selfref_tui.selfref.log_lines import SCHEMA
+
+    lookalike, reversed_ = "ma\u200bin", "invoice\u202egnp.exe"
+    with SelfReference(_data()) as store:
+        store.open("main").commit(turn(1))
+        for key in (lookalike, reversed_):
+            write_empty_meta(store.key_dir(key), key, SCHEMA)
+            store.open(key).commit(turn(2))
+    listed = cli("keys", "list").stdout
+    names = sorted(line.split()[0] for line in listed.splitlines())
+    assert names == ["invoice\\u202egnp.exe", "ma\\u200bin", "main"], listed
+    assert lookalike not in listed and "\u202e" not in listed
+    # the value itself stays exact where a program reads it
+    assert {row["key"] for row in json.loads(cli("keys", "list", "--json").stdout)} == {
+        "main", lookalike, reversed_}
+    exported = cli("export", "--key", lookalike)
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stdout.startswith("# Conversation ma\\u200bin\n")
+    history = cli("history", "--key", lookalike)
+    assert history.returncode == 0 and "answer 2" in history.stdout
+    # a new name with one: refused with its reason, nothing made
+    for args in (("branch", "1", "--name", "ne\u200bw"),
+                 ("keys", "instructions", "ne\u2060w", "be brief")):
+        result = cli(*args)
+        assert result.returncode != 0, args
+        assert "invisible character" in result.stderr, args
+    assert cli("history", "--key", "ne\ufeffw").stdout == (
+        "no messages in conversation 'ne\\ufeffw'\n")  # read, not made
+    assert len(json.loads(cli("keys", "list", "--json").stdout)) == 3

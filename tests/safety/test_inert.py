@@ -112,3 +112,24 @@ def test_a_lone_surrogate_is_shown_as_its_escape() -> None:
     assert inert(text).encode("utf-8")  # nothing left that UTF-8 cannot write
     dumped = json_inert(json.dumps({"t": text}, ensure_ascii=False))
     assert dumped.encode("utf-8") and json.loads(dumped) == {"t": text}
+
+
+def test_name_line_shows_every_invisible_format_character() -> None:
+    import unicodedata
+
+    from selfref_tui.safety import name_line
+
+    assert name_line("ma\u200bin") == "ma\\u200bin"
+    assert name_line("\ufeffmain\u2060") == "\\ufeffmain\\u2060"
+    assert name_line("tag\U000e0041") == "tag\\U000e0041"
+    # right-to-left override: what follows is not reversed on screen
+    assert name_line("invoice\u202egnp.exe") == "invoice\\u202egnp.exe"
+    assert name_line("a\u2067b\u2069") == "a\\u2067b\\u2069"
+    for code in range(0x110000):
+        if unicodedata.category(chr(code)) == "Cf":
+            shown = name_line(f"x{chr(code)}y")
+            assert shown != "xy" and all(unicodedata.category(c) != "Cf" for c in shown), code
+    clean = "main ü名前 👍"
+    assert name_line(clean) == clean
+    assert name_line("new\nline\x1b", 8) == "new lin…"
+    assert len(name_line("ma\u200bin" * 20, 12)) == 12

@@ -150,3 +150,41 @@ def test_a_closed_store_takes_no_lock_so_a_late_thread_cannot_keep_one(tmp_path)
     assert first.open("main", write=False) is not None  # reading takes no lock
     with SelfReference(tmp_path) as second:
         assert second.open("main").writable  # the lock is free
+
+
+#: names that look like "main" (or like "main" then "exe.png") and are not
+LOOKALIKES = ["ma\u200bin", "main\u200d", "\ufeffmain", "ma\u2060in", "main\u202egnp.exe",
+              "main\u2066x\u2069", "ma\u00adin", "main\U000e0001"]
+
+
+@pytest.mark.parametrize("name", LOOKALIKES)
+def test_a_new_name_with_an_invisible_character_is_refused_everywhere(tmp_path, name):
+    from selfref_tui.selfref.keys import validate_name
+
+    with pytest.raises(InvalidKeyError, match=r"invisible character \(U\+[0-9A-F]{4,}\)"):
+        validate_name(name)
+    store = SelfReference(tmp_path / "data")
+    store.open("main").commit(turn(1))
+    store.release("main")
+    for make in (lambda: store.open(name), lambda: store.create(name),
+                 lambda: store.rename("main", name), lambda: store.branch("main", 1, name)):
+        with pytest.raises(InvalidKeyError, match="invisible character"):
+            make()
+    assert {i.key for i in store.keys()} == {"main"}  # noqa: SIM118
+    store.close()
+
+
+def test_a_key_that_already_has_an_invisible_character_still_opens(tmp_path):
+    """Made before the rule (or by hand): it opens, is listed, and can be renamed away."""
+    from selfref_tui.selfref.keys import write_empty_meta
+    from selfref_tui.selfref.log_lines import SCHEMA
+
+    old = "ma\u200bin"
+    store = SelfReference(tmp_path)
+    write_empty_meta(store.key_dir(old), old, SCHEMA)
+    store.open(old).commit(turn(1))
+    store.release(old)
+    assert {i.key for i in store.keys()} == {old}  # noqa: SIM118
+    store.rename(old, "main-2")
+    assert {i.key for i in store.keys()} == {"main-2"}  # noqa: SIM118
+    store.close()

@@ -16,7 +16,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static, TextArea
 
-from selfref_tui.safety import content
+from selfref_tui.safety import content, name_line
 
 
 class InstructionsEditor(ModalScreen[str | None]):
@@ -57,7 +57,7 @@ class InstructionsEditor(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
-            dialog.border_title = content(f"Instructions for {self.key}", line=True)
+            dialog.border_title = content(f"Instructions for {name_line(self.key)}", line=True)
             yield Static(
                 "Added to the system prompt of every request in this conversation "
                 "(not to others). Leave it empty for none.",

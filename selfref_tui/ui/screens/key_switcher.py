@@ -23,7 +23,7 @@ from textual.content import Content
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from selfref_tui.safety import content, inert_line
+from selfref_tui.safety import content, inert_line, name_line
 from selfref_tui.ui.screens.filtered_list import FilteredListScreen, FilterField, filter_by_name
 
 NEW_PREFIX = "new:"
@@ -147,7 +147,7 @@ class KeySwitcher(FilteredListScreen):
                 details += f" · {k['origin']}"
             label = Content.assemble(
                 ("● " if key == self.current else "  ", "$text-primary"),
-                (inert_line(key, 60), "bold"),
+                (name_line(key, 60), "bold"),
                 "  ",
                 (inert_line(details), "$text-muted"),
             )
@@ -158,7 +158,7 @@ class KeySwitcher(FilteredListScreen):
                 Option(
                     Content.assemble(
                         ("+ new conversation ", "$text-muted"),
-                        (inert_line(name, 60), "bold $text-primary"),
+                        (name_line(name, 60), "bold $text-primary"),
                     ),
                     id=NEW_PREFIX + name,
                 )
@@ -211,7 +211,7 @@ class KeySwitcher(FilteredListScreen):
             return  # typed on, or back to names, meanwhile
         options = []
         for key, count, snippet in found:
-            name = inert_line(key, 30)
+            name = name_line(key, 30)
             matches = f"{count} message{'s' if count != 1 else ''}"
             # one line: the newest match's snippet gets what the name and count leave
             room = max(8, self.query_one("#dialog").size.width - len(name) - len(matches) - 12)
@@ -291,7 +291,7 @@ class KeySwitcher(FilteredListScreen):
         if self._rename is None or key is None or self.renaming is not None:
             return
         self.renaming = key
-        self.query_one("#dialog").border_title = content(f"Rename {key}", line=True)
+        self.query_one("#dialog").border_title = content(f"Rename {name_line(key)}", line=True)
         field = self.query_one(Input)
         field.placeholder = "the new name"
         field.value = key
@@ -328,7 +328,7 @@ class KeySwitcher(FilteredListScreen):
         if self.current == old:
             self.current = new
         self._leave_rename(select=new)
-        self._say(f"Renamed {old} to {new}.", done=True)
+        self._say(f"Renamed {name_line(old)} to {name_line(new)}.", done=True)
 
     @work(exclusive=True, group="keys.manage")
     async def action_delete(self) -> None:
@@ -340,7 +340,7 @@ class KeySwitcher(FilteredListScreen):
         count = next((k.get("messages", 0) for k in self.keys if k.get("key") == key), 0)
         confirmed = await self.app.push_screen_wait(
             ConfirmScreen(
-                f"Delete the conversation {inert_line(key, 60)} ({count} message"
+                f"Delete the conversation {name_line(key, 60)} ({count} message"
                 f"{'' if count == 1 else 's'})? Its files are "
                 "moved to the trash folder in the data dir, not destroyed.",
                 title="Delete conversation",
@@ -354,7 +354,8 @@ class KeySwitcher(FilteredListScreen):
             self._say(str(error))
             return
         self._refilter(self.query_one(Input).value)
-        self._say(f"Deleted {key}: its files are in the trash folder of the data dir.", done=True)
+        self._say(f"Deleted {name_line(key)}: its files are in the trash folder of the data dir.",
+                  done=True)
 
 
 def _local(stamp: str) -> str:

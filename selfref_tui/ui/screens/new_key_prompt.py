@@ -13,7 +13,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from selfref_tui.safety import content
+from selfref_tui.safety import content, name_line
 
 
 class NewKeyPrompt(ModalScreen[str | None]):
@@ -88,7 +88,8 @@ class NewKeyPrompt(ModalScreen[str | None]):
             return
         if name in self.existing:
             error.update(
-                content(f"A conversation named {name} exists; pick another name (ctrl+o opens it).")
+                content(f"A conversation named {name_line(name)} exists; pick another name "
+                        "(ctrl+o opens it).")
             )
             return
         if self._validate is not None:

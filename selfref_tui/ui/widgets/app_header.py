@@ -12,7 +12,7 @@ from textual.content import Content
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from selfref_tui.safety import content, inert_line, redact
+from selfref_tui.safety import content, inert_line, name_line, redact
 
 
 class AppHeader(Widget):
@@ -81,7 +81,7 @@ class AppHeader(Widget):
         # hidden second line, and took the model and the status with it).
         room = (self.content_size.width - Content.assemble(*head).cell_length
                 - Content.assemble(*tail).cell_length)
-        name = inert_line(self.key or "—")
+        name = name_line(self.key or "—")
         most = max(room, 12)  # a name stays recognisable, however narrow the window
         if cell_len(name) > most:
             name = set_cell_size(name, most - 1) + "…"

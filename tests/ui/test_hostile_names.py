@@ -1,0 +1,64 @@
+"""Names that look like another: every place the app shows a conversation's name
+shows its invisible characters (zero-width, bidirectional) as escapes, and a new
+name holding one is refused with the reason."""
+
+from __future__ import annotations
+
+from textual.widgets import Input, Static
+
+from selfref_tui.demo.server import DemoServer
+from selfref_tui.selfref.keys import write_empty_meta
+from selfref_tui.selfref.log_lines import SCHEMA
+from selfref_tui.selfref.reference import SelfReference
+from tests.selfref.helpers import turn
+from tests.ui.helpers import SIZE, make_app, started, wait_until
+
+LOOKALIKE = "ma\u200bin"  # a zero-width space: reads as "main"
+REVERSED = "invoice\u202egnp.exe"  # right-to-left override: reads as "invoiceexe.png"
+
+
+def _old_keys(tmp_path) -> None:
+    """Keys made before names were checked (or by hand): they still open."""
+    store = SelfReference(tmp_path / "data")
+    store.open("main").commit(turn(1))
+    for key in (LOOKALIKE, REVERSED):
+        write_empty_meta(store.key_dir(key), key, SCHEMA)
+        store.open(key).commit(turn(2))
+    store.close()
+
+
+async def test_lookalike_names_are_told_apart_and_new_ones_refused(tmp_path):
+    _old_keys(tmp_path)
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url, key=LOOKALIKE)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            header = app.header.render_line(0).text
+            assert "ma\\u200bin" in header and LOOKALIKE not in header
+
+            await pilot.press("ctrl+o")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "KeySwitcher",
+                             what="switcher")
+            switcher = app.screen
+            rows = [str(switcher.option_list.get_option_at_index(i).prompt)
+                    for i in range(switcher.option_list.option_count)]
+            assert any(row.split()[0] == "main" for row in rows), rows
+            assert any("ma\\u200bin" in row for row in rows), rows
+            assert any("invoice\\u202egnp.exe" in row for row in rows), rows
+            assert not any(ch in "".join(rows) for ch in (LOOKALIKE[2], REVERSED[7])), rows
+
+            # a new name with an invisible character: refused in the dialog, nothing made
+            field = switcher.query_one(Input)
+            await pilot.press(*"ne")
+            field.insert_text_at_cursor("\u200b")  # as pasted: no key types it
+            await pilot.press("w")
+            await wait_until(pilot, lambda: len(field.value) == 4, what="the name typed")
+            assert field.value == "ne\u200bw"
+            await pilot.press("enter")
+            error = switcher.query_one("#error", Static)
+            await wait_until(pilot, lambda: "invisible character" in str(error.render()),
+                             what="the refusal")
+            assert "U+200B" in str(error.render())
+            assert type(app.screen).__name__ == "KeySwitcher"
+    keys = {info.key for info in SelfReference(tmp_path / "data").keys()}  # noqa: SIM118
+    assert keys == {"main", LOOKALIKE, REVERSED}
