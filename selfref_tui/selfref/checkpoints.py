@@ -262,6 +262,23 @@ def restore(checkpoints: Checkpoints, wanted: Sequence[FileChange],
                 data = checkpoints.read(change.before)
                 write_file(change.path, data, roots=list(roots))
                 report.restored.append(change.path)
-        except (CheckpointError, FileWriteError, PathNotAllowed) as exc:
+        except PathNotAllowed:
+            report.skipped.append((change.path, outside_roots(roots)))
+        except (CheckpointError, FileWriteError) as exc:
             report.skipped.append((change.path, str(exc)))
     return report
+
+
+def outside_roots(roots: Sequence[str | Path]) -> str:
+    """Why a file outside ``roots`` was not restored, and what to do, for the person.
+
+    The write's own refusal speaks to the model ("write to a relative path
+    inside them"); here the path comes from the conversation's log: the folder
+    it was written in is not an allowed one now (another working folder), or
+    the record was not written by this program.
+    """
+    where = ", ".join(str(root) for root in roots) or "none"
+    return (f"it is outside the allowed directories ({where}), so it was not touched; if "
+            "you expected the model to have written it, start selfref-tui in its folder "
+            "(or add that folder to [agent] allowed_roots in the config) and rewind to the same "
+            "message again")

@@ -59,11 +59,22 @@ def test_what_is_not_as_the_model_left_it_is_never_written(place, tmp_path):
     (tmp_path / "elsewhere" / "a.txt").write_bytes(b"new\n")
     link.symlink_to(tmp_path / "elsewhere")  # a folder on the way leads out
     done = restore(checkpoints, [FileChange(str(link / "a.txt"), old, new)], [work])
-    assert "outside the allowed directories" in done.skipped[0][1]
+    assert_said_to_the_person(done.skipped[0][1], work)
     assert (tmp_path / "elsewhere" / "a.txt").read_bytes() == b"new\n"
 
+    # a record naming a path outside the roots (another working folder, a crafted log)
     done = restore(checkpoints, [FileChange(str(outside), old, new)], [work])
     assert done.skipped and outside.read_bytes() == b"new\n"  # outside the roots
+    assert_said_to_the_person(done.skipped[0][1], work)
+    assert done.lines() == [f"left {outside} as it is: {done.skipped[0][1]}"]
+
+
+def assert_said_to_the_person(why: str, root: Path) -> None:
+    """What happened (outside which folders, nothing touched) and what the person can do;
+    not the model's instruction to write elsewhere."""
+    assert f"outside the allowed directories ({root})" in why and "not touched" in why
+    assert "allowed_roots" in why and "rewind to the same message again" in why
+    assert "write to a relative path" not in why and "\n" not in why
 
 
 def test_a_missing_or_changed_copy_is_said_and_the_file_kept(place):
