@@ -10,6 +10,11 @@ committed with the tool's result names them::
     {"t": "file", "path": "/abs/path", "before": "<sha256>" | null,
      "after": "<sha256>", "call_id": "...", "created": "..."}
 
+A file larger than :data:`MAX_KEPT_BYTES` is not read for its checkpoint (a
+model overwriting a log of gigabytes would have the whole of it read and
+copied): its record says ``"before": "too-large"`` with ``"before_size"``, and
+a rewind lists it as a file that cannot be restored, and why.
+
 A restore (:func:`restore`) works from those records: for each path the
 oldest ``before`` among the writes being undone is put back (or the file is
 removed when it did not exist), but only when the file still holds what the
@@ -23,6 +28,7 @@ refused.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -30,17 +36,27 @@ from pathlib import Path
 from typing import Any
 
 from .errors import CheckpointError
-from .fsutil import atomic_write, check_dir, ensure_dir, fsync_dir, read_regular
+from .fsutil import atomic_write, check_dir, ensure_dir, fsync_dir, open_regular, read_regular
 
 FILES_DIR = "files"
 _HEX = re.compile(r"[0-9a-f]{64}")
+#: the largest file whose previous content a write keeps (32 MiB): source files, notes and
+#: data a model writes are far smaller; a larger one is neither read nor kept, and a
+#: rewind says it cannot be restored
+MAX_KEPT_BYTES = 32 * 1024 * 1024
+#: ``before`` of a file record whose previous content was larger than the limit (not a
+#: hash: a reader that knows nothing of it refuses it as a checkpoint name, never
+#: mistaking it for "did not exist" and removing the file)
+TOO_LARGE = "too-large"
 
 
 class Checkpoints:
     """The ``files/`` folder of one key: blobs named by the sha256 of their bytes."""
 
-    def __init__(self, key_dir: Path) -> None:
+    def __init__(self, key_dir: Path, limit: int = MAX_KEPT_BYTES) -> None:
         self.folder = key_dir / FILES_DIR
+        #: a previous content larger than this is not kept (:data:`MAX_KEPT_BYTES`)
+        self.limit = limit
 
     def keep(self, data: bytes) -> str:
         """Store ``data`` (once per content, fsynced); its hash."""
@@ -90,18 +106,27 @@ class Recorder:
     def __init__(self, checkpoints: Checkpoints, call_id: str, records: list[dict[str, Any]],
                  created: str) -> None:
         self.checkpoints = checkpoints
+        #: read by ``files.write_file``: a larger file is not read, its size is passed
+        self.limit = checkpoints.limit
         self.call_id = call_id
         self.records = records
         self.created = created
         self._staged: dict[str, Any] | None = None
 
-    def __call__(self, target: Path, before: bytes | None, after: bytes) -> None:
-        record = {
+    def __call__(self, target: Path, before: bytes | int | None, after: bytes) -> None:
+        """``before``: the previous bytes, None (no file), or the size of a file over the
+        limit (not read); bytes over it (an append read them) are not kept either."""
+        size = before if isinstance(before, int) else (
+            len(before) if before is not None and len(before) > self.limit else None)
+        record: dict[str, Any] = {
             "t": "file", "path": str(target),
-            "before": None if before is None else self.checkpoints.keep(before),
+            "before": (TOO_LARGE if size is not None else None if before is None
+                       else self.checkpoints.keep(before)),  # type: ignore[arg-type]
             "after": self.checkpoints.keep(after), "call_id": self.call_id,
             "created": self.created,
         }
+        if size is not None:
+            record["before_size"] = size
         self.records.append(record)
         self._staged = record
 
@@ -127,6 +152,8 @@ class FileChange:
     also: tuple[str, ...] = ()
     #: restoring redoes the model's writes (an undone rewind): it writes what they left
     redo: bool = False
+    #: ``before`` is :data:`TOO_LARGE`: the size of the content that was not kept
+    before_size: int = 0
 
     def reversed(self) -> FileChange:
         """The change that redoes these writes (an undone rewind puts them back)."""
@@ -143,6 +170,8 @@ class FileChange:
     def why_left(self, now: str | None) -> str:
         """Why restoring leaves this file as it is, given ``now`` (its hash, None: missing;
         see :func:`state_of`), or "" when restoring would change it."""
+        if self.before == TOO_LARGE:
+            return too_large(self.before_size)
         if now == self.before:
             return "already as it was"
         if not self.model_left(now):
@@ -173,7 +202,9 @@ def changes(records: Iterable[dict[str, Any]],
         before = before if isinstance(before, str) else None
         known = out.get(path)
         if known is None:
-            out[path] = FileChange(path, before, after)
+            size = record.get("before_size") if before == TOO_LARGE else 0
+            out[path] = FileChange(path, before, after,
+                                   before_size=size if isinstance(size, int) else 0)
         else:
             known.after = after
             known.writes += 1
@@ -225,12 +256,19 @@ class RestoreReport:
 
 def state_of(path: str) -> str | None:
     """The sha256 of the file at ``path`` now (None when missing); read without following
-    a link or blocking (a link or FIFO there reads as changed)."""
+    a link or blocking (a link or FIFO there reads as changed), a piece at a time (a
+    large file is hashed, never held whole)."""
     try:
-        data = read_regular(Path(path))
+        fd = open_regular(Path(path), os.O_RDONLY)
+    except FileNotFoundError:
+        return None
     except Exception:  # a link, FIFO or unreadable file: not what the write left
         return "unreadable"
-    return None if data is None else hashlib.sha256(data).hexdigest()
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()
+    except Exception:
+        return "unreadable"
 
 
 def restore(checkpoints: Checkpoints, wanted: Sequence[FileChange],
@@ -245,6 +283,9 @@ def restore(checkpoints: Checkpoints, wanted: Sequence[FileChange],
 
     report = RestoreReport()
     for change in wanted:
+        if change.before == TOO_LARGE:
+            report.skipped.append((change.path, too_large(change.before_size)))
+            continue
         now = state_of(change.path)
         if now == change.before:
             continue  # already as it should be (whoever made it so: nothing is in the way)
@@ -267,6 +308,14 @@ def restore(checkpoints: Checkpoints, wanted: Sequence[FileChange],
         except (CheckpointError, FileWriteError) as exc:
             report.skipped.append((change.path, str(exc)))
     return report
+
+
+def too_large(size: int) -> str:
+    """Why a file whose earlier content was too large to keep cannot be restored."""
+    held = f"{size / 2**20:,.0f} MiB" if size else "more"
+    return (f"cannot be restored: it held {held} before the model wrote it, more than the "
+            f"{MAX_KEPT_BYTES // 2**20} MiB a checkpoint keeps, so its earlier content was "
+            "not kept")
 
 
 def outside_roots(roots: Sequence[str | Path]) -> str:

@@ -48,7 +48,7 @@ import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from ..refs.export import export_plan
 from ..refs.fds import FdError, attrs
@@ -353,7 +353,7 @@ def write_file(
     create: bool = True,
     roots: Sequence[str | os.PathLike[str]] | None = None,
     separate: bool = False,
-    checkpoint: Callable[[Path, bytes | None, bytes], None] | None = None,
+    checkpoint: Callable[[Path, bytes | int | None, bytes], None] | None = None,
 ) -> Path:
     """Write ``content`` atomically; returns the path written.
 
@@ -362,7 +362,8 @@ def write_file(
     ``checkpoint(target, before, after)`` is called just before the file is
     replaced, with its previous bytes (None: it did not exist) and the new
     ones, read through the same descriptors as the write; if it raises, nothing
-    is written (see checkpoints.py).
+    is written (see checkpoints.py). A file larger than ``checkpoint.limit`` (when
+    it has one) is not read for it: its size is passed instead of its bytes.
     """
     if mode not in MODES:
         raise FileWriteError(f"mode must be write, append or insert, not {mode!r}",
@@ -405,9 +406,11 @@ def write_file(
         elif mode == "insert":
             data = _insert(old, data, insert_at_line, raw)
         if checkpoint is not None:
-            if st is not None and before is None:
-                before = _read_old(walk.fds[-1], name, raw)
-            _checkpoint(checkpoint, target, before if st is not None else None, data)
+            kept: bytes | int | None = before
+            if st is not None and before is None:  # an overwrite: read for the checkpoint,
+                # unless larger than it keeps (its size then, the file not read)
+                kept = _read_old(walk.fds[-1], name, raw, getattr(checkpoint, "limit", None))
+            _checkpoint(checkpoint, target, kept if st is not None else None, data)
         _atomic_write(walk, name, data, stat.S_IMODE(st.st_mode) if st is not None else None,
                       raw)
         return target
@@ -415,8 +418,8 @@ def write_file(
         walk.close()
 
 
-def _checkpoint(checkpoint: Callable[[Path, bytes | None, bytes], None], target: Path,
-                before: bytes | None, after: bytes) -> None:
+def _checkpoint(checkpoint: Callable[[Path, bytes | int | None, bytes], None], target: Path,
+                before: bytes | int | None, after: bytes) -> None:
     from .errors import CheckpointError
 
     try:
@@ -453,8 +456,15 @@ def remove_file(path: str | os.PathLike[str],
         walk.close()
 
 
-def _read_old(dir_fd: int, name: str, shown: str) -> bytes:
-    """The current bytes of a regular file, opened without following or blocking."""
+@overload
+def _read_old(dir_fd: int, name: str, shown: str) -> bytes: ...
+@overload
+def _read_old(dir_fd: int, name: str, shown: str, limit: int | None) -> bytes | int: ...
+def _read_old(dir_fd: int, name: str, shown: str, limit: int | None = None) -> bytes | int:
+    """The current bytes of a regular file, opened without following or blocking.
+
+    ``limit``: a file holding more bytes than that is not read; its size is returned.
+    """
     try:
         fd = os.open(name, os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK | _CLOEXEC, dir_fd=dir_fd)
     except OSError as exc:
@@ -463,12 +473,18 @@ def _read_old(dir_fd: int, name: str, shown: str) -> bytes:
                                  "written") from None
         raise FileWriteError(f"cannot read {shown}: {exc.strerror}") from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise FileWriteError(f"{shown} exists and is not a regular file; choose another "
                                  "path")
-        chunks = []
+        if limit is not None and st.st_size > limit:
+            return st.st_size
+        chunks, size = [], 0
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
+            size += len(chunk)
+            if limit is not None and size > limit:  # grown since: not read on
+                return size
         return b"".join(chunks)
     except OSError as exc:
         raise FileWriteError(f"cannot read {shown}: {exc.strerror}") from None

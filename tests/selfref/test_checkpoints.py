@@ -92,3 +92,40 @@ def test_a_missing_or_changed_copy_is_said_and_the_file_kept(place):
     done = restore(checkpoints, [FileChange(str(target), old, new)], [work])
     assert "was changed" in done.skipped[0][1]
     assert target.read_bytes() == b"new\n"
+
+
+def test_a_file_over_the_limit_is_not_kept_and_a_rewind_says_it_cannot_be_restored(place):
+    """Overwriting a file of gigabytes read the whole of it for its checkpoint (and kept a
+    copy). Over the limit it is neither read nor kept: its record says so, and a restore
+    leaves the file and says why. Sparse: the test costs no disk."""
+    from selfref_tui.refs.fds import FdTable
+    from selfref_tui.selfref.checkpoints import MAX_KEPT_BYTES, TOO_LARGE, changes
+    from selfref_tui.selfref.files import fd_to_file
+
+    checkpoints, work = place
+    big = work / "big.log"
+    with open(big, "wb") as f:
+        f.truncate(MAX_KEPT_BYTES + 1)
+    small = work / "small.txt"
+    small.write_bytes(b"earlier\n")
+    table = FdTable()
+    fd = table.add_fd("short new text\n")["id"]
+    records: list[dict] = []
+    for target in (big, small):
+        out = fd_to_file(table, fd, str(target), roots=[work],
+                         checkpoint=checkpoints.recorder("c1", records, "now"))
+        assert "<fd_error" not in out, out
+    assert big.read_bytes() == small.read_bytes() == b"short new text\n"
+    big_record, small_record = records
+    assert big_record["before"] == TOO_LARGE and big_record["before_size"] == MAX_KEPT_BYTES + 1
+    assert small_record["before"] == sha(b"earlier\n") and "before_size" not in small_record
+    kept = sorted(p.stat().st_size for p in checkpoints.folder.iterdir())
+    assert kept == [8, 15]  # the small file's old bytes and the new text: nothing large
+
+    listed = changes(records)
+    why = listed[0].why_left(sha(b"short new text\n"))
+    assert why.startswith("cannot be restored: it held 32 MiB before the model wrote it")
+    assert listed[1].why_left(sha(b"short new text\n")) == ""
+    done = restore(checkpoints, listed, [work])
+    assert done.skipped == [(str(big), why)] and done.restored == [str(small)]
+    assert big.read_bytes() == b"short new text\n" and small.read_bytes() == b"earlier\n"
