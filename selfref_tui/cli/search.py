@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 from typing import Any
 
 from selfref_tui.cli.common import (
@@ -17,6 +18,7 @@ from selfref_tui.cli.common import (
     exit_now,
     print_json,
     say,
+    say_lines,
 )
 from selfref_tui.context.local_time import shown_time
 
@@ -84,17 +86,7 @@ def _show(args: argparse.Namespace, found: Any) -> int:
         where = f"conversation '{args.key}'" if args.key else "any conversation"
         print(f"no message in {where} holds all of: {args.text}")
         return EXIT_ERROR
-    # a batch's messages share its time: each time is made local once (every match of
-    # 100,000 messages printed: 0.1 s less)
-    times: dict[str, str] = {}
-    for match in found.matches:
-        flags = "".join(f" ({flag})" for flag, on in (("rewound", match.rewound),
-                                                      ("compacted", match.compacted)) if on)
-        when = times.get(match.time)
-        if when is None:
-            when = times[match.time] = shown_time(match.time)
-        # two spaces before the snippet: a colon after "17:18" read as a time cut short
-        say(f"{match.key} #{match.n} {match.role} {when}{flags}  {match.snippet}")
+    say_lines(_lines(found.matches))
     shown, total = len(found.matches), found.total
     conversations = len(found.counts)
     summary = (f"{total:,} message{'s' if total != 1 else ''} in {conversations:,} "
@@ -104,6 +96,26 @@ def _show(args: argparse.Namespace, found: Any) -> int:
                     "more: --limit 0 for all)")
     say(summary)
     return EXIT_OK
+
+
+#: what a line says of a match (rewound, compacted)
+_FLAGS = {(rewound, compacted): "".join(f" ({flag})" for flag, on in (
+    ("rewound", rewound), ("compacted", compacted)) if on)
+    for rewound in (False, True) for compacted in (False, True)}
+
+
+def _lines(matches: list[Any]) -> Iterator[str]:
+    """A line per match, as they are made."""
+    # a batch's messages share its time: each time is made local once (every match of
+    # 100,000 messages printed: 0.1 s less)
+    times: dict[str, str] = {}
+    for match in matches:
+        flags = _FLAGS[match.rewound, match.compacted]
+        when = times.get(match.time)
+        if when is None:
+            when = times[match.time] = shown_time(match.time)
+        # two spaces before the snippet: a colon after "17:18" read as a time cut short
+        yield f"{match.key} #{match.n} {match.role} {when}{flags}  {match.snippet}"
 
 
 def register(commands: Any) -> None:

@@ -27,9 +27,9 @@ shortcut off for a log that holds them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..context.builder import FOLD_TEXTS
 from ..context.casefold import TO_ASCII
@@ -60,9 +60,8 @@ _ESCAPED = frozenset('"\\\'()[]')
 _FOLD_WORDS = case_fold(" ".join([*FOLD_TEXTS, missing_text("")]))
 
 
-@dataclass(frozen=True)
-class Match:
-    """One message that holds the query."""
+class Match(NamedTuple):
+    """One message that holds the query (a tuple: ``--limit 0`` makes one per match)."""
 
     key: str
     n: int
@@ -73,7 +72,7 @@ class Match:
     compacted: bool = False
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return self._asdict()
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,33 @@ def test_a_word_in_many_messages_shows_the_newest_and_counts_them_all():
     assert cli("search", "tick", "--limit", "-1").returncode == 2
 
 
+def test_every_match_is_printed_in_order_as_it_is_into_a_pipe_and_inert_on_a_terminal():
+    """More matches than are written at once (``LINES_AT_ONCE``): into a pipe each line is
+    the text exactly, control characters and all; on a terminal every line shows them."""
+    from selfref_tui.cli.common import LINES_AT_ONCE
+    from tests.cli.test_cli_hostile import run_tty
+    from tests.hostile import assert_inert
+
+    count = 2 * LINES_AT_ONCE + 3
+    with SelfReference(os.environ["SELFREF_DATA_DIR"]) as store:
+        store.open("log").commit([UserMessageMutation(
+            {"role": "user", "content": f"tick {i} \x1b[31mred\x1b[0m"})
+            for i in range(1, count + 1)])
+    piped = cli("search", "tick", "--limit", "0")
+    assert piped.returncode == 0, piped.stderr
+    lines = piped.stdout.splitlines()
+    assert lines[-1] == f"{count:,} messages in 1 conversation"
+    assert [line.split("  ", 1)[1] for line in lines[:-1]] == [
+        f"tick {i} \x1b[31mred\x1b[0m" for i in range(count, 0, -1)]
+    code, out, err = run_tty("search", "tick", "--limit", "0")
+    assert code == 0, err
+    assert_inert(out)
+    shown = out.split("\n")
+    assert shown[-1] == "" and shown[-2] == f"{count:,} messages in 1 conversation"
+    assert [line.split("  ", 1)[1] for line in shown[:-2]] == [
+        f"tick {i} ␛[31mred␛[0m" for i in range(count, 0, -1)]
+
+
 def test_export_markdown_to_stdout_and_to_a_file_with_its_images(tmp_path):
     _seed()
     shown = cli("export")

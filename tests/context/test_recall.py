@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from selfref_tui.context.casefold import literal, spans
 from selfref_tui.context.history import HistoryEntry
 from selfref_tui.context.recall import (
     HistoryIndex,
@@ -239,3 +240,41 @@ def test_a_stored_text_cannot_close_its_tag_and_pose_as_the_person():
     assert text.lower().count("<message ") == 2 and text.lower().count("</message>") == 2
     assert "&lt;/message>" in text and '&lt;MESSAGE n="9" role="user">' in text
     assert text.endswith("&lt;/Message>\n</message>")
+
+
+_LETTERS = st.sampled_from(["a", "B", "ab", "x" * 90, "ß", "İ", "\u212a", "é", "K", "s"])
+_SPACES = st.sampled_from([" ", "  ", "\n\n", "\r\n", "\t", "\x0b", "\x0c", "\x1c", "\x1f",
+                           "\x85", "\u3000", "\u2028", ""])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.tuples(_LETTERS, _SPACES), max_size=12), min_size=1, max_size=6),
+       st.sampled_from(["a", "b", "ab", "ss", "k", "i", "x", '"a b"', '"b a"', "xxxxx a"]),
+       st.booleans())
+def test_every_snippet_is_the_text_around_the_first_term_with_white_space_made_single(
+        texts, query, cached):
+    """The snippet of every match, ASCII or not (a text of plain ASCII is looked in by a
+    shorter way): the text with each run of white space made one space, cut
+    ``SNIPPET_SIDE`` characters either side of the first term's first occurrence as a
+    person sees it (``casefold.spans``), "…" where cut; the text's start when that term is
+    not in it (it matched across white space the snippet made single only in the index)."""
+    from selfref_tui.context.recall import SNIPPET_SIDE
+
+    contents = ["".join(w + gap for w, gap in parts) for parts in texts]
+    entries = [entry(n, "user", {"role": "user", "content": text})
+               for n, text in enumerate(contents, 1)]
+    index = (HistoryIndex.of_texts(entries, range(1, len(contents) + 1), contents, ())
+             if cached else HistoryIndex())
+    found = index.search(entries, query, limit=None, every=True)
+    first = literal(parse_query(query)[0])
+    for hit in found.hits:
+        text = " ".join(contents[hit.n - 1].split())
+        at = next(spans(first, text), None)
+        if at is None:
+            expected = text[:2 * SNIPPET_SIDE] + ("…" if len(text) > 2 * SNIPPET_SIDE else "")
+        else:
+            start, end = max(0, at[0] - SNIPPET_SIDE), min(len(text), at[1] + SNIPPET_SIDE)
+            expected = (("…" if start else "") + text[start:end]
+                        + ("…" if end < len(text) else ""))
+        assert hit.snippet == expected, (query, text)
+    assert len(found.hits) == found.total
