@@ -32,7 +32,9 @@ def _experiences_list(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
     elif not rows:
-        print(f"no experiences in conversation '{memory.key}'")
+        from selfref_tui.safety import name_line
+
+        print(f"no experiences in conversation '{name_line(memory.key)}'")
     else:
         for exp, row in zip(memory.experiences, rows, strict=True):
             about = describe_provenance(exp)

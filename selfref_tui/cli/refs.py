@@ -18,6 +18,7 @@ from selfref_tui.cli.common import (
     say,
 )
 from selfref_tui.context.local_time import shown_time
+from selfref_tui.safety import name_line
 
 
 def _current_ref(args: argparse.Namespace) -> dict:
@@ -25,8 +26,8 @@ def _current_ref(args: argparse.Namespace) -> dict:
     occurrences = memory.refs.get(args.ref_id)
     if not occurrences:
         known = ", ".join(sorted(memory.refs)[:8]) or "none yet"
-        raise CliError(f"no ref '{args.ref_id}' in conversation '{memory.key}' (known: {known}); "
-                       "see `selfref-tui refs list`")
+        raise CliError(f"no ref '{args.ref_id}' in conversation '{name_line(memory.key)}' "
+                       f"(known: {known}); see `selfref-tui refs list`")
     return occurrences[-1]
 
 
@@ -42,7 +43,7 @@ def _refs_list(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
     elif not rows:
-        print(f"no refs in conversation '{memory.key}'")
+        print(f"no refs in conversation '{name_line(memory.key)}'")
     else:
         width = max(len(r["id"]) for r in rows)
         for r in rows:

@@ -67,6 +67,9 @@ def unknown_number(key: str, n: int, last: int, hidden: bool) -> str:
     ``hidden``: ``n`` was handed out but names no message any more (see the
     module's docstring), so "numbered 1 to last" alone would contradict it.
     """
+    from ..safety.inert import name_line  # "ma\u200bin" never reads as "main"
+
+    key = name_line(key)
     if not last:
         return f"conversation '{key}' has no messages yet"
     if hidden:

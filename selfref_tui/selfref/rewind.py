@@ -156,7 +156,9 @@ def undo(memory: Any, report: RewindReport | None = None) -> RewindReport:
     rewinds; an undo done after the person went on is undone like any rewind."""
     position = report.undo_patch if report is not None else memory.undoable_rewind
     if position is None or position < 0:
-        raise RewindError(f"conversation '{memory.key}' has no rewind to undo")
+        from selfref_tui.safety import name_line
+
+        raise RewindError(f"conversation '{name_line(memory.key)}' has no rewind to undo")
     return _commit(memory, RewindMutation(to_patch=position), 0)
 
 

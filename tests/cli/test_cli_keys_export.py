@@ -142,3 +142,24 @@ def test_a_name_that_looks_like_another_is_shown_escaped_and_never_made():
     assert cli("history", "--key", "ne\ufeffw").stdout == (
         "no messages in conversation 'ne\\ufeffw'\n")  # read, not made
     assert len(json.loads(cli("keys", "list", "--json").stdout)) == 3
+
+
+def test_every_line_naming_a_lookalike_conversation_shows_its_hidden_character():
+    """Made before names were checked, "ma\\u200bin" reads as "main": the lines that name
+    it when it holds no experiences or refs, when a message number or an undo is wrong,
+    show the character as its escape, as the lists and exports do."""
+    from selfref_tui.selfref.keys import write_empty_meta
+    from selfref_tui.selfref.log_lines import SCHEMA
+
+    lookalike = "ma\u200bin"
+    with SelfReference(_data()) as store:
+        write_empty_meta(store.key_dir(lookalike), lookalike, SCHEMA)
+        store.open(lookalike).commit(turn(1))
+    said = [cli("experiences", "list", "--key", lookalike),
+            cli("refs", "list", "--key", lookalike),
+            cli("refs", "show", "nope", "--key", lookalike),
+            cli("rewind", "9", "--key", lookalike),
+            cli("rewind", "--undo", "--key", lookalike)]
+    for result in said:
+        out = result.stdout + result.stderr
+        assert "'ma\\u200bin'" in out and lookalike not in out, (result.args, out)
