@@ -58,6 +58,8 @@ from selfref_tui.ui.widgets.sidebar import Sidebar
 from selfref_tui.ui.widgets.transcript import Transcript
 
 if TYPE_CHECKING:
+    from textual.driver import Driver
+
     from selfref_tui.agent import events as ev
     from selfref_tui.ui import command_handlers
     from selfref_tui.ui import commands as slash
@@ -182,6 +184,16 @@ class SelfRefApp(
         return self.controller.mcp
 
     # ------------------------------------------------------------ layout
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's terminal driver, reading pastes and stray bytes safely (input_driver.py)."""
+        driver = super().get_driver_class()
+        if (driver.__module__, driver.__name__) == ("textual.drivers.linux_driver",
+                                                    "LinuxDriver"):  # not on Windows
+            from selfref_tui.ui.input_driver import GuardedDriver
+
+            return GuardedDriver
+        return driver
 
     def compose(self) -> ComposeResult:
         provider = self.config.provider
