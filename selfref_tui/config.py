@@ -223,6 +223,14 @@ _PROFILE_TYPES: dict[str, tuple[type, ...]] = {
     "connect_timeout_s": (int, float), "first_byte_timeout_s": (int, float),
     "idle_timeout_s": (int, float), "max_retries": (int,),
 }
+#: numbers with a floor: a timeout of 0 made every request time out, a negative retry count
+#: or output limit reached the server as a 500 retried three times
+_PROFILE_LEAST: dict[str, tuple[float, str]] = {
+    **{name: (1e-3, "a number of seconds above 0") for name in (
+        "timeout_s", "connect_timeout_s", "first_byte_timeout_s", "idle_timeout_s")},
+    "max_retries": (0, "0 or more"),
+    "max_output_tokens": (1, "a number of tokens above 0"),
+}
 #: environment variables for the provider's numbers: (variable, field, type)
 _ENV_NUMBERS = (("SELFREF_CONNECT_TIMEOUT", "connect_timeout_s", float),
                 ("SELFREF_FIRST_BYTE_TIMEOUT", "first_byte_timeout_s", float),
@@ -511,6 +519,10 @@ def _profile(path: Path, name: str, raw: Any) -> ProviderConfig:
                               f"{_belongs(field_name, where)} (known: "
                               f"{', '.join(sorted(_PROFILE_TYPES))})")
         values[field_name] = _check(path, where, field_name, value, _PROFILE_TYPES[field_name])
+        least, what = _PROFILE_LEAST.get(field_name, (None, ""))
+        if least is not None and not value >= least:
+            raise ConfigError(f"{path}: [{where}] {field_name} must be {what}, not "
+                              f"{shown_number(value)}")
     if "temperature" in values:
         values["temperature"] = float(values["temperature"])
     return ProviderConfig(name=name, **values)

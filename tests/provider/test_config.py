@@ -134,6 +134,13 @@ def test_bad_toml_names_file_and_line(tmp_path):
     ('model = "llama3.1"\n', "'model' — it is a provider setting: put it below a "
                              "[providers.NAME] line"),
     ('[agent]\nbase_url = "http://x"\n', "'base_url' in [agent] — it is a provider setting"),
+    ('[providers.a]\nconnect_timeout_s = 0\n', "connect_timeout_s must be a number of "
+                                                "seconds above 0, not 0"),
+    ('[providers.a]\nidle_timeout_s = -1.5\n', "idle_timeout_s must be a number of seconds"),
+    ('[providers.a]\ntimeout_s = 0\n', "timeout_s must be a number of seconds above 0"),
+    ('[providers.a]\nmax_retries = -1\n', "max_retries must be 0 or more, not -1"),
+    ('[providers.a]\nmax_output_tokens = 0\n', "max_output_tokens must be a number of "
+                                                 "tokens above 0, not 0"),
 ])
 def test_invalid_values_are_one_clear_line(tmp_path, text, fragment):
     with pytest.raises(ConfigError) as info:
