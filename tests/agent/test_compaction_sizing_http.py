@@ -110,6 +110,24 @@ def _encoder() -> Callable[[str], list[int]]:
     return load_encoder("selfref-demo")
 
 
+def _compacting(encode: Callable[[str], list[int]], window: int, *more: Step,
+                usage: bool = True) -> ExactServer:
+    """A server of ``window`` whose model compacts, says so, then answers ``more``."""
+    return ExactServer(encode, window, [
+        Reply(text="Compacting.", tool_calls=[ToolCall("compact", SUMMARY, id="k1")]),
+        Reply(text="Compacted."), *more], usage=usage)
+
+
+def _loading(h: Any, server: ExactServer, encode: Callable[[str], list[int]]
+             ) -> LoadingTokenizer:
+    """The agent's encoder, loaded when the runtime waits for it or, at the latest, as the
+    server takes the second request (the model answering after the first)."""
+    tokenizer = LoadingTokenizer(h.agent, encode)
+    h.agent._encoder_task = tokenizer
+    server.on_request = lambda index: tokenizer.load() if index >= 1 else None
+    return tokenizer
+
+
 @pytest.mark.parametrize(("usage", "window", "ratio", "pastes", "text"), [
     (True, 16_000, 0.6, 44, DIGESTS * 10), (False, 16_000, 0.6, 44, DIGESTS * 10),
     (True, 64_000, 0.8, 100, EMOJI * 68)], ids=["usage", "no-usage", "emoji"])
@@ -124,15 +142,11 @@ async def test_a_compaction_sized_before_the_tokenizer_loaded_is_enough(
     after compaction; without it, the next message asked for another compaction.
     Emoji: the estimate is near their real count, and the compaction itself waits."""
     encode = _encoder()
-    server = ExactServer(encode, window, [
-        Reply(text="Compacting.", tool_calls=[ToolCall("compact", SUMMARY, id="k1")]),
-        Reply(text="Compacted."), Reply(text="Next answer.")], usage=usage)
+    server = _compacting(encode, window, Reply(text="Next answer."), usage=usage)
     async with harness(server, context_window=window) as h:
-        tokenizer = LoadingTokenizer(h.agent, encode)
-        h.agent._encoder_task = tokenizer
-        h.agent.compaction.ratio = ratio
         # unless the runtime waits, it loads while the model answers after the compaction
-        server.on_request = lambda index: tokenizer.load() if index >= 1 else None
+        tokenizer = _loading(h, server, encode)
+        h.agent.compaction.ratio = ratio
         _seed(h, pastes, text)
         h.agent.request_compaction("main")
         assert await h.agent.run_turn("main", None) == "done"
@@ -157,13 +171,9 @@ async def test_a_key_over_the_window_by_the_real_count_is_compacted_before_it_is
     retry was sized from the estimate the server had just refused."""
     encode = _encoder()
     window = 16_000
-    server = ExactServer(encode, window, [
-        Reply(text="Compacting.", tool_calls=[ToolCall("compact", SUMMARY, id="k1")]),
-        Reply(text="Compacted.")])
+    server = _compacting(encode, window)
     async with harness(server, context_window=window) as h:
-        tokenizer = LoadingTokenizer(h.agent, encode)
-        h.agent._encoder_task = tokenizer
-        server.on_request = lambda index: tokenizer.load() if index >= 1 else None
+        _loading(h, server, encode)
         _seed(h, 70, DIGESTS * 10)
         assert await h.agent.run_turn("main", "what did the logs say?") == "done"
         assert server.refused == 0, server.sizes
@@ -182,14 +192,10 @@ async def test_a_refusal_for_length_names_the_real_count_and_the_retry_fills_the
     it here)."""
     encode = _encoder()
     window, served = 64_000, 16_000
-    server = ExactServer(encode, served, [
-        Reply(text="Compacting.", tool_calls=[ToolCall("compact", SUMMARY, id="k1")]),
-        Reply(text="Compacted.")])
+    server = _compacting(encode, served)
     async with harness(server, context_window=window) as h:
-        tokenizer = LoadingTokenizer(h.agent, encode)
-        h.agent._encoder_task = tokenizer
+        _loading(h, server, encode)
         h.agent.compaction.ratio = 0.95  # the point at 60,800: the estimate under a quarter
-        server.on_request = lambda index: tokenizer.load() if index >= 1 else None
         _seed(h, 50, DIGESTS * 20)
         assert await h.agent.run_turn("main", "what do these say?") == "done"
         assert server.refused == 1 and server.sizes[0] > served
@@ -209,14 +215,10 @@ async def test_text_of_more_tokens_than_characters_is_counted_before_it_is_sent(
     the first request to the window and asks it to compact."""
     encode = _encoder()
     window = 64_000
-    server = ExactServer(encode, window, [
-        Reply(text="Compacting.", tool_calls=[ToolCall("compact", SUMMARY, id="k1")]),
-        Reply(text="Compacted.")])
+    server = _compacting(encode, window)
     async with harness(server, context_window=window) as h:
-        tokenizer = LoadingTokenizer(h.agent, encode)
-        h.agent._encoder_task = tokenizer
+        tokenizer = _loading(h, server, encode)
         h.agent.compaction.ratio = 0.95
-        server.on_request = lambda index: tokenizer.load() if index >= 1 else None
         _seed(h, pastes, text)
         assert await h.agent.run_turn("main", "what do these say?") == "done"
         assert tokenizer.waited and server.refused == 0, server.sizes
