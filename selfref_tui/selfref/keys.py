@@ -154,12 +154,23 @@ def validate_name(key: str) -> str:
         raise InvalidKeyError(
             f"Conversation name {key[:40]!r} contains {FORK_MARK!r}, which names the agent's "
             "forks; use another name.")
-    hidden = next((ch for ch in key if unicodedata.category(ch) == "Cf"), None)
+    hidden = next((ch for ch in key if _hidden(ch)), None)
     if hidden is not None:
         raise InvalidKeyError(
             f"Conversation name {key[:40]!r} contains an invisible character "
             f"(U+{ord(hidden):04X}) that would make it look like another name; remove it.")
     return key
+
+
+def without_hidden(key: str) -> str:
+    """``key`` without its invisible format characters: what a name made from it (a
+    branch's suggested name) may hold, since :func:`validate_name` refuses them."""
+    return "".join(ch for ch in key if not _hidden(ch))
+
+
+def _hidden(ch: str) -> bool:
+    """An invisible format character (Unicode Cf), which makes a name look like another."""
+    return unicodedata.category(ch) == "Cf"
 
 
 def write_empty_meta(key_dir: Path, key: str, schema: int) -> bool:

@@ -62,3 +62,27 @@ async def test_lookalike_names_are_told_apart_and_new_ones_refused(tmp_path):
             assert type(app.screen).__name__ == "KeySwitcher"
     keys = {info.key for info in SelfReference(tmp_path / "data").keys()}  # noqa: SIM118
     assert keys == {"main", LOOKALIKE, REVERSED}
+
+
+async def test_a_branch_of_a_lookalike_name_is_offered_a_name_it_can_take(tmp_path):
+    """The branch dialog suggests "<name>-branch-1": of "ma\\u200bin" that held the same
+    invisible character, so Enter was refused for a character the person cannot see
+    (nor delete). The suggestion leaves it out, and Enter makes the branch."""
+    from selfref_tui.ui.screens.new_key_prompt import NewKeyPrompt
+
+    _old_keys(tmp_path)
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url, key=LOOKALIKE)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await pilot.press(*"/branch")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, NewKeyPrompt),
+                             what="the branch dialog")
+            assert app.screen.query_one(Input).value == "main-branch-1"
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: app.key == "main-branch-1",
+                             what="the branch on screen")
+    with SelfReference(tmp_path / "data") as store:
+        [branch] = [i for i in store.keys() if i.key == "main-branch-1"]  # noqa: SIM118
+        assert branch.origin_key == LOOKALIKE

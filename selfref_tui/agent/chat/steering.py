@@ -194,12 +194,16 @@ class Steering:
         return name
 
     async def branch_names(self) -> tuple[str, set[str]]:
-        """A free ``<key>-branch-N`` to suggest, and the names already taken."""
+        """A free ``<key>-branch-N`` to suggest, and the names already taken (without the
+        invisible characters of a key made before names were checked: a new name is
+        refused for them, and the person could not see what to delete)."""
+        from selfref_tui.selfref.keys import without_hidden
+
         existing = {info.key for info in await self._in_thread(self._store().keys)}
-        n = 1
-        while f"{self.key}-branch-{n}" in existing:
+        base, n = without_hidden(self.key), 1
+        while f"{base}-branch-{n}" in existing:
             n += 1
-        return f"{self.key}-branch-{n}", existing
+        return f"{base}-branch-{n}", existing
 
     async def restore_files(self, changes: list[FileChange]) -> RestoreReport:
         """Put the chosen files back as they were (never over a file changed since)."""
