@@ -423,7 +423,7 @@ def _env_numbers(provider: ProviderConfig, env: Mapping[str, str]) -> ProviderCo
             raise ConfigError(f"{variable}={raw!r} is not a number; set it to "
                               f"{'a whole number of tokens' if kind is int else 'seconds'} "
                               "or unset it") from None
-        if value <= 0:
+        if not value > 0:  # "nan" too: it is neither above nor below 0
             raise ConfigError(f"{variable} must be above 0, not {shown_number(raw)}")
         if name == "context_window":
             value = _window(value, variable)

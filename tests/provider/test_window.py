@@ -146,3 +146,14 @@ def test_bad_window_and_timeout_values_are_one_line_errors(tmp_path):
         load_config(config_path=missing, env={}, context_window=10)
     with pytest.raises(ConfigError, match="SELFREF_IDLE_TIMEOUT"):
         load_config(config_path=missing, env={"SELFREF_IDLE_TIMEOUT": "-1"})
+
+
+@pytest.mark.parametrize("raw", ["nan", "NaN", "0", "-0.0"])
+def test_a_timeout_from_the_environment_that_is_not_above_0_is_refused(tmp_path, raw):
+    """As in config.toml: "nan" is no number of seconds (it compared as neither above
+    nor below 0, and every request then had a timeout of NaN)."""
+    from selfref_tui.config import ConfigError
+
+    with pytest.raises(ConfigError, match="SELFREF_CONNECT_TIMEOUT must be above 0"):
+        load_config(config_path=tmp_path / "none.toml",
+                    env={"SELFREF_CONNECT_TIMEOUT": raw})
