@@ -209,11 +209,13 @@ class EventBridge:
                     ev.ForkFinished: self._on_fork_finished,
                     ev.TextDelta: lambda e: self.fork_panel.child_text(e.key, e.text),
                     ev.ToolCallStarted: lambda e: self.fork_panel.child_tool(
-                        e.key, e.name, "running"
+                        e.key, e.name, "running", e.call_id
                     ),
-                    ev.ToolCallEnded: lambda e: self.fork_panel.child_tool(e.key, e.name, "done"),
+                    ev.ToolCallEnded: lambda e: self.fork_panel.child_tool(
+                        e.key, e.name, "done", e.call_id
+                    ),
                     ev.ToolCallError: lambda e: self.fork_panel.child_tool(
-                        e.key, e.name, "error"
+                        e.key, e.name, "error", e.call_id
                     ),
                 },
                 fork_lifecycle=frozenset({ev.ForkSpawned, ev.ForkProgress, ev.ForkFinished}),

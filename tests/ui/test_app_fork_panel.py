@@ -9,8 +9,9 @@ sidebar, left an 18-column input at 80×24, and stayed open after the forks.
 from __future__ import annotations
 
 import asyncio
+import json
 
-from selfref_tui.demo.script import DEMO_TAG, Reply, Stall, demo_script
+from selfref_tui.demo.script import DEMO_TAG, Events, Reply, Stall, demo_script
 from selfref_tui.demo.server import DemoServer
 from tests.ui.helpers import SIZE, make_app, started, turn_done, type_and_send, wait_until
 
@@ -133,3 +134,50 @@ async def test_a_panel_the_person_closed_stays_closed_in_that_conversation(tmp_p
             later.set()
             await turn_done(pilot, app, timeout=30)
             await wait_until(pilot, lambda: not panel.display, what="and closed when done")
+
+
+#: a child's answer that names a tool call and breaks off (not JSON) before the call ends
+BREAKS_MID_CALL = Events((
+    json.dumps({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                "choices": [{"index": 0, "finish_reason": None, "delta": {"tool_calls": [
+                    {"index": 0, "id": "call_a", "type": "function",
+                     "function": {"name": "read_fd", "arguments": '{"fd": '}}]}}]}),
+    '{"choices": [ {"delta": ',
+))
+
+
+def _fork_a_breaks(body: dict, index: int):
+    """The demo model, but fork A's answer breaks off while it calls a tool."""
+    last = (body.get("messages") or [{}])[-1]
+    if last.get("role") == "user" and "Demo fork task A" in str(last.get("content")):
+        return BREAKS_MID_CALL
+    return demo_script(body, index)
+
+
+async def test_a_tool_call_a_fork_never_ended_does_not_run_on_in_the_panel(tmp_path):
+    """The fork's stream broke while it called a tool: the call never ran, and the fork
+    ended with an error. Its line said "running" for good (the transcript's own cards
+    are closed when a turn ends; the panel's were not)."""
+    async with DemoServer(_fork_a_breaks) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "fork two helpers")
+            await turn_done(pilot, app, timeout=30)
+            panel = app.fork_panel
+            forks = {fork["fork_id"]: fork for fork in panel.forks}
+            assert forks["fork_1"]["status"] == "error"
+            assert forks["fork_1"]["tools"] == [("read_fd", "cancelled")]
+            assert forks["fork_2"]["status"] == "completed"
+            # The person opens the panel and looks at that fork.
+            await pilot.press("ctrl+t")
+            await wait_until(pilot, lambda: panel.display, what="the panel")
+            panel.table.focus()
+            await pilot.press("home")
+            await wait_until(pilot, lambda: panel.chosen == "fork_1", what="fork_1 chosen")
+
+            def tools() -> list[str]:
+                return [str(w.render()) for w in panel.transcript.query(".fork-tool")]
+
+            await wait_until(pilot, lambda: tools() == ["⚙ read_fd  ⊘ cancelled"],
+                             what="the call shown as ended with its fork")

@@ -125,6 +125,24 @@ async def test_live_transcript_follows_chosen_fork():
         assert panel.forks[0]["tools"] == [("read_fd", "done")]
 
 
+async def test_each_call_ends_its_own_line_and_a_fork_that_ends_ends_its_calls():
+    app = ForkApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = app.query_one(ForkPanel)
+        panel.fork_spawned("fork_1", "k::fork::1", "one")
+        # Two calls of one tool, ending in the other order: each ends its own line.
+        panel.child_tool("k::fork::1", "read_fd", "running", "call_1")
+        panel.child_tool("k::fork::1", "read_fd", "running", "call_2")
+        panel.child_tool("k::fork::1", "read_fd", "error", "call_1")
+        assert panel.forks[0]["tools"] == [("read_fd", "error"), ("read_fd", "running")]
+        # The fork ends (stopped) while the second runs: that call ended with it.
+        panel.fork_finished("fork_1", "cancelled", "", "stopped")
+        assert panel.forks[0]["tools"] == [("read_fd", "error"), ("read_fd", "cancelled")]
+        await _shows(pilot, panel, lambda: len(_tool_lines(panel)) == 2, "both lines")
+        await workers_done(pilot, app, "fork-view")
+        assert _tool_lines(panel) == ["⚙ read_fd  ✗ error", "⚙ read_fd  ⊘ cancelled"]
+
+
 async def test_what_changes_while_a_line_mounts_is_shown():
     """A tool that ends, or text that streams on, while its widget is being mounted.
 

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from textual.widgets.markdown import MarkdownStream
 
 FINISHED = frozenset({"completed", "done", "error", "cancelled"})
+#: a tool line's statuses while its call runs
+OPEN_TOOL = frozenset({"running", "started"})
 TASK_WIDTH = 17  # the panel is 60 cells wide: the columns must fit without a scrollbar
 
 
@@ -71,6 +73,8 @@ class _Block:
     text: str = ""
     name: str = ""
     status: str = ""
+    #: the tool call's id: two calls of one tool end each their own line
+    call_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -320,6 +324,11 @@ class ForkPanel(Vertical):
             replace(fork, status=status, response=response or "", error=error,
                     ended=self._clock())
         )
+        # A call the fork never ended (its answer's stream broke mid-call, it was
+        # stopped) has ended with it: its line must not say "running" for good.
+        for block in self._blocks.get(fork_id, []):
+            if block.kind == "tool" and block.status in OPEN_TOOL:
+                block.status = "cancelled"
         if fork_id == self.chosen:
             self._schedule_sync()
 
@@ -335,8 +344,12 @@ class ForkPanel(Vertical):
         if fork_id == self.chosen:
             self._schedule_sync()
 
-    def child_tool(self, child_key: str, name: str, status: str) -> None:
-        """A child's tool call started ("running") or ended ("done", "error", ...)."""
+    def child_tool(self, child_key: str, name: str, status: str, call_id: str = "") -> None:
+        """A child's tool call started ("running") or ended ("done", "error", ...).
+
+        The end finds its line by the call's id (by the tool's name when there is
+        none): two calls of one tool that end in another order each end their own.
+        """
         fork_id = self._by_child.get(child_key)
         blocks = self._blocks.get(fork_id or "")
         if blocks is None:
@@ -345,14 +358,15 @@ class ForkPanel(Vertical):
             (
                 b
                 for b in reversed(blocks)
-                if b.kind == "tool" and b.name == name and b.status in ("running", "started")
+                if b.kind == "tool" and b.status in OPEN_TOOL and b.call_id == call_id
+                and (call_id or b.name == name)
             ),
             None,
         )
-        if open_block is not None and status not in ("running", "started"):
+        if open_block is not None and status not in OPEN_TOOL:
             open_block.status = status
         else:
-            blocks.append(_Block("tool", name=name, status=status))
+            blocks.append(_Block("tool", name=name, status=status, call_id=call_id))
         if fork_id == self.chosen:
             self._schedule_sync()
 
@@ -564,7 +578,8 @@ class ForkPanel(Vertical):
 
 
 def _tool_line(block: _Block) -> Content:
-    marks = {"running": "…", "started": "…", "done": "✓", "ok": "✓", "error": "✗"}
+    marks = {"running": "…", "started": "…", "done": "✓", "ok": "✓", "error": "✗",
+             "cancelled": "⊘"}
     mark = marks.get(block.status, "·")
     style = "$text-error" if block.status == "error" else "$text-muted"
     return Content.assemble(
