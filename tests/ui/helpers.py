@@ -121,6 +121,11 @@ async def workers_done(pilot, app, group: str, timeout: float = 10.0) -> None:
     )
 
 
+#: seconds the tests' app waits for a silent server's next byte (the app's own default):
+#: far longer than any hold a test puts on an answer, however loaded the machine
+STALL_PATIENCE_S = 120.0
+
+
 def make_app(
     tmp_path: Path,
     url: str,
@@ -131,13 +136,20 @@ def make_app(
     context_window: int | None = 128_000,
 ) -> SelfRefApp:
     """The app on ``url``; ``context_window=None`` makes it ask the server
-    (agent/provider/window.py)."""
+    (agent/provider/window.py).
+
+    The provider waits as long as a person's would (:data:`STALL_PATIENCE_S`)
+    for the next byte: a test holds an answer mid-stream with a ``Stall`` while
+    it types, and with 5 s the client gave up first on a loaded machine. The
+    stalled turn then ended in an error, the message queued for it went out as
+    the next turn, and a rewind found nothing left to give back.
+    """
     provider = ProviderConfig(
         base_url=url,
         api_key=api_key,
         model="test-model",
         max_retries=0,
-        timeout_s=5,
+        timeout_s=STALL_PATIENCE_S,
         context_window=context_window,
     )
     config = AppConfig(provider=provider, data_dir=tmp_path / "data", key=key)
