@@ -270,6 +270,10 @@ class Notice(AgentEvent):
     message: str
     #: "information", "warning" or "error" (Textual's notification severities)
     severity: str = "information"
+    #: notices of one topic tell of one state: a newer one supersedes an older one a
+    #: front end still holds back (behind a dialog), and one with an empty ``message``
+    #: says that state is over (its older notice is dropped, nothing is shown)
+    topic: str = ""
 
 
 #: finish_reason of an answer the server ended early -> the marker stored with it and

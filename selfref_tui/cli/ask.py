@@ -79,7 +79,7 @@ class _AskOutput:
                 self.compacted.append(event)
             else:
                 self._note(f"[warning] {event.reason} — `selfref-tui compact` asks again")
-        elif isinstance(event, ev.Notice):
+        elif isinstance(event, ev.Notice) and event.message:  # empty: a state is over
             self._note(f"[{event.severity}] {event.message}")
 
     def _out(self, text: str) -> None:

@@ -551,19 +551,22 @@ class SelfRefApp(
         severity: Any = "information",
         timeout: float | None = None,
         markup: bool = False,
+        topic: str = "",
     ) -> None:
         """Every notification is plain, inert, secret-free text: never markup.
 
         Notifications quote servers, stores and paths; Textual would parse
         ``[@click=app.quit]`` in them as an action a click runs. ``markup`` is
-        accepted for Textual's signature and ignored.
+        accepted for Textual's signature and ignored. ``topic``: a newer notice of
+        the topic supersedes one held behind a dialog, and an empty ``message``
+        withdraws it (see :class:`~selfref_tui.ui.toast_room.ToastRoom`).
         """
-        super().notify(
+        self.post_notice(
             inert(self.secret_free(str(message))),
             title=inert_line(self.secret_free(str(title))),
             severity=severity,
-            timeout=timeout,
-            markup=False,
+            timeout=self.NOTIFICATION_TIMEOUT if timeout is None else timeout,
+            topic=topic,
         )
         self._fit_toasts_soon()  # once Textual has taken it in
 

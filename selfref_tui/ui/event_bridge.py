@@ -195,7 +195,8 @@ class EventBridge:
                     ev.RefClosed: self._on_lists_changed,
                     ev.CompactionApplied: self._on_lists_changed,
                     # an ErrorEvent is said once, by the transcript's error block
-                    ev.Notice: lambda e: self.notify(e.message, severity=e.severity, timeout=8),
+                    ev.Notice: lambda e: self.notify(e.message, severity=e.severity, timeout=8,
+                                                     topic=e.topic),
                     ev.CompactionFailed: lambda e: self.notify(
                         f"{e.reason} — /compact asks again", severity="warning", timeout=8),
                     ev.Retrying: self._on_retrying,

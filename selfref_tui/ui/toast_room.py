@@ -12,11 +12,15 @@ top, so a notice raised behind a dialog (an MCP server still starting, a
 window learnt) sat over its corner, and two or three reached its buttons. No
 dialog raises a notice of its own (each says its errors inside it), so a
 notice raised while one is open waits, and shows on the chat screen when the
-dialog closes, with its whole time to be read from then.
+dialog closes, with its whole time to be read from then. A notice held that
+long may be stale by then ("waiting for the MCP server" once it is ready): a
+notice of a topic drops the one of that topic still held (the newest wins),
+and an empty one of a topic withdraws it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 from itertools import pairwise
 from time import time
@@ -24,15 +28,23 @@ from typing import TYPE_CHECKING, Any
 
 from textual.app import ScreenStackError
 from textual.css.query import NoMatches
+from textual.notifications import Notification, Notify
 from textual.screen import ModalScreen
 
 if TYPE_CHECKING:
-    from textual.notifications import Notification, Notify
+    from textual.notifications import SeverityLevel
     from textual.screen import Screen
     from textual.widgets import Header, TextArea
 
 #: seconds between looks at toasts not laid out yet (see ToastRoom._fit_toasts): a frame
 FRAME_S = 1 / 60
+
+
+@dataclass
+class TopicNotice(Notification):
+    """A notification that tells of one state (``topic``): a newer one supersedes it."""
+
+    topic: str = ""
 
 
 class ToastRoom:
@@ -49,20 +61,47 @@ class ToastRoom:
         chat_input: TextArea
         _notifications: Any
 
+        def post_message(self, message: Any) -> bool: ...
         def call_after_refresh(self, callback: Any, *args: Any) -> bool: ...
         def set_timer(self, delay: float, callback: Any) -> Any: ...
+
+    def post_notice(self, message: str, *, title: str, severity: SeverityLevel,
+                    timeout: float, topic: str) -> None:
+        """Textual's ``notify`` (its three lines), the notice carrying its ``topic``: it
+        goes through the app's queue as Textual's does, so a withdrawal posted after a
+        notice is taken after it."""
+        self.post_message(Notify(TopicNotice(message, title, severity, timeout, markup=False,
+                                             topic=topic)))
 
     def _on_notify(self, event: Notify) -> None:
         """A notice raised while a dialog is open is kept, not drawn over the dialog.
 
         It is in the app's notifications at once (what was said is not lost, and
         Textual's handler, which draws it, is not run); it is shown when the chat
-        screen is back (:meth:`_refresh_notifications`).
+        screen is back (:meth:`_refresh_notifications`). A notice of a topic first
+        drops the one of that topic still held; an empty one is never shown.
         """
+        notice = event.notification
+        topic = getattr(notice, "topic", "")
+        if topic:
+            self._drop_held(topic)
+            if not notice.message:  # a withdrawal: the state it told of is over
+                event.prevent_default()
+                return
         if self._dialog_up():
             event.prevent_default()
-            self._held = (*self._held, event.notification)
-            self._notifications.add(event.notification)
+            self._held = (*self._held, notice)
+            self._notifications.add(notice)
+
+    def _drop_held(self, topic: str) -> None:
+        """Forget the held notices of ``topic``: they would tell of a state that is gone."""
+        stale = [n for n in self._held if getattr(n, "topic", "") == topic]
+        if not stale:
+            return
+        self._held = tuple(n for n in self._held if n not in stale)
+        for notice in stale:
+            if notice in self._notifications:
+                del self._notifications[notice]
 
     def _refresh_notifications(self) -> None:
         """Textual's refresh of the toasts, but none on a dialog; once the dialog is gone,

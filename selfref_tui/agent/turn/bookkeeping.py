@@ -218,13 +218,14 @@ class KeyBookkeeping:
         if said is None:
             said = f"the full tool set is offered again ({offer.total} tools)"
         self.emit(Notice(key=key, severity="warning" if offer.reduced else "information",
-                         message=said))
+                         message=said, topic="tool-offer"))
 
     def _note_left_out(self, key: str, left_out: int) -> None:
         if left_out and left_out != self._left_out.get(key, 0):
             self.emit(Notice(key=key, severity="warning", message=(
                 f"the {left_out} oldest messages are left out of this request (they stay "
-                "stored): the conversation no longer fits the model's window")))
+                "stored): the conversation no longer fits the model's window"),
+                topic="left-out"))
         self._left_out[key] = left_out
 
     def _tell_images_left_out(self, key: str, base: list[dict], *,

@@ -76,6 +76,9 @@ __all__ = [
     "ToolSource",
 ]
 
+#: the topic of the notice that a turn waits for MCP servers to start (withdrawn when done)
+SOURCES_STARTING = "sources-starting"
+
 
 class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning, CompactionWatch):
     """Runs turns for any number of memory keys over one provider."""
@@ -269,7 +272,7 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning, CompactionWat
             return
         names = ", ".join(name for _source, some in starting for name in some)
         several = "," in names
-        self.emit(Notice(key=turn.key, severity="information", message=(
+        self.emit(Notice(key=turn.key, severity="information", topic=SOURCES_STARTING, message=(
             f"waiting for the MCP server{'s' if several else ''} {names} to start, so "
             f"{'their' if several else 'its'} tools go with this message (Esc stops)")))
         waits = [asyncio.ensure_future(source.wait_started()) for source, _names in starting]
@@ -281,6 +284,8 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning, CompactionWat
             stop.cancel()
             for wait in waits:
                 wait.cancel()
+            # the wait is over (started, failed or stopped): "waiting for" is no news now
+            self.emit(Notice(key=turn.key, message="", topic=SOURCES_STARTING))
 
     async def _steps(self, turn: TurnState) -> str:
         key, session = turn.key, turn.session
