@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 from ..context.builder import FOLD_TEXTS
 from ..context.casefold import TO_ASCII
 from ..context.casefold import fold as case_fold
+from . import log_lines
 from .fsutil import read_regular
 from .images import missing_text
 from .reference import SelfReference
@@ -50,9 +51,9 @@ _STARTS_READ = 100_000
 #: the part of a log (or cache) looked at as it is for the query's words before the whole
 #: is lower-cased: 1/8 (a log that lacks a word is read an eighth further than before)
 _HEAD_PART = 8
-#: shorter data is lower-cased at once (under a millisecond): a word its head lacks would
-#: cost more than the shortcut saves
-_HEAD_FROM = 1 << 20
+#: shorter data is lower-cased at once (a few microseconds); longer, the head is looked at
+#: first (a search of 100 logs of 400 KB lower-cased each: ~40 ms, their heads: ~0.1 ms)
+_HEAD_FROM = 1 << 16
 #: characters a word checked against a log may not hold: those JSON escapes, and those the
 #: fold writes next to a patch's text
 _ESCAPED = frozenset('"\\\'()[]')
@@ -101,6 +102,8 @@ class ConversationSearch:
         #: folds to keep in the cache, written by close(): not on the way to the answer
         #: (key, its folder, its log's stamp, its entries, what resumes the fold but its CRC)
         self._saves: list[tuple[str, Path, Any, Any, dict[str, Any] | None]] = []
+        #: bytes of the logs folded so far (many short ones are read as a long one is)
+        self._folding = 0
 
     def close(self, *, detach: bool = False) -> None:
         """Write the caches this search's folds made (after the answer was shown), and let go.
@@ -226,7 +229,9 @@ class ConversationSearch:
                 self._saves.append((key, key_dir, stamp, extended, None))
                 self._entries[key] = (stamp, extended)
                 return extended
-        memory = self._store.open(key, write=False)
+        self._folding += len(log_bytes)
+        with log_lines.many_logs(self._folding >= log_lines.FAST_FROM):
+            memory = self._store.open(key, write=False)
         self.folded.add(key)
         warnings = memory.take_warnings()
         problems += warnings

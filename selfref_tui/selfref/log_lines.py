@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -103,12 +105,31 @@ def _msgspec() -> FastDecoder | None:
     return Decoder().decode, (DecodeError, ValueError, RecursionError)
 
 
+#: ``many``: set in a thread while it reads logs that add up to :data:`FAST_FROM`
+_reading = threading.local()
+
+
+@contextmanager
+def many_logs(many: bool = True) -> Iterator[None]:
+    """While it lasts, with ``many``, the logs this thread reads are read as a long one is
+    (:func:`fast_decoder`), however short: a search that folds a hundred logs of 400 KB
+    pays msgspec's import once and saves a tenth of every fold."""
+    before = getattr(_reading, "many", False)
+    _reading.many = many or before
+    try:
+        yield
+    finally:
+        _reading.many = before
+
+
 def fast_decoder(data: bytes) -> FastDecoder | None:
     """What may read the lines of the log ``data`` in about half the time of ``json``
     (:func:`parse_line`): msgspec, which makes of every record it reads what ``json``
     makes of it (integers of any length too, unlike orjson, which reads one past 64 bits
-    as a float); not for a short log. None: ``json`` alone."""
-    if len(data) < FAST_FROM or _stack_room() < 2 * _SHALLOW:
+    as a float); not for a short log (unless it is one of many: :func:`many_logs`).
+    None: ``json`` alone."""
+    if ((len(data) < FAST_FROM and not getattr(_reading, "many", False))
+            or _stack_room() < 2 * _SHALLOW):
         return None
     return _msgspec()
 

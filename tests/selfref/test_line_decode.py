@@ -4,6 +4,7 @@ record, or the same reason it is damaged, for good lines and hostile ones."""
 from __future__ import annotations
 
 import json
+import shutil
 from unittest import mock
 
 import pytest
@@ -166,3 +167,66 @@ def test_a_long_log_with_damaged_and_odd_lines_loads_as_json_loads_it(tmp_path):
     assert fast == slow
     assert len(fast[1]) == 3  # the unsealed line, the changed one, the bad patch
     assert "lone \\ud800 surrogate" in fast[0] and "'n': 1208925819614629174706176" in fast[0]
+
+
+def test_a_search_folding_many_short_logs_reads_them_as_a_long_one_and_finds_the_same(
+        tmp_path):
+    """Logs that are each too short for the fast decoder but add up to ``FAST_FROM``: a
+    search reads those after the first megabyte with it, and finds the same messages and
+    reports the same damage as with ``json`` alone (odd lines in the last log)."""
+    from selfref_tui.context.mutations import UserMessageMutation
+    from selfref_tui.selfref import key_load
+    from selfref_tui.selfref.conversation_search import ConversationSearch
+    from selfref_tui.selfref.reference import SelfReference
+    from selfref_tui.selfref.store import LOG_NAME
+
+    filler = "a short log's message " * 40
+    per_key = log_lines.FAST_FROM // 3 // len(filler)
+    keys = [f"k{k}" for k in range(5)]
+    with SelfReference(tmp_path) as refs:
+        for key in keys:
+            refs.open(key).commit([UserMessageMutation(
+                {"role": "user", "content": f"{key} {i} {filler}"}) for i in range(per_key)])
+            refs.release(key)
+        log = refs.key_dir(keys[-1]) / LOG_NAME
+    sizes = [(refs.key_dir(key) / LOG_NAME).stat().st_size for key in keys]
+    assert max(sizes) < log_lines.FAST_FROM < sum(sizes)
+
+    def odd(message: object) -> bytes:
+        return seal_bytes(json.dumps({"t": "m", "ts": "x", "m": {
+            "type": "UserMessageMutation", "message": message}},
+            separators=(",", ":")).encode("ascii"))
+
+    lines = log.read_bytes().split(b"\n")
+    lines[3:3] = [odd({"role": "user", "content": "short lone \ud800 surrogate"}),
+                  odd({"role": "user", "content": "short big", "n": 2**80}),
+                  odd({"role": "user", "content": "short changed"})[:-3] + b'0"}']
+    log.write_bytes(b"\n".join(lines))
+
+    used: list[bool] = []
+    real = key_load.fast_decoder
+
+    def spy(data: bytes) -> object:
+        decoder = real(data)
+        used.append(decoder is not None)
+        return decoder
+
+    def search() -> tuple[list, list]:
+        shutil.rmtree(tmp_path / "cache", ignore_errors=True)  # every log folded
+        with mock.patch.object(key_load, "fast_decoder", spy), \
+                ConversationSearch(tmp_path) as found_in:
+            found = found_in.search("short", limit=None, keys=keys)
+            assert found_in.folded == set(keys)
+        return [m.as_dict() for m in found.matches], found.problems
+
+    fast = search()
+    sizes = [(tmp_path / "keys" / key / LOG_NAME).stat().st_size for key in keys]
+    # each log after the first megabyte, its own included
+    assert used == [sum(sizes[:i + 1]) >= log_lines.FAST_FROM for i in range(5)]
+    assert used[0] is False and used[-1] is True
+    used.clear()
+    with mock.patch.object(log_lines, "FAST_FROM", 1 << 62):
+        slow = search()
+    assert used == [False] * 5
+    assert fast == slow
+    assert len(fast[0]) == 5 * per_key + 2 and len(fast[1]) == 1  # the changed line
