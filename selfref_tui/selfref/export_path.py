@@ -5,6 +5,11 @@ trailing slash (the folder is created) — means "a file named after the ref in
 that folder"; anything else is the file itself. Both front ends call
 :func:`export_target`, so ``refs export ID ~/exports`` and the app's dialog
 given ``~/exports`` write the same file.
+
+A person's export follows a link at the path, as a shell's ``>`` does, so
+both front ends ask first (:func:`link_note` says where it leads): a link was
+replaced as "this file already exists" without a word about the file it
+changed, and a link to nothing yet was written through without a question.
 """
 
 from __future__ import annotations
@@ -41,3 +46,20 @@ def export_target(value: str, suggested_name: str) -> Path:
     if names_folder(value):
         return path / suggested_name
     return path
+
+
+def is_link(path: Path) -> bool:
+    """True when ``path`` itself is a symbolic link (leading anywhere, or nowhere yet)."""
+    try:
+        return path.is_symlink()
+    except OSError:
+        return False
+
+
+def link_note(path: Path) -> str:
+    """" (a link to /real/file)" when ``path`` is a link, with ", which does not exist yet"
+    for one that leads nowhere yet; "" otherwise."""
+    if not is_link(path):
+        return ""
+    real = Path(os.path.realpath(path))
+    return f" (a link to {real}{'' if real.exists() else ', which does not exist yet'})"

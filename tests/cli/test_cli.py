@@ -77,6 +77,11 @@ def test_ask_demo_then_refs_list_show_export(tmp_path):
     assert target.read_text().startswith("# mine\ndef fib_iterative")
     forced = cli("refs", "export", "fib_iterative", str(target), "--force")
     assert forced.returncode == 0 and target.read_text().startswith("def fib_iterative")
+    link = out_dir / "fib.py"  # a link to nothing yet: asked for --force, not written through
+    link.symlink_to(out_dir / "real" / "fib.py")
+    refused = cli("refs", "export", "fib_iterative", str(link))
+    assert refused.returncode == 1 and "(a link to " in one_line(refused.stderr)
+    assert not (out_dir / "real").exists()
 
     missing = cli("refs", "show", "nope")
     assert missing.returncode == 1 and "fib_note" in one_line(missing.stderr)

@@ -181,3 +181,26 @@ def test_the_program_answers_and_exits_and_a_child_of_its_own_keeps_the_cache():
     assert again.stdout == result.stdout and again.returncode == 0
     nothing = run("search", "nowhere")  # the exit status the process ends with, as before
     assert nothing.returncode == 1 and "no message in any conversation" in nothing.stdout
+
+
+def test_an_export_onto_a_link_says_where_it_leads_and_asks_for_force(tmp_path):
+    _seed()
+    real = tmp_path / "dotfiles" / "notes.md"
+    real.parent.mkdir()
+    real.write_text("mine\n")
+    link = tmp_path / "notes.md"
+    link.symlink_to(real)
+    refused = cli("export", "-o", str(link))
+    assert refused.returncode == 1
+    assert f"{link} already exists (a link to {real}); pass --force" in one_line(refused.stderr)
+    assert real.read_text() == "mine\n"
+    # a link to nothing yet is not written through without --force either
+    dangling = tmp_path / "new.md"
+    dangling.symlink_to(tmp_path / "elsewhere" / "new.md")
+    refused = cli("export", "-o", str(dangling))
+    assert refused.returncode == 1 and (
+        f"(a link to {tmp_path / 'elsewhere' / 'new.md'}, which does not exist yet)"
+        in one_line(refused.stderr))
+    assert not (tmp_path / "elsewhere").exists()
+    assert cli("export", "-o", str(dangling), "--force").returncode == 0
+    assert (tmp_path / "elsewhere" / "new.md").read_text().startswith("# Conversation main")

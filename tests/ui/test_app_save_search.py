@@ -91,3 +91,36 @@ async def test_the_switcher_filters_by_content_and_finds_it_in_the_one_chosen(tm
             bar = app.query_one(FindBar)
             await wait_until(pilot, lambda: bar.display and bar.count == "1 of 1",
                              what="the text found in it")
+
+
+async def test_save_onto_a_link_says_where_it_leads_before_writing_there(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _seed()
+    real = tmp_path / "dotfiles" / "chat.md"
+    real.parent.mkdir()
+    real.write_text("mine")
+    link = tmp_path / "chat.md"
+    link.symlink_to(real)
+    dangling = tmp_path / "new.md"
+    dangling.symlink_to(tmp_path / "elsewhere.md")
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, f"/save {link}")
+            await wait_until(pilot, lambda: _screen(app) == "OverwritePrompt", what="asked")
+            shown = str(app.screen.query_one("#path").render())
+            assert shown == f"{link} (a link to {real})"
+            assert "a link to a file that exists" in str(app.screen.query_one("#question").render())
+            await pilot.press("c")
+            await wait_until(pilot, lambda: _said(app, "Export cancelled."), what="cancelled")
+            assert real.read_text() == "mine"
+            # a link to nothing yet is asked about too, then written where it leads
+            await type_and_send(pilot, f"/save {dangling}")
+            await wait_until(pilot, lambda: _screen(app) == "OverwritePrompt", what="asked again")
+            assert "which does not exist yet" in str(app.screen.query_one("#path").render())
+            assert not (tmp_path / "elsewhere.md").exists()
+            await pilot.press("o")
+            await wait_until(pilot, (tmp_path / "elsewhere.md").exists, what="written")
+            await wait_until(pilot, lambda: _said(app, f"to {tmp_path / 'elsewhere.md'}"),
+                             what="said where")

@@ -42,19 +42,27 @@ class OverwritePrompt(ModalScreen[str]):
         Binding("escape", "choose('cancel')", "Cancel", show=False, id="overwrite.escape"),
     ]
 
-    def __init__(self, path: str, *, append: bool = True) -> None:
+    def __init__(self, path: str, *, append: bool = True, link_note: str = "") -> None:
         """``append=False`` (an image: bytes cannot be added to a file's end) offers
-        overwrite and cancel only."""
+        overwrite and cancel only. ``link_note`` (``export_path.link_note``): the path is a
+        link, and the write goes where it leads."""
         super().__init__()
         self.path = path
         self.append = append
+        self.link_note = link_note
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
             dialog.border_title = "File exists"
-            yield Static(content(self.path), id="path")
-            yield Static("This file already exists. Replace it, or add the ref at its end?"
-                         if self.append else "This file already exists. Replace it?")
+            yield Static(content(self.path + self.link_note), id="path")
+            if self.link_note.endswith("does not exist yet)"):
+                question = "This is a link. Write the file where it leads?"
+            else:
+                what = "This is a link to a file that exists." if self.link_note else \
+                    "This file already exists."
+                question = f"{what} Replace it, or add this at its end?" if self.append \
+                    else f"{what} Replace it?"
+            yield Static(question, id="question")
             with Horizontal(id="buttons"):
                 yield Button(
                     Content.from_markup("[u]O[/u]verwrite"), id="overwrite", variant="warning"
