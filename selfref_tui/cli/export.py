@@ -26,7 +26,7 @@ def _export(args: argparse.Namespace) -> int:
         to_markdown,
     )
     from selfref_tui.safety import json_inert, name_line
-    from selfref_tui.selfref.export_path import export_target, is_link, link_note
+    from selfref_tui.selfref.export_path import export_target, is_taken, link_note
     from selfref_tui.selfref.files import FileWriteError, PathNotAllowed, write_file
 
     key = key_of(args)
@@ -48,7 +48,7 @@ def _export(args: argparse.Namespace) -> int:
         target = export_target(args.output, suggested_name(key, fmt))
     except ValueError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
-    if (target.exists() or is_link(target)) and not args.force:
+    if is_taken(target) and not args.force:
         raise CliError(f"{target} already exists{link_note(target)}; pass --force to "
                        "overwrite it")
     images = []

@@ -61,7 +61,7 @@ def _refs_show(args: argparse.Namespace) -> int:
 
 def _refs_export(args: argparse.Namespace) -> int:
     from selfref_tui.refs.export import export_plan
-    from selfref_tui.selfref.export_path import export_target, is_link, link_note
+    from selfref_tui.selfref.export_path import export_target, is_taken, link_note
     from selfref_tui.selfref.files import FileWriteError, PathNotAllowed, write_file
 
     ref = _current_ref(args)
@@ -70,7 +70,7 @@ def _refs_export(args: argparse.Namespace) -> int:
         target = export_target(args.path, plan.suggested_name)
     except ValueError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
-    if (target.exists() or is_link(target)) and args.mode == "write" and not args.force:
+    if is_taken(target) and args.mode == "write" and not args.force:
         raise CliError(f"{target} already exists{link_note(target)}; pass --force to "
                        "overwrite it or --mode append to add to it")
     try:

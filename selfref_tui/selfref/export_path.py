@@ -48,6 +48,24 @@ def export_target(value: str, suggested_name: str) -> Path:
     return path
 
 
+def is_file(path: Path) -> bool:
+    """``path.is_file()``, False where the path cannot be looked at: pathlib raises for a
+    folder without permission or a name too long, and the app's export ended with it; the
+    write that follows says why instead."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def is_taken(path: Path) -> bool:
+    """Something is at ``path``: a file, a folder, a link (leading anywhere), a FIFO…"""
+    try:
+        return path.exists() or path.is_symlink()
+    except OSError:
+        return False
+
+
 def is_link(path: Path) -> bool:
     """True when ``path`` itself is a symbolic link (leading anywhere, or nowhere yet)."""
     try:

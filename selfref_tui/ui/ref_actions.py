@@ -166,7 +166,7 @@ class RefActions:
         """``render``: the text is made once the file is chosen (a conversation's Markdown
         links its images by the file's name), with files to write beside it; it is
         written whole (no append)."""
-        from selfref_tui.selfref.export_path import export_target, link_note
+        from selfref_tui.selfref.export_path import export_target, is_file, link_note
         from selfref_tui.selfref.files import write_file
         from selfref_tui.ui.screens.export_dialog import ExportDialog
         from selfref_tui.ui.screens.overwrite_prompt import OverwritePrompt
@@ -196,9 +196,9 @@ class RefActions:
                 continue
             mode = "write"
             note = link_note(target)
-            if target.is_file() or note:
+            if is_file(target) or note:
                 mode = await self.push_screen_wait(OverwritePrompt(
-                    str(target), append=text and target.is_file(), link_note=note))
+                    str(target), append=text and is_file(target), link_note=note))
                 if mode not in ("overwrite", "append"):
                     self.notify("Export cancelled.")
                     return

@@ -124,3 +124,22 @@ async def test_save_onto_a_link_says_where_it_leads_before_writing_there(tmp_pat
             await wait_until(pilot, (tmp_path / "elsewhere.md").exists, what="written")
             await wait_until(pilot, lambda: _said(app, f"to {tmp_path / 'elsewhere.md'}"),
                              what="said where")
+
+
+async def test_save_to_a_path_that_cannot_be_looked_at_says_why_in_the_dialog(tmp_path,
+                                                                             monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _seed()
+    target = tmp_path / ("n" * 300 + ".md")  # stat() raises: the name is too long
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, f"/save {target}")
+            await wait_until(pilot, lambda: _screen(app) == "ExportDialog", what="dialog")
+            await wait_until(pilot, lambda: "File name too long" in str(
+                app.screen.query_one("#error").render()), what="the reason")
+            assert app.screen.query_one(Input).value == str(target)  # kept to edit
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: _screen(app) == "Screen", what="closed")
+            assert app.is_running
