@@ -165,7 +165,7 @@ async def _mcp(app: CommandHost, command: Command) -> bool:
     from selfref_tui.ui.screens.mcp_servers import McpServersScreen
 
     mcp = app.controller.mcp
-    app.push_screen(McpServersScreen(mcp.overview(), mcp.overview) if mcp else
+    app.push_screen(McpServersScreen(mcp.overview(), mcp.overview, mcp.changes) if mcp else
                     McpServersScreen([]))
     return True
 

@@ -218,3 +218,66 @@ async def test_the_app_says_so_once_and_its_mcp_screen_shows_the_server_failed(t
             assert "h  failed" in shown and why in shown
     finally:
         await server.stop()
+
+
+async def test_a_cancelled_call_does_not_wait_for_a_full_pipe_to_take_its_cancellation():
+    """Esc (or a quit) during a call whose request the server stopped reading: the call
+    ends, and the protocol's cancellation, which cannot be written until the pipe has
+    room, is left to finish (or be given up) behind it; the server stays, since it may
+    still read, until it has not for the call's timeout."""
+    manager, events = await started(hostile(call_timeout_s=3600))
+    try:
+        tools = tools_of(manager)
+        await manager.call_raw(tools["stop_reading"], {})
+        link = manager._links["h"]
+        call = asyncio.create_task(manager.call_raw(tools["echo"], {"text": LARGE}))
+        await wait_until(lambda: link.writing, timeout=20, what="the request being written")
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        [leaving] = manager._leaving
+        assert not leaving.done()  # its cancellation still waits for room in the pipe
+        assert link.writing and manager.statuses()[0].state == "ready"
+        assert notices(events) == []
+    finally:
+        await manager.aclose()
+    assert manager._leaving == set()
+
+
+async def test_an_open_mcp_screen_shows_the_server_fail(tmp_path):
+    from dataclasses import replace
+
+    from selfref_tui.demo.server import DemoServer
+    from selfref_tui.ui.screens.mcp_servers import McpServersScreen
+    from tests.ui.helpers import SIZE, make_app, type_and_send
+    from tests.ui.helpers import started as app_started
+    from tests.ui.helpers import wait_until as app_wait_until
+
+    server = DemoServer([])
+    url = await server.start()
+    try:
+        app = make_app(tmp_path, url)
+        app.config = replace(app.config, mcp_servers=(hostile(),))
+        async with app.run_test(size=SIZE) as pilot:
+            await app_started(pilot, app)
+            await app_wait_until(pilot, lambda: app.mcp is not None and app.mcp.handles(
+                "mcp__h__echo"), 60, "the MCP server to be ready")
+            await type_and_send(pilot, "/mcp")
+            await app_wait_until(pilot, lambda: isinstance(app.screen, McpServersScreen), 10,
+                                 "the MCP screen")
+            screen = app.screen
+
+            def shown() -> str:
+                return "\n".join(screen.server_list.text())
+
+            assert "h  ready" in shown()
+            tools = tools_of(app.mcp)  # a turn's calls, made while the screen is open
+            await app.mcp.call_raw(tools["close_stdin"], {})
+            with pytest.raises(ToolError, match="stopped accepting requests"):
+                await app.mcp.call_raw(tools["echo"], {"text": "there?"})
+            await app_wait_until(pilot, lambda: "h  failed" in shown(), 20,
+                                 "the open screen to show the server failed")
+            assert ("stopped accepting requests: writing to its stdin failed (the pipe is "
+                    "closed)") in shown()
+    finally:
+        await server.stop()

@@ -116,6 +116,8 @@ class McpManager:
         #: set by aclose(quitting=True), for a link made after it (a task not started yet)
         self._quitting = False
         self._tasks: dict[str, asyncio.Task] = {}
+        #: calls whose caller stopped waiting, still sending the protocol's cancellation
+        self._leaving: set[asyncio.Future] = set()
         self._stop = asyncio.Event()
         self._started = False
         self._settled: dict[str, asyncio.Event] = {}
@@ -171,6 +173,8 @@ class McpManager:
         tasks = [t for t in self._tasks.values() if not t.done()]
         if tasks:
             await asyncio.wait(tasks)
+        if self._leaving:  # their servers are gone, so their last write fails at once
+            await asyncio.wait(list(self._leaving))
 
     # ---------------------------------------------------------------- tools
 
@@ -193,6 +197,11 @@ class McpManager:
                 entry["trusted"] = self.is_trusted(tool.exposed)
             rows.append(row)
         return rows
+
+    def changes(self) -> tuple:
+        """Each server's name, state and error: what changes when :meth:`overview` does
+        (but a tool's trust), at a fraction of its cost, for a screen that follows them."""
+        return tuple((s.name, s.state, s.error) for s in self.status.values())
 
     def tools(self) -> list[McpTool]:
         return list(self._tools.values())
@@ -241,7 +250,10 @@ class McpManager:
         """One ``tools/call`` within the server's ``call_timeout_s``.
 
         Cancelling the caller, or the deadline passing, sends the protocol's
-        cancellation (``notifications/cancelled``) before the call ends.
+        cancellation (``notifications/cancelled``). The deadline's call ends once it
+        is sent; a cancelled caller does not wait for it: it goes in the background,
+        where a server whose stdin is full would otherwise hold the caller (Esc, a
+        quit) for the SDK's own bound on that write, 5 s.
         """
         client = self._clients.get(tool.server)
         link = self._links.get(tool.server)
@@ -251,12 +263,18 @@ class McpManager:
             raise ToolError(self._unavailable(tool.server))
         config = self.configs[tool.server]
         deadline = asyncio.timeout(config.call_timeout_s)
+        call = asyncio.ensure_future(client.call_tool(tool.name, args))
         try:
             async with deadline:
-                result = await client.call_tool(tool.name, args)
+                result = await asyncio.shield(call)
         except asyncio.CancelledError:
+            self._let_go(call)
             raise
         except TimeoutError:
+            if deadline.expired():
+                call.cancel()
+                await asyncio.wait({call})  # the cancellation sent (or the link gone)
+                _retrieve(call)
             if link is not None and link.failure:  # the request never left: the pipe was full
                 raise self._lost(tool.server, link) from None
             if not deadline.expired():
@@ -272,6 +290,20 @@ class McpManager:
             raise ToolError(f"the MCP server '{tool.server}' failed the call: "
                             f"{one_line(str(exc) or type(exc).__name__, 300)}") from None
         return map_result(result)
+
+    def _let_go(self, call: asyncio.Future) -> None:
+        """Cancel ``call`` without waiting for it; :meth:`aclose` waits for what is left."""
+        call.cancel()
+        if call.done():
+            _retrieve(call)
+            return
+        self._leaving.add(call)
+
+        def gone(done: asyncio.Future) -> None:
+            self._leaving.discard(done)
+            _retrieve(done)
+
+        call.add_done_callback(gone)
 
     def _lost(self, server: str, link: Link) -> ToolError:
         """The error for a call to a server whose connection ended, its tools already off
@@ -540,6 +572,12 @@ async def _watched(transport: Any, link: Link) -> AsyncIterator:
                 yield receive, write
             finally:
                 group.cancel_scope.cancel()
+
+
+def _retrieve(call: asyncio.Future) -> None:
+    """Take a finished call's outcome, so asyncio does not log it as never retrieved."""
+    if not call.cancelled():
+        call.exception()
 
 
 def _dropped(server: str, failure: str) -> str:

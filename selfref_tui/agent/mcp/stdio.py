@@ -189,6 +189,9 @@ class Link:
     left_out: list[str] = field(default_factory=list)
     #: the app is quitting: stop the server with the short waits (``QUIT_GRACE_S``)
     quitting: bool = False
+    #: a write to the server's stdin is under way (one that stays so waits for room in a
+    #: full pipe: the server is not reading)
+    writing: bool = False
 
     def __post_init__(self) -> None:
         import asyncio
@@ -286,8 +289,10 @@ async def stdio_transport(
                     data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
                     line = data.encode("utf-8") + b"\n"
                     del data
+                    link.writing = True
                     with anyio.move_on_after(stall_s) as stall:
                         await stdin.send(line)
+                    link.writing = False
                     if stall.cancelled_caught and not stopping.is_set():
                         await refused(f"a {len(line):,}-byte request found its stdin full for "
                                       f"{stall_s:g} s: it stopped reading ({stall_setting})")

@@ -3,7 +3,9 @@
 Takes plain rows (``McpManager.overview()``), so it renders without a running
 manager and a test can hand it any data; given where they come from, it asks
 again while a server is starting, so a screen opened at start-up shows each
-server ready (or failed) when it is. Names, descriptions and errors come
+server ready (or failed) when it is, and, given a cheap sign of change
+(``McpManager.changes``), for as long as it is open, so a server that fails or
+exits meanwhile is shown so. Names, descriptions and errors come
 from the servers: all of it is shown through ``selfref_tui.safety.content``.
 The list is one Line-API widget (``ServerList``): a server with 10,000 tools
 opens as fast as one with ten.
@@ -62,23 +64,35 @@ class McpServersScreen(ModalScreen[None]):
     ]
 
     def __init__(self, rows: Sequence[Mapping[str, Any]],
-                 source: Callable[[], Sequence[Mapping[str, Any]]] | None = None) -> None:
-        """``source``: fresh rows (the manager's ``overview``), asked while one is starting."""
+                 source: Callable[[], Sequence[Mapping[str, Any]]] | None = None,
+                 changes: Callable[[], object] | None = None) -> None:
+        """``source``: fresh rows (the manager's ``overview``), asked while one is starting;
+        ``changes``: a value that differs whenever the rows do (the manager's ``changes``),
+        looked at while the screen is open, the rows asked again when it moves. With
+        10,000 tools ``source`` takes tens of milliseconds: too much to ask twice a second."""
         super().__init__()
         self.rows = [dict(r) for r in rows]
         self.source = source
+        self.changes = changes
 
     def on_mount(self) -> None:
-        source = self.source
-        if source is None or not self._starting():
+        source, changes = self.source, self.changes
+        if source is None or (changes is None and not self._starting()):
             return
+        seen: object = None  # the rows may have changed between their making and now
 
         def follow() -> None:
+            nonlocal seen
+            if changes is not None:
+                now = changes()
+                if now == seen:
+                    return
+                seen = now
             rows = [dict(r) for r in source()]
             if rows != self.rows:
                 self.rows = rows
                 self.server_list.set_rows(self._list_rows())
-            if not self._starting():
+            if changes is None and not self._starting():
                 poll.stop()
 
         poll = self.set_interval(POLL_S, follow)
