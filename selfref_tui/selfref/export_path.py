@@ -76,7 +76,8 @@ def is_link(path: Path) -> bool:
 
 def link_note(path: Path) -> str:
     """" (a link to /real/file)" when ``path`` is a link, with ", which does not exist yet"
-    for one that leads nowhere yet; "" otherwise."""
+    for one that leads nowhere yet; "" otherwise. OSError when where it leads cannot be
+    looked at (a name too long, a folder without permission)."""
     if not is_link(path):
         return ""
     real = Path(os.path.realpath(path))

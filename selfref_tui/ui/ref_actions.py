@@ -195,7 +195,11 @@ class RefActions:
                 error = str(exc)
                 continue
             mode = "write"
-            note = link_note(target)
+            try:
+                note = link_note(target)
+            except OSError as exc:  # a link to a path that cannot be looked at: as the write
+                error = f"Cannot use {target}: {exc.strerror or exc}; choose another path"
+                continue
             if is_file(target) or note:
                 mode = await self.push_screen_wait(OverwritePrompt(
                     str(target), append=text and is_file(target), link_note=note))
