@@ -89,7 +89,8 @@ class Startup:
 
     @staticmethod
     async def load_runtime() -> None:
-        """openai takes ~0.5 s to import: do it in a thread, off the caller's loop."""
+        """openai takes ~0.5 s to import and the TLS context 70-140 ms to build: both in a
+        thread, off the caller's loop."""
         await asyncio.to_thread(_preload_runtime)
 
     def start_runtime(self, emit: Callable[[AgentEvent], None]) -> None:
@@ -281,6 +282,9 @@ class Startup:
 def _preload_runtime() -> None:
     import selfref_tui.agent.provider.client
     import selfref_tui.agent.turn.loop  # noqa: F401
+    from selfref_tui.agent.provider.tls import tls_context
+
+    tls_context()  # the CA bundle read here, not by the Provider built on the app's loop
 
 
 __all__ = ["PROVIDER_CHECK_S", "Startup"]

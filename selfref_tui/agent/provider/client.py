@@ -48,6 +48,7 @@ from selfref_tui.agent.provider.hosts import is_local, is_openai
 from selfref_tui.agent.provider.refusal import cap_refusal, is_slow
 from selfref_tui.agent.provider.sse import MAX_EVENT_BYTES, EventTooLarge, SseError
 from selfref_tui.agent.provider.think import ThinkSplitter
+from selfref_tui.agent.provider.tls import tls_context
 from selfref_tui.config import ProviderConfig
 
 #: What ``chat.completions.create`` passes as request options: the bearer key only.
@@ -84,7 +85,7 @@ class Provider:
             max_retries=0,
             timeout=openai.Timeout(backstop, connect=config.connect_timeout_s),
             http_client=openai.DefaultAsyncHttpxClient(
-                event_hooks={"response": [cap_refusal]}),
+                verify=tls_context(), event_hooks={"response": [cap_refusal]}),
         )
 
     @property

@@ -26,12 +26,16 @@ MAX_ANSWER_BYTES = 4 * 1024 * 1024
 
 
 async def http_client(config: ProviderConfig, timeout_s: float) -> Any:
-    """The openai package's own HTTP client (its defaults: proxies), built in a thread:
-    its TLS context loads the CA bundle, 70-140 ms the app's loop would stand still."""
+    """The openai package's own HTTP client (its defaults: proxies), built in a thread
+    (the first build makes the process's TLS context, provider/tls.py: 70-140 ms the
+    app's loop would stand still)."""
     import openai
 
+    from .tls import tls_context
+
     timeout = openai.Timeout(timeout_s, connect=min(timeout_s, config.connect_timeout_s))
-    return await asyncio.to_thread(openai.DefaultAsyncHttpxClient, timeout=timeout)
+    return await asyncio.to_thread(
+        lambda: openai.DefaultAsyncHttpxClient(timeout=timeout, verify=tls_context()))
 
 
 def headers(config: ProviderConfig) -> dict[str, str]:
