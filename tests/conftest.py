@@ -110,12 +110,46 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     gc.freeze()
 
 
+def _parse_each_stylesheet_once() -> None:
+    """Textual's parsed CSS rules shared by every app of a test process.
+
+    Each app parses its stylesheet (the app's file and every widget's default
+    CSS, with the theme's variables) into rule sets, and parses it again at
+    each change of theme; Textual keeps them only in that app's stylesheet, so
+    the hundreds of apps a process runs parsed the same text each time (about
+    30 ms of CPU per app). Here the rule sets are kept per process, by the
+    same key Textual's own cache uses plus the variables they were parsed
+    with: the rule sets an app gets are the ones it would have parsed (Textual
+    already hands the same ones to each parse of one app's stylesheet, which
+    only reads them), and CSS that does not parse still raises each time.
+    """
+    from textual.css.stylesheet import Stylesheet
+
+    parse_rules = getattr(Stylesheet, "_parse_rules", None)
+    if parse_rules is None:
+        return  # a Textual laid out otherwise: each app parses its own
+    parsed: dict[tuple, list] = {}
+
+    def shared_parse_rules(self, css, read_from, is_default_rules=False, tie_breaker=0,
+                           scope=""):
+        key = (css, read_from, is_default_rules, tie_breaker, scope,
+               tuple(self._variables.items()))
+        rules = parsed.get(key)
+        if rules is None:
+            rules = parsed[key] = parse_rules(self, css, read_from, is_default_rules,
+                                              tie_breaker, scope)
+        return rules
+
+    Stylesheet._parse_rules = shared_parse_rules
+
+
 #: how long Textual's Pilot sleeps between checks for an idle app while it types a string
 TYPING_IDLE_SLICE_S = 0.002
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The collector's thresholds (:func:`_collect_oldest_less_often`), and Pilot typing
+    """The collector's thresholds (:func:`_collect_oldest_less_often`), each stylesheet
+    parsed once per process (:func:`_parse_each_stylesheet_once`), and Pilot typing
     all but the last key of a ``press`` with a 2 ms idle check.
 
     ``Pilot.press`` waits twice per key for a slice in which the process used
@@ -127,6 +161,7 @@ def pytest_configure(config: pytest.Config) -> None:
     frame, so what a test reads next has been laid out and drawn.
     """
     _collect_oldest_less_often()
+    _parse_each_stylesheet_once()
     from textual import _wait
     from textual.app import App
 
