@@ -87,6 +87,7 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _rewind(args: argparse.Namespace) -> int:
+    from selfref_tui.selfref.files import write_roots
     from selfref_tui.selfref.rewind import RewindError, rewind, undo
 
     if args.n is None and not args.undo:
@@ -101,7 +102,8 @@ def _rewind(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from None
         hint = "" if args.restore_files else (
             "they are left as they are; rewind with --restore-files to restore them")
-        for line in report.lines(restore_hint=hint):
+        roots = write_roots(app_config(args).agent.allowed_roots) if report.files else None
+        for line in report.lines(restore_hint=hint, roots=roots):
             say(line)
         if args.restore_files and report.files:
             _restore(args, memory, report)
@@ -113,12 +115,10 @@ def _rewind(args: argparse.Namespace) -> int:
 
 
 def _restore(args: argparse.Namespace, memory: Any, report: Any) -> None:
-    from pathlib import Path
-
     from selfref_tui.selfref.checkpoints import restore
+    from selfref_tui.selfref.files import write_roots
 
-    config = app_config(args)
-    roots = list(config.agent.allowed_roots) or [Path.cwd()]
+    roots = write_roots(app_config(args).agent.allowed_roots)
     done = restore(memory.checkpoints, report.files, roots)
     for line in done.lines():
         say(line)

@@ -310,6 +310,23 @@ def restore(checkpoints: Checkpoints, wanted: Sequence[FileChange],
     return report
 
 
+def standing(change: FileChange, roots: Sequence[str | Path] | None) -> str:
+    """Why restoring would leave ``change``'s file as it is, looked at on disk now, or ""
+    when restoring would change it: what :meth:`FileChange.why_left` says, and first
+    whether the path is inside ``roots`` (None: not asked), so a list offers no file
+    that :func:`restore` would refuse."""
+    from .files import FileWriteError, PathNotAllowed, resolve_target
+
+    if roots is not None and change.before != TOO_LARGE:
+        try:
+            resolve_target(change.path, list(roots))
+        except PathNotAllowed:
+            return outside_roots(roots, done=False)
+        except FileWriteError:
+            pass  # not a path a write could use: the restore says why
+    return change.why_left(state_of(change.path))
+
+
 def too_large(size: int) -> str:
     """Why a file whose earlier content was too large to keep cannot be restored."""
     held = f"{size / 2**20:,.0f} MiB" if size else "more"
@@ -318,8 +335,9 @@ def too_large(size: int) -> str:
             "not kept")
 
 
-def outside_roots(roots: Sequence[str | Path]) -> str:
-    """Why a file outside ``roots`` was not restored, and what to do, for the person.
+def outside_roots(roots: Sequence[str | Path], *, done: bool = True) -> str:
+    """Why a file outside ``roots`` was not restored (``done``), or cannot be, and what to
+    do, for the person.
 
     The write's own refusal speaks to the model ("write to a relative path
     inside them"); here the path comes from the conversation's log: the folder
@@ -327,7 +345,8 @@ def outside_roots(roots: Sequence[str | Path]) -> str:
     the record was not written by this program.
     """
     where = ", ".join(str(root) for root in roots) or "none"
-    return (f"it is outside the allowed directories ({where}), so it was not touched; if "
+    what = "so it was not touched" if done else "so it cannot be restored from here"
+    return (f"it is outside the allowed directories ({where}), {what}; if "
             "you expected the model to have written it, start selfref-tui in its folder "
             "(or add that folder to [agent] allowed_roots in the config) and rewind to the same "
             "message again")

@@ -329,6 +329,12 @@ def resolve_target(path: str | os.PathLike[str], roots: Sequence[str | os.PathLi
         walk.close()
 
 
+def write_roots(allowed: Sequence[str | os.PathLike[str]]) -> tuple[Path, ...]:
+    """The directories the model's writes (and their restores) may go to: the configured
+    ``[agent] allowed_roots``, or the folder the program started in."""
+    return tuple(Path(root) for root in allowed) or (Path.cwd(),)
+
+
 def _checked(path: str | os.PathLike[str]) -> str:
     raw = os.fspath(path)
     if not isinstance(raw, str):

@@ -13,11 +13,15 @@ step loses work.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..context.history import HistoryEntry, unknown_number
 from ..context.mutations import RewindMutation
-from .checkpoints import FileChange, changes, combined, state_of
+from .checkpoints import FileChange, changes, combined, standing, state_of
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
 
 MCP_PREFIX = "mcp__"
 
@@ -57,12 +61,14 @@ class RewindReport:
     def changed(self) -> bool:
         return bool(self.left or self.back)
 
-    def lines(self, *, restore_hint: str = "", files: bool = True) -> list[str]:
+    def lines(self, *, restore_hint: str = "", files: bool = True,
+              roots: Sequence[str | Path] | None = None) -> list[str]:
         """What changed, for people: plain text lines (untrusted: show them inert).
 
         ``restore_hint`` says how to restore the files listed (a CLI flag, a key);
         ``files`` False leaves them out (a dialog lists them); listed, each is said as
-        it stands now (its file is read).
+        it stands now (its file is read), one outside ``roots`` as one that cannot be
+        restored.
         """
         out = [self.headline()]
         if self.forgotten:
@@ -81,7 +87,7 @@ class RewindReport:
             out.append("files the model wrote there:")
             # as each file stands now: one changed since is not restored (the app's
             # dialog says so too)
-            out += [f"  {c.path}  ({c.why_left(state_of(c.path)) or c.what_restoring_does()})"
+            out += [f"  {c.path}  ({standing(c, roots) or c.what_restoring_does()})"
                     for c in self.files]
             if restore_hint:
                 out.append(restore_hint)

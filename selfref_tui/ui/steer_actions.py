@@ -196,15 +196,11 @@ class SteerActions:
         """The files ``report`` names, offered to restore; ``said`` (what the rewind did)
         is told once the dialog is closed, with what became of them, then ``undo`` (how
         to take the rewind back): a notice shown while the dialog is up lies over it."""
-        import asyncio
-
-        from selfref_tui.selfref.checkpoints import state_of
         from selfref_tui.ui.screens.restore_files import RestoreFiles
 
-        rows = []
-        for change in report.files:
-            now = await asyncio.to_thread(state_of, change.path)
-            rows.append((change.path, change.what_restoring_does(), change.why_left(now)))
+        standing = await self.controller.files_standing(report.files)
+        rows = [(change.path, change.what_restoring_does(), why)
+                for change, why in zip(report.files, standing, strict=True)]
         note = ""
         if report.mcp_tools:
             note = (f"MCP tools also ran there ({', '.join(report.mcp_tools)}): they may "

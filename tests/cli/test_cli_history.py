@@ -211,6 +211,24 @@ def test_the_files_listed_by_a_rewind_say_which_were_changed_since(server, work)
     assert f"{work / 'exists.txt'}  (restoring puts back its earlier content)" in out
 
 
+def test_files_written_in_another_working_folder_are_listed_as_not_restorable(
+        server, work, tmp_path, monkeypatch):
+    """Rewound from another folder (the allowed one when none is configured), the files
+    are listed as ones that cannot be restored from here, not as ones --restore-files
+    would put back and then refuse."""
+    _, url = server(writes())
+    assert run(url, "ask", "--allow-overwrite", "save it")[0] == 0
+    other = tmp_path / "other"
+    other.mkdir()
+    monkeypatch.chdir(other)
+    code, out, err = run(url, "rewind", "2")
+    assert code == 0, err
+    assert (f"{work / 'exists.txt'}  (it is outside the allowed directories ({other}), so it "
+            "cannot be restored from here;") in out
+    assert "restoring puts back" not in out
+    assert (work / "exists.txt").read_text() == "new text"
+
+
 def test_a_file_changed_since_is_never_overwritten_unasked(server, work):
     _, url = server(writes())
     run(url, "ask", "--allow-overwrite", "save it")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from selfref_tui.selfref.checkpoints import Checkpoints, FileChange, restore
+from selfref_tui.selfref.checkpoints import Checkpoints, FileChange, restore, standing
 
 
 def sha(data: bytes) -> str:
@@ -67,6 +67,27 @@ def test_what_is_not_as_the_model_left_it_is_never_written(place, tmp_path):
     assert done.skipped and outside.read_bytes() == b"new\n"  # outside the roots
     assert_said_to_the_person(done.skipped[0][1], work)
     assert done.lines() == [f"left {outside} as it is: {done.skipped[0][1]}"]
+
+
+def test_a_file_outside_the_roots_is_not_offered_as_one_restoring_would_change(place, tmp_path):
+    """What a list of files says before the person chooses (the app's dialog, the command
+    line's rewind) agrees with what restoring then does: a file outside the allowed
+    directories, though it holds what the model left, is one that cannot be restored."""
+    checkpoints, work = place
+    old, new = checkpoints.keep(b"old\n"), checkpoints.keep(b"new\n")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "a.txt").write_bytes(b"new\n")
+    (work / "sub").symlink_to(tmp_path / "elsewhere")  # a folder on the way leads out
+    (work / "b.txt").write_bytes(b"new\n")
+    out, inside = FileChange(str(work / "sub" / "a.txt"), old, new), FileChange(
+        str(work / "b.txt"), old, new)
+    assert out.why_left(sha(b"new\n")) == ""  # as the model left it: only the roots refuse it
+    why = standing(out, [work])
+    assert f"outside the allowed directories ({work})" in why
+    assert "cannot be restored from here" in why and "not touched" not in why
+    assert standing(out, None) == "" and standing(inside, [work]) == ""
+    done = restore(checkpoints, [out, inside], [work])
+    assert [path for path, _ in done.skipped] == [out.path] and done.restored == [inside.path]
 
 
 def assert_said_to_the_person(why: str, root: Path) -> None:

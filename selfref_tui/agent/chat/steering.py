@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .refusals import Refused
@@ -205,12 +204,22 @@ class Steering:
             n += 1
         return f"{base}-branch-{n}", existing
 
+    async def files_standing(self, changes: list[FileChange]) -> list[str]:
+        """For each of ``changes``, why restoring would leave its file as it is now ("":
+        it would restore it), to offer only the files a restore can change."""
+        from selfref_tui.selfref.checkpoints import standing
+        from selfref_tui.selfref.files import write_roots
+
+        roots = write_roots(self.config.agent.allowed_roots)
+        return await self._in_thread(lambda: [standing(c, roots) for c in changes])
+
     async def restore_files(self, changes: list[FileChange]) -> RestoreReport:
         """Put the chosen files back as they were (never over a file changed since)."""
         from selfref_tui.selfref.checkpoints import restore
+        from selfref_tui.selfref.files import write_roots
 
         memory = self._agent().memory(self.key)
-        roots = list(self.config.agent.allowed_roots) or [Path.cwd()]
+        roots = write_roots(self.config.agent.allowed_roots)
         return await self._in_thread(restore, memory.checkpoints, changes, roots)
 
     async def _before_steering(self, what: str) -> None:

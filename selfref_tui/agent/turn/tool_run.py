@@ -22,12 +22,6 @@ if TYPE_CHECKING:
     from ..events import EventSink
 
 
-def _cwd() -> Any:
-    from pathlib import Path
-
-    return Path.cwd()
-
-
 class ToolRunning:
     """Run one message's tool calls; the sources they come from."""
 
@@ -45,7 +39,10 @@ class ToolRunning:
                     records: list[dict] | None = None) -> None: ...
 
     async def _run_tools(self, turn: TurnState, calls: list[dict], offered: frozenset[str]) -> str:
+        from ...selfref.files import write_roots
+
         key = turn.key
+        roots = write_roots(self.settings.allowed_roots)
 
         def make_context(call_id: str) -> ToolContext:
             return ToolContext(
@@ -54,7 +51,7 @@ class ToolRunning:
                 fds=turn.fds,
                 forks=turn.forks,
                 ask=lambda p, c, d: self.ask(key, p, c, d),
-                roots=self.settings.allowed_roots or (_cwd(),),
+                roots=roots,
                 call_id=call_id,
                 allow_overwrite=self.settings.allow_overwrite,
                 checkpoints=getattr(turn.memory, "checkpoints", None),
