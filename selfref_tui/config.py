@@ -449,13 +449,55 @@ def shown_number(value: object) -> str:
     return f"a {len(text)}-digit number" if text.isdigit() else f"a {len(text)}-character value"
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+#: a config file is a few KB; more is not one (SELFREF_CONFIG=/dev/zero read without end)
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def _read_config_text(path: Path) -> str | None:
+    """The config file's text, None when there is none.
+
+    Only a regular file (a link to one is followed: a config may live in a dotfiles
+    repository) of at most :data:`MAX_CONFIG_BYTES` is read. The open does not wait: a
+    FIFO named by SELFREF_CONFIG hung the program before its first line, a device was
+    read without end; both are refused with one line.
+    """
+    import stat
+
     try:
-        text = path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(
+                st.st_mode) else "a device or socket"
+            raise ConfigError(f"config file {path} is {kind}, not a file; point "
+                              "SELFREF_CONFIG or --config at a config.toml")
+        data = os.read(fd, MAX_CONFIG_BYTES + 1)
+        while len(data) <= MAX_CONFIG_BYTES and (more := os.read(fd, MAX_CONFIG_BYTES)):
+            data += more
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {path} is over {MAX_CONFIG_BYTES // (1 << 20)} MB, "
+                          "not a config.toml; check the path")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"config file {path} is not UTF-8 text (line {line}); save it as "
+                          "UTF-8") from None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    text = _read_config_text(path)
+    if text is None:
         return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc}") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

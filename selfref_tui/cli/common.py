@@ -8,7 +8,6 @@ import logging
 import os
 import sys
 from collections.abc import Coroutine, Iterable, Sequence
-from pathlib import Path
 from typing import Any, NoReturn, TextIO, TypeVar
 
 from selfref_tui.config import (
@@ -201,7 +200,7 @@ def store_exit_code(exc: BaseException) -> int | None:
 
 def app_config(args: argparse.Namespace) -> AppConfig:
     config_path = getattr(args, "config", None)
-    if config_path and not Path(os.path.expanduser(config_path)).is_file():
+    if config_path and not os.path.exists(os.path.expanduser(config_path)):
         raise CliError(f"--config {config_path}: no such file; check the path, or leave "
                        "--config out to use the default config.toml", EXIT_USAGE)
     return load_config(

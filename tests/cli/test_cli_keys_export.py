@@ -58,6 +58,35 @@ def test_a_missing_config_file_is_a_usage_error(tmp_path):
     assert "nonexistent.toml" in one_line(result.stderr) and "--config" in result.stderr
 
 
+def test_a_config_that_is_no_file_is_one_line_and_never_hangs(tmp_path):
+    """In real children with a timeout: a FIFO's open blocked, /dev/zero was read without
+    end. A dangling link is "no such file" as before; a link to a good file is read."""
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    big = tmp_path / "big.toml"
+    big.write_text("# " + "x" * (2 << 20) + "\n")
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes(b'# mine\ntheme = "caf\xe9"\n')
+    for path, said in [(fifo, "is a FIFO, not a file"), (tmp_path, "is a folder, not a file"),
+                       (Path("/dev/zero"), "is a device or socket, not a file"),
+                       (big, "is over 1 MB"), (latin, "is not UTF-8 text (line 2)")]:
+        result = run("mcp", "list", "--config", str(path), timeout=60)
+        assert result.returncode == 2, (path, result.stderr)
+        assert f"config file {path} {said}" in one_line(result.stderr)
+    by_env = run("mcp", "list", env={"SELFREF_CONFIG": str(fifo)}, timeout=60)
+    assert by_env.returncode == 2 and "is a FIFO" in one_line(by_env.stderr)
+    dangling = tmp_path / "dangling.toml"
+    dangling.symlink_to(tmp_path / "nowhere.toml")
+    gone = cli("mcp", "list", "--config", str(dangling))
+    assert gone.returncode == 2 and "no such file" in one_line(gone.stderr)
+    real = tmp_path / "dotfiles.toml"
+    real.write_text('[mcp.servers.t]\ncommand = "true"\nenabled = false\n')
+    linked = tmp_path / "linked.toml"
+    linked.symlink_to(real)
+    listed = cli("mcp", "list", "--config", str(linked))
+    assert listed.returncode == 0 and "t" in listed.stdout, listed.stderr
+
+
 def _store_refs() -> None:
     with SelfReference(_data()) as store:
         store.open("main").commit(
