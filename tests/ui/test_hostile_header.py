@@ -48,3 +48,24 @@ async def test_a_long_conversation_name_is_cut_so_the_model_and_status_stay_in_v
         await pilot.pause()
         line = header.render_line(0).text
         assert "a-really-long-branch-name-" + "and-on" * 12 + "  selfref-demo" in line
+
+
+async def test_at_40_columns_the_status_stays_in_view():
+    """The word "conversation" goes first, then the model; the name and what the agent
+    is doing stay (at 40 columns the status was on the hidden second line)."""
+    app = LongNameApp()
+    async with app.run_test(size=(40, 5)) as pilot:
+        header = app.query_one(AppHeader)
+        header.status = "writing…"
+        await pilot.pause()
+        line = header.render_line(0).text
+        assert line.rstrip() == "selfref  a-really-long-bran…  writing…"
+        await pilot.resize_terminal(50, 5)
+        header.key = "main"
+        await pilot.pause()
+        line = header.render_line(0).text  # room for the model again, not for the word
+        assert line.rstrip() == "selfref  main  selfref-demo  demo   writing…"
+        await pilot.resize_terminal(80, 5)
+        await pilot.pause()
+        assert header.render_line(0).text.startswith(
+            "selfref  conversation main  selfref-demo  demo   writing…")

@@ -63,14 +63,15 @@ class AppHeader(Widget):
             "  ",
             ("conversation ", "$text-muted"),
         ]
-        tail: list[Content | str | tuple[str, str]] = [
+        model: list[Content | str | tuple[str, str]] = [
             "  ",
             # A profile may be named after its URL: never with its userinfo.
             content(f"{redact(provider)} · " if provider else "", "$text-muted", line=True),
             content(redact(self.model or ""), line=True),
         ]
         if self.demo:
-            tail += [" ", (" demo ", "bold $text on $warning")]
+            model += [" ", (" demo ", "bold $text on $warning")]
+        tail: list[Content | str | tuple[str, str]] = []
         if self.provider_note:
             tail += ["  ", content(f"⚠ {self.provider_note}", "bold $text-error", line=True)]
         if self.read_only:
@@ -78,10 +79,24 @@ class AppHeader(Widget):
         if self.status:
             tail += ["  ", (inert_line(self.status), "italic $text-muted")]
         # One line: a name longer than what the rest leaves is cut (it wrapped onto a
-        # hidden second line, and took the model and the status with it).
-        room = (self.content_size.width - Content.assemble(*head).cell_length
-                - Content.assemble(*tail).cell_length)
+        # hidden second line, and took the model and the status with it). Narrower
+        # still (40 columns), the word "conversation" goes, then the model: what the
+        # agent is doing stays in view.
         name = name_line(self.key or "—")
+        width = self.content_size.width
+
+        def left(*parts: list[Content | str | tuple[str, str]]) -> int:
+            """The cells ``parts`` leave, a name of up to 12 cells kept in view."""
+            return (width - min(cell_len(name), 12)
+                    - sum(Content.assemble(*part).cell_length for part in parts))
+
+        if width and left(head, model, tail) < 0:
+            head = head[:2]
+            if left(head, model, tail) < 0:
+                model = []
+        tail = model + tail
+        room = (width - Content.assemble(*head).cell_length
+                - Content.assemble(*tail).cell_length)
         most = max(room, 12)  # a name stays recognisable, however narrow the window
         if cell_len(name) > most:
             name = set_cell_size(name, most - 1) + "…"
