@@ -175,6 +175,22 @@ BINDINGS: list[Binding] = [
 BINDING_IDS: frozenset[str] = frozenset(b.id for b in BINDINGS if b.id)
 
 
+_MODIFIERS = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})
+
+
+def is_key(key: str) -> bool:
+    """``key`` names a key Textual can report: modifiers, then one character or a key's
+    name (``f6``, ``pageup``, ``slash``, ``question_mark``). A name it never reports
+    ("ctlr+r", "nonsense") took the binding off its key and put it on none, unsaid."""
+    from textual.keys import REPLACED_KEYS, Keys, key_to_character
+
+    *modifiers, base = key.split("+")
+    if not base or not _MODIFIERS.issuperset(modifiers):
+        return False
+    return (len(base) == 1 or base in {k.value.split("+")[-1] for k in Keys}
+            or base in REPLACED_KEYS or key_to_character(base) is not None)
+
+
 def check_keymap(keymap: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
     """The usable part of a `[keymap]` table, and one warning per refused entry."""
     usable: dict[str, str] = {}
@@ -186,6 +202,11 @@ def check_keymap(keymap: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
             continue
         wanted = [k.strip() for k in str(keys).split(",") if k.strip()]
         taken = [k for k in wanted if k in RESERVED_KEYS and k not in _ALLOWED_SHARED]
+        unknown = [k for k in wanted if not is_key(k)]
+        if unknown:
+            warnings.append(f"[keymap] {binding_id} = {keys!r} ignored: {unknown[0]!r} is not "
+                            "a key; write one like f6, ctrl+r or alt+x")
+            continue
         if taken or not wanted:
             why = f"{', '.join(taken)} edits text in the input" if taken else "no key given"
             warnings.append(f"[keymap] {binding_id} = {keys!r} ignored: {why}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from selfref_tui.ui.commands import Command, CommandError, is_command, parse_command, unescape
-from selfref_tui.ui.keymap import BINDINGS, RESERVED_KEYS, check_keymap
+from selfref_tui.ui.keymap import BINDINGS, RESERVED_KEYS, check_keymap, is_key
 
 
 @pytest.mark.parametrize(
@@ -66,6 +66,26 @@ def test_keymap_remaps_and_refuses_editing_keys_and_unknown_ids():
     assert len(warnings) == 2
     assert any("ctrl+k edits text" in w for w in warnings)
     assert any("'nope' is not a binding id" in w for w in warnings)
+
+
+
+def test_keymap_refuses_a_key_that_is_no_key_and_takes_every_kind_that_is():
+    """A typo ("ctlr+r") put the binding on a key no terminal sends: ctrl+r stopped copying,
+    and nothing said why."""
+    usable, warnings = check_keymap({"copy_ref": "ctlr+r", "find": "f3,nonsense",
+                                     "help": "f24", "toggle_forks": "alt+slash",
+                                     "toggle_sidebar": "ctrl+shift+question_mark",
+                                     "new_key": "super+n", "switch_key": "ctrl+pageup"})
+    assert usable == {"help": "f24", "toggle_forks": "alt+slash",
+                      "toggle_sidebar": "ctrl+shift+question_mark", "new_key": "super+n",
+                      "switch_key": "ctrl+pageup"}
+    assert warnings == [
+        "[keymap] copy_ref = 'ctlr+r' ignored: 'ctlr+r' is not a key; write one like f6, "
+        "ctrl+r or alt+x",
+        "[keymap] find = 'f3,nonsense' ignored: 'nonsense' is not a key; write one like f6, "
+        "ctrl+r or alt+x"]
+    for binding in BINDINGS:  # every default is a key
+        assert all(is_key(key) for key in binding.key.split(",")), binding.key
 
 
 def test_every_command_has_a_handler_and_every_handler_a_command():
