@@ -24,6 +24,9 @@ class CommandSpec:
     #: True when the last argument takes the rest of the line, spaces and all
     #: (``/remember`` free text, a PATH with spaces)
     rest_is_text: bool = False
+    #: the last argument is a path: one pair of quotes around it is taken off, as a shell
+    #: does (``/save "my notes.md"`` wrote a folder named ``"`` and a file inside it)
+    last_is_path: bool = False
 
 
 COMMANDS: tuple[CommandSpec, ...] = (
@@ -57,6 +60,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
         min_args=1,
         max_args=2,
         rest_is_text=True,
+        last_is_path=True,
     ),
     CommandSpec(
         "save",
@@ -64,6 +68,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
         "Export this whole conversation as Markdown (PATH ending .json: as JSON)",
         max_args=1,
         rest_is_text=True,
+        last_is_path=True,
     ),
     CommandSpec(
         "find",
@@ -79,6 +84,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
         min_args=1,
         max_args=1,
         rest_is_text=True,
+        last_is_path=True,
     ),
     CommandSpec(
         "key", "/key NAME", "Switch to conversation NAME (created when new)", min_args=1, max_args=1
@@ -177,6 +183,10 @@ def parse_command(text: str) -> Command:
         raise CommandError(f"Usage: {spec.usage}")
     if len(args) > spec.max_args:
         raise CommandError(f"Too many arguments. Usage: {spec.usage}")
+    if spec.last_is_path and len(args) == spec.max_args:
+        last = args[-1]
+        if len(last) > 1 and last[0] == last[-1] and last[0] in "'\"":
+            args = (*args[:-1], last[1:-1])
     return Command(name, args)
 
 

@@ -23,6 +23,13 @@ from selfref_tui.ui.keymap import BINDINGS, RESERVED_KEYS, check_keymap, is_key
         ("  /HELP ", Command("help")),
         ("/new", Command("new")),
         ("/context", Command("context")),
+        # a path quoted as in a shell is the path (a folder named '"' was made)
+        ('/save "/tmp/my notes.md"', Command("save", ("/tmp/my notes.md",))),
+        ("/export fib 'out/my file.py'", Command("export", ("fib", "out/my file.py"))),
+        ('/attach "cat.png"', Command("attach", ("cat.png",))),
+        ("/save it's.md", Command("save", ("it's.md",))),
+        ('/remember "quoted"', Command("remember", ('"quoted"',))),
+        ('/export "fib"', Command("export", ('"fib"',))),
     ],
 )
 def test_parse(text, expected):
