@@ -165,9 +165,28 @@ async def _mcp(app: CommandHost, command: Command) -> bool:
     from selfref_tui.ui.screens.mcp_servers import McpServersScreen
 
     mcp = app.controller.mcp
-    app.push_screen(McpServersScreen(mcp.overview(), mcp.overview, mcp.changes) if mcp else
-                    McpServersScreen([]))
+    if command.args:
+        return _mcp_restart(app, command)
+    app.push_screen(McpServersScreen(mcp.overview(), mcp.overview, mcp.changes, mcp.restart)
+                    if mcp else McpServersScreen([]))
     return True
+
+
+def _mcp_restart(app: CommandHost, command: Command) -> bool:
+    """``/mcp restart NAME``: the manager says when it is ready (or failed again)."""
+    if command.args[0].lower() != "restart" or len(command.args) < 2:
+        app.notify("Usage: /mcp [restart NAME] — /mcp lists the servers", severity="warning")
+        return False
+    mcp = app.controller.mcp
+    if mcp is None:
+        app.notify("No MCP servers are running: add an [mcp.servers.NAME] table to "
+                   "config.toml.", severity="warning")
+        return False
+    name = command.args[1]
+    refused = mcp.restart(name)
+    if refused:
+        app.notify(refused, severity="warning", timeout=8)
+    return name in mcp.configs  # a name that is not one stays in the input, to fix
 
 
 @handler("retry")

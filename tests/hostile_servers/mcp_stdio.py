@@ -30,7 +30,7 @@ Tools (besides --tools/--deep ones):
   endless(mb)          MB megabytes with no newline (0: until the pipe closes), then silence
   stderr(mb)           MB megabytes to stderr, then "flooded"
   exit(code)           exit at once with CODE, answering nothing (helpers stay)
-  close_stdin()        "closed stdin", then closes its stdin and keeps running
+  close_stdin()        closes its stdin, then answers "closed stdin" and keeps running
   close_stdout()       closes its stdout, answering nothing, and keeps running
   stop_reading()       "stopped reading", then never reads its stdin again (a large
                        request then fills the pipe and the client's write blocks)
@@ -189,9 +189,9 @@ def call(rid: object, name: str, args: dict) -> None:
         if name == "close_stdout":
             os.close(1)
         else:
+            if name == "close_stdin":  # before the answer: a request sent after it finds
+                os.close(0)  # the pipe closed (one sent before could be read, then lost)
             text_result(rid, "closed stdin" if name == "close_stdin" else "stopped reading")
-        if name == "close_stdin":
-            os.close(0)
         while True:  # alive, and deaf
             time.sleep(60)
     else:

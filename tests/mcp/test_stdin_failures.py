@@ -57,8 +57,8 @@ async def test_a_server_that_closes_its_stdin_fails_with_the_calls_waiting_on_it
         assert [t.server for t in manager.tools()] == ["other"] * len(manager.tools())
         assert notices(events) == [
             "MCP server 'h' failed: stopped accepting requests: writing to its stdin failed "
-            "(the pipe is closed); it was stopped and its tools are gone until the app "
-            "restarts"]
+            "(the pipe is closed); it was stopped and its tools are gone for the rest of this "
+            "run"]
         assert await asyncio.to_thread(wait_gone, [pid]) == []  # stopped, though it ran on
         with pytest.raises(ToolError) as later:
             await manager.call_raw(tools["echo"], {"text": "again"})
@@ -98,7 +98,7 @@ async def test_a_server_that_stops_reading_fails_a_large_call_at_the_call_timeou
         await wait_until(lambda: status.state == "failed", timeout=20, what="the server failed")
         assert status.error == why
         assert notices(events) == [f"MCP server 'h' failed: {why}; it was stopped and its "
-                                   "tools are gone until the app restarts"]
+                                   "tools are gone for the rest of this run"]
         assert await asyncio.to_thread(wait_gone, [pid]) == []
     finally:
         await manager.aclose()
@@ -128,11 +128,11 @@ async def test_a_server_that_closes_its_stdout_but_runs_on_is_stopped(tmp_path):
             async with asyncio.timeout(120):  # a hang bound only
                 await manager.call_raw(tools["close_stdout"], {})
         assert str(failed.value) == ("the MCP server 'h' closed its connection during the "
-                                     "call; its tools are gone until the app restarts")
+                                     "call; its tools are gone for the rest of this run")
         [status] = manager.statuses()
         await wait_until(lambda: status.state == "exited", timeout=20, what="the server gone")
         assert notices(events) == ["MCP server 'h' stopped: the server closed the connection; "
-                                   "its tools are gone until the app restarts"]
+                                   "its tools are gone for the rest of this run"]
         assert await asyncio.to_thread(wait_gone, [pid]) == []  # it would have run on
     finally:
         await manager.aclose()

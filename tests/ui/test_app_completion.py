@@ -10,6 +10,7 @@ from tests.ui.helpers import SIZE, make_app, started, wait_until
 def test_complete_finds_the_command_a_prefix_names():
     assert complete("/ex") == ("/export ", ["export"])  # it takes arguments: a space after
     assert complete("/hel") == ("/help", ["help"])
+    assert complete("/mc") == ("/mcp ", ["mcp"])  # /mcp restart NAME
     assert complete("/co") == ("/co", ["compact", "context"])  # no further than they agree
     assert complete("/zz") == ("/zz", [])
     assert complete("/export x") == ("/export x", [])  # past the command word: not ours

@@ -145,6 +145,7 @@ class Startup:
         self.mcp = McpManager(
             self.config.mcp_servers, lambda e: emit(replace(e, key=self.key)), on_trust=save_trust
         )
+        self.mcp.restart_hint = "/mcp restart {server}, or r on the /mcp screen"
         self.agent.tool_sources.append(self.mcp)
         self.mcp.start()
 

@@ -4,7 +4,8 @@ Each server lives in one asyncio task that enters the SDK's ``Client`` and leave
 it (anyio requires a cancel scope to be left by the task that entered it); calls
 come from the loop's tool tasks and only use the client's streams. A server that
 fails to start, breaks the protocol, or dies later, becomes a ``Notice`` and
-loses its tools; the others keep working. Every call has a deadline
+loses its tools; the others keep working, and the person may start it again
+(:meth:`McpManager.restart`). Every call has a deadline
 (``call_timeout_s``), after which it is cancelled the protocol's way. Stdio
 servers run through our own transport (``stdio.py``: bounded reads, a size cap
 per message, a bounded stderr tail) under a supervisor (``supervisor.py``) that
@@ -107,6 +108,9 @@ class McpManager:
         #: the flag of a run that cannot ask which lets a tool run (``ask``'s
         #: ``--allow-tools``; empty where there is none, as in ``compact``)
         self.allow_flag = ""
+        #: how the person starts a failed server again ("{server}" is replaced by its
+        #: name), said where its tools are gone; empty where there is no way (``ask``)
+        self.restart_hint = ""
         #: tools whose "not allowed here" hint the person was given (once per tool per run)
         self._hinted: set[str] = set()
         self._trusted: dict[str, set[str]] = {s.name: set(s.trust) for s in servers}
@@ -116,6 +120,8 @@ class McpManager:
         #: set by aclose(quitting=True), for a link made after it (a task not started yet)
         self._quitting = False
         self._tasks: dict[str, asyncio.Task] = {}
+        #: the tasks of servers restarted since, still stopping their processes
+        self._retired: set[asyncio.Task] = set()
         #: calls whose caller stopped waiting, still sending the protocol's cancellation
         self._leaving: set[asyncio.Future] = set()
         self._stop = asyncio.Event()
@@ -134,7 +140,42 @@ class McpManager:
             if not config.enabled:
                 self._settled[name].set()
                 continue
-            self._tasks[name] = asyncio.create_task(self._run(config), name=f"mcp:{name}")
+            self._tasks[name] = asyncio.create_task(
+                self._run(config, self.status[name], self._settled[name]), name=f"mcp:{name}")
+
+    def restart(self, name: str) -> str:
+        """Start a failed or exited server again: '' when it is starting, else why not.
+
+        Its old process (and helpers) are stopped first: the new start waits for the
+        old task, which stops them. Its state goes to "starting", then "ready" (its
+        tools offered from the next request) or "failed" with the new error; the
+        person gets one notice either way. The tools it was trusted with stay trusted.
+        A ready server is not restarted: its calls would end with it.
+        """
+        status = self.status.get(name)
+        if status is None:
+            names = ", ".join(f"'{n}'" for n in self.status) or "none"
+            return f"no MCP server is named '{name}' (configured: {names})"
+        if self._stop.is_set():
+            return f"MCP server '{name}' is not restarted: the servers are being stopped"
+        if status.state == "disabled":
+            return (f"MCP server '{name}' is disabled in config.toml; set "
+                    f"{table_name(('mcp', 'servers', name))} enabled = true and start the app "
+                    "again")
+        if status.state not in ("failed", "exited") or not self._started:
+            return (f"MCP server '{name}' is {status.state}; only a failed or exited server "
+                    "can be restarted")
+        config = self.configs[name]
+        old = self._tasks.get(name)
+        if old is not None and not old.done():  # still stopping its process: waited for
+            self._retired.add(old)
+            old.add_done_callback(self._retired.discard)
+        # a new status and event: the old task, still ending, writes to its own
+        status = self.status[name] = ServerStatus(name, config.transport)
+        settled = self._settled[name] = asyncio.Event()
+        self._tasks[name] = asyncio.create_task(
+            self._run(config, status, settled, after=old, again=True), name=f"mcp:{name}")
+        return ""
 
     def starting(self) -> list[str]:
         """The servers still starting (a turn waits for them before its first request);
@@ -170,9 +211,12 @@ class McpManager:
         for name, task in self._tasks.items():
             if self.status[name].state == "starting":
                 task.cancel()
-        tasks = [t for t in self._tasks.values() if not t.done()]
+        tasks = [t for t in [*self._tasks.values(), *self._retired] if not t.done()]
         if tasks:
             await asyncio.wait(tasks)
+        for status in self.status.values():  # a task cancelled before it ran said nothing
+            if status.state == "starting":
+                status.state = "stopped"
         if self._leaving:  # their servers are gone, so their last write fails at once
             await asyncio.wait(list(self._leaving))
 
@@ -194,7 +238,7 @@ class McpManager:
             row["target"] = redact(config.url or " ".join([config.command, *config.args]))
             row["error"] = redact(row["error"])
             for tool, entry in zip(status.tools, row["tools"], strict=True):
-                entry["trusted"] = self.is_trusted(tool.exposed)
+                entry["trusted"] = self._trusts(tool)  # kept while it is down, as a restart does
             rows.append(row)
         return rows
 
@@ -214,12 +258,13 @@ class McpManager:
 
     def is_trusted(self, exposed: str) -> bool:
         tool = self._tools.get(exposed)
-        if tool is None:
-            return False
+        return tool is not None and self._trusts(tool)
+
+    def _trusts(self, tool: McpTool) -> bool:
         trusted = self._trusted.get(tool.server, set())
         if "*" in trusted or tool.name in trusted:
             return True
-        return any(fnmatch.fnmatchcase(exposed, p) for p in self.allowed)
+        return any(fnmatch.fnmatchcase(tool.exposed, p) for p in self.allowed)
 
     async def call(self, name: str, args: dict[str, Any], ctx: Any) -> str | MultimodalOutput:
         """Ask when untrusted, run the call, map the result; ToolError for the model.
@@ -315,8 +360,14 @@ class McpManager:
             return ToolError(_dropped(server, link.failure))
         said = one_line(link.stderr.last_line(), 200)
         return ToolError(f"the MCP server '{server}' closed its connection during the call"
-                         f"{f' ({said})' if said else ''}; its tools are gone until the app "
-                         "restarts")
+                         f"{f' ({said})' if said else ''}; {self._gone(server)}")
+
+    def _gone(self, server: str) -> str:
+        """What became of a stopped server's tools, and how to have them back."""
+        if not self.restart_hint:
+            return "its tools are gone for the rest of this run"
+        return (f"its tools are gone until it is restarted "
+                f"({self.restart_hint.replace('{server}', server)})")
 
     def _unavailable(self, server: str) -> str:
         status = self.status[server]
@@ -357,12 +408,20 @@ class McpManager:
 
     # --------------------------------------------------------------- servers
 
-    async def _run(self, config: McpServerConfig) -> None:
-        status = self.status[config.name]
-        link = self._links[config.name] = Link(quitting=self._quitting)
-        started = time.perf_counter()
+    async def _run(self, config: McpServerConfig, status: ServerStatus,
+                   settled: asyncio.Event, *, after: asyncio.Task | None = None,
+                   again: bool = False) -> None:
+        """One server from its start to its end. ``after``: the task of the server's
+        previous run, whose process must be gone first; ``again``: a restart, which
+        the person is told of when it is ready."""
         ready = False
+        link = Link()
         try:
+            if after is not None:
+                await asyncio.wait({after})
+            link.quitting = self._quitting
+            self._links[config.name] = link
+            started = time.perf_counter()
             await _import_sdk()
             transport = self._transport(config, link)
             from mcp import Client
@@ -376,7 +435,12 @@ class McpManager:
                 status.state = "ready"
                 ready = True
                 self._clients[config.name] = client
-                self._settled[config.name].set()
+                settled.set()
+                if again:
+                    count = len(status.tools)
+                    self._notice(f"MCP server '{config.name}' restarted: {count} "
+                                 f"tool{'' if count == 1 else 's'} offered again",
+                                 "information")
                 stop = asyncio.create_task(self._stop.wait())
                 died = asyncio.create_task(link.closed.wait())
                 try:
@@ -388,13 +452,13 @@ class McpManager:
                 if self._stop.is_set():
                     status.state = "stopped"
                 elif link.failure:
-                    self._failed(config.name, link.failure, "failed")
+                    self._failed(status, link.failure, "failed")
                 else:
                     status.state = "exited"
                     status.error = one_line(link.stderr.last_line(), 300) or \
                         "the server closed the connection"
-                    self._notice(f"MCP server '{config.name}' stopped: {status.error}; its tools "
-                                 "are gone until the app restarts", "error")
+                    self._notice(f"MCP server '{config.name}' stopped: {status.error}; "
+                                 f"{self._gone(config.name)}", "error")
         except asyncio.CancelledError:
             status.state = "stopped"
             raise
@@ -404,19 +468,18 @@ class McpManager:
             if self._stop.is_set():
                 status.state = "stopped"  # stopped by us while starting or closing: no news
             else:
-                self._failed(config.name, link.failure or _failure(config, exc, link),
-                             "failed" if ready else "did not start")
+                self._failed(status, link.failure or _failure(config, exc, link),
+                             "failed" if ready else "did not restart" if again else
+                             "did not start")
         finally:
             self._unregister(config.name)
-            self._settled[config.name].set()
+            settled.set()
 
-    def _failed(self, server: str, error: str, what: str) -> None:
-        status = self.status[server]
+    def _failed(self, status: ServerStatus, error: str, what: str) -> None:
         status.state = "failed"
         status.error = error
-        stopped = "; it was stopped and its tools are gone until the app restarts" if \
-            what == "failed" else ""
-        self._notice(f"MCP server '{server}' {what}: {error}{stopped}", "error")
+        stopped = f"; it was stopped and {self._gone(status.name)}" if what == "failed" else ""
+        self._notice(f"MCP server '{status.name}' {what}: {error}{stopped}", "error")
 
     def _transport(self, config: McpServerConfig, link: Link) -> Any:
         max_bytes = int(config.max_message_mb * 2**20)

@@ -5,7 +5,10 @@ manager and a test can hand it any data; given where they come from, it asks
 again while a server is starting, so a screen opened at start-up shows each
 server ready (or failed) when it is, and, given a cheap sign of change
 (``McpManager.changes``), for as long as it is open, so a server that fails or
-exits meanwhile is shown so. Names, descriptions and errors come
+exits meanwhile is shown so. Given the manager's ``restart``, ``r`` starts each
+failed or exited server again (the list has no cursor: it is seldom more than
+one), and the screen follows it through "starting" to "ready" or "failed".
+Names, descriptions and errors come
 from the servers: all of it is shown through ``selfref_tui.safety.content``.
 The list is one Line-API widget (``ServerList``): a server with 10,000 tools
 opens as fast as one with ten.
@@ -29,6 +32,8 @@ from selfref_tui.ui.widgets.server_list import ListRow, ServerList
 
 #: seconds between two looks at the servers while one is starting
 POLL_S = 0.5
+#: the states ``r`` starts again
+DOWN = ("failed", "exited")
 
 STATE_STYLES = {
     "ready": "$text-success",
@@ -56,24 +61,30 @@ class McpServersScreen(ModalScreen[None]):
         background: $surface;
     }
     McpServersScreen .empty { color: $text-muted; text-style: italic; margin: 1 1; }
+    McpServersScreen #said { color: $text-warning; margin: 0 2 1 2; height: auto; }
+    McpServersScreen #said.-empty { display: none; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close", id="mcp.close"),
         Binding("q", "close", "Close", show=False, id="mcp.quit"),
+        Binding("r", "restart", "Restart failed", id="mcp.restart"),
     ]
 
     def __init__(self, rows: Sequence[Mapping[str, Any]],
                  source: Callable[[], Sequence[Mapping[str, Any]]] | None = None,
-                 changes: Callable[[], object] | None = None) -> None:
+                 changes: Callable[[], object] | None = None,
+                 restart: Callable[[str], str] | None = None) -> None:
         """``source``: fresh rows (the manager's ``overview``), asked while one is starting;
         ``changes``: a value that differs whenever the rows do (the manager's ``changes``),
         looked at while the screen is open, the rows asked again when it moves. With
-        10,000 tools ``source`` takes tens of milliseconds: too much to ask twice a second."""
+        10,000 tools ``source`` takes tens of milliseconds: too much to ask twice a second.
+        ``restart``: starts a server again by name, '' or why not (the manager's)."""
         super().__init__()
         self.rows = [dict(r) for r in rows]
         self.source = source
         self.changes = changes
+        self.restart = restart
 
     def on_mount(self) -> None:
         source, changes = self.source, self.changes
@@ -88,14 +99,18 @@ class McpServersScreen(ModalScreen[None]):
                 if now == seen:
                     return
                 seen = now
-            rows = [dict(r) for r in source()]
-            if rows != self.rows:
-                self.rows = rows
-                self.server_list.set_rows(self._list_rows())
+            self._show(source())
             if changes is None and not self._starting():
                 poll.stop()
 
         poll = self.set_interval(POLL_S, follow)
+
+    def _show(self, fresh: Sequence[Mapping[str, Any]]) -> None:
+        rows = [dict(r) for r in fresh]
+        if rows != self.rows:
+            self.rows = rows
+            self.server_list.set_rows(self._list_rows())
+            self.query_one("#dialog").border_subtitle = self._hint()
 
     def _starting(self) -> bool:
         return any(row.get("state") == "starting" for row in self.rows)
@@ -103,12 +118,18 @@ class McpServersScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
             dialog.border_title = "MCP servers"
-            dialog.border_subtitle = "esc close"
+            dialog.border_subtitle = self._hint()
             if not self.rows:
                 yield Static("No MCP servers configured: add an [mcp.servers.NAME] table "
                              "to config.toml (see the README).", classes="empty", markup=False)
             else:
                 yield ServerList(self._list_rows(), id="servers")
+                # what r could not do: said here, since a notice waits for the dialog to close
+                yield Static("", id="said", classes="-empty")
+
+    def _hint(self) -> str:
+        down = self.restart is not None and any(r.get("state") in DOWN for r in self.rows)
+        return "r restart failed · esc close" if down else "esc close"
 
     @property
     def server_list(self) -> ServerList:
@@ -119,7 +140,8 @@ class McpServersScreen(ModalScreen[None]):
 
     def _server(self, row: Mapping[str, Any]) -> list[ListRow]:
         state = str(row.get("state", ""))
-        took = f" in {row['start_s']:.1f}s" if row.get("start_s") is not None else ""
+        took = f" in {row['start_s']:.1f}s" if row.get("start_s") is not None and \
+            state == "ready" else ""  # a server down since: its start is no news
         rows = [ListRow(Content("")), ListRow(Content.assemble(
             content(str(row.get("name", "")), "bold", line=True),
             "  ",
@@ -137,6 +159,23 @@ class McpServersScreen(ModalScreen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+    def action_restart(self) -> None:
+        """Each failed or exited server started again; what refuses is said in the dialog.
+
+        The screen shows each "starting" at once, then "ready" or "failed"; the
+        manager's notice of it shows when the dialog closes."""
+        if self.restart is None:
+            return
+        down = [str(r.get("name", "")) for r in self.rows if r.get("state") in DOWN]
+        refused = [why for name in down if (why := self.restart(name))]
+        if not down:
+            refused = ["No server has failed or exited: r starts those again."]
+        said = self.query_one("#said", Static)
+        said.update(content("\n".join(refused)))
+        said.set_class(not refused, "-empty")
+        if self.source is not None:
+            self._show(self.source())
 
 
 def _tool_line(tool: Mapping[str, Any]) -> Content:

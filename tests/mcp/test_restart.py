@@ -1,0 +1,285 @@
+"""Starting one failed or exited MCP server again, from the manager and from the app.
+
+Real subprocesses: the hostile server (tests/hostile_servers/mcp_stdio.py) is
+told to close its stdin or its stdout, which fails it or makes it exit while it
+runs on; a restart must stop what is left of it (its helpers too) before the new
+one starts, offer its tools again, keep what the person trusted, and say so once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from dataclasses import replace
+
+import pytest
+from textual.widgets import Static
+
+from selfref_tui.agent.mcp.approval import APPROVE_ALWAYS
+from selfref_tui.agent.mcp.manager import McpManager
+from selfref_tui.agent.tools.builtin import ToolError
+from selfref_tui.config import McpServerConfig, load_config
+from selfref_tui.demo.server import DemoServer
+from selfref_tui.ui.screens.mcp_servers import McpServersScreen
+from tests.agent.helpers import wait_until
+from tests.hostile_servers import alive, read_pids, wait_gone
+from tests.ui.helpers import SIZE, make_app, type_and_send
+from tests.ui.helpers import started as app_started
+from tests.ui.helpers import wait_until as app_wait_until
+
+from .conftest import SERVER
+from .test_hostile_mcp import hostile, notices
+from .test_manager import Ctx
+from .test_stdin_failures import tools_of
+
+CLOSED_STDIN = "stopped accepting requests: writing to its stdin failed (the pipe is closed)"
+
+
+async def fail(manager: McpManager, server: str = "h") -> None:
+    """Make the hostile server close its stdin, call it once more so the write fails, and
+    wait until it is marked failed."""
+    tools = tools_of(manager, server)
+    assert (await manager.call_raw(tools["close_stdin"], {})).text == "closed stdin"
+    with pytest.raises(ToolError, match="stopped accepting requests"):
+        await manager.call_raw(tools["echo"], {"text": "there?"})
+    await wait_until(lambda: manager.status[server].state == "failed", timeout=20,
+                     what="the server marked failed")
+
+
+async def test_a_failed_server_restarts_its_old_processes_gone_its_tools_and_trust_back(
+        tmp_path):
+    pids = tmp_path / "pids"
+    saved: list[tuple[str, str]] = []
+    config = replace(hostile("--pids", str(pids), "--helpers", "1"), trust=("big",))
+    events: list = []
+    manager = McpManager([config, hostile(name="other")], events.append,
+                         on_trust=lambda server, tool: saved.append((server, tool)))
+    manager.restart_hint = "/mcp restart {server}"
+    await manager.wait_started(timeout=60)
+    try:
+        old = await asyncio.to_thread(read_pids, pids, 2)  # the server and its helper
+        # "always allow" during the run: kept by the restart, as config.toml's trust is
+        assert await manager.call("mcp__h__echo", {"text": "hi"}, Ctx(answer=APPROVE_ALWAYS)) \
+            == "echo: hi"
+        assert saved == [("h", "echo")]
+        await fail(manager)
+        assert notices(events) == [f"MCP server 'h' failed: {CLOSED_STDIN}; it was stopped and "
+                                   "its tools are gone until it is restarted (/mcp restart h)"]
+        assert not manager.handles("mcp__h__echo")
+
+        assert manager.restart("h") == ""
+        assert manager.status["h"].state == "starting"
+        assert "h" in manager.starting()  # a turn sent now waits for it
+        await manager.wait_started(timeout=60)
+        status = manager.status["h"]
+        assert (status.state, status.error) == ("ready", ""), status.error
+        assert await asyncio.to_thread(wait_gone, old) == []  # the old server and helper
+        new = (await asyncio.to_thread(read_pids, pids, 4))[2:]
+        assert set(new).isdisjoint(old) and all(alive(p) for p in new)
+        assert notices(events)[1:] == [
+            f"MCP server 'h' restarted: {len(status.tools)} tools offered again"]
+        assert manager.handles("mcp__h__echo")
+        assert "mcp__h__echo" in [s["function"]["name"] for s in manager.schemas()]
+        # trusted still: neither asks (an ask would fail the check in Ctx)
+        assert manager.is_trusted("mcp__h__echo") and manager.is_trusted("mcp__h__big")
+        assert not manager.is_trusted("mcp__h__hang")
+        asked = Ctx()
+        assert await manager.call("mcp__h__echo", {"text": "back"}, asked) == "echo: back"
+        assert asked.asked == []
+        assert manager.status["other"].state == "ready"  # the other server was not touched
+    finally:
+        await manager.aclose()
+    assert await asyncio.to_thread(wait_gone, new) == []
+
+
+async def test_an_exited_server_restarts_and_one_that_fails_again_says_why(tmp_path):
+    flag = tmp_path / "broken"
+    # the server's start fails while the flag file exists: a restart that fails again
+    wrapper = tmp_path / "server.py"
+    wrapper.write_text(
+        "import os, runpy, sys\n"
+        f"if os.path.exists({str(flag)!r}):\n"
+        "    sys.stderr.write('still broken\\n'); sys.exit(3)\n"
+        f"sys.argv[1:] = {json.dumps(list(hostile().args[1:]))}\n"
+        f"runpy.run_path({hostile().args[0]!r}, run_name='__main__')\n", encoding="utf-8")
+    config = McpServerConfig(name="h", command=sys.executable, args=(str(wrapper),),
+                             trust=("*",))
+    events: list = []
+    manager = McpManager([config], events.append)
+    await manager.wait_started(timeout=60)
+    try:
+        assert manager.status["h"].state == "ready", manager.status["h"].error
+        with pytest.raises(ToolError, match="closed its connection during the call; its "
+                                            "tools are gone for the rest of this run"):
+            await manager.call_raw(tools_of(manager)["close_stdout"], {})
+        await wait_until(lambda: manager.status["h"].state == "exited", timeout=20,
+                         what="the server exited")
+        flag.touch()
+        assert manager.restart("h") == ""
+        await manager.wait_started(timeout=60)
+        status = manager.status["h"]
+        assert status.state == "failed"
+        assert status.error.startswith("still broken (")
+        assert notices(events) == [
+            "MCP server 'h' stopped: the server closed the connection; its tools are gone "
+            "for the rest of this run",
+            f"MCP server 'h' did not restart: {status.error}"]
+        assert manager.tools() == []
+        flag.unlink()
+        assert manager.restart("h") == ""  # failed at its start: may be started again
+        await manager.wait_started(timeout=60)
+        assert manager.status["h"].state == "ready"
+        assert (await manager.call_raw(tools_of(manager)["echo"], {"text": "ok"})).text == \
+            "echo: ok"
+    finally:
+        await manager.aclose()
+
+
+async def test_a_restart_is_refused_for_a_server_that_is_not_down():
+    manager = McpManager([hostile(), hostile(name="off", enabled=False)])
+    await manager.wait_started(timeout=60)
+    try:
+        assert manager.restart("h") == ("MCP server 'h' is ready; only a failed or exited "
+                                        "server can be restarted")
+        assert manager.restart("off") == (
+            "MCP server 'off' is disabled in config.toml; set [mcp.servers.off] enabled = "
+            "true and start the app again")
+        assert manager.restart("nope") == ("no MCP server is named 'nope' (configured: 'h', "
+                                           "'off')")
+        await fail(manager)
+        assert manager.restart("h") == ""
+        assert manager.restart("h") == ("MCP server 'h' is starting; only a failed or exited "
+                                        "server can be restarted")  # pressed twice
+        await manager.wait_started(timeout=60)
+        assert manager.status["h"].state == "ready"
+    finally:
+        await manager.aclose()
+    assert manager.restart("h") == ("MCP server 'h' is not restarted: the servers are being "
+                                    "stopped")
+
+
+async def test_closing_while_a_restart_waits_stops_both(tmp_path):
+    """The app quits right after r: the old run and the new one both end, nothing left."""
+    pids = tmp_path / "pids"
+    manager = McpManager([hostile("--pids", str(pids))])
+    await manager.wait_started(timeout=60)
+    [old] = await asyncio.to_thread(read_pids, pids)
+    await fail(manager)
+    assert manager.restart("h") == ""
+    await manager.aclose(quitting=True)
+    assert manager.status["h"].state == "stopped"
+    every = [int(p) for p in pids.read_text().split()]
+    assert old in every
+    assert await asyncio.to_thread(wait_gone, every) == []
+
+
+async def test_r_on_the_mcp_screen_restarts_a_failed_server_and_the_screen_follows(tmp_path):
+    config_path = tmp_path / "config.toml"
+    h = hostile()
+    command, args = h.command, h.args
+    config_path.write_text(f'''[mcp.servers.h]
+command = {json.dumps(command)}
+args = {json.dumps(list(args))}
+trust = ["*"]
+
+[mcp.servers.fine]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(SERVER))}]
+''', encoding="utf-8")
+    server = DemoServer([])
+    url = await server.start()
+    try:
+        app = make_app(tmp_path, url)
+        app.config = replace(app.config, mcp_servers=load_config(
+            config_path=config_path, env={}).mcp_servers, config_path=config_path)
+        async with app.run_test(size=SIZE) as pilot:
+            await app_started(pilot, app)
+            await app_wait_until(pilot, lambda: app.mcp is not None and app.mcp.handles(
+                "mcp__h__echo") and app.mcp.handles("mcp__fine__echo"), 60,
+                "the MCP servers to be ready")
+            await type_and_send(pilot, "/mcp")
+            await app_wait_until(pilot, lambda: isinstance(app.screen, McpServersScreen), 10,
+                                 "the MCP screen")
+            screen = app.screen
+            dialog = screen.query_one("#dialog")
+
+            def shown() -> str:
+                return "\n".join(screen.server_list.text())
+
+            def said() -> list[str]:
+                return [str(n.message) for n in app._notifications]
+
+            line = screen.query_one("#said", Static)
+            assert dialog.border_subtitle == "esc close" and not line.display
+            await pilot.press("r")  # nothing is down: said in the dialog, nothing restarted
+            await app_wait_until(pilot, lambda: line.display, 10, "the refusal")
+            assert str(line.render()) == "No server has failed or exited: r starts those again."
+            assert "h  ready" in shown()
+
+            await fail(app.mcp)  # a turn's calls, made while the screen is open
+            await app_wait_until(pilot, lambda: "h  failed" in shown(), 20,
+                                 "the screen to show the server failed")
+            assert CLOSED_STDIN in shown()
+            assert "mcp__h__echo  trusted" in shown()  # still, while it is down
+            assert dialog.border_subtitle == "r restart failed · esc close"
+            gone = (f"MCP server 'h' failed: {CLOSED_STDIN}; it was stopped and its tools are "
+                    "gone until it is restarted (/mcp restart h, or r on the /mcp screen)")
+            await app_wait_until(pilot, lambda: gone in said(), 10, "the failure notice")
+
+            await pilot.press("r")
+            assert "h  starting" in shown()  # at once, before the server answers
+            assert not line.display
+            await app_wait_until(pilot, lambda: "h  ready" in shown(), 60,
+                                 "the screen to show the server ready again")
+            assert CLOSED_STDIN not in shown() and "mcp__h__echo  trusted" in shown()
+            assert "fine  ready" in shown()
+            assert dialog.border_subtitle == "esc close"
+            await app_wait_until(pilot, lambda: len([m for m in said() if "restarted" in m])
+                                 == 1, 10, "the notice")
+            [restarted] = [m for m in said() if "restarted" in m]
+            count = len(app.mcp.status["h"].tools)
+            assert restarted == f"MCP server 'h' restarted: {count} tools offered again"
+            assert app.mcp.handles("mcp__h__echo")
+            await pilot.press("escape")
+    finally:
+        await server.stop()
+
+
+async def test_mcp_restart_name_as_a_command(tmp_path):
+    server = DemoServer([])
+    url = await server.start()
+    try:
+        app = make_app(tmp_path, url)
+        app.config = replace(app.config, mcp_servers=(hostile(),))
+        async with app.run_test(size=SIZE) as pilot:
+            await app_started(pilot, app)
+            await app_wait_until(pilot, lambda: app.mcp is not None and app.mcp.handles(
+                "mcp__h__echo"), 60, "the MCP server to be ready")
+
+            def said() -> list[str]:
+                return [str(n.message) for n in app._notifications]
+
+            await type_and_send(pilot, "/mcp restart h")
+            await app_wait_until(pilot, lambda: said() == [
+                "MCP server 'h' is ready; only a failed or exited server can be restarted"],
+                10, "the refusal")
+            assert app.chat_input.text == ""  # the name was right: taken
+            await type_and_send(pilot, "/mcp restart nope")
+            await app_wait_until(pilot, lambda: "no MCP server is named 'nope' (configured: "
+                                 "'h')" in said(), 10, "the unknown name")
+            assert app.chat_input.text == "/mcp restart nope"  # kept, to fix
+            app.chat_input.clear()
+            await type_and_send(pilot, "/mcp start h")
+            await app_wait_until(pilot, lambda: "Usage: /mcp [restart NAME] — /mcp lists the "
+                                 "servers" in said(), 10, "the usage")
+            app.chat_input.clear()
+
+            await fail(app.mcp)
+            await type_and_send(pilot, "/mcp restart h")
+            await app_wait_until(pilot, lambda: any("'h' restarted" in m for m in said()), 60,
+                                 "the server back")
+            assert app.mcp.status["h"].state == "ready" and app.mcp.handles("mcp__h__echo")
+            assert not isinstance(app.screen, McpServersScreen)
+    finally:
+        await server.stop()
