@@ -93,18 +93,24 @@ async def test_a_failed_server_restarts_its_old_processes_gone_its_tools_and_tru
     assert await asyncio.to_thread(wait_gone, new) == []
 
 
-async def test_an_exited_server_restarts_and_one_that_fails_again_says_why(tmp_path):
-    flag = tmp_path / "broken"
-    # the server's start fails while the flag file exists: a restart that fails again
+def switched(tmp_path) -> McpServerConfig:
+    """The hostile server behind two files: while ``broken`` exists it fails at its start
+    (a restart that fails again); while ``hold`` exists its start waits (a state seen)."""
     wrapper = tmp_path / "server.py"
+    broken, hold = tmp_path / "broken", tmp_path / "hold"
     wrapper.write_text(
-        "import os, runpy, sys\n"
-        f"if os.path.exists({str(flag)!r}):\n"
+        "import os, runpy, sys, time\n"
+        f"if os.path.exists({str(broken)!r}):\n"
         "    sys.stderr.write('still broken\\n'); sys.exit(3)\n"
-        f"sys.argv[1:] = {json.dumps(list(hostile().args[1:]))}\n"
+        f"while os.path.exists({str(hold)!r}):\n"
+        "    time.sleep(0.02)\n"
         f"runpy.run_path({hostile().args[0]!r}, run_name='__main__')\n", encoding="utf-8")
-    config = McpServerConfig(name="h", command=sys.executable, args=(str(wrapper),),
-                             trust=("*",))
+    return McpServerConfig(name="h", command=sys.executable, args=(str(wrapper),),
+                           trust=("*",))
+
+
+async def test_an_exited_server_restarts_and_one_that_fails_again_says_why(tmp_path):
+    config, flag = switched(tmp_path), tmp_path / "broken"
     events: list = []
     manager = McpManager([config], events.append)
     await manager.wait_started(timeout=60)
@@ -175,8 +181,8 @@ async def test_closing_while_a_restart_waits_stops_both(tmp_path):
 
 
 async def test_r_on_the_mcp_screen_restarts_a_failed_server_and_the_screen_follows(tmp_path):
-    config_path = tmp_path / "config.toml"
-    h = hostile()
+    config_path, hold = tmp_path / "config.toml", tmp_path / "hold"
+    h = switched(tmp_path)
     command, args = h.command, h.args
     config_path.write_text(f'''[mcp.servers.h]
 command = {json.dumps(command)}
@@ -221,15 +227,18 @@ args = [{json.dumps(str(SERVER))}]
             await app_wait_until(pilot, lambda: "h  failed" in shown(), 20,
                                  "the screen to show the server failed")
             assert CLOSED_STDIN in shown()
+            assert not line.display  # it spoke of the rows before
             assert "mcp__h__echo  trusted" in shown()  # still, while it is down
             assert dialog.border_subtitle == "r restart failed · esc close"
             gone = (f"MCP server 'h' failed: {CLOSED_STDIN}; it was stopped and its tools are "
                     "gone until it is restarted (/mcp restart h, or r on the /mcp screen)")
             await app_wait_until(pilot, lambda: gone in said(), 10, "the failure notice")
 
+            hold.touch()  # its start waits, so the screen can be seen saying so
             await pilot.press("r")
-            assert "h  starting" in shown()  # at once, before the server answers
+            assert "h  starting" in shown()
             assert not line.display
+            hold.unlink()
             await app_wait_until(pilot, lambda: "h  ready" in shown(), 60,
                                  "the screen to show the server ready again")
             assert CLOSED_STDIN not in shown() and "mcp__h__echo  trusted" in shown()

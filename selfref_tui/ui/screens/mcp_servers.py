@@ -61,7 +61,7 @@ class McpServersScreen(ModalScreen[None]):
         background: $surface;
     }
     McpServersScreen .empty { color: $text-muted; text-style: italic; margin: 1 1; }
-    McpServersScreen #said { color: $text-warning; margin: 0 2 1 2; height: auto; }
+    McpServersScreen #said { color: $text-warning; margin: 1 1 0 1; height: auto; }
     McpServersScreen #said.-empty { display: none; }
     """
 
@@ -111,6 +111,7 @@ class McpServersScreen(ModalScreen[None]):
             self.rows = rows
             self.server_list.set_rows(self._list_rows())
             self.query_one("#dialog").border_subtitle = self._hint()
+            self.query_one("#said", Static).add_class("-empty")  # said of the rows before
 
     def _starting(self) -> bool:
         return any(row.get("state") == "starting" for row in self.rows)
@@ -123,9 +124,10 @@ class McpServersScreen(ModalScreen[None]):
                 yield Static("No MCP servers configured: add an [mcp.servers.NAME] table "
                              "to config.toml (see the README).", classes="empty", markup=False)
             else:
-                yield ServerList(self._list_rows(), id="servers")
-                # what r could not do: said here, since a notice waits for the dialog to close
+                # what r could not do: said here, since a notice waits for the dialog to
+                # close; above the list, which may take all the room there is
                 yield Static("", id="said", classes="-empty")
+                yield ServerList(self._list_rows(), id="servers")
 
     def _hint(self) -> str:
         down = self.restart is not None and any(r.get("state") in DOWN for r in self.rows)
@@ -171,11 +173,11 @@ class McpServersScreen(ModalScreen[None]):
         refused = [why for name in down if (why := self.restart(name))]
         if not down:
             refused = ["No server has failed or exited: r starts those again."]
+        if self.source is not None:
+            self._show(self.source())  # "starting" at once
         said = self.query_one("#said", Static)
         said.update(content("\n".join(refused)))
         said.set_class(not refused, "-empty")
-        if self.source is not None:
-            self._show(self.source())
 
 
 def _tool_line(tool: Mapping[str, Any]) -> Content:
