@@ -64,10 +64,11 @@ async def test_lookalike_names_are_told_apart_and_new_ones_refused(tmp_path):
     assert keys == {"main", LOOKALIKE, REVERSED}
 
 
-async def test_a_branch_of_a_lookalike_name_is_offered_a_name_it_can_take(tmp_path):
-    """The branch dialog suggests "<name>-branch-1": of "ma\\u200bin" that held the same
-    invisible character, so Enter was refused for a character the person cannot see
-    (nor delete). The suggestion leaves it out, and Enter makes the branch."""
+async def test_names_offered_from_a_lookalike_leave_its_invisible_character_out(tmp_path):
+    """The branch dialog suggests "<name>-branch-1", and F2 in the switcher starts from
+    the name itself: of "ma\\u200bin" both held the invisible character, so Enter was
+    refused for a character the person cannot see (nor easily delete). They leave it
+    out: Enter makes the branch, and renames the conversation to what it looks like."""
     from selfref_tui.ui.screens.new_key_prompt import NewKeyPrompt
 
     _old_keys(tmp_path)
@@ -83,6 +84,23 @@ async def test_a_branch_of_a_lookalike_name_is_offered_a_name_it_can_take(tmp_pa
             await pilot.press("enter")
             await wait_until(pilot, lambda: app.key == "main-branch-1",
                              what="the branch on screen")
+
+            await pilot.press("ctrl+o")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "KeySwitcher",
+                             what="switcher")
+            field = app.screen.query_one(Input)
+            await pilot.press(*"invoice")
+            await wait_until(pilot, lambda: app.screen._highlighted_key() == REVERSED,
+                             what="the lookalike found and highlighted")
+            await pilot.press("f2")
+            await wait_until(pilot, lambda: field.value == "invoicegnp.exe",
+                             what="its name, without the character, to edit")
+            await pilot.press("enter")
+            said = app.screen.query_one("#error", Static)
+            await wait_until(pilot, lambda: "Renamed" in str(said.render()), what="renamed")
+            assert str(said.render()) == "Renamed invoice\\u202egnp.exe to invoicegnp.exe."
     with SelfReference(tmp_path / "data") as store:
         [branch] = [i for i in store.keys() if i.key == "main-branch-1"]  # noqa: SIM118
         assert branch.origin_key == LOOKALIKE
+        assert {i.key for i in store.keys()} == {  # noqa: SIM118
+            "main", LOOKALIKE, "main-branch-1", "invoicegnp.exe"}

@@ -24,6 +24,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from selfref_tui.safety import content, inert_line, name_line
+from selfref_tui.selfref.keys import without_hidden
 from selfref_tui.ui.screens.filtered_list import FilteredListScreen, FilterField, filter_by_name
 
 NEW_PREFIX = "new:"
@@ -294,7 +295,9 @@ class KeySwitcher(FilteredListScreen):
         self.query_one("#dialog").border_title = content(f"Rename {name_line(key)}", line=True)
         field = self.query_one(Input)
         field.placeholder = "the new name"
-        field.value = key
+        # an invisible character a new name may not hold is left out: the person could
+        # not see it to delete it, and Enter then renames the key to what it looks like
+        field.value = without_hidden(key)
         field.action_end()
         self.option_list.display = False
         self.query_one("#hint", Static).update(self._hint())
@@ -306,9 +309,11 @@ class KeySwitcher(FilteredListScreen):
         self.query_one("#dialog").border_title = "Conversations"
         field = self.query_one(Input)
         field.placeholder = "filter, or type a new conversation's name"
-        field.value = ""
+        # Emptied without its Changed message: that would clear what is said next
+        # ("Renamed … to …", which the person never saw) and refilter a second time.
+        with field.prevent(Input.Changed):
+            field.value = ""
         self.query_one("#hint", Static).update(self._hint())
-        # The emptied field refilters once more when its Changed message arrives.
         self._select = select
         self._refilter("")
 
