@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -213,11 +214,12 @@ async def test_quitting_ends_a_wedged_server_without_the_grace_a_stop_gives_it(
     assert await asyncio.to_thread(wait_gone, pids) == []
 
 
-def test_ask_does_not_wait_forever_for_a_call_and_prints_no_traceback(tmp_path):
+def ask_hostile(tmp_path: Path, script: list) -> tuple[Any, Any]:
+    """``selfref-tui ask go`` as a process, the hostile server configured as 'h' (trusted,
+    a call's timeout 1 s), the model's replies ``script``: (its result, the demo server)."""
     import json
 
-    from selfref_tui.demo import DemoServer, Reply
-    from selfref_tui.demo.script import ToolCall
+    from selfref_tui.demo import DemoServer
     from tests.cli.helpers import cli
 
     command, args = mcp_stdio_command()
@@ -228,9 +230,6 @@ args = {json.dumps(list(args))}
 trust = ["*"]
 call_timeout_s = 1
 ''', encoding="utf-8")
-    script = [Reply(tool_calls=[ToolCall("mcp__h__hang", {}, id="c1")]),
-              Reply(tool_calls=[ToolCall("mcp__h__garbage", {"lines": 1000}, id="c2")]),
-              Reply(text="Done.")]
     server = DemoServer(script)
     url = server.start_in_thread()
     try:
@@ -238,6 +237,17 @@ call_timeout_s = 1
                      str(tmp_path / "data"), env={"OPENAI_API_KEY": "sk-test"})
     finally:
         server.stop_thread()
+    return result, server
+
+
+def test_ask_does_not_wait_forever_for_a_call_and_prints_no_traceback(tmp_path):
+    from selfref_tui.demo import Reply
+    from selfref_tui.demo.script import ToolCall
+
+    result, server = ask_hostile(tmp_path, [
+        Reply(tool_calls=[ToolCall("mcp__h__hang", {}, id="c1")]),
+        Reply(tool_calls=[ToolCall("mcp__h__garbage", {"lines": 1000}, id="c2")]),
+        Reply(text="Done.")])
     assert result.returncode == 0, result.stderr
     assert result.stdout == "Done.\n"
     first, second = (m["content"] for r in server.requests[1:3] for m in r["messages"][-1:])

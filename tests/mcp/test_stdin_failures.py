@@ -18,9 +18,9 @@ import pytest
 from selfref_tui.agent.mcp.manager import McpManager, McpTool
 from selfref_tui.agent.tools.builtin import ToolError
 from tests.agent.helpers import wait_until
-from tests.hostile_servers import mcp_stdio_command, read_pids, wait_gone
+from tests.hostile_servers import read_pids, wait_gone
 
-from .test_hostile_mcp import hostile, notices, started
+from .test_hostile_mcp import ask_hostile, hostile, notices, started
 
 #: larger than a pipe's buffer (64 KiB) and asyncio's high-water mark, so the write waits
 LARGE = "x" * (256 * 1024)
@@ -139,31 +139,14 @@ async def test_a_server_that_closes_its_stdout_but_runs_on_is_stopped(tmp_path):
 
 
 def test_ask_ends_each_call_and_says_once_that_the_server_stopped(tmp_path):
-    import json
-
-    from selfref_tui.demo import DemoServer, Reply
+    from selfref_tui.demo import Reply
     from selfref_tui.demo.script import ToolCall
-    from tests.cli.helpers import cli
 
-    command, args = mcp_stdio_command()
-    config = tmp_path / "config.toml"
-    config.write_text(f'''[mcp.servers.h]
-command = {json.dumps(command)}
-args = {json.dumps(list(args))}
-trust = ["*"]
-call_timeout_s = 1
-''', encoding="utf-8")
-    script = [Reply(tool_calls=[ToolCall("mcp__h__stop_reading", {}, id="c1")]),
-              Reply(tool_calls=[ToolCall("mcp__h__echo", {"text": LARGE}, id="c2")]),
-              Reply(tool_calls=[ToolCall("mcp__h__echo", {"text": "again"}, id="c3")]),
-              Reply(text="Done.")]
-    server = DemoServer(script)
-    url = server.start_in_thread()
-    try:
-        result = cli("ask", "go", "--base-url", url, "--config", str(config), "--data-dir",
-                     str(tmp_path / "data"), env={"OPENAI_API_KEY": "sk-test"})
-    finally:
-        server.stop_thread()
+    result, server = ask_hostile(tmp_path, [
+        Reply(tool_calls=[ToolCall("mcp__h__stop_reading", {}, id="c1")]),
+        Reply(tool_calls=[ToolCall("mcp__h__echo", {"text": LARGE}, id="c2")]),
+        Reply(tool_calls=[ToolCall("mcp__h__echo", {"text": "again"}, id="c3")]),
+        Reply(text="Done.")])
     assert result.returncode == 0, result.stderr
     assert result.stdout == "Done.\n"
     first, second, third = (r["messages"][-1]["content"] for r in server.requests[1:4])
