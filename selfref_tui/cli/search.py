@@ -21,6 +21,7 @@ from selfref_tui.cli.common import (
     say_lines,
 )
 from selfref_tui.context.local_time import shown_time
+from selfref_tui.safety import name_line
 
 #: matches shown per conversation unless ``--limit`` says otherwise: a word that every
 #: message holds asks for the first screenful and the count, not 100,000 lines
@@ -83,7 +84,7 @@ def _show(args: argparse.Namespace, found: Any) -> int:
                 "conversation shown; --limit 0 for all)")
         return EXIT_OK if found.matches else EXIT_ERROR
     if not found.matches:
-        where = f"conversation '{args.key}'" if args.key else "any conversation"
+        where = f"conversation '{name_line(args.key)}'" if args.key else "any conversation"
         print(f"no message in {where} holds all of: {args.text}")
         return EXIT_ERROR
     say_lines(_lines(found.matches))
@@ -109,13 +110,17 @@ def _lines(matches: list[Any]) -> Iterator[str]:
     # a batch's messages share its time: each time is made local once (every match of
     # 100,000 messages printed: 0.1 s less)
     times: dict[str, str] = {}
+    names: dict[str, str] = {}  # each name made shown once ("ma\u200bin" never as "main")
     for match in matches:
         flags = _FLAGS[match.rewound, match.compacted]
         when = times.get(match.time)
         if when is None:
             when = times[match.time] = shown_time(match.time)
+        name = names.get(match.key)
+        if name is None:
+            name = names[match.key] = name_line(match.key)
         # two spaces before the snippet: a colon after "17:18" read as a time cut short
-        yield f"{match.key} #{match.n} {match.role} {when}{flags}  {match.snippet}"
+        yield f"{name} #{match.n} {match.role} {when}{flags}  {match.snippet}"
 
 
 def register(commands: Any) -> None:

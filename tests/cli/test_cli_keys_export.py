@@ -188,7 +188,11 @@ def test_every_line_naming_a_lookalike_conversation_shows_its_hidden_character()
             cli("refs", "list", "--key", lookalike),
             cli("refs", "show", "nope", "--key", lookalike),
             cli("rewind", "9", "--key", lookalike),
-            cli("rewind", "--undo", "--key", lookalike)]
+            cli("rewind", "--undo", "--key", lookalike),
+            cli("search", "nowhere", "--key", lookalike)]
     for result in said:
         out = result.stdout + result.stderr
         assert "'ma\\u200bin'" in out and lookalike not in out, (result.args, out)
+    found = cli("search", "answer")  # its matches, among those of the other conversations
+    assert found.returncode == 0 and lookalike not in found.stdout, found.stdout
+    assert [line.split()[0] for line in found.stdout.splitlines()[:-1]] == ["ma\\u200bin"]
