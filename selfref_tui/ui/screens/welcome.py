@@ -26,7 +26,7 @@ No model provider is configured yet. Set one up, then start `selfref-tui` again:
 export OPENAI_API_KEY=sk-...
 # Ollama: its URL and a model it has pulled (no key needed)
 export OPENAI_BASE_URL=http://localhost:11434/v1
-export SELFREF_MODEL=qwen2.5-coder:7b
+export SELFREF_MODEL=llama3.1
 # vLLM, llama.cpp, LM Studio: the URL and the model it serves
 export OPENAI_BASE_URL=http://localhost:8000/v1
 export SELFREF_MODEL=the-served-model  # and OPENAI_API_KEY if it asks
@@ -37,7 +37,7 @@ or add a profile to `{config_path}` and run `selfref-tui --profile local`:
 ```toml
 [providers.local]
 base_url = "http://localhost:11434/v1"
-model = "qwen2.5-coder:7b"
+model = "llama3.1"
 ```
 
 Or try the **offline demo model** now: no network needed, and it shows refs,
