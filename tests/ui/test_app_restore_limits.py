@@ -20,6 +20,23 @@ OVERWRITES = [Reply(text='<ref id="note">new text</ref>', tool_calls=[
     Reply(text="Written.")]
 
 
+async def overwrite(pilot, app) -> None:
+    """Say yes to the model's overwrite and wait for the turn to end."""
+    await wait_until(pilot, lambda: isinstance(app.screen, QuestionScreen),
+                     what="the overwrite question")
+    await pilot.pause(GRACE_S)  # the person reads the question first
+    await pilot.press("left", "enter")
+    await turn_done(pilot, app)
+
+
+async def rewind_to_the_files(pilot, app) -> None:
+    """Rewind past the write: the restore dialog lists its file."""
+    await pilot.press(*"/rewind 1")
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: type(app.screen).__name__ == "RestoreFiles",
+                     what="the files listed")
+
+
 async def test_a_file_too_large_to_keep_is_listed_as_one_that_cannot_be_restored(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
@@ -32,16 +49,9 @@ async def test_a_file_too_large_to_keep_is_listed_as_one_that_cannot_be_restored
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
             await type_and_send(pilot, "shorten the log")
-            await wait_until(pilot, lambda: isinstance(app.screen, QuestionScreen),
-                             what="the overwrite question")
-            await pilot.pause(GRACE_S)  # the person reads the question first
-            await pilot.press("left", "enter")  # overwrite
-            await turn_done(pilot, app)
+            await overwrite(pilot, app)
             assert big.read_text() == "new text"
-            await pilot.press(*"/rewind 1")
-            await pilot.press("enter")
-            await wait_until(pilot, lambda: type(app.screen).__name__ == "RestoreFiles",
-                             what="the files listed")
+            await rewind_to_the_files(pilot, app)
             [(path, _what, why)] = app.screen.rows
             assert path == str(big)
             assert why.startswith("cannot be restored: it held 32 MiB before the model wrote "
@@ -71,18 +81,11 @@ async def test_a_file_outside_the_allowed_directories_now_is_not_offered(tmp_pat
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
             await type_and_send(pilot, "rewrite the note")
-            await wait_until(pilot, lambda: isinstance(app.screen, QuestionScreen),
-                             what="the overwrite question")
-            await pilot.pause(GRACE_S)  # the person reads the question first
-            await pilot.press("left", "enter")  # overwrite
-            await turn_done(pilot, app)
+            await overwrite(pilot, app)
             (work / "sub" / "a.txt").rename(elsewhere / "a.txt")
             (work / "sub").rmdir()
             (work / "sub").symlink_to(elsewhere)
-            await pilot.press(*"/rewind 1")
-            await pilot.press("enter")
-            await wait_until(pilot, lambda: type(app.screen).__name__ == "RestoreFiles",
-                             what="the files listed")
+            await rewind_to_the_files(pilot, app)
             [(path, _what, why)] = app.screen.rows
             assert path == str(work / "sub" / "a.txt")
             assert why.startswith(f"it is outside the allowed directories ({work}), so it "
