@@ -7,6 +7,8 @@ subprocess speaking the real protocol until it is told to misbehave.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,31 @@ MB = 2**20
 def hostile(*args: str, name: str = "h", **changes) -> McpServerConfig:
     command, argv = mcp_stdio_command(*args)
     return McpServerConfig(name=name, command=command, args=argv, trust=("*",), **changes)
+
+
+@asynccontextmanager
+async def app_with_hostile(tmp_path: Path, script: list | None = None) -> AsyncIterator[Any]:
+    """The real app, over HTTP to the demo server (answering ``script``), with the hostile
+    MCP server 'h' configured and ready: yields ``(app, pilot)``."""
+    from dataclasses import replace
+
+    from selfref_tui.demo.server import DemoServer
+    from tests.ui.helpers import SIZE, make_app
+    from tests.ui.helpers import started as app_started
+    from tests.ui.helpers import wait_until as app_wait_until
+
+    server = DemoServer(script or [])
+    url = await server.start()
+    try:
+        app = make_app(tmp_path, url)
+        app.config = replace(app.config, mcp_servers=(hostile(),))
+        async with app.run_test(size=SIZE) as pilot:
+            await app_started(pilot, app)
+            await app_wait_until(pilot, lambda: app.mcp is not None and app.mcp.handles(
+                "mcp__h__echo"), 60, "the MCP server to be ready")
+            yield app, pilot
+    finally:
+        await server.stop()
 
 
 async def started(*configs: McpServerConfig) -> tuple[McpManager, list]:

@@ -29,7 +29,7 @@ from tests.ui.helpers import started as app_started
 from tests.ui.helpers import wait_until as app_wait_until
 
 from .conftest import SERVER
-from .test_hostile_mcp import hostile, notices
+from .test_hostile_mcp import app_with_hostile, hostile, notices
 from .test_manager import Ctx
 from .test_stdin_failures import tools_of
 
@@ -256,39 +256,29 @@ args = [{json.dumps(str(SERVER))}]
 
 
 async def test_mcp_restart_name_as_a_command(tmp_path):
-    server = DemoServer([])
-    url = await server.start()
-    try:
-        app = make_app(tmp_path, url)
-        app.config = replace(app.config, mcp_servers=(hostile(),))
-        async with app.run_test(size=SIZE) as pilot:
-            await app_started(pilot, app)
-            await app_wait_until(pilot, lambda: app.mcp is not None and app.mcp.handles(
-                "mcp__h__echo"), 60, "the MCP server to be ready")
+    async with app_with_hostile(tmp_path) as (app, pilot):
 
-            def said() -> list[str]:
-                return [str(n.message) for n in app._notifications]
+        def said() -> list[str]:
+            return [str(n.message) for n in app._notifications]
 
-            await type_and_send(pilot, "/mcp restart h")
-            await app_wait_until(pilot, lambda: said() == [
-                "MCP server 'h' is ready; only a failed or exited server can be restarted"],
-                10, "the refusal")
-            assert app.chat_input.text == ""  # the name was right: taken
-            await type_and_send(pilot, "/mcp restart nope")
-            await app_wait_until(pilot, lambda: "no MCP server is named 'nope' (configured: "
-                                 "'h')" in said(), 10, "the unknown name")
-            assert app.chat_input.text == "/mcp restart nope"  # kept, to fix
-            app.chat_input.clear()
-            await type_and_send(pilot, "/mcp start h")
-            await app_wait_until(pilot, lambda: "Usage: /mcp [restart NAME] — /mcp lists the "
-                                 "servers" in said(), 10, "the usage")
-            app.chat_input.clear()
+        await type_and_send(pilot, "/mcp restart h")
+        await app_wait_until(pilot, lambda: said() == [
+            "MCP server 'h' is ready; only a failed or exited server can be restarted"],
+            10, "the refusal")
+        assert app.chat_input.text == ""  # the name was right: taken
+        await type_and_send(pilot, "/mcp restart nope")
+        await app_wait_until(pilot, lambda: "no MCP server is named 'nope' (configured: "
+                             "'h')" in said(), 10, "the unknown name")
+        assert app.chat_input.text == "/mcp restart nope"  # kept, to fix
+        app.chat_input.clear()
+        await type_and_send(pilot, "/mcp start h")
+        await app_wait_until(pilot, lambda: "Usage: /mcp [restart NAME] — /mcp lists the "
+                             "servers" in said(), 10, "the usage")
+        app.chat_input.clear()
 
-            await fail(app.mcp)
-            await type_and_send(pilot, "/mcp restart h")
-            await app_wait_until(pilot, lambda: any("'h' restarted" in m for m in said()), 60,
-                                 "the server back")
-            assert app.mcp.status["h"].state == "ready" and app.mcp.handles("mcp__h__echo")
-            assert not isinstance(app.screen, McpServersScreen)
-    finally:
-        await server.stop()
+        await fail(app.mcp)
+        await type_and_send(pilot, "/mcp restart h")
+        await app_wait_until(pilot, lambda: any("'h' restarted" in m for m in said()), 60,
+                             "the server back")
+        assert app.mcp.status["h"].state == "ready" and app.mcp.handles("mcp__h__echo")
+        assert not isinstance(app.screen, McpServersScreen)

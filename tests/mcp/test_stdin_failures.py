@@ -20,7 +20,7 @@ from selfref_tui.agent.tools.builtin import ToolError
 from tests.agent.helpers import wait_until
 from tests.hostile_servers import read_pids, wait_gone
 
-from .test_hostile_mcp import ask_hostile, hostile, notices, started
+from .test_hostile_mcp import app_with_hostile, ask_hostile, hostile, notices, started
 
 #: larger than a pipe's buffer (64 KiB) and asyncio's high-water mark, so the write waits
 LARGE = "x" * (256 * 1024)
@@ -162,45 +162,31 @@ def test_ask_ends_each_call_and_says_once_that_the_server_stopped(tmp_path):
 
 
 async def test_the_app_says_so_once_and_its_mcp_screen_shows_the_server_failed(tmp_path):
-    from dataclasses import replace
-
     from selfref_tui.demo.script import Reply, ToolCall
-    from selfref_tui.demo.server import DemoServer
     from selfref_tui.ui.screens.mcp_servers import McpServersScreen
-    from tests.ui.helpers import SIZE, make_app, turn_done, type_and_send
-    from tests.ui.helpers import started as app_started
+    from tests.ui.helpers import turn_done, type_and_send
     from tests.ui.helpers import wait_until as app_wait_until
 
     script = [Reply(tool_calls=[ToolCall("mcp__h__close_stdin", {}, id="c1")]),
               Reply(tool_calls=[ToolCall("mcp__h__echo", {"text": "there?"}, id="c2")]),
               Reply(text="It stopped.")]
-    server = DemoServer(script)
-    url = await server.start()
-    try:
-        app = make_app(tmp_path, url)
-        app.config = replace(app.config, mcp_servers=(hostile(),))
-        async with app.run_test(size=SIZE) as pilot:
-            await app_started(pilot, app)
-            await app_wait_until(pilot, lambda: app.mcp is not None and app.mcp.handles(
-                "mcp__h__echo"), 60, "the MCP server to be ready")
-            await type_and_send(pilot, "close it")
-            await turn_done(pilot, app, timeout=30)
-            cards = {c.tool_name: (c.status, c.result) for c in app.transcript.items_of("tool")}
-            why = ("stopped accepting requests: writing to its stdin failed (the pipe is "
-                   "closed)")
-            assert cards["mcp__h__close_stdin"] == ("done", "closed stdin")
-            assert cards["mcp__h__echo"] == (
-                "error", f"the MCP server 'h' {why}; the connection was dropped and the "
-                "server stopped")
-            await app_wait_until(pilot, lambda: any(
-                why in str(n.message) for n in app._notifications), 20, "the notice")
-            await type_and_send(pilot, "/mcp")
-            await app_wait_until(pilot, lambda: isinstance(app.screen, McpServersScreen), 10,
-                                 "the MCP screen")
-            shown = "\n".join(app.screen.server_list.text())
-            assert "h  failed" in shown and why in shown
-    finally:
-        await server.stop()
+    async with app_with_hostile(tmp_path, script) as (app, pilot):
+        await type_and_send(pilot, "close it")
+        await turn_done(pilot, app, timeout=30)
+        cards = {c.tool_name: (c.status, c.result) for c in app.transcript.items_of("tool")}
+        why = ("stopped accepting requests: writing to its stdin failed (the pipe is "
+               "closed)")
+        assert cards["mcp__h__close_stdin"] == ("done", "closed stdin")
+        assert cards["mcp__h__echo"] == (
+            "error", f"the MCP server 'h' {why}; the connection was dropped and the "
+            "server stopped")
+        await app_wait_until(pilot, lambda: any(
+            why in str(n.message) for n in app._notifications), 20, "the notice")
+        await type_and_send(pilot, "/mcp")
+        await app_wait_until(pilot, lambda: isinstance(app.screen, McpServersScreen), 10,
+                             "the MCP screen")
+        shown = "\n".join(app.screen.server_list.text())
+        assert "h  failed" in shown and why in shown
 
 
 async def test_a_cancelled_call_does_not_wait_for_a_full_pipe_to_take_its_cancellation():
@@ -228,39 +214,26 @@ async def test_a_cancelled_call_does_not_wait_for_a_full_pipe_to_take_its_cancel
 
 
 async def test_an_open_mcp_screen_shows_the_server_fail(tmp_path):
-    from dataclasses import replace
 
-    from selfref_tui.demo.server import DemoServer
     from selfref_tui.ui.screens.mcp_servers import McpServersScreen
-    from tests.ui.helpers import SIZE, make_app, type_and_send
-    from tests.ui.helpers import started as app_started
+    from tests.ui.helpers import type_and_send
     from tests.ui.helpers import wait_until as app_wait_until
 
-    server = DemoServer([])
-    url = await server.start()
-    try:
-        app = make_app(tmp_path, url)
-        app.config = replace(app.config, mcp_servers=(hostile(),))
-        async with app.run_test(size=SIZE) as pilot:
-            await app_started(pilot, app)
-            await app_wait_until(pilot, lambda: app.mcp is not None and app.mcp.handles(
-                "mcp__h__echo"), 60, "the MCP server to be ready")
-            await type_and_send(pilot, "/mcp")
-            await app_wait_until(pilot, lambda: isinstance(app.screen, McpServersScreen), 10,
-                                 "the MCP screen")
-            screen = app.screen
+    async with app_with_hostile(tmp_path) as (app, pilot):
+        await type_and_send(pilot, "/mcp")
+        await app_wait_until(pilot, lambda: isinstance(app.screen, McpServersScreen), 10,
+                             "the MCP screen")
+        screen = app.screen
 
-            def shown() -> str:
-                return "\n".join(screen.server_list.text())
+        def shown() -> str:
+            return "\n".join(screen.server_list.text())
 
-            assert "h  ready" in shown()
-            tools = tools_of(app.mcp)  # a turn's calls, made while the screen is open
-            await app.mcp.call_raw(tools["close_stdin"], {})
-            with pytest.raises(ToolError, match="stopped accepting requests"):
-                await app.mcp.call_raw(tools["echo"], {"text": "there?"})
-            await app_wait_until(pilot, lambda: "h  failed" in shown(), 20,
-                                 "the open screen to show the server failed")
-            assert ("stopped accepting requests: writing to its stdin failed (the pipe is "
-                    "closed)") in shown()
-    finally:
-        await server.stop()
+        assert "h  ready" in shown()
+        tools = tools_of(app.mcp)  # a turn's calls, made while the screen is open
+        await app.mcp.call_raw(tools["close_stdin"], {})
+        with pytest.raises(ToolError, match="stopped accepting requests"):
+            await app.mcp.call_raw(tools["echo"], {"text": "there?"})
+        await app_wait_until(pilot, lambda: "h  failed" in shown(), 20,
+                             "the open screen to show the server failed")
+        assert ("stopped accepting requests: writing to its stdin failed (the pipe is "
+                "closed)") in shown()
