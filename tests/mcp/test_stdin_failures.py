@@ -214,7 +214,6 @@ async def test_a_cancelled_call_does_not_wait_for_a_full_pipe_to_take_its_cancel
 
 
 async def test_an_open_mcp_screen_shows_the_server_fail(tmp_path):
-
     from selfref_tui.ui.screens.mcp_servers import McpServersScreen
     from tests.ui.helpers import type_and_send
     from tests.ui.helpers import wait_until as app_wait_until
