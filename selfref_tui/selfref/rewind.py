@@ -115,6 +115,12 @@ class RewindReport:
         else:
             out = f"undid the rewind of conversation '{key}'" + (
                 f": {span(self.back)} back in the model's context" if self.back else "")
+            if self.left:
+                # an undo after the person went on: what they sent since leaves the
+                # context, and an undo that said only what came back would hide it
+                out += (f"; {span(self.left)} left it (still readable, marked rewound)"
+                        if self.back else f": {span(self.left)} left the model's context "
+                        "(still readable, marked rewound)")
         if self.message and self.back:
             out += f"; {span(self.back)} back in it"
         return out

@@ -462,3 +462,17 @@ def test_history_says_which_tool_calls_failed_by_their_flag_and_old_records_by_t
     assert rows == {"c1": False, "c2": True, "c3": True}
     text = cli("history").stdout
     assert text.count("[error]") == 2 and "Error: 3 lines matched" in text
+
+
+def test_an_undo_after_going_on_says_what_left_as_well_as_what_came_back(server):
+    _, url = server([Reply(text="a1"), Reply(text="a2"), Reply(text="a3")])
+    run(url, "ask", "q1")
+    run(url, "ask", "q2")
+    assert cli("rewind", "3").returncode == 0
+    run(url, "ask", "q3")  # went on after the rewind: 5 and 6 follow 1 and 2
+    code, out, err = run(url, "rewind", "--undo")
+    assert code == 0, err
+    assert [h["n"] for h in history()] == [1, 2, 3, 4]
+    assert out.splitlines()[0] == (
+        "undid the rewind of conversation 'main': 2 messages (3–4) back in the model's "
+        "context; 2 messages (5–6) left it (still readable, marked rewound)")
