@@ -68,7 +68,10 @@ class BootActions:
             controller.start_runtime(self.emit)
         except Exception as exc:  # never crash the first frame; say what failed
             self.header.status = "not ready"
-            await self.transcript.add_error(self.secret_free(f"Could not start: {exc}"))
+            said = self.secret_free(f"Could not start: {exc}")
+            if self.sidebar.parts_error is None:  # else there is no meter to say it
+                self.sidebar.meter.show_unavailable(said, "the app did not start")
+            await self.transcript.add_error(said)
             return
         if not controller.provider.context_window:
             self.learn_window()
@@ -121,11 +124,24 @@ class BootActions:
         """Token count of the next call, computed off the loop (it may encode a lot)."""
         from textual.css.query import NoMatches
 
-        usage = await self.controller.usage()
-        if usage is None or usage[0] != self.key:
-            return  # another key is on screen by now
+        from selfref_tui.agent.chat.controller import Refused
+
+        key = self.key
+        try:
+            usage = await self.controller.usage()
+        except Refused as exc:  # the count failed: said, not "counting…" for good
+            usage, failed = None, str(exc)
+        else:
+            failed = ""
+        if key != self.key or (usage is not None and usage[0] != self.key):
+            return  # another key is on screen by now: its own count follows
         try:
             meter = self.sidebar.meter
         except NoMatches:  # the app closed while it counted
             return
-        _key, meter.tokens, meter.window, meter.estimated = usage
+        if usage is not None:
+            meter.show_usage(*usage[1:])
+        elif failed:
+            meter.show_unavailable(self.secret_free(failed), "the count failed")
+        elif self.controller.key_error:  # the key on screen did not open
+            meter.show_unavailable(self.controller.key_error)

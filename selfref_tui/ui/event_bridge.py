@@ -241,9 +241,7 @@ class EventBridge:
             self._set_phase("running tools…")
 
     def _on_usage(self, event: ev.ContextUsage) -> None:
-        meter = self.sidebar.meter
-        meter.tokens, meter.window = event.tokens, event.window
-        meter.estimated = event.estimated
+        self.sidebar.meter.show_usage(event.tokens, event.window, event.estimated)
 
     def _on_turn_ended(self, event: ev.TurnEnded) -> None:
         self.sidebar.meter.streaming = False

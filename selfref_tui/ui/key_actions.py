@@ -59,6 +59,7 @@ class KeyActions:
         self.header.key, self.header.status = key, "loading…"
         self.sidebar.experiences = self.sidebar.refs = None  # "Loading…", not "nothing"
         self.sidebar.meter.forget_last_answer()
+        self.sidebar.meter.show_counting()  # the last key's figures are not this one's
         self.close_find()  # its marks and count were the last conversation's
         await self.transcript.reset()
         self.fork_panel.clear()
@@ -68,6 +69,7 @@ class KeyActions:
         except KeyOpenError as exc:
             self.header.status = "unavailable"
             self.sidebar.experiences = self.sidebar.refs = ()  # not "loading…" forever
+            self.sidebar.meter.show_unavailable(str(exc))  # nor "counting…"
             await self.transcript.add_error(str(exc), "store")  # said there, once
             return False
         if opened.salvaged:

@@ -343,3 +343,18 @@ async def test_a_message_sent_while_a_model_choice_is_saved_goes_to_the_new_mode
         assert not [e for e in events if isinstance(e, ev.ErrorEvent)]
         assert [r["model"] for r in server.requests] == ["big-model"]
     assert stored_history(tmp_path / "data")[-1]["content"] == "on big"
+
+
+async def test_a_count_that_fails_says_why_instead_of_nothing(tmp_path):
+    """The meter waited for a figure that never came when the count raised."""
+    async with running(tmp_path, [Reply(text="hi")]) as (controller, _server, _events):
+        await controller.open_key("main")
+
+        def failing_count(key: str) -> object:
+            raise OSError(5, "Input/output error")
+
+        controller.agent.preview_request = failing_count
+        with pytest.raises(Refused) as refused:
+            await controller.usage()
+        assert "'main' could not be counted" in str(refused.value)
+        assert "Input/output error" in str(refused.value)

@@ -163,14 +163,21 @@ class ChatController(Startup, KeyLifecycle, ConversationSettings, Steering):
         return self._agent().preview_request(self.key)
 
     async def usage(self) -> tuple[str, int, int, bool] | None:
-        """(key, tokens, window, estimated) of the next call, counted in a thread."""
+        """(key, tokens, window, estimated) of the next call, counted in a thread.
+
+        None when there is nothing to count now (no runtime yet, no key open, the key
+        let go meanwhile); :class:`Refused` saying why when the count itself failed, so
+        the meter can say so instead of counting for good."""
         if self.agent is None or self.key_error:
             return None
         key, agent = self.key, self.agent
         try:
             plan = await self._reading(key, agent.preview_request, key)
-        except Exception:
-            return None
+        except Exception as exc:
+            from selfref_tui.safety import one_line
+
+            raise Refused(f"The context of conversation {key!r} could not be counted: "
+                          f"{one_line(exc, 300)}", "error") from exc
         if plan is None:  # the key was let go meanwhile: counting would open it again
             return None
         return key, plan.tokens, agent.context_window, plan.estimated

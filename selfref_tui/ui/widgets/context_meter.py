@@ -64,6 +64,10 @@ class ContextMeter(Widget):
     tokens: reactive[int] = reactive(0)
     #: the model's context window; 0 while unknown ("counting…")
     window: reactive[int] = reactive(0)
+    #: why nothing can be counted (the conversation did not open, the count failed): the
+    #: meter says "unavailable" and its tooltip says why, instead of "counting…" for good.
+    #: A figure shown again (:meth:`show_usage`) clears it.
+    unavailable: reactive[str] = reactive("")
     #: the count is our own estimate (no server report calibrated it): shown as "~N"
     estimated: reactive[bool] = reactive(False)
     #: an answer is streaming: the speed line shows and the clock ticks (set True at each
@@ -95,6 +99,8 @@ class ContextMeter(Widget):
         self._ticker: Timer | None = None
         #: seconds between redraws while streaming (tests slow it down to count redraws)
         self.tick_s = TICK_S
+        #: the line under the bar while :attr:`unavailable`
+        self._unavailable_short = ""
         self.tooltip = self.legend_tooltip
 
     @property
@@ -109,6 +115,31 @@ class ContextMeter(Widget):
     def on_mount(self) -> None:
         if self.streaming and self._ticker is None:
             self._ticker = self.set_interval(self.tick_s, self.refresh)
+
+    # -- states ----------------------------------------------------------------------
+    def show_usage(self, tokens: int, window: int, estimated: bool) -> None:
+        """The figures of a count that finished: the meter's only way out of "counting…"
+        or "unavailable" back to a figure."""
+        self.tokens, self.window, self.estimated = tokens, window, estimated
+        self.unavailable = ""
+
+    def show_counting(self) -> None:
+        """Another conversation opens: the last one's figures are not its figures."""
+        self.tokens, self.window, self.estimated = 0, 0, False
+        self.unavailable = ""
+
+    def show_unavailable(self, reason: str, short: str = "conversation not open") -> None:
+        """Nothing will be counted: ``short`` says so under the bar, ``reason`` (in the
+        tooltip) says why in full."""
+        self.tokens, self.window, self.estimated = 0, 0, False
+        self._unavailable_short = short
+        self.unavailable = reason or short
+
+    def watch_unavailable(self, reason: str) -> None:
+        from selfref_tui.safety import content
+
+        # the reason quotes the store (a conversation's name, a path): plain text, not markup
+        self.tooltip = content(reason) if reason else self.legend_tooltip
 
     # -- reactives -------------------------------------------------------------------
     def validate_tokens(self, tokens: int) -> int:
@@ -192,6 +223,8 @@ class ContextMeter(Widget):
 
     @property
     def usage_label(self) -> str:
+        if self.unavailable:
+            return "unavailable"
         if not self.window:
             return "counting…"
         about = "~" if self.estimated else ""
@@ -218,18 +251,20 @@ class ContextMeter(Widget):
         for i in range(width):
             if i < filled:
                 bar_cells.append(Content.styled(BAR_FULL, colour))
-            elif i == mark:
+            elif i == mark and not self.unavailable:
                 bar_cells.append(Content.styled("┃", "$text-muted"))
             else:
                 bar_cells.append(Content.styled(BAR_EMPTY, "$foreground 15%"))
+        # The tick explained where it is seen, not only in the tooltip; with nothing to
+        # count, where to read why instead (the whole reason is long: the tooltip has it).
+        legend = (Content.styled(f"not counted: {self._unavailable_short}", "$text-muted")
+                  if self.unavailable else Content.assemble(
+                      ("┃", "$text-muted"),
+                      (f" auto-compact at {self.compact_at * 100:.0f}%", "$text-muted")))
         lines = [
             Content.assemble(header, " " * gap, figures),
             Content("").join(bar_cells),
-            # The tick explained where it is seen, not only in the tooltip.
-            Content.assemble(
-                ("┃", "$text-muted"),
-                (f" auto-compact at {self.compact_at * 100:.0f}%", "$text-muted"),
-            ),
+            legend,
         ]
         if self.streaming:
             lines.append(Content.assemble(("● ", "$text-primary"), self.speed_label))
