@@ -28,7 +28,7 @@ from selfref_tui.cli.common import (
     store_notes,
 )
 from selfref_tui.context.local_time import SECOND, shown_time
-from selfref_tui.safety import name_line
+from selfref_tui.safety import key_option, name_line
 
 
 def entry_row(entry: Any) -> dict[str, Any]:
@@ -108,7 +108,7 @@ def _rewind(args: argparse.Namespace) -> int:
         if args.restore_files and report.files:
             _restore(args, memory, report)
         if report.message and not report.already:
-            say(f"to undo: selfref-tui rewind --undo --key {name_line(memory.key)}")
+            say(f"to undo: selfref-tui rewind --undo {key_option(memory.key)}")
     finally:
         store.close()
     return EXIT_OK

@@ -8,6 +8,8 @@ One rule, owned here and used by every widget and every command-line line:
 - :func:`inert_line` does the same for one-line places (titles, list rows).
 - :func:`name_line` does that for a name, and shows invisible format characters
   (zero-width, bidirectional) as escapes, so two different names never look alike.
+- :func:`key_option` gives ``--key NAME`` for a command a person copies: that name,
+  shell-quoted.
 - :func:`one_line` puts an error that quotes a server on one short line.
 - :func:`content` builds a Textual ``Content`` from plain text: never parsed as
   markup, so ``[@click=app.quit]`` is shown, not run.
@@ -27,11 +29,12 @@ from .inert import (
     inert,
     inert_line,
     json_inert,
+    key_option,
     name_line,
     one_line,
     writable,
 )
 from .redact import redact
 
-__all__ = ["content", "has_controls", "inert", "inert_line", "json_inert", "name_line",
-           "one_line", "redact", "writable"]
+__all__ = ["content", "has_controls", "inert", "inert_line", "json_inert", "key_option",
+           "name_line", "one_line", "redact", "writable"]

@@ -97,6 +97,19 @@ def name_line(text: str, limit: int | None = None) -> str:
     return line
 
 
+def key_option(key: str) -> str:
+    """``--key NAME`` for a command line a person copies: the name as :func:`name_line`
+    shows it (nothing from the disk reaches the terminal raw), shell-quoted, so a name
+    with a space or a quote is still one word (``--key 'my chat'``) and a plain one
+    reads as typed (``--key main``). ``--key=NAME`` for a name that starts with ``-``,
+    which the parser would take for an option.
+    """
+    import shlex
+
+    word = shlex.quote(name_line(key))
+    return f"--key={word}" if word.startswith("-") else f"--key {word}"
+
+
 def _escaped(ch: str) -> str:
     code = ord(ch)
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"

@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from selfref_tui.context.mutations import UserMessageMutation
 from selfref_tui.demo import DemoServer, HttpError, Reply
 from selfref_tui.selfref.reference import SelfReference
 from tests.cli.helpers import ROOT, _env, cli, one_line, run
@@ -145,6 +146,20 @@ def test_store_locked_exits_3():
         assert "close it there first" in result.stderr
         # readers still work while a writer holds the key
         assert run("experiences", "list").returncode == 0
+
+
+def test_the_locked_hint_runs_as_copied_for_a_name_with_a_space():
+    import shlex
+
+    with SelfReference(os.environ["SELFREF_DATA_DIR"]) as store:
+        store.open("my chat").commit([UserMessageMutation({"role": "user", "content": "hi"})])
+        result = run("--key", "my chat", "experiences", "add", "x")
+        assert result.returncode == 3, result.stderr
+        hint = one_line(result.stderr).rsplit("`", 2)[-2]
+        assert hint == "selfref-tui --read-only --key 'my chat'"
+        copied = run(*shlex.split(hint)[1:], "history")  # the person pastes it
+        assert copied.returncode == 0, copied.stderr
+        assert copied.stdout.splitlines()[1] == "hi"
 
 
 def test_sigint_aborts_keeps_partial_and_exits_130():

@@ -133,3 +133,16 @@ def test_name_line_shows_every_invisible_format_character() -> None:
     assert name_line(clean) == clean
     assert name_line("new\nline\x1b", 8) == "new lin…"
     assert len(name_line("ma\u200bin" * 20, 12)) == 12
+
+
+def test_key_option_is_one_shell_word_that_reads_as_typed() -> None:
+    import shlex
+
+    from selfref_tui.safety import key_option
+
+    assert key_option("main") == "--key main"
+    assert key_option("my chat") == "--key 'my chat'"
+    assert shlex.split(key_option("it's")) == ["--key", "it's"]
+    assert key_option("-x") == "--key=-x"  # not taken for an option
+    assert key_option("ma\u200bin") == "--key 'ma\\u200bin'"  # escaped, never raw
+    assert "\x1b" not in key_option("a\x1b]0;t\x07b")

@@ -366,3 +366,26 @@ def test_who_holds_the_lock_is_shown_inert_whatever_writer_json_says(tmp_path, s
     assert_inert(message)
     assert ("taken by" in message) is same_host and "\n" not in message
     first.close()
+
+
+@pytest.mark.parametrize(("key", "hint"), [
+    ("main", "--read-only --key main`"),
+    ("my chat", "--read-only --key 'my chat'`"),
+    ("-dash", "--read-only --key=-dash`"),
+    ("ma\u200bin", "--read-only --key 'ma\\u200bin'`"),
+])
+def test_the_locked_message_names_the_conversation_as_a_shell_word(tmp_path, key, hint):
+    """The read-only hint is meant to be copied: a name with a space was two words, and
+    an invisible character in a name reached the terminal as it was."""
+    from selfref_tui.selfref.keys import write_empty_meta
+    from selfref_tui.selfref.log_lines import SCHEMA
+
+    first = SelfReference(tmp_path)
+    write_empty_meta(first.key_dir(key), key, SCHEMA)  # made before names were checked
+    first.open(key)
+    with pytest.raises(StoreLockedError) as error:
+        SelfReference(tmp_path).open(key)
+    message = str(error.value)
+    assert message.endswith(hint + "."), message
+    assert "\u200b" not in message
+    first.close()
