@@ -6,6 +6,7 @@ one ``except`` and show ``str(exc)`` as it is.
 
 from __future__ import annotations
 
+import errno
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -93,10 +94,24 @@ def denied(exc: OSError, path: Path, what: str) -> StoreError:
     # a rename's error names its source (a temporary copy, removed by now) and then its
     # target, the file a person can look at
     named = exc.filename2 or exc.filename or path
+    # What to do when nothing can be written here: the two start-up flags that need no
+    # write access to this folder (--read-only reads what it holds; --data-dir uses another).
     if isinstance(exc, PermissionError):
+        way_out = (f"{READ_ONLY}, or with --data-dir naming a writable folder" if what == "write"
+                   else "start selfref-tui with --data-dir naming another folder")
         return StorePermissionError(
-            f"Cannot {what} {named}: {reason}; give your user {what} access to "
-            f"it and its folder (for example chmod u+rw file, chmod u+rwx folder), or set "
-            "SELFREF_DATA_DIR to another directory.")
+            f"Cannot {what} {named}: {reason}; give your user {what} access to it and its "
+            f"folder (for example chmod u+rw file, chmod u+rwx folder), or {way_out}.")
+    if what == "write" and exc.errno == errno.EROFS:
+        return StoreError(f"Cannot write {named}: {reason}; {READ_ONLY}, or with --data-dir "
+                          "naming a folder on a writable disk.")
+    if what == "write" and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return StoreError(f"Cannot write {named}: {reason}; free some space, or start "
+                          "selfref-tui with --data-dir naming a folder on another disk "
+                          "(--read-only reads the conversations without writing).")
     return StoreError(f"Cannot {what} {named}: {reason}; check the disk and the "
                       "file, then try again.")
+
+
+#: a data folder that takes no writes can still be read: no lock taken, nothing written
+READ_ONLY = "start selfref-tui with --read-only to read the conversations as they are"

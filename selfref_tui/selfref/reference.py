@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import (
+    READ_ONLY,
     InvalidKeyError,
     StoreError,
     StoreLockedError,
@@ -276,9 +277,14 @@ class SelfReference:
         try:
             ensure_dir(self.keys_dir)
         except OSError as exc:
+            if created:  # nothing there to read
+                raise StoreError(
+                    f"Cannot create the data directory {self.data_dir} (set by {self.source}): "
+                    f"{exc.strerror}; point {self.source} at a writable folder."
+                ) from exc
             raise StoreError(
-                f"Cannot create the data directory {self.data_dir} (set by {self.source}): "
-                f"{exc.strerror}; point {self.source} at a writable folder."
+                f"Cannot write in the data directory {self.data_dir} (set by {self.source}): "
+                f"{exc.strerror}; {READ_ONLY}, or point {self.source} at a writable folder."
             ) from exc
         if created:
             os.chmod(self.data_dir, DIR_MODE)

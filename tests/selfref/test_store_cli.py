@@ -7,6 +7,7 @@ ignores permission bits) ``chattr +i``, which refuses root too.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import subprocess
@@ -54,6 +55,12 @@ def denied(path: Path, mode: int) -> Iterator[None]:
             path.chmod(before)
 
 
+def unwritable(data: Path) -> list[Path]:
+    """What makes a data folder take no writes at all: every file and folder in it."""
+    inside = sorted(data.rglob("*"), key=lambda path: -len(path.parts))  # deepest first
+    return [*inside, data]
+
+
 def test_a_read_only_log_is_exit_3_naming_the_file(tmp_path):
     log = make_key(tmp_path)
     with denied(log, 0o400):
@@ -75,7 +82,51 @@ def test_a_folder_without_access_is_exit_3_naming_it(tmp_path):
     for result in results:
         assert result.returncode == 3, result.stderr
         line = one_line(result.stderr)
-        assert str(folder) in line and "SELFREF_DATA_DIR" in line
+        assert str(folder) in line and "--data-dir" in line
+
+
+def test_a_data_dir_that_takes_no_writes_points_at_read_only_and_data_dir(tmp_path):
+    """What to do said in the flags that work: --read-only reads it as it is (and does),
+    --data-dir names another folder."""
+    make_key(tmp_path)
+    with contextlib.ExitStack() as stack:
+        for path in unwritable(tmp_path / "data"):
+            stack.enter_context(denied(path, 0o500 if path.is_dir() else 0o400))
+        results = [cli("ask", "--demo", "hello"), cli("ask", "--demo", "--key", "new", "hi")]
+        for result in results:
+            assert result.returncode == 3, result.stderr
+            line = one_line(result.stderr)
+            assert "--read-only to read the conversations as they are" in line, line
+            assert "--data-dir naming a writable folder" in line, line
+        read = cli("--read-only", "history")
+    assert read.returncode == 0, read.stderr
+    assert "answer 2" in read.stdout
+
+
+def test_an_empty_data_dir_that_takes_no_writes_is_not_said_to_be_missing(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    with denied(data, 0o500):
+        result = cli("ask", "--demo", "hello")
+    assert result.returncode == 3, result.stderr
+    line = one_line(result.stderr)
+    assert line.startswith(f"selfref-tui: Cannot write in the data directory {data}"), line
+    # SELFREF_DATA_DIR chose it here (the tests' environment), and is named
+    assert "--read-only" in line and "point SELFREF_DATA_DIR at a writable folder" in line
+
+
+@pytest.mark.parametrize(("code", "said"), [
+    (errno.EROFS, "--read-only to read the conversations as they are, or with --data-dir"),
+    (errno.ENOSPC, "free some space, or start selfref-tui with --data-dir"),
+])
+def test_a_disk_that_takes_no_writes_says_which_flags_help(tmp_path, code, said):
+    from selfref_tui.selfref.errors import denied as store_denied
+
+    log = tmp_path / "log.jsonl"
+    error = OSError(code, os.strerror(code), str(log))
+    message = str(store_denied(error, log, "write"))
+    assert message.startswith(f"Cannot write {log}: {os.strerror(code)}; ")
+    assert said in message and "--read-only" in message
 
 
 def test_damage_is_salvaged_and_reported_on_stderr(tmp_path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from selfref_tui.demo.script import Reply
 from selfref_tui.demo.server import DemoServer
 from selfref_tui.selfref import SelfReference
@@ -30,3 +32,21 @@ async def test_a_salvaged_key_shows_a_notice_naming_the_kept_original(tmp_path):
             assert "warning" in severities
     kept = list(log.parent.glob("log.jsonl.damaged-*"))
     assert len(kept) == 1 and b"answer !" in kept[0].read_bytes()
+
+
+async def test_a_data_dir_that_takes_no_writes_says_to_start_read_only(tmp_path):
+    from tests.selfref.test_store_cli import denied, make_key, unwritable
+
+    log = make_key(tmp_path)
+    async with DemoServer([Reply(text="never")]) as url:
+        app = make_app(tmp_path, url)
+        with contextlib.ExitStack() as stack:
+            for path in unwritable(tmp_path / "data"):
+                stack.enter_context(denied(path, 0o500 if path.is_dir() else 0o400))
+            async with app.run_test(size=SIZE) as pilot:
+                await wait_until(pilot, lambda: app.transcript.items_of("error"),
+                                 what="error block")
+                said = app.transcript.items_of("error")[0].message
+                assert str(log.parent) in said
+                assert "start selfref-tui with --read-only" in said, said
+                assert "--data-dir naming a writable folder" in said, said
