@@ -159,7 +159,7 @@ async def calls(n: int) -> None:
     await manager.wait_started(timeout=120)
     try:
         tool = next(t for t in manager.tools() if t.name == "stamp")
-        client = manager._clients["bench"]
+        client = manager._runs["bench"].client
         ctx = Ctx()
         for _ in range(10):  # warm-up: imports, caches, the pipe
             await manager.call(tool.exposed, {}, ctx)

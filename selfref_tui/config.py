@@ -624,6 +624,19 @@ def _mcp_servers(path: Path, raw: dict[str, Any]) -> tuple[McpServerConfig, ...]
     return tuple(_mcp_server(path, name, table) for name, table in servers.items())
 
 
+def load_mcp_server(path: Path, name: str) -> McpServerConfig | None:
+    """``[mcp.servers.NAME]`` of ``path`` as it reads now, None when the file has no such
+    table: a restart takes what the person fixed since the app started. Only that table
+    is taken (another server's changes wait for the app's restart); ConfigError when
+    the file or that table is not right, in the words a start would use."""
+    data = _read_toml(path)
+    servers = _table(path, data, "mcp").get("servers", {})
+    if not isinstance(servers, dict):
+        raise ConfigError(f"{path}: [mcp.servers] must be a table of [mcp.servers.NAME] tables")
+    raw = servers.get(name)
+    return None if raw is None else _mcp_server(path, name, raw)
+
+
 def _mcp_server(path: Path, name: str, raw: Any) -> McpServerConfig:
     where = f"mcp.servers.{name}"
     if not isinstance(raw, dict):

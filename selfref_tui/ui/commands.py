@@ -117,7 +117,8 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("unpin", "/unpin [N]", "Unpin message N (or the highlighted one)", max_args=1),
     CommandSpec("context", "/context", "Show exactly what the model will see next"),
     CommandSpec("mcp", "/mcp [restart NAME]", "MCP servers: their state and tools (restart "
-                "NAME starts a failed or exited one again)", max_args=2, rest_is_text=True),
+                "NAME stops one and starts it again, its config.toml table read anew)",
+                max_args=2, rest_is_text=True),
     CommandSpec("retry", "/retry", "Send the message whose turn failed again (not typed twice)"),
     CommandSpec(
         "rewind",

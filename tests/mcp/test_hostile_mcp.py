@@ -161,7 +161,7 @@ async def test_a_stderr_flood_keeps_only_a_bounded_tail():
         result = await manager.call_raw(tool(manager, "stderr", "call"), {"mb": 64})
         assert result.text == "flooded"
         for name in ("start", "call"):
-            link = manager._links[name]
+            link = manager._runs[name].link
             await wait_until(lambda link=link: link.stderr.total > 64 * MB, timeout=30,
                              what="the whole flood read")
             assert len(link.stderr.text()) <= TAIL_BYTES
@@ -288,7 +288,7 @@ async def test_a_real_third_party_server_runs_supervised_and_leaves_nothing():
     from .conftest import time_server
 
     manager, _ = await started(time_server())
-    supervisor = manager._links["time"].pid
+    supervisor = manager._runs["time"].link.pid
     with open(f"/proc/{supervisor}/task/{supervisor}/children") as f:
         [server] = [int(p) for p in f.read().split()]
     try:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import re
 from types import SimpleNamespace as NS
 
-from selfref_tui.agent.mcp.manager import McpManager
+from selfref_tui.agent.mcp.manager import McpManager, _Run
 from selfref_tui.agent.mcp.naming import MAX_LEN, exposed_name, server_tags
 from selfref_tui.agent.mcp.results import MAX_IMAGE_BYTES, map_result
 from selfref_tui.context.images import MAX_RESULT_IMAGES
@@ -54,8 +55,9 @@ def test_names_follow_config_order_not_start_order():
     for first in ("my.tools", "my tools"):  # whichever server lists its tools first
         manager = McpManager([server_config("my.tools"), server_config("my tools")])
         second = "my tools" if first == "my.tools" else "my.tools"
-        manager._register(first, listing)
-        manager._register(second, listing)
+        for server in (first, second):
+            manager._register(_Run(0, manager.configs[server], manager.status[server],
+                                   asyncio.Event()), listing)
         names.append({t.server: t.exposed for t in manager.tools()})
     assert names[0] == names[1] == {"my.tools": "mcp__my_tools__echo",
                                     "my tools": "mcp__my_tools_2__echo"}

@@ -198,7 +198,7 @@ async def test_a_cancelled_call_does_not_wait_for_a_full_pipe_to_take_its_cancel
     try:
         tools = tools_of(manager)
         await manager.call_raw(tools["stop_reading"], {})
-        link = manager._links["h"]
+        link = manager._runs["h"].link
         call = asyncio.create_task(manager.call_raw(tools["echo"], {"text": LARGE}))
         await wait_until(lambda: link.writing, timeout=20, what="the request being written")
         call.cancel()

@@ -146,6 +146,7 @@ class Startup:
             self.config.mcp_servers, lambda e: emit(replace(e, key=self.key)), on_trust=save_trust
         )
         self.mcp.restart_hint = "/mcp restart {server}, or r on the /mcp screen"
+        self.mcp.config_path = path  # a restart reads the server's table again
         self.agent.tool_sources.append(self.mcp)
         self.mcp.start()
 

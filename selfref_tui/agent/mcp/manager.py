@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...config import ConfigError, McpServerConfig
+from ...config import ConfigError, McpServerConfig, load_mcp_server
 from ...config_edit import table_name, toml_value
 from ...safety import one_line, redact
 from ..events import EventSink, Notice, discard
@@ -80,6 +80,30 @@ class ServerStatus:
                            "description": t.description} for t in self.tools]}
 
 
+@dataclass(eq=False)
+class _Run:
+    """One start of one server, to its end: what its task and its calls share.
+
+    A restart makes a new run. What an older run still does after that (its task
+    stopping its process, a call on it ending late) touches that run alone: the
+    server's tools and status are the current run's, and an old run may take
+    them off the list only while it is the current one (:meth:`McpManager._drop`).
+    """
+
+    #: which start of the manager's this is (a screen that follows the servers sees a
+    #: restart even when the new run ends in the state the old one had)
+    number: int
+    config: McpServerConfig
+    status: ServerStatus
+    settled: asyncio.Event
+    link: Link = field(default_factory=Link)
+    client: Any = None
+    task: asyncio.Task | None = None
+    #: set when the person restarts the server while this run is up: its calls end
+    #: saying so and its task stops the process
+    ending: asyncio.Event = field(default_factory=asyncio.Event)
+
+
 class McpManager:
     """All configured servers of one app or CLI run."""
 
@@ -111,15 +135,21 @@ class McpManager:
         #: how the person starts a failed server again ("{server}" is replaced by its
         #: name), said where its tools are gone; empty where there is no way (``ask``)
         self.restart_hint = ""
+        #: where a restart reads the server's table again (the app's config.toml), so
+        #: what the person fixed there is what starts; None: the tables given here
+        self.config_path: Path | None = None
         #: tools whose "not allowed here" hint the person was given (once per tool per run)
         self._hinted: set[str] = set()
         self._trusted: dict[str, set[str]] = {s.name: set(s.trust) for s in servers}
+        #: the tools the person answered "always allow" for in this run, by server (a
+        #: restart that reads a changed trust list keeps them)
+        self._answered: dict[str, set[str]] = {s.name: set() for s in servers}
         self._tools: dict[str, McpTool] = {}
-        self._clients: dict[str, Any] = {}
-        self._links: dict[str, Link] = {}
+        #: each started server's current run
+        self._runs: dict[str, _Run] = {}
+        self._run_count = 0
         #: set by aclose(quitting=True), for a link made after it (a task not started yet)
         self._quitting = False
-        self._tasks: dict[str, asyncio.Task] = {}
         #: the tasks of servers restarted since, still stopping their processes
         self._retired: set[asyncio.Task] = set()
         #: calls whose caller stopped waiting, still sending the protocol's cancellation
@@ -140,17 +170,32 @@ class McpManager:
             if not config.enabled:
                 self._settled[name].set()
                 continue
-            self._tasks[name] = asyncio.create_task(
-                self._run(config, self.status[name], self._settled[name]), name=f"mcp:{name}")
+            self._begin(config)
+
+    def _begin(self, config: McpServerConfig, *, after: asyncio.Task | None = None,
+               again: str = "") -> None:
+        """A new run of ``config``'s server, its status fresh: an old run still ending
+        writes to its own."""
+        name = config.name
+        self._run_count += 1
+        status = self.status[name] = ServerStatus(name, config.transport)
+        settled = self._settled[name] = asyncio.Event()
+        run = self._runs[name] = _Run(self._run_count, config, status, settled)
+        run.task = asyncio.create_task(self._run(run, after=after, again=again),
+                                       name=f"mcp:{name}")
 
     def restart(self, name: str) -> str:
-        """Start a failed or exited server again: '' when it is starting, else why not.
+        """Start a server again: '' when it is starting, else why not (one line).
 
-        Its old process (and helpers) are stopped first: the new start waits for the
-        old task, which stops them. Its state goes to "starting", then "ready" (its
-        tools offered from the next request) or "failed" with the new error; the
-        person gets one notice either way. The tools it was trusted with stay trusted.
-        A ready server is not restarted: its calls would end with it.
+        Any state but "starting": a ready server may be one that no longer answers
+        (each call times out). Its table is read again from :attr:`config_path`
+        first, so a fixed ``command``, ``args`` or ``env`` is what starts; a file
+        that is not right now, or a table gone, leaves the server as it is. A server
+        up is stopped (its calls end saying it was restarted), and its old process
+        and helpers are gone before the new one starts. Its state goes to
+        "starting", then "ready" (its tools offered from the next request) or
+        "failed" with the new error; the person gets one notice either way. What
+        the person answered "always allow" for stays trusted.
         """
         status = self.status.get(name)
         if status is None:
@@ -158,24 +203,44 @@ class McpManager:
             return f"no MCP server is named '{name}' (configured: {names})"
         if self._stop.is_set():
             return f"MCP server '{name}' is not restarted: the servers are being stopped"
-        if status.state == "disabled":
-            return (f"MCP server '{name}' is disabled in config.toml; set "
-                    f"{table_name(('mcp', 'servers', name))} enabled = true and start the app "
-                    "again")
-        if status.state not in ("failed", "exited") or not self._started:
-            return (f"MCP server '{name}' is {status.state}; only a failed or exited server "
-                    "can be restarted")
-        config = self.configs[name]
-        old = self._tasks.get(name)
-        if old is not None and not old.done():  # still stopping its process: waited for
-            self._retired.add(old)
-            old.add_done_callback(self._retired.discard)
-        # a new status and event: the old task, still ending, writes to its own
-        status = self.status[name] = ServerStatus(name, config.transport)
-        settled = self._settled[name] = asyncio.Event()
-        self._tasks[name] = asyncio.create_task(
-            self._run(config, status, settled, after=old, again=True), name=f"mcp:{name}")
+        table = table_name(("mcp", "servers", name))
+        if status.state == "starting" or not self._started:
+            return (f"MCP server '{name}' is starting; restart it once it is ready or has "
+                    f"failed ({table} start_timeout_s bounds the wait)")
+        try:
+            config = self._config_now(name)
+        except ConfigError as exc:
+            return f"MCP server '{name}' was not restarted: {exc}"
+        if config is None:
+            return (f"MCP server '{name}' is no longer in {self.config_path} (no {table} "
+                    f"table); it was not restarted and stays {status.state}")
+        if not config.enabled:
+            if status.state != "disabled":
+                return (f"MCP server '{name}' is disabled in config.toml now; it was not "
+                        f"restarted and stays {status.state}")
+            then = "then restart it" if self.config_path else "start the app again"
+            return (f"MCP server '{name}' is disabled in config.toml; set {table} enabled = "
+                    f"true and {then}")
+        self.configs[name] = config
+        self._trusted[name] = set(config.trust) | self._answered.get(name, set())
+        old = self._runs.get(name)
+        after = None
+        if old is not None:
+            old.ending.set()  # its calls end now, saying why; its task stops the process
+            old.link.quitting = True  # the person waits: the short grace a quit gets
+            self._drop(old)  # not offered from the next request on
+            if old.task is not None and not old.task.done():
+                after = old.task
+                self._retired.add(after)
+                after.add_done_callback(self._retired.discard)
+        self._begin(config, after=after, again="restarted" if old else "started")
         return ""
+
+    def _config_now(self, name: str) -> McpServerConfig | None:
+        """The server's table as the config file says now (see :meth:`restart`)."""
+        if self.config_path is None:
+            return self.configs[name]
+        return load_mcp_server(self.config_path, name)
 
     def starting(self) -> list[str]:
         """The servers still starting (a turn waits for them before its first request);
@@ -205,13 +270,14 @@ class McpManager:
         outlives the app holds either way.
         """
         self._quitting = quitting
-        for link in self._links.values():
-            link.quitting = quitting
+        for run in self._runs.values():
+            run.link.quitting = quitting
         self._stop.set()
-        for name, task in self._tasks.items():
-            if self.status[name].state == "starting":
-                task.cancel()
-        tasks = [t for t in [*self._tasks.values(), *self._retired] if not t.done()]
+        for run in self._runs.values():
+            if run.status.state == "starting" and run.task is not None:
+                run.task.cancel()
+        tasks = [t for t in [*(r.task for r in self._runs.values()), *self._retired]
+                 if t is not None and not t.done()]
         if tasks:
             await asyncio.wait(tasks)
         for status in self.status.values():  # a task cancelled before it ran said nothing
@@ -243,9 +309,11 @@ class McpManager:
         return rows
 
     def changes(self) -> tuple:
-        """Each server's name, state and error: what changes when :meth:`overview` does
-        (but a tool's trust), at a fraction of its cost, for a screen that follows them."""
-        return tuple((s.name, s.state, s.error) for s in self.status.values())
+        """Each server's name, run, state and error: what changes when :meth:`overview`
+        does (but a tool's trust), at a fraction of its cost, for a screen that follows
+        them; the run moves with a restart that ends as the one before did."""
+        return tuple((s.name, run.number if (run := self._runs.get(s.name)) else 0, s.state,
+                      s.error) for s in self.status.values())
 
     def tools(self) -> list[McpTool]:
         return list(self._tools.values())
@@ -300,18 +368,22 @@ class McpManager:
         where a server whose stdin is full would otherwise hold the caller (Esc, a
         quit) for the SDK's own bound on that write, 5 s.
         """
-        client = self._clients.get(tool.server)
-        link = self._links.get(tool.server)
-        if link is not None and link.failure:  # broken, maybe not yet taken down: fail fast
-            raise self._lost(tool.server, link)
-        if client is None:
+        run = self._runs.get(tool.server)
+        if run is not None and run.link.failure:  # broken, maybe not yet taken down: fail fast
+            raise self._lost(run)
+        if run is None or run.client is None:
             raise ToolError(self._unavailable(tool.server))
-        config = self.configs[tool.server]
+        config, link = run.config, run.link
         deadline = asyncio.timeout(config.call_timeout_s)
-        call = asyncio.ensure_future(client.call_tool(tool.name, args))
+        call = asyncio.ensure_future(run.client.call_tool(tool.name, args))
+        restarted = asyncio.ensure_future(run.ending.wait())
         try:
             async with deadline:
-                result = await asyncio.shield(call)
+                await asyncio.wait({call, restarted}, return_when=asyncio.FIRST_COMPLETED)
+            if not call.done():
+                self._let_go(call)
+                raise self._restarted(tool)
+            result = call.result()
         except asyncio.CancelledError:
             self._let_go(call)
             raise
@@ -320,8 +392,10 @@ class McpManager:
                 call.cancel()
                 await asyncio.wait({call})  # the cancellation sent (or the link gone)
                 _retrieve(call)
-            if link is not None and link.failure:  # the request never left: the pipe was full
-                raise self._lost(tool.server, link) from None
+            if run.ending.is_set():  # restarted while its cancellation was being sent
+                raise self._restarted(tool) from None
+            if link.failure:  # the request never left: the pipe was full
+                raise self._lost(run) from None
             if not deadline.expired():
                 raise ToolError(f"the MCP server '{tool.server}' failed the call: it timed "
                                 "out") from None
@@ -329,12 +403,25 @@ class McpManager:
                 f"the MCP server '{tool.server}' did not answer {tool.name} within "
                 f"{config.call_timeout_s:g} s ([mcp.servers.{tool.server}] call_timeout_s); the "
                 "call was cancelled") from None
+        except ToolError:
+            raise
         except Exception as exc:  # protocol errors, a server that died or broke mid-call
-            if link is not None and (link.failure or link.closed.is_set()):
-                raise self._lost(tool.server, link) from None
+            if run.ending.is_set():
+                raise self._restarted(tool) from None
+            if link.failure or link.closed.is_set():
+                raise self._lost(run) from None
             raise ToolError(f"the MCP server '{tool.server}' failed the call: "
                             f"{one_line(str(exc) or type(exc).__name__, 300)}") from None
+        finally:
+            restarted.cancel()
         return map_result(result)
+
+    @staticmethod
+    def _restarted(tool: McpTool) -> ToolError:
+        return ToolError(
+            f"the MCP server '{tool.server}' was restarted by the person while {tool.name} "
+            "ran, so the call was dropped and its result is lost; call it again once the "
+            "server is back, if it is still needed")
 
     def _let_go(self, call: asyncio.Future) -> None:
         """Cancel ``call`` without waiting for it; :meth:`aclose` waits for what is left."""
@@ -350,12 +437,14 @@ class McpManager:
 
         call.add_done_callback(gone)
 
-    def _lost(self, server: str, link: Link) -> ToolError:
+    def _lost(self, run: _Run) -> ToolError:
         """The error for a call to a server whose connection ended, its tools already off
         the list: the request that follows this call's result must not offer them (the
         server's task, which tells the person, may run only after that request is built).
+        A call on a run the person has restarted since leaves the new run's tools alone.
         """
-        self._unregister(server)
+        self._drop(run)
+        server, link = run.config.name, run.link
         if link.failure:
             return ToolError(_dropped(server, link.failure))
         said = one_line(link.stderr.last_line(), 200)
@@ -389,6 +478,7 @@ class McpManager:
                 f"it; if it is needed, tell the person that to allow it they can {how}")
         if choice == APPROVE_ALWAYS:
             self._trusted.setdefault(tool.server, set()).add(tool.name)
+            self._answered.setdefault(tool.server, set()).add(tool.name)
             if self.on_trust is not None:
                 try:
                     self.on_trust(tool.server, tool.name)
@@ -408,19 +498,17 @@ class McpManager:
 
     # --------------------------------------------------------------- servers
 
-    async def _run(self, config: McpServerConfig, status: ServerStatus,
-                   settled: asyncio.Event, *, after: asyncio.Task | None = None,
-                   again: bool = False) -> None:
-        """One server from its start to its end. ``after``: the task of the server's
-        previous run, whose process must be gone first; ``again``: a restart, which
-        the person is told of when it is ready."""
+    async def _run(self, run: _Run, *, after: asyncio.Task | None = None,
+                   again: str = "") -> None:
+        """One run of a server from its start to its end. ``after``: the task of the
+        server's previous run, whose process must be gone first; ``again``: what the
+        person is told of when it is ready ("restarted"; "" at the app's start)."""
+        config, status, link = run.config, run.status, run.link
         ready = False
-        link = Link()
         try:
             if after is not None:
                 await asyncio.wait({after})
-            link.quitting = self._quitting
-            self._links[config.name] = link
+            link.quitting = link.quitting or self._quitting
             started = time.perf_counter()
             await _import_sdk()
             transport = self._transport(config, link)
@@ -430,27 +518,27 @@ class McpManager:
                 async with asyncio.timeout(config.start_timeout_s):
                     client = await stack.enter_async_context(Client(transport, cache=None))
                     listing = await _list_tools(client)
-                self._register(config.name, listing)
+                self._register(run, listing)
                 status.start_s = time.perf_counter() - started
                 status.state = "ready"
                 ready = True
-                self._clients[config.name] = client
-                settled.set()
+                run.client = client
+                run.settled.set()
                 if again:
                     count = len(status.tools)
-                    self._notice(f"MCP server '{config.name}' restarted: {count} "
-                                 f"tool{'' if count == 1 else 's'} offered again",
-                                 "information")
-                stop = asyncio.create_task(self._stop.wait())
-                died = asyncio.create_task(link.closed.wait())
+                    self._notice(f"MCP server '{config.name}' {again}: {count} "
+                                 f"tool{'' if count == 1 else 's'} offered"
+                                 f"{' again' if again == 'restarted' else ''}", "information")
+                waits = [asyncio.create_task(e.wait())
+                         for e in (self._stop, link.closed, run.ending)]
                 try:
-                    await asyncio.wait({stop, died}, return_when=asyncio.FIRST_COMPLETED)
+                    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
                 finally:
-                    stop.cancel()
-                    died.cancel()
-                self._unregister(config.name)
-                if self._stop.is_set():
-                    status.state = "stopped"
+                    for wait in waits:
+                        wait.cancel()
+                self._drop(run)
+                if self._stop.is_set() or run.ending.is_set():
+                    status.state = "stopped"  # a restart: the next run is the news
                 elif link.failure:
                     self._failed(status, link.failure, "failed")
                 else:
@@ -465,15 +553,16 @@ class McpManager:
         except BaseException as exc:  # anyio's exception groups, OSError, timeouts
             if isinstance(exc, KeyboardInterrupt | SystemExit):
                 raise
-            if self._stop.is_set():
+            if self._stop.is_set() or run.ending.is_set():
                 status.state = "stopped"  # stopped by us while starting or closing: no news
             else:
                 self._failed(status, link.failure or _failure(config, exc, link),
-                             "failed" if ready else "did not restart" if again else
-                             "did not start")
+                             "failed" if ready else "did not restart" if again == "restarted"
+                             else "did not start")
         finally:
-            self._unregister(config.name)
-            settled.set()
+            run.client = None
+            self._drop(run)
+            run.settled.set()
 
     def _failed(self, status: ServerStatus, error: str, what: str) -> None:
         status.state = "failed"
@@ -499,9 +588,10 @@ class McpManager:
             max_bytes=max_bytes, setting=setting, stall_s=config.call_timeout_s,
             stall_setting=f"[mcp.servers.{config.name}] call_timeout_s")
 
-    def _register(self, server: str, listing: Iterable[Any]) -> None:
+    def _register(self, run: _Run, listing: Iterable[Any]) -> None:
         # Unique tags keep servers apart, so only this server's own names are taken:
         # what another server registered (or whether it started at all) changes nothing.
+        server, status = run.config.name, run.status
         taken: set[str] = set()
         tools: list[McpTool] = []
         for item in listing:
@@ -509,20 +599,23 @@ class McpManager:
             exposed = exposed_name(server, item.name, taken, tag=self._tags[server])
             taken.add(exposed)
             tools.append(McpTool(server, item.name, exposed, item.description or "", schema))
-        link = self._links.get(server)
-        left_out = link.left_out if link is not None else []
+        left_out = run.link.left_out
         if left_out:
             names = ", ".join(json.dumps(n, ensure_ascii=False) for n in left_out[:5])
             more = f" and {len(left_out) - 5} more" if len(left_out) > 5 else ""
-            self.status[server].error = (
+            status.error = (
                 f"left out {names}{more}: schema nested more than {MAX_SCHEMA_DEPTH} levels deep")
-            self._notice(f"MCP server '{server}' {self.status[server].error}", "warning")
-        self.status[server].tools = tools
+            self._notice(f"MCP server '{server}' {status.error}", "warning")
+        status.tools = tools
         for tool in tools:
             self._tools[tool.exposed] = tool
 
-    def _unregister(self, server: str) -> None:
-        self._clients.pop(server, None)
+    def _drop(self, run: _Run) -> None:
+        """``run``'s server's tools off the list, if ``run`` is still its current one: an
+        old run ending late (a call on it failing after a restart) leaves the new alone."""
+        server = run.config.name
+        if self._runs.get(server) is not run:
+            return
         for exposed in [n for n, t in self._tools.items() if t.server == server]:
             del self._tools[exposed]
 

@@ -290,9 +290,11 @@ async def stdio_transport(
                     line = data.encode("utf-8") + b"\n"
                     del data
                     link.writing = True
-                    with anyio.move_on_after(stall_s) as stall:
-                        await stdin.send(line)
-                    link.writing = False
+                    try:
+                        with anyio.move_on_after(stall_s) as stall:
+                            await stdin.send(line)
+                    finally:
+                        link.writing = False  # a write that raised is not under way either
                     if stall.cancelled_caught and not stopping.is_set():
                         await refused(f"a {len(line):,}-byte request found its stdin full for "
                                       f"{stall_s:g} s: it stopped reading ({stall_setting})")
@@ -307,7 +309,7 @@ async def stdio_transport(
                 why = one_line(str(exc) or type(exc).__name__, 200)
             with anyio.move_on_after(LEFT_S):
                 await link.closed.wait()  # its stdout ended too: it left, and says so
-            if not link.closed.is_set():
+            if not link.closed.is_set() and not stopping.is_set():  # stopped meanwhile: no news
                 await refused(f"writing to its stdin failed ({why})")
         finally:
             writer_done.set()
