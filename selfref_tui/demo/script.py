@@ -205,13 +205,32 @@ no API key, every answer is scripted so you can see what the app does. Try one o
 - **"forget that"** — I call `forget` on a stored experience
 - **"fork two helpers"** — I spawn two child agents with `fork_spawn`, then `fork_gather_all`
 - **"compact the context"** — I call `compact` with a structured summary
-- **"search the history for WORDS"** — I call `search_history`, even over compacted messages
+- **"what did I say about WORDS?"** (or "search the history for WORDS") — I call \
+`search_history`, then `read_history` on the oldest match, even over compacted messages
 - **"write something long"** — a long, paced answer: press **Esc** to stop it midway
 - **"what time is it"** — I call a configured MCP time server (`mcp-server-time`)
 - **"write the code to a file"** — I call `fd_to_file` with a ref; rewind past it to put the \
 file back
 
 Point the app at a real model with `--base-url` and `--model` (see the README)."""
+
+#: the answer to anything else once the help above is in the conversation: a long
+#: conversation with the demo model is not the same 26 lines after every message
+NOTED_TEXT = (f"{DEMO_TAG} Noted. I am the offline demo model: I act only on the prompts "
+              "listed earlier (say \"help\" to see them again).")
+
+#: a greeting or a request for help: the list of prompts, every time
+_HELP_ASKED = re.compile(r"(?:help|hi|hello|hey|what can you do)\b[\s?!.]*", re.IGNORECASE)
+
+#: a question about something said earlier: the demo searches the history for it
+_RECALL = re.compile(
+    r"\b(?:what did (?:i|we|you) (?:say|said|decide|write|tell you|agree|choose|pick|ask)"
+    r"|do you remember|remind me)\b(?P<about>.*)", re.IGNORECASE | re.DOTALL)
+#: words of such a question that are not what it is about
+_FILLER = frozenset({
+    "a", "about", "again", "an", "and", "at", "before", "did", "do", "earlier", "for", "from",
+    "i", "in", "is", "it", "me", "my", "of", "on", "our", "regarding", "said", "say", "start",
+    "that", "the", "this", "to", "us", "was", "we", "what", "you"})
 
 
 def _long_text() -> str:
@@ -314,7 +333,9 @@ def _after_tools(messages: list[dict], tools: set[str]) -> Step:
         # the oldest match: the newest is often the question that asked for the search
         hit = re.match(r"#(\d+) ", lines[-1]) if len(lines) > 1 else None
         if hit and "read_history" in tools:
-            return Reply(text=f"{DEMO_TAG} {one_line(lines[0], 120)} Reading the oldest whole.",
+            # the first sentence: the rest of the line tells the model how to read on
+            said = one_line(lines[0].split(". ", 1)[0].rstrip("."), 120)
+            return Reply(text=f"{DEMO_TAG} {said}. Reading the oldest in full.",
                          tool_calls=[ToolCall("read_history",
                                               {"start": int(hit.group(1)), "count": 1})])
         return Reply(text=f"{DEMO_TAG} The history search answered: {one_line(first, 200)}")
@@ -422,6 +443,17 @@ def demo_script(body: dict, call_index: int) -> Step:
         query = found.group(1).strip(" .?!")
         return Reply(text=f"{DEMO_TAG} Searching every stored message for {query!r}.",
                      tool_calls=[ToolCall("search_history", {"query": query})])
+    recall = _RECALL.search(original)
+    if recall and "search_history" in tools:
+        words = [w for w in re.findall(r"[\w.-]+", recall.group("about"))
+                 if w.lower() not in _FILLER][:4]
+        if not words:
+            return Reply(text=f"{DEMO_TAG} About what? Ask \"what did I say about WORDS?\" "
+                         "and I search the history for those words.")
+        query = " ".join(words)
+        return Reply(text=f"{DEMO_TAG} Let me look that up: searching every stored message "
+                     f"for {query!r}.",
+                     tool_calls=[ToolCall("search_history", {"query": query})])
     if "compact" in prompt and "compact" in tools:
         return Reply(
             text=f"{DEMO_TAG} Compacting the conversation into a structured summary.",
@@ -482,6 +514,10 @@ def demo_script(body: dict, call_index: int) -> Step:
         return _refs_answer()
     if re.search(r"\b(long|essay|story|esc)\b", prompt):
         return Reply(text=_long_text())
+    helped = any("Try one of these" in _text_of(m) for m in messages[:-1]
+                 if m.get("role") == "assistant")
+    if helped and not _HELP_ASKED.fullmatch(original.strip()):
+        return Reply(text=NOTED_TEXT)
     return Reply(text=HELP_TEXT)
 
 

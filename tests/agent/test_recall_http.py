@@ -7,6 +7,8 @@ from what the server received, and the store is read back from disk.
 
 from __future__ import annotations
 
+import json
+
 from selfref_tui.agent import events as ev
 from selfref_tui.context.summary import EXCHANGE_TITLE, HISTORY_TITLE, PERSON_TITLE
 from selfref_tui.demo.script import Reply, ToolCall
@@ -166,6 +168,41 @@ async def test_the_demo_model_finds_a_compacted_message_and_reads_it(harness):
         assert "My cat is called Marmalade." in answer
         said = "".join(e.text for e in h.of(ev.TextDelta))
         assert said.endswith("My cat is called Marmalade.\n</message>\n```") and DEMO_TAG in said
+
+
+async def test_asked_what_was_said_earlier_the_demo_model_searches_and_reads_it(harness):
+    """A person asks as they would ask a model ("what did I decide about …?"), not with
+    the demo's own words: the demo model searches the history and reads the oldest match,
+    so the recall tools are seen working offline."""
+    from selfref_tui.demo.script import demo_script
+
+    async with harness(demo_script) as h:
+        assert await h.agent.run_turn("main", "Invoices are immutable; we issue credit "
+                                      "notes.") == "done"
+        assert await h.agent.run_turn("main", "compact the context") == "done"
+        assert await h.agent.run_turn("main", "What did I decide about invoices "
+                                      "earlier?") == "done"
+        names = [e.name for e in h.of(ev.ToolCallEnded)]
+        assert names[-2:] == ["search_history", "read_history"]
+        search = [m for m in h.server.requests[-2]["messages"] if m.get("tool_calls")][-1]
+        assert json.loads(search["tool_calls"][0]["function"]["arguments"]) == {
+            "query": "invoices"}
+        answer = h.server.requests[-1]["messages"][-1]["content"]
+        assert "Invoices are immutable; we issue credit notes." in answer
+
+
+async def test_the_demo_model_gives_its_list_once_then_answers_briefly(harness):
+    """Forty messages of a working day were forty copies of the 26-line list of prompts."""
+    from selfref_tui.demo.script import DEMO_TAG, demo_script
+
+    async with harness(demo_script) as h:
+        for text in ("We use Postgres 16.", "Invoices are immutable.", "help"):
+            assert await h.agent.run_turn("main", text) == "done"
+        answers = [m["content"] for m in h.reload().messages if m["role"] == "assistant"]
+        assert "Try one of these" in answers[0]
+        assert answers[1].startswith(DEMO_TAG) and "Try one of these" not in answers[1]
+        assert len(answers[1].splitlines()) == 1 and '"help"' in answers[1]
+        assert "Try one of these" in answers[2]  # asked for again
 
 
 async def test_the_demo_model_quoting_a_message_with_refs_leaves_the_refs_alone(harness):
