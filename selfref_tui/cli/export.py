@@ -27,7 +27,12 @@ def _export(args: argparse.Namespace) -> int:
     )
     from selfref_tui.safety import json_inert, name_line
     from selfref_tui.selfref.export_path import export_target, is_taken, link_note
-    from selfref_tui.selfref.files import FileWriteError, PathNotAllowed, write_file
+    from selfref_tui.selfref.files import (
+        FileWriteError,
+        PathNotAllowed,
+        write_beside,
+        write_file,
+    )
 
     key = key_of(args)
     fmt = args.format or ("json" if (args.output or "").lower().endswith(".json") else "md")
@@ -60,9 +65,8 @@ def _export(args: argparse.Namespace) -> int:
         text = exported.text
         images = [(target.parent / folder / image.name, image.data) for image in exported.images]
     try:
+        write_beside(images)  # first: a folder refused leaves the export unwritten
         written = write_file(target, text, roots=None)
-        for path, data in images:
-            write_file(path, data, roots=None)
     except (FileWriteError, PathNotAllowed) as exc:
         raise CliError(str(exc)) from None
     beside = f" and {len(images)} image{'s' if len(images) != 1 else ''} in " \

@@ -424,6 +424,58 @@ def write_file(
         walk.close()
 
 
+def write_beside(files: Sequence[tuple[Path, bytes]]) -> None:
+    """Write the files an export puts beside its own (a conversation's images, in
+    ``NAME-images/``): each inside its folder, which is made when missing.
+
+    The person chose the export's path, not this folder, and was asked before
+    only that file was replaced. So the folder itself may not be a link, and a
+    file in it is written only inside it (:func:`write_file` with the folder as
+    the one root): ``NAME-images`` linking elsewhere, or a ``1-1.png`` there
+    linking to another file, would have had that file overwritten without a
+    word. Raises FileWriteError naming the entry, with nothing written, when
+    the folder is refused; call it before writing the export itself.
+    """
+    made: set[Path] = set()
+    for path, data in files:
+        folder = path.parent
+        if folder not in made:
+            _own_folder(folder)
+            made.add(folder)
+        try:
+            write_file(path, data, roots=[folder])
+        except PathNotAllowed:
+            raise FileWriteError(f"{path} is a link leading out of {folder}; it was not "
+                                 "followed: remove it, or export elsewhere") from None
+
+
+def _own_folder(folder: Path) -> None:
+    """Make ``folder`` (its parents as the person's path leads), or check that it is one:
+    a link or anything else there is refused, not followed."""
+    try:
+        os.makedirs(folder.parent, exist_ok=True)
+        os.mkdir(folder)
+        return
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise FileWriteError(f"cannot create {folder}: {exc.strerror or exc}; nothing was "
+                             "written") from None
+    try:
+        st = os.lstat(folder)
+    except OSError as exc:
+        raise FileWriteError(f"cannot use {folder}: {exc.strerror or exc}; nothing was "
+                             "written") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise FileWriteError(f"{folder} is a link; the export's images go in a folder of "
+                             "their own and it was not followed: nothing was written — move "
+                             "it out of the way, or export elsewhere")
+    if not stat.S_ISDIR(st.st_mode):
+        raise FileWriteError(f"{folder} exists and is not a folder; the export's images go "
+                             "there: nothing was written — move it out of the way, or export "
+                             "elsewhere")
+
+
 def _checkpoint(checkpoint: Callable[[Path, bytes | int | None, bytes], None], target: Path,
                 before: bytes | int | None, after: bytes) -> None:
     from .errors import CheckpointError

@@ -167,7 +167,7 @@ class RefActions:
         links its images by the file's name), with files to write beside it; it is
         written whole (no append)."""
         from selfref_tui.selfref.export_path import export_target, is_file, link_note
-        from selfref_tui.selfref.files import write_file
+        from selfref_tui.selfref.files import write_beside, write_file
         from selfref_tui.ui.screens.export_dialog import ExportDialog
         from selfref_tui.ui.screens.overwrite_prompt import OverwritePrompt
 
@@ -211,9 +211,8 @@ class RefActions:
                 beside: list[tuple[Path, bytes]] = []
                 if render is not None:
                     data, beside = await render(target)
+                write_beside(beside)  # first: a folder refused leaves the file unwritten
                 written = write_file(target, data, mode=mode, roots=None, separate=True)
-                for image, image_data in beside:
-                    write_file(image, image_data, roots=None)
             except Refused as exc:
                 self.notify(str(exc), severity=exc.severity)
                 return

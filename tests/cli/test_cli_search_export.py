@@ -7,6 +7,8 @@ import os
 import re
 from pathlib import Path
 
+import pytest
+
 from selfref_tui.context.images import data_url
 from selfref_tui.context.mutations import (
     AssistantMessageMutation,
@@ -150,6 +152,36 @@ def test_export_markdown_to_stdout_and_to_a_file_with_its_images(tmp_path):
     missing = cli("export", "--key", "nope")
     assert missing.returncode == 1 and "keys list" in one_line(missing.stderr)
     assert not Path("conversation-main.md").exists()
+
+
+@pytest.mark.parametrize("planted", ["image", "folder"])
+def test_an_export_never_writes_its_images_through_a_link_planted_beside_it(tmp_path, planted):
+    """The person chose the export's path (and is asked before it is replaced), not the
+    images folder beside it: a link there, or an image name there linking to another
+    file, is refused and nothing is written, the file it leads to untouched."""
+    _seed()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    images = tmp_path / "out" / "chat-images"
+    if planted == "image":
+        images.mkdir(parents=True)
+        (images / "1-1.png").symlink_to(victim)
+    else:
+        images.parent.mkdir()
+        images.symlink_to(elsewhere, target_is_directory=True)
+    target = tmp_path / "out" / "chat.md"
+    result = cli("export", "-o", str(target))
+    assert result.returncode == 1
+    said = one_line(result.stderr)
+    assert (f"{images / '1-1.png'} is a link leading out of {images}" if planted == "image"
+            else f"{images} is a link") in said
+    assert victim.read_text() == "mine" and list(elsewhere.iterdir()) == []
+    assert not target.exists()  # refused before the conversation's file was written
+    (images / "1-1.png").unlink() if planted == "image" else images.unlink()
+    assert cli("export", "-o", str(target)).returncode == 0  # out of the way: written
+    assert (images / "1-1.png").read_bytes() == PNG and victim.read_text() == "mine"
 
 
 def test_the_program_answers_and_exits_and_a_child_of_its_own_keeps_the_cache():

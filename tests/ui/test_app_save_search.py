@@ -153,3 +153,28 @@ async def test_save_to_a_path_that_cannot_be_looked_at_says_why_in_the_dialog(tm
             assert app.is_running
     left = ["chat.md", "data"] if link else ["data"]  # the link as it was; nothing written
     assert sorted(p.name for p in tmp_path.iterdir()) == left
+
+
+async def test_save_never_writes_its_images_through_a_link_planted_beside_it(tmp_path,
+                                                                            monkeypatch):
+    """The images folder beside the file is not the path the person chose: a link there
+    is refused in the dialog (the path kept to change) and nothing is written."""
+    monkeypatch.chdir(tmp_path)
+    _seed()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    images = tmp_path / "chat-images"
+    images.symlink_to(elsewhere, target_is_directory=True)
+    target = tmp_path / "chat.md"
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, f"/save {target}")
+            await wait_until(pilot, lambda: _screen(app) == "ExportDialog", what="dialog")
+            await wait_until(pilot, lambda: f"{images} is a link" in str(
+                app.screen.query_one("#error").render()), what="the reason")
+            assert app.screen.query_one(Input).value == str(target)
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: _screen(app) == "Screen", what="closed")
+    assert list(elsewhere.iterdir()) == [] and not target.exists()
