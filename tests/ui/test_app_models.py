@@ -288,3 +288,22 @@ async def test_instructions_the_disk_refuses_are_said_and_kept_for_another_try(t
             await pilot.press("escape")  # left as they were
             await wait_until(pilot, lambda: _screen(app) != "InstructionsEditor", what="closed")
             assert not app.controller.instructions and app.is_running
+
+
+async def test_a_model_the_server_lacks_says_to_choose_another_with_model(tmp_path):
+    """In the app the way out is /model: the conversation remembers its model, so the
+    `--model` flag and config.toml's `model` the message named did not change it."""
+    server = DemoServer([Reply(text="ok")], models=MODELS)
+    async with server as url:
+        app = _app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "/model no-such-model")
+            await wait_until(pilot, lambda: app.header.model == "no-such-model", what="typed")
+            await type_and_send(pilot, "hello")
+            await turn_done(pilot, app, status="error")
+            model = app.transcript.model
+            await wait_until(pilot, lambda: model.of_kind("error"), what="the error block")
+            shown = "\n".join(app.transcript.visible_text())
+            assert "model 'no-such-model' not found" in shown
+            assert "/model NAME in the app" in shown and "config.toml" not in shown

@@ -317,9 +317,11 @@ def map_error(config: ProviderConfig, exc: BaseException, *, partial: bool = Fal
                          detail=full)
         if status == 404:
             if exc.code == "model_not_found" or "model" in detail.lower():
-                return error("model", f"model '{model}' not found at {url} — pick "
-                             "another with `selfref-tui --model NAME` or set `model` "
-                             "in config.toml", status=status, detail=full)
+                # a conversation remembers its model (/model): config.toml's `model`
+                # does not reach it, and the app's --model does not beat its choice
+                return error("model", f"model '{model}' not found at {url} — choose "
+                             "another: /model NAME in the app, --model NAME on the "
+                             "command line", status=status, detail=full)
             return error("model", f"{url} answered 404 for model '{model}' — check "
                          "the base URL (it usually ends in /v1) and the model name "
                          "(`--model`)", status=status, detail=full)
