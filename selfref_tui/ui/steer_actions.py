@@ -212,7 +212,8 @@ class SteerActions:
             self.notify("The files the model wrote there are already as they were: "
                         "nothing to restore.")
             return
-        chosen = await self.push_screen_wait(RestoreFiles(rows, note=note))
+        chosen = await self.push_screen_wait(RestoreFiles(rows, note=note,
+                                                          undo=not report.message))
         if not chosen:
             if said:
                 self.notify("\n".join([*said, "The files the model wrote there are kept as "

@@ -330,6 +330,10 @@ async def test_rewinding_past_a_file_write_offers_to_restore_it(tmp_path, work):
                              what="the files offered again")
             assert app.screen.rows == [(str(work / "new.txt"),
                                         "restoring writes the model's version again", "")]
+            # and the dialog's own words say so: not "put back as they were before"
+            about = str(app.screen.query_one("#about").render())
+            assert about.startswith("The rewind was undone.") and "before" not in about
+            assert app.screen.query_one("#dialog").border_title == "Files the model wrote there"
             app.screen.query_one("#restore").press()
             await wait_until(pilot, lambda: (work / "new.txt").exists(),
                              what="the model's file written again")

@@ -55,16 +55,25 @@ class RestoreFiles(ModalScreen[list[int] | None]):
         Binding("escape", "keep", "Keep files", id="restore_files.keep"),
     ]
 
-    def __init__(self, rows: Sequence[tuple[str, str, str]], *, note: str = "") -> None:
+    def __init__(self, rows: Sequence[tuple[str, str, str]], *, note: str = "",
+                 undo: bool = False) -> None:
         super().__init__()
         self.rows = list(rows)
         self.note = note
+        #: offered after an undo: restoring mostly writes the model's version again,
+        #: so "put back as they were before the model wrote them" said the opposite
+        self.undo = undo
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
-            dialog.border_title = "Files the model wrote after that point"
-            about = ("The conversation was rewound. Ticked files are put back as they were "
-                     "before the model wrote them; the others stay as they are.")
+            if self.undo:
+                dialog.border_title = "Files the model wrote there"
+                about = ("The rewind was undone. Ticked files are set as their row says "
+                         "(mostly the model's version again); the others stay as they are.")
+            else:
+                dialog.border_title = "Files the model wrote after that point"
+                about = ("The conversation was rewound. Ticked files are put back as they "
+                         "were before the model wrote them; the others stay as they are.")
             if self.note:
                 about += f"\n{self.note}"
             yield Static(content(about), id="about")
