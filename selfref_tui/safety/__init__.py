@@ -7,7 +7,9 @@ One rule, owned here and used by every widget and every command-line line:
   no retitling, no clearing the screen.
 - :func:`inert_line` does the same for one-line places (titles, list rows).
 - :func:`name_line` does that for a name, and shows invisible format characters
-  (zero-width, bidirectional) as escapes, so two different names never look alike.
+  (zero-width, bidirectional), spaces other than the plain one and letters that mix
+  scripts in a word (:func:`lookalike_letters`) as escapes, so two different names
+  never look alike.
 - :func:`key_option` gives ``--key NAME`` for a command a person copies: that name,
   shell-quoted.
 - :func:`one_line` puts an error that quotes a server on one short line.
@@ -30,11 +32,15 @@ from .inert import (
     inert_line,
     json_inert,
     key_option,
+    lookalike_letters,
+    mixed_scripts,
     name_line,
+    odd_space,
     one_line,
     writable,
 )
 from .redact import redact
 
 __all__ = ["content", "has_controls", "inert", "inert_line", "json_inert", "key_option",
-           "name_line", "one_line", "redact", "writable"]
+           "lookalike_letters", "mixed_scripts", "name_line", "odd_space", "one_line",
+           "redact", "writable"]

@@ -87,14 +87,88 @@ def name_line(text: str, limit: int | None = None) -> str:
     must look different when they are different ("main" and "ma\\u200bin").
     A name never holds a backslash (it is refused as a path separator), so the
     escape cannot be mistaken for characters of the name.
+
+    So is a space other than the plain one (no-break, en, ideographic …: "my\u00a0chat"
+    reads as "my chat"), and a letter that mixes scripts into a word
+    (:func:`lookalike_letters`: "m\u0430in" with a Cyrillic "а" reads as "main").
     """
     line = inert_line(text)
-    if not line.isprintable():  # fast path: no Cf character is printable
-        line = "".join(_escaped(ch) if unicodedata.category(ch) == "Cf" else ch
-                       for ch in line)
+    if not line.isascii():  # fast path: a plain name has nothing to show
+        foreign = lookalike_letters(line)
+        line = "".join(_escaped(ch) if i in foreign or _odd_space(ch)
+                       or unicodedata.category(ch) == "Cf" else ch
+                       for i, ch in enumerate(line))
     if limit is not None and len(line) > limit:
         line = line[: max(limit - 1, 0)] + "…"
     return line
+
+
+#: the scripts whose letters look alike: Latin "a", Cyrillic "а", Greek "ο" and Latin "o" …
+LOOKALIKE_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK")
+
+
+def lookalike_letters(text: str) -> set[int]:
+    """Where ``text`` mixes lookalike scripts inside one word: the indexes of the letters
+    of the word's smaller script (of the non-Latin one on a tie).
+
+    A word is a run of letters and marks. Why words and not the whole text: a name wholly
+    in Cyrillic or Greek, or words of each ("notes-заметки"), is someone's honest name;
+    one word that mixes them ("m\u0430in", "hell\u03bf") is made to look like another.
+    """
+    found: set[int] = set()
+    word: list[tuple[int, str]] = []
+    for index, ch in enumerate(text):
+        if unicodedata.category(ch)[0] in "LM":
+            word.append((index, _script(ch)))
+            continue
+        found |= _minority(word)
+        word = []
+    return found | _minority(word)
+
+
+def mixed_scripts(text: str) -> tuple[str, ...]:
+    """The lookalike scripts mixed in one of ``text``'s words ("LATIN", "CYRILLIC"), or ()."""
+    foreign = lookalike_letters(text)
+    if not foreign:
+        return ()
+    first = min(foreign)
+    word_scripts = {_script(ch) for ch in _word_at(text, first)} - {""}
+    return tuple(s for s in LOOKALIKE_SCRIPTS if s in word_scripts)
+
+
+def odd_space(text: str) -> str | None:
+    """The first space in ``text`` that is not the plain one (U+00A0, U+2000–U+200A,
+    U+3000 …), which reads as a plain space; None when there is none."""
+    return next((ch for ch in text if _odd_space(ch)), None)
+
+
+def _odd_space(ch: str) -> bool:
+    return ch != " " and unicodedata.category(ch) == "Zs"
+
+
+def _script(ch: str) -> str:
+    name = unicodedata.name(ch, "")
+    return next((script for script in LOOKALIKE_SCRIPTS if name.startswith(script + " ")), "")
+
+
+def _minority(word: list[tuple[int, str]]) -> set[int]:
+    counts: dict[str, int] = {}
+    for _index, script in word:
+        if script:
+            counts[script] = counts.get(script, 0) + 1
+    if len(counts) < 2:
+        return set()
+    kept = max(counts, key=lambda script: (counts[script], script == "LATIN"))
+    return {index for index, script in word if script and script != kept}
+
+
+def _word_at(text: str, index: int) -> str:
+    start = end = index
+    while start > 0 and unicodedata.category(text[start - 1])[0] in "LM":
+        start -= 1
+    while end < len(text) and unicodedata.category(text[end])[0] in "LM":
+        end += 1
+    return text[start:end]
 
 
 def key_option(key: str) -> str:

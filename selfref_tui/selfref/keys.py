@@ -19,6 +19,8 @@ import unicodedata
 from datetime import UTC, datetime
 from pathlib import Path
 
+from selfref_tui.safety import lookalike_letters, mixed_scripts, name_line, odd_space
+
 from .checkpoints import FILES_DIR
 from .checksum import seal
 from .errors import InvalidKeyError, StoreError
@@ -146,8 +148,11 @@ def validate_name(key: str) -> str:
 
     Nor an invisible format character (Unicode Cf: zero-width spaces and joiners,
     U+FEFF, bidirectional marks and overrides): "ma\u200bin" would look exactly
-    like "main" in every list. A key that already has one still opens, and is
-    shown with the character escaped (``safety.name_line``).
+    like "main" in every list. Nor a space other than the plain one ("my\u00a0chat"
+    reads as "my chat"), nor a word that mixes Latin, Cyrillic and Greek letters
+    ("m\u0430in" with a Cyrillic "а" reads as "main"); a name wholly in one of them, or
+    with words in each, is fine. A key that already has one still opens, and is shown
+    with the character escaped (``safety.name_line``).
     """
     validate_key(key)
     if FORK_MARK in key:
@@ -159,13 +164,32 @@ def validate_name(key: str) -> str:
         raise InvalidKeyError(
             f"Conversation name {key[:40]!r} contains an invisible character "
             f"(U+{ord(hidden):04X}) that would make it look like another name; remove it.")
+    space = odd_space(key)
+    if space is not None:
+        raise InvalidKeyError(
+            f"Conversation name '{name_line(key, 60)}' contains a space that is not a plain "
+            f"one ({_described(space)}) and reads as one; type a plain space or '-'.")
+    scripts = mixed_scripts(key)
+    if scripts:
+        letter = key[min(lookalike_letters(key))]
+        mixed = " and ".join(script.title() for script in scripts)
+        raise InvalidKeyError(
+            f"Conversation name '{name_line(key, 60)}' mixes {mixed} letters in one word "
+            f"({_described(letter)}), so it can look like another name; write each word "
+            "in one alphabet.")
     return key
+
+
+def _described(ch: str) -> str:
+    """"U+00A0 NO-BREAK SPACE": a character that cannot be told apart by sight, named."""
+    return f"U+{ord(ch):04X} {unicodedata.name(ch, '')}".rstrip()
 
 
 def without_hidden(key: str) -> str:
     """``key`` without its invisible format characters: what a name made from it (a
-    branch's suggested name) may hold, since :func:`validate_name` refuses them."""
-    return "".join(ch for ch in key if not _hidden(ch))
+    branch's suggested name) may hold, since :func:`validate_name` refuses them; a space
+    that only looks plain becomes a plain one."""
+    return "".join(" " if odd_space(ch) else ch for ch in key if not _hidden(ch))
 
 
 def _hidden(ch: str) -> bool:

@@ -196,3 +196,27 @@ def test_every_line_naming_a_lookalike_conversation_shows_its_hidden_character()
     found = cli("search", "answer")  # its matches, among those of the other conversations
     assert found.returncode == 0 and lookalike not in found.stdout, found.stdout
     assert [line.split()[0] for line in found.stdout.splitlines()[:-1]] == ["ma\\u200bin"]
+
+
+def test_keys_list_marks_a_name_that_mixes_alphabets_and_branch_refuses_one():
+    """"m\\u0430in" (a Cyrillic "а") reads as "main": listed with that letter escaped, its
+    exact name kept for programs; a new name like it is refused, an honest one is made."""
+    from selfref_tui.selfref.keys import write_empty_meta
+    from selfref_tui.selfref.log_lines import SCHEMA
+
+    mixed = "m\u0430in"
+    with SelfReference(_data()) as store:
+        store.open("main").commit(turn(1))
+        write_empty_meta(store.key_dir(mixed), mixed, SCHEMA)
+        store.open(mixed).commit(turn(2))
+    listed = cli("keys", "list").stdout
+    assert sorted(line.split()[0] for line in listed.splitlines()) == ["m\\u0430in", "main"]
+    assert mixed not in listed
+    assert {row["key"] for row in json.loads(cli("keys", "list", "--json").stdout)} == {
+        "main", mixed}
+    refused = cli("branch", "1", "--name", "m\u0430in-2")
+    assert refused.returncode != 0
+    assert "mixes Latin and Cyrillic letters in one word" in refused.stderr
+    made = cli("branch", "1", "--name", "ветка")
+    assert made.returncode == 0, made.stderr
+    assert len(json.loads(cli("keys", "list", "--json").stdout)) == 3

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -188,3 +190,53 @@ def test_a_key_that_already_has_an_invisible_character_still_opens(tmp_path):
     store.rename(old, "main-2")
     assert {i.key for i in store.keys()} == {"main-2"}  # noqa: SIM118
     store.close()
+
+
+#: each word of one alphabet, or a space a person types: someone's honest name
+HONEST = ["привет", "γεια σου", "日本語", "notes-заметки", "café crème", "Ελληνικά-2",
+          "чат 1", "日本語 notes", "naïve", "main chat"]
+#: a word that mixes alphabets, or a space that only looks plain
+LOOKALIKE_LETTERS = [("m\u0430in", "mixes Latin and Cyrillic letters", r"m\u0430in"),
+                     ("hell\u03bf", "mixes Latin and Greek letters", r"hell\u03bf"),
+                     ("прив\u0065т", "mixes Latin and Cyrillic letters", r"прив\u0065т"),
+                     ("my\u00a0chat", "U+00A0 NO-BREAK SPACE", r"my\u00a0chat"),
+                     ("a\u2003b", "U+2003 EM SPACE", r"a\u2003b"),
+                     ("a\u3000b", "U+3000 IDEOGRAPHIC SPACE", r"a\u3000b")]
+
+
+@pytest.mark.parametrize("name", HONEST)
+def test_a_name_in_any_one_alphabet_is_made(tmp_path, name):
+    from selfref_tui.safety import name_line
+    from selfref_tui.selfref.keys import validate_name
+
+    assert validate_name(name) == name
+    with SelfReference(tmp_path) as store:
+        store.open(name).commit(turn(1))
+        assert [i.key for i in store.keys()] == [name]  # noqa: SIM118
+    assert name_line(name) == name  # shown as it is: nothing to mark
+
+
+@pytest.mark.parametrize(("name", "reason", "shown"), LOOKALIKE_LETTERS)
+def test_a_name_that_mixes_alphabets_in_a_word_is_refused_and_marked(tmp_path, name, reason,
+                                                                     shown):
+    from selfref_tui.safety import name_line
+    from selfref_tui.selfref.keys import validate_name, write_empty_meta
+    from selfref_tui.selfref.log_lines import SCHEMA
+
+    with pytest.raises(InvalidKeyError, match=re.escape(reason)):
+        validate_name(name)
+    with SelfReference(tmp_path) as store:
+        with pytest.raises(InvalidKeyError, match=re.escape(reason)):
+            store.open(name)
+        assert list(store.keys()) == []
+        write_empty_meta(store.key_dir(name), name, SCHEMA)  # made before the rule
+        store.open(name).commit(turn(1))
+        assert [i.key for i in store.keys()] == [name]  # noqa: SIM118
+    assert name_line(name) == shown  # the one character that tells it apart, escaped
+
+
+def test_a_name_made_from_one_with_an_odd_space_gets_a_plain_one():
+    """F2 and a branch start from the name: a no-break space in it would be refused."""
+    from selfref_tui.selfref.keys import validate_name, without_hidden
+
+    assert validate_name(without_hidden("my\u00a0chat\u200b")) == "my chat"

@@ -104,3 +104,50 @@ async def test_names_offered_from_a_lookalike_leave_its_invisible_character_out(
         assert branch.origin_key == LOOKALIKE
         assert {i.key for i in store.keys()} == {  # noqa: SIM118
             "main", LOOKALIKE, "main-branch-1", "invoicegnp.exe"}
+
+
+MIXED = "m\u0430in"  # a Cyrillic "а" among Latin letters: reads as "main"
+SPACED = "my\u00a0chat"  # a no-break space: reads as "my chat"
+
+
+async def test_a_name_mixing_alphabets_or_with_an_odd_space_is_marked_and_never_made(tmp_path):
+    """Made before names were checked, "m\\u0430in" and "my\\u00a0chat" are listed with
+    the letter or the space that tells them apart escaped; typed as a new name, they are
+    refused with the reason. A name wholly in another alphabet is made as it is."""
+    store = SelfReference(tmp_path / "data")
+    store.open("main").commit(turn(1))
+    for key in (MIXED, SPACED):
+        write_empty_meta(store.key_dir(key), key, SCHEMA)
+        store.open(key).commit(turn(2))
+    store.close()
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await pilot.press("ctrl+o")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "KeySwitcher",
+                             what="switcher")
+            switcher = app.screen
+            rows = [str(switcher.option_list.get_option_at_index(i).prompt)
+                    for i in range(switcher.option_list.option_count)]
+            assert {row.split()[-6] for row in rows} == {"main", "m\\u0430in", "my\\u00a0chat"}
+            assert not any(ch in "".join(rows) for ch in ("\u0430", "\u00a0")), rows
+
+            field = switcher.query_one(Input)
+            error = switcher.query_one("#error", Static)
+            for typed, reason in (("h\u0435llo", "mixes Latin and Cyrillic letters"),
+                                  ("new\u3000one", "U+3000 IDEOGRAPHIC SPACE")):
+                field.value = ""
+                field.insert_text_at_cursor(typed)  # as pasted
+                await wait_until(pilot, lambda typed=typed: field.value == typed, what="typed")
+                await pilot.press("enter")
+                await wait_until(pilot, lambda reason=reason: reason in str(error.render()),
+                                 what=f"the refusal of {typed!r}")
+                assert type(app.screen).__name__ == "KeySwitcher"
+            field.value = ""
+            field.insert_text_at_cursor("заметки")  # wholly Cyrillic: someone's honest name
+            await wait_until(pilot, lambda: field.value == "заметки", what="typed")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: app.key == "заметки", what="the new one open")
+    keys = {info.key for info in SelfReference(tmp_path / "data").keys()}  # noqa: SIM118
+    assert keys == {"main", MIXED, SPACED, "заметки"}
