@@ -354,12 +354,23 @@ class SelfRefApp(
 
     @on(ChatInput.CompleteCommand)
     def _complete_command(self, message: ChatInput.CompleteCommand) -> None:
-        """Tab on ``/ex`` → ``/export ``; several candidates are named, once."""
-        completed, names = slash.complete(message.text)
+        """Tab on ``/ex`` → ``/export ``, on ``/mcp restart f`` → a server's name as the
+        servers are now; several candidates are named, once."""
+        mcp = self.controller.mcp
+        servers = list(mcp.status) if mcp is not None else []
+        completed, names = slash.complete(message.text, servers)
+        words = any(c.isspace() for c in message.text)  # past the command's name
         if completed != message.text:
             self.chat_input.complete_to(completed)
+        elif len(names) > 1 and words:
+            self.notify("  ".join(inert_line(n, 60) for n in names), title="MCP servers",
+                        markup=False)
         elif len(names) > 1:
             self.notify("  ".join(f"/{name}" for name in names), title="Commands")
+        elif not names and words:
+            self.notify("Tab completes /mcp restart NAME, NAME one of: "
+                        f"{', '.join(inert_line(n, 60) for n in servers) or 'no servers'}",
+                        severity="warning", markup=False)
         elif not names:
             self.notify(f"No command starts with {message.text}; F1 lists them.",
                         severity="warning")

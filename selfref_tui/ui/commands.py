@@ -10,6 +10,7 @@ one handler there.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -192,27 +193,72 @@ def parse_command(text: str) -> Command:
     return Command(name, args)
 
 
-def complete(text: str) -> tuple[str, list[str]]:
+#: the words Tab completes after a command's name, then a name from the app (``/mcp
+#: restart`` and one of the MCP servers)
+SUBCOMMANDS: dict[str, tuple[str, ...]] = {"mcp": ("restart",)}
+
+
+def completes(text: str) -> bool:
+    """Tab on ``text`` (the cursor at its end) is ours: a command word being typed, or
+    the words after a command that has them completed (``/mcp restart NA``)."""
+    if not text.startswith("/") or text.startswith("//") or "\n" in text:
+        return False
+    head, space, _ = text[1:].partition(" ")
+    return not any(c.isspace() for c in text) or (bool(space) and head.lower() in SUBCOMMANDS)
+
+
+def complete(text: str, names: Sequence[str] = ()) -> tuple[str, list[str]]:
     """Tab on ``/ex``: the input's text completed, and the commands it could still be.
 
     A unique match is completed with a space after it when the command takes
-    arguments; several are completed as far as they agree. Text that is not a
-    command word being typed (``/export x``, plain words) comes back as it is.
+    arguments; several are completed as far as they agree. After a command of
+    :data:`SUBCOMMANDS`, its word (``restart``) and then one of ``names`` (the MCP
+    servers as they are now) are completed the same way, the candidates being the
+    words or names. Other text (``/export x``, plain words) comes back as it is.
     """
-    if not text.startswith("/") or text.startswith("//") or any(c.isspace() for c in text):
+    if not text.startswith("/") or text.startswith("//"):
         return text, []
+    if any(c.isspace() for c in text):
+        return _complete_words(text, names)
     typed = text[1:].lower()
-    names = [spec.name for spec in COMMANDS if spec.name.startswith(typed)]
-    if not names:
+    found = [spec.name for spec in COMMANDS if spec.name.startswith(typed)]
+    if not found:
         return text, []
-    if len(names) == 1:
-        spec = _BY_NAME[names[0]]
-        return f"/{spec.name}" + (" " if spec.max_args else ""), names
-    common = names[0]
-    for name in names[1:]:
-        while not name.startswith(common):
+    if len(found) == 1:
+        spec = _BY_NAME[found[0]]
+        return f"/{spec.name}" + (" " if spec.max_args else ""), found
+    return "/" + max(_agreed(found), typed, key=len), found
+
+
+def _complete_words(text: str, names: Sequence[str]) -> tuple[str, list[str]]:
+    head, _, rest = text[1:].partition(" ")
+    words = SUBCOMMANDS.get(head.lower())
+    if words is None or "\n" in text:
+        return text, []
+    word, space, typed = rest.lstrip(" ").partition(" ")
+    if not space:  # the word itself being typed
+        found = [w for w in words if w.startswith(word.lower())]
+        return (f"/{head} {found[0]} " if len(found) == 1 else text), found
+    if word.lower() not in words:
+        return text, []
+    typed = typed.lstrip(" ")
+    found = [n for n in names if n.startswith(typed)] or \
+        [n for n in names if n.lower().startswith(typed.lower())]
+    if not found:
+        return text, []
+    done = found[0] if len(found) == 1 else _agreed(found)
+    if len(done) < len(typed):
+        return text, found
+    return f"/{head} {word} {done}", found
+
+
+def _agreed(words: Sequence[str]) -> str:
+    """What ``words`` all start with."""
+    common = words[0]
+    for word in words[1:]:
+        while not word.startswith(common):
             common = common[:-1]
-    return "/" + max(common, typed, key=len), names
+    return common
 
 
 def help_rows() -> list[tuple[str, str]]:

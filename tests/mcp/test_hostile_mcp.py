@@ -31,9 +31,11 @@ def hostile(*args: str, name: str = "h", **changes) -> McpServerConfig:
 
 
 @asynccontextmanager
-async def app_with_hostile(tmp_path: Path, script: list | None = None) -> AsyncIterator[Any]:
+async def app_with_hostile(tmp_path: Path, script: list | None = None,
+                           names: tuple[str, ...] = ("h",)) -> AsyncIterator[Any]:
     """The real app, over HTTP to the demo server (answering ``script``), with the hostile
-    MCP server 'h' configured and ready: yields ``(app, pilot)``."""
+    MCP server 'h' (or one of each of ``names``) configured and ready: yields
+    ``(app, pilot)``."""
     from dataclasses import replace
 
     from selfref_tui.demo.server import DemoServer
@@ -45,11 +47,12 @@ async def app_with_hostile(tmp_path: Path, script: list | None = None) -> AsyncI
     url = await server.start()
     try:
         app = make_app(tmp_path, url)
-        app.config = replace(app.config, mcp_servers=(hostile(),))
+        app.config = replace(app.config, mcp_servers=tuple(hostile(name=n) for n in names))
         async with app.run_test(size=SIZE) as pilot:
             await app_started(pilot, app)
-            await app_wait_until(pilot, lambda: app.mcp is not None and app.mcp.handles(
-                "mcp__h__echo"), 60, "the MCP server to be ready")
+            await app_wait_until(pilot, lambda: app.mcp is not None and all(
+                s.state == "ready" for s in app.mcp.statuses()), 60,
+                "the MCP servers to be ready")
             yield app, pilot
     finally:
         await server.stop()

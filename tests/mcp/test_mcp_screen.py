@@ -49,7 +49,7 @@ async def test_servers_and_tools_are_listed_and_esc_closes():
 
 
 async def test_hostile_server_text_is_inert():
-    rows = [{"name": "x\x1b]0;t\x07", "transport": "stdio", "state": "exited", "start_s": 0.5,
+    rows = [{"name": "x\x1b]0;t\x07", "transport": "stdio", "state": "ready", "start_s": 0.5,
              "target": "[@click=app.quit]run[/]", "error": "died\x9b31m\nsecond line",
              "tools": [{"name": "mcp__x__t", "description": "[bold]b[/]\x1b[2J",
                         "trusted": False}]}]
@@ -96,7 +96,7 @@ async def test_ten_thousand_tools_are_one_widget_that_draws_what_it_shows():
 
 
 async def test_long_errors_wrap_and_long_tool_rows_end_in_an_ellipsis():
-    rows = [{"name": "x", "transport": "stdio", "state": "failed", "start_s": None,
+    rows = [{"name": "x", "transport": "stdio", "state": "ready", "start_s": None,
              "target": "cmd", "error": "word " * 60, "tools": [
                  {"name": "mcp__x__t", "description": "d" * 300, "trusted": False}]}]
     app = HostApp(rows)

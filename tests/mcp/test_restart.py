@@ -216,19 +216,19 @@ args = [{json.dumps(str(SERVER))}]
                 return [str(n.message) for n in app._notifications]
 
             line = screen.query_one("#said", Static)
-            assert dialog.border_subtitle == "esc close" and not line.display
-            await pilot.press("r")  # nothing is down: said in the dialog, nothing restarted
-            await app_wait_until(pilot, lambda: line.display, 10, "the refusal")
-            assert str(line.render()) == "No server has failed or exited: r starts those again."
-            assert "h  ready" in shown()
+            hint = "↑↓ server · r restart it · esc close"
+            assert dialog.border_subtitle == hint and not line.display
+            assert screen.server_list.cursor == "h"  # none is down: the first one
+            fine_run = app.mcp._runs["fine"]
 
             await fail(app.mcp)  # a turn's calls, made while the screen is open
             await app_wait_until(pilot, lambda: "h  failed" in shown(), 20,
                                  "the screen to show the server failed")
             assert CLOSED_STDIN in shown()
-            assert not line.display  # it spoke of the rows before
-            assert "mcp__h__echo  trusted" in shown()  # still, while it is down
-            assert dialog.border_subtitle == "r restart failed · esc close"
+            # its tools are not offered: not listed as if they were
+            count = len(app.mcp.status["h"].tools)
+            assert f"{count} tools not offered while it is failed (r restarts it)" in shown()
+            assert "mcp__h__echo" not in shown() and "mcp__fine__echo  asks" in shown()
             gone = (f"MCP server 'h' failed: {CLOSED_STDIN}; it was stopped and its tools are "
                     "gone until it is restarted (/mcp restart h, or r on the /mcp screen)")
             await app_wait_until(pilot, lambda: gone in said(), 10, "the failure notice")
@@ -237,18 +237,32 @@ args = [{json.dumps(str(SERVER))}]
             await pilot.press("r")
             assert "h  starting" in shown()
             assert not line.display
+            await pilot.press("r")  # pressed twice: said in the dialog
+            await app_wait_until(pilot, lambda: line.display, 10, "the refusal")
+            assert str(line.render()) == (
+                "MCP server 'h' is starting; restart it once it is ready or has failed "
+                "([mcp.servers.h] start_timeout_s bounds the wait)")
             hold.unlink()
             await app_wait_until(pilot, lambda: "h  ready" in shown(), 60,
                                  "the screen to show the server ready again")
             assert CLOSED_STDIN not in shown() and "mcp__h__echo  trusted" in shown()
-            assert "fine  ready" in shown()
-            assert dialog.border_subtitle == "esc close"
+            assert not line.display  # it spoke of the rows before
+            assert "fine  ready" in shown() and app.mcp._runs["fine"] is fine_run
             await app_wait_until(pilot, lambda: len([m for m in said() if "restarted" in m])
                                  == 1, 10, "the notice")
             [restarted] = [m for m in said() if "restarted" in m]
-            count = len(app.mcp.status["h"].tools)
             assert restarted == f"MCP server 'h' restarted: {count} tools offered again"
             assert app.mcp.handles("mcp__h__echo")
+
+            await pilot.press("down")  # the other server, ready: restarted all the same
+            assert screen.server_list.cursor == "fine"
+            h_run = app.mcp._runs["h"]
+            await pilot.press("r")
+            await app_wait_until(pilot, lambda: app.mcp._runs["fine"] is not fine_run and
+                                 "fine  ready" in shown(), 60, "the other server restarted")
+            assert app.mcp._runs["h"] is h_run  # the one not picked was left alone
+            await pilot.press("up")
+            assert screen.server_list.cursor == "h"
             await pilot.press("escape")
     finally:
         await server.stop()
@@ -281,3 +295,27 @@ async def test_mcp_restart_name_as_a_command(tmp_path):
         await app_wait_until(pilot, lambda: restarts() == 2, 60, "the server back")
         assert app.mcp.status["h"].state == "ready" and app.mcp.handles("mcp__h__echo")
         assert not isinstance(app.screen, McpServersScreen)
+
+
+async def test_tab_completes_mcp_restart_with_the_servers_names(tmp_path):
+    async with app_with_hostile(tmp_path, names=("alpha", "alps")) as (app, pilot):
+        box = app.chat_input
+
+        def said() -> list[str]:
+            return [str(n.message) for n in app._notifications]
+
+        await pilot.press(*"/mcp r", "tab")
+        await app_wait_until(pilot, lambda: box.text == "/mcp restart ", 10, "the word")
+        await pilot.press("tab")  # as far as the names agree
+        await app_wait_until(pilot, lambda: box.text == "/mcp restart alp", 10, "the start")
+        await pilot.press("tab")
+        await app_wait_until(pilot, lambda: "alpha  alps" in said(), 10, "the names")
+        assert app.focused is box and box.text == "/mcp restart alp"
+        await pilot.press(*"h", "tab")
+        await app_wait_until(pilot, lambda: box.text == "/mcp restart alpha", 10, "the name")
+        await pilot.press("enter")
+        await app_wait_until(pilot, lambda: any("'alpha' restarted" in m for m in said()), 60,
+                             "the server restarted")
+        await pilot.press(*"/mcp restart alp", "tab")  # the same after a restart
+        await app_wait_until(pilot, lambda: len([m for m in said() if m == "alpha  alps"])
+                             == 2, 10, "the names again")

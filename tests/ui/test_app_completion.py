@@ -17,6 +17,18 @@ def test_complete_finds_the_command_a_prefix_names():
     assert complete("hello") == ("hello", [])
 
 
+def test_mcp_restart_completes_its_word_then_a_servers_name():
+    names = ["alpha", "alps", "My Server"]
+    assert complete("/mcp r", names) == ("/mcp restart ", ["restart"])
+    assert complete("/mcp x", names) == ("/mcp x", [])
+    assert complete("/mcp restart ", names) == ("/mcp restart ", names)  # they agree on nothing
+    assert complete("/mcp restart al", names) == ("/mcp restart alp", ["alpha", "alps"])
+    assert complete("/mcp restart alph", names) == ("/mcp restart alpha", ["alpha"])
+    assert complete("/mcp restart my", names) == ("/mcp restart My Server", ["My Server"])
+    assert complete("/mcp restart z", names) == ("/mcp restart z", [])
+    assert complete("/mcp restart al", []) == ("/mcp restart al", [])  # no servers
+
+
 async def test_tab_on_a_slash_command_completes_it_and_keeps_the_focus(tmp_path):
     async with DemoServer([]) as url:
         app = make_app(tmp_path, url)

@@ -5,9 +5,12 @@ manager and a test can hand it any data; given where they come from, it asks
 again while a server is starting, so a screen opened at start-up shows each
 server ready (or failed) when it is, and, given a cheap sign of change
 (``McpManager.changes``), for as long as it is open, so a server that fails or
-exits meanwhile is shown so. Given the manager's ``restart``, ``r`` starts each
-failed or exited server again (the list has no cursor: it is seldom more than
-one), and the screen follows it through "starting" to "ready" or "failed".
+exits meanwhile is shown so. Up and Down pick a server (highlighted; a failed
+one first when the screen opens); given the manager's ``restart``, ``r``
+restarts the one picked, whatever its state (a ready server may have stopped
+answering), and the screen follows it through "starting" to "ready" or
+"failed". Only a ready server's tools are listed: those of a server that is
+down are not offered to the model, so they are one dim line that counts them.
 Names, descriptions and errors come
 from the servers: all of it is shown through ``selfref_tui.safety.content``.
 The list is one Line-API widget (``ServerList``): a server with 10,000 tools
@@ -32,7 +35,7 @@ from selfref_tui.ui.widgets.server_list import ListRow, ServerList
 
 #: seconds between two looks at the servers while one is starting
 POLL_S = 0.5
-#: the states ``r`` starts again
+#: the states of a server that is down: the cursor starts on the first such one
 DOWN = ("failed", "exited")
 
 STATE_STYLES = {
@@ -68,7 +71,7 @@ class McpServersScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close", id="mcp.close"),
         Binding("q", "close", "Close", show=False, id="mcp.quit"),
-        Binding("r", "restart", "Restart failed", id="mcp.restart"),
+        Binding("r", "restart", "Restart", id="mcp.restart"),
     ]
 
     def __init__(self, rows: Sequence[Mapping[str, Any]],
@@ -127,11 +130,14 @@ class McpServersScreen(ModalScreen[None]):
                 # what r could not do: said here, since a notice waits for the dialog to
                 # close; above the list, which may take all the room there is
                 yield Static("", id="said", classes="-empty")
-                yield ServerList(self._list_rows(), id="servers")
+                down = [str(r.get("name", "")) for r in self.rows if r.get("state") in DOWN]
+                yield ServerList(self._list_rows(), id="servers",
+                                 cursor=down[0] if down else None)
 
     def _hint(self) -> str:
-        down = self.restart is not None and any(r.get("state") in DOWN for r in self.rows)
-        return "r restart failed · esc close" if down else "esc close"
+        if self.restart is None or not self.rows:
+            return "esc close"
+        return "↑↓ server · r restart it · esc close"
 
     @property
     def server_list(self) -> ServerList:
@@ -151,32 +157,37 @@ class McpServersScreen(ModalScreen[None]):
             "  ",
             content(f"{row.get('transport', '')}: {row.get('target', '')}", "$text-muted",
                     line=True),
-        ).stylize_before("bold"), wrap=True)]
+        ).stylize_before("bold"), wrap=True, key=str(row.get("name", "")))]
         if row.get("error"):
             rows.append(ListRow(content(str(row["error"]), "$text-error", line=True), wrap=True,
                                 indent=2))
+        tools = row.get("tools", [])
+        if state != "ready" and tools:  # not offered to the model: not listed as if they were
+            count = f"{len(tools)} tool{'' if len(tools) == 1 else 's'}"
+            rows.append(ListRow(Content.styled(f"{count} not offered while it is {state}"
+                                               f"{' (r restarts it)' if self.restart else ''}",
+                                               "$text-muted italic"), indent=2))
+            return rows
         # built when first drawn: a server may list thousands
-        rows += [ListRow(partial(_tool_line, tool), indent=2) for tool in row.get("tools", [])]
+        rows += [ListRow(partial(_tool_line, tool), indent=2) for tool in tools]
         return rows
 
     def action_close(self) -> None:
         self.dismiss(None)
 
     def action_restart(self) -> None:
-        """Each failed or exited server started again; what refuses is said in the dialog.
+        """The picked server stopped and started again; what refuses is said in the dialog.
 
-        The screen shows each "starting" at once, then "ready" or "failed"; the
+        The screen shows it "starting" at once, then "ready" or "failed"; the
         manager's notice of it shows when the dialog closes."""
-        if self.restart is None:
+        if self.restart is None or not self.rows:
             return
-        down = [str(r.get("name", "")) for r in self.rows if r.get("state") in DOWN]
-        refused = [why for name in down if (why := self.restart(name))]
-        if not down:
-            refused = ["No server has failed or exited: r starts those again."]
+        name = self.server_list.cursor
+        refused = self.restart(name) if name is not None else ""
         if self.source is not None:
             self._show(self.source())  # "starting" at once
         said = self.query_one("#said", Static)
-        said.update(content("\n".join(refused)))
+        said.update(content(refused))
         said.set_class(not refused, "-empty")
 
 

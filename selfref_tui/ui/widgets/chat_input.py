@@ -185,10 +185,12 @@ class ChatInput(TextArea):
         await super()._on_key(event)
 
     def _typing_a_command(self) -> bool:
-        """One word starting with ``/`` and the cursor at its end: Tab completes, not moves."""
+        """A command word (or the words after ``/mcp``) with the cursor at its end: Tab
+        completes, not moves the focus."""
+        from selfref_tui.ui.commands import completes
+
         text = self.text
-        return (text.startswith("/") and not any(c.isspace() for c in text)
-                and self.cursor_location == (0, len(text)))
+        return completes(text) and self.cursor_location == (0, len(text))
 
     def complete_to(self, text: str) -> None:
         """Replace the command word with ``text``, the cursor after it."""
