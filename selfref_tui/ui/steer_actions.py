@@ -41,6 +41,10 @@ ESC_DOUBLE_S = 0.6
 class SteerActions:
     """Rewind, undo, edit, regenerate and branch, on screen."""
 
+    #: what the newest rewind put into the input: (the input after, the draft before,
+    #: the draft's images), for its undo to take out again
+    _put_back: tuple[str, str, dict[int, Any]] | None = None
+
     if TYPE_CHECKING:  # provided by SelfRefApp and its other mixins
         controller: ChatController
         transcript: Transcript
@@ -70,7 +74,7 @@ class SteerActions:
             return False
         await self.show_rewind(done.report)
         if done.text or done.images:
-            self._into_input(done.text, done.images, done.names)
+            self._into_input(done.text, done.images, done.names, undone_with=True)
         return True
 
     async def undo_rewind(self) -> bool:
@@ -80,6 +84,7 @@ class SteerActions:
             self.refused(exc)
             return False
         await self.show_rewind(report)
+        self.call_later(self._take_back_from_input)
         return True
 
     async def edit_message(self, n: int | None = None) -> bool:
@@ -90,7 +95,7 @@ class SteerActions:
             self.refused(exc)
             return False
         await self.show_rewind(done.report)
-        self._into_input(done.text, done.images, done.names)
+        self._into_input(done.text, done.images, done.names, undone_with=True)
         return True
 
     async def regenerate(self) -> bool:
@@ -162,20 +167,24 @@ class SteerActions:
         self._refresh_usage()
         self.transcript.scroll_bottom()
 
-    def _into_input(self, text: str, images: list[str], names: Sequence[str] = ()) -> None:
+    def _into_input(self, text: str, images: list[str], names: Sequence[str] = (), *,
+                    undone_with: bool = False) -> None:
         """A message back in the input, before whatever draft is there (nothing is lost).
 
         After the current message is handled: a slash command's own text is
         cleared from the input when its handler returns, and this must outlive it.
+        ``undone_with``: the rewind that put it there takes it out again when undone,
+        if it is still there untouched (see :meth:`_take_back_from_input`).
         """
-        self.call_later(self._put_into_input, text, images, names)
+        self.call_later(self._put_into_input, text, images, names, undone_with)
 
-    def _put_into_input(self, text: str, images: list[str], names: Sequence[str] = ()
-                        ) -> None:
+    def _put_into_input(self, text: str, images: list[str], names: Sequence[str] = (),
+                        undone_with: bool = False) -> None:
         from selfref_tui.context.images import parse_data_url
         from selfref_tui.selfref.attach import Attachment
 
         chat = self.chat_input
+        draft, draft_images = chat.text, dict(chat.images)
         if text:
             draft = chat.text
             chat.insert(text + ("\n\n" if draft.strip() else ""), location=(0, 0))
@@ -186,7 +195,24 @@ class SteerActions:
                 name = names[index - 1] if index <= len(names) else ""
                 chat.add_image(Attachment(name or f"image-{index}.{mime.rsplit('/', 1)[-1]}",
                                           mime, data))
+        self._put_back = (chat.text, draft, draft_images) if undone_with else None
         chat.focus()
+
+    def _take_back_from_input(self) -> None:
+        """After an undo: the message the undone rewind put into the input leaves it, if
+        the input still holds just what the rewind left there (the draft before it comes
+        back). It stayed, and Enter sent it again: the same message twice in a row. Once
+        edited it is the person's own text, and stays."""
+        put_back, self._put_back = self._put_back, None
+        if put_back is None:
+            return
+        after, draft, draft_images = put_back
+        chat = self.chat_input
+        if chat.text != after:
+            return
+        chat.images = draft_images
+        chat.text = draft
+        chat.move_cursor(chat.document.end)
 
     # --------------------------------------------------------------- files
 

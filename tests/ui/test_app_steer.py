@@ -71,6 +71,43 @@ async def test_edit_puts_your_last_message_back_and_sends_it_from_there(tmp_path
         (5, "user", "second question please", False), (6, "assistant", "two, better", False)]
 
 
+async def test_undoing_an_edit_takes_the_untouched_message_out_of_the_input(tmp_path):
+    """F9 then F8 → undo: the message came back into the context and stayed in the
+    input as well, and Enter sent it a second time. A draft typed before the edit comes
+    back; a message edited since stays, as the person's own text."""
+    script = [Reply(text="one"), Reply(text="two")]
+    async with DemoServer(script) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await two_turns(pilot, app)
+
+            async def undo() -> None:
+                await pilot.press("f8")
+                await wait_until(pilot, lambda: type(app.screen).__name__ == "ChoiceList",
+                                 what="the actions")
+                rows = [row for row, _ in app.screen.rows]
+                for _ in range(rows.index("undo")):
+                    await pilot.press("down")
+                await pilot.press("enter")
+                await wait_until(pilot, lambda: not app.transcript.items_of("rewound"),
+                                 what="undone")
+                await pilot.pause()
+
+            await pilot.press(*"a draft")
+            await pilot.press("f9")
+            await wait_until(pilot, lambda: app.chat_input.text == "second question\n\n"
+                             "a draft", what="the message back before the draft")
+            await undo()
+            assert app.chat_input.text == "a draft"
+            app.chat_input.clear()
+            await pilot.press("f9")
+            await wait_until(pilot, lambda: app.chat_input.text == "second question",
+                             what="the message back in the input")
+            await pilot.press("end", *"!")
+            await undo()
+            assert app.chat_input.text == "second question!"  # edited: the person's now
+
+
 async def test_regenerate_asks_again_and_keeps_the_old_answer_rewound(tmp_path):
     script = [Reply(text="one"), Reply(text="two"), Reply(text="another two")]
     async with DemoServer(script) as server_url:
