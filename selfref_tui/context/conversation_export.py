@@ -78,6 +78,7 @@ def to_json(key: str, entries: Sequence[EntryLike], *, now: str | None = None) -
             "time": e.time,
             "rewound": bool(getattr(e, "rewound", False)),
             "compacted": bool(getattr(e, "compacted", False)),
+            "pinned": bool(getattr(e, "pinned", False)),
             **({"error": tool_failed(e.message)} if e.role == "tool" else {}),
             "message": e.message,
         }
@@ -125,6 +126,9 @@ class _Markdown:
             who = {"user": "You", "assistant": "Assistant"}.get(role, role.capitalize())
         flags = [flag for flag, on in (("rewound", getattr(entry, "rewound", False)),
                                        ("compacted", getattr(entry, "compacted", False)),
+                                       # every compaction kept it word for word: the
+                                       # reader of the export sees which ones
+                                       ("pinned", getattr(entry, "pinned", False)),
                                        ("not sent: its turn failed", message.get("failed")),
                                        ("the call failed", role == "tool"
                                         and tool_failed(message)))

@@ -154,6 +154,18 @@ def test_export_markdown_to_stdout_and_to_a_file_with_its_images(tmp_path):
     assert not Path("conversation-main.md").exists()
 
 
+def test_an_export_marks_the_pinned_messages():
+    """`pin 4` keeps message 4 word for word in every compaction; the export said
+    "compacted" or nothing, never which messages were pinned."""
+    _seed()
+    assert cli("pin", "4").returncode == 0
+    text = cli("export").stdout
+    assert re.search(r"^## 4 · Assistant · [^\n]* · pinned$", text, re.MULTILINE)
+    assert not re.search(r"^## 2 · [^\n]*pinned", text, re.MULTILINE)
+    messages = json.loads(cli("export", "--format", "json").stdout)["messages"]
+    assert [m["n"] for m in messages if m["pinned"]] == [4]
+
+
 @pytest.mark.parametrize("planted", ["image", "folder"])
 def test_an_export_never_writes_its_images_through_a_link_planted_beside_it(tmp_path, planted):
     """The person chose the export's path (and is asked before it is replaced), not the

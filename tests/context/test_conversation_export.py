@@ -29,6 +29,7 @@ class Entry:
     time: str = TIME
     rewound: bool = False
     compacted: bool = False
+    pinned: bool = False
 
 
 def _entries() -> list[Entry]:
@@ -39,7 +40,7 @@ def _entries() -> list[Entry]:
         Entry(1, "user", {"role": "user", "content": [
             {"type": "text", "text": "What is in this picture?"},
             {"type": "image_url", "image_url": {"url": data_url("image/png", PNG)}}]},
-              compacted=True),
+              compacted=True, pinned=True),
         Entry(2, "assistant", {"role": "assistant", "content": (
             "Here:\n\n<ref id=\"fib\">\n```python\ndef fib(n):\n    return n\n```\n</ref>\n"
             "Done.")}),
@@ -55,7 +56,7 @@ def test_markdown_headings_refs_tools_and_images_beside_the_file():
     exported = to_markdown("main", _entries(), images_dir="chat-images", now=TIME)
     text = exported.text
     assert text.startswith("# Conversation main\n\n5 messages · exported 2026-05-01 10:02:03 UTC")
-    assert "## 1 · You · 2026-05-01 10:02:03 UTC · compacted" in text
+    assert "## 1 · You · 2026-05-01 10:02:03 UTC · compacted, pinned" in text
     assert "## 3 · Assistant · 2026-05-01 10:02:03 UTC · rewound" in text
     assert "## 4 · Tool result (read_file) · 2026-05-01 10:02:03 UTC" in text
     # the ref keeps its id, its code stays fenced
@@ -82,6 +83,7 @@ def test_json_is_the_stored_messages_numbered_and_flagged():
     assert data["key"] == "main" and data["exported"] == TIME
     first, third = data["messages"][0], data["messages"][2]
     assert (first["n"], first["role"], first["time"], first["compacted"]) == (1, "user", TIME, True)
+    assert first["pinned"] and not third["pinned"]
     assert first["message"]["content"][1]["image_url"]["url"].startswith("data:image/png")
     assert third["rewound"] and third["message"]["tool_calls"][0]["id"] == "c1"
 
