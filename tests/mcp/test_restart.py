@@ -1,4 +1,5 @@
-"""Starting one failed or exited MCP server again, from the manager and from the app.
+"""Starting one MCP server again (a failed or exited one here), from the manager, the
+/mcp screen's cursor and r, and the /mcp restart command with its Tab completion.
 
 Real subprocesses: the hostile server (tests/hostile_servers/mcp_stdio.py) is
 told to close its stdin or its stdout, which fails it or makes it exit while it
