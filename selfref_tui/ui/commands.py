@@ -99,9 +99,9 @@ COMMANDS: tuple[CommandSpec, ...] = (
     ),
     CommandSpec(
         "profile",
-        "/profile NAME",
-        "Switch this conversation to a [providers.NAME] profile of config.toml",
-        min_args=1,
+        "/profile [NAME]",
+        "Switch this conversation to a [providers.NAME] profile of config.toml (without "
+        "NAME: the profiles; default: back to the provider the app started with)",
         max_args=1,
     ),
     CommandSpec(

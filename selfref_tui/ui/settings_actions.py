@@ -44,8 +44,31 @@ class SettingsActions:
 
     async def switch_profile(self, name: str) -> bool:
         """``/profile NAME``; False when refused (an unknown profile names the known ones)."""
-        return await self._switch(self.controller.choose_profile(name),
-                                  lambda provider: f"Profile {provider.name} ({provider.model})")
+        from selfref_tui.agent.chat.conversation_settings import DEFAULT_PROFILE
+
+        def said(provider: ProviderConfig) -> str:
+            if name.strip() == DEFAULT_PROFILE and not self.controller.key_settings().profile:
+                return f"The provider the app started with ({provider.model})"
+            return f"Profile {provider.name} ({provider.model})"
+
+        return await self._switch(self.controller.choose_profile(name), said)
+
+    def list_profiles(self) -> None:
+        """``/profile`` alone: the profiles to switch to, and the way back (it said only
+        "Usage: /profile NAME", and nothing named one)."""
+        names = self.controller.profile_names()
+        current = self.controller.key_settings().profile
+        where = "/profile default goes back to the provider the app started with."
+        if not names:
+            self.notify("config.toml has no [providers.NAME] profile to switch to: add one "
+                        f"(see docs/configuration.md), then /profile NAME. {where}", timeout=10)
+            return
+        from selfref_tui.safety import name_line  # config.toml's names: shown inert
+
+        listed = ", ".join(name_line(n, 60) + (" (in use)" if n == current else "")
+                           for n in names)
+        self.notify(f"Profiles in config.toml: {listed}. /profile NAME switches this "
+                    f"conversation; {where}", timeout=10)
 
     async def _switch(self, choose: Awaitable[ProviderConfig],
                       what: Callable[[ProviderConfig], str]) -> bool:

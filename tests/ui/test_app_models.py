@@ -307,3 +307,31 @@ async def test_a_model_the_server_lacks_says_to_choose_another_with_model(tmp_pa
             shown = "\n".join(app.transcript.visible_text())
             assert "model 'no-such-model' not found" in shown
             assert "/model NAME in the app" in shown and "config.toml" not in shown
+
+
+async def test_profile_alone_lists_the_profiles_and_default_goes_back(tmp_path):
+    """`/profile` alone said "Usage: /profile NAME" and named none; and once a
+    conversation took a profile, nothing brought it back to the provider it began on."""
+    server = DemoServer([Reply(text="ok"), Reply(text="ok again")], models=MODELS)
+    async with server as url:
+        profiles = {"local": ProviderConfig(name="local", base_url=url + "/", api_key_env="",
+                                            model="local-model", context_window=2048)}
+        app = _app(tmp_path, url, profiles=profiles)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "/profile local")
+            await wait_until(pilot, lambda: app.header.model == "local-model", what="profile")
+            await type_and_send(pilot, "/profile")
+            await wait_until(pilot, lambda: any(
+                "Profiles in config.toml: local (in use)" in n.message
+                and "/profile default" in n.message for n in app._notifications),
+                what="the profiles listed")
+            assert app.chat_input.text == ""
+            await type_and_send(pilot, "/profile default")
+            await wait_until(pilot, lambda: app.header.model == "small-model", what="back")
+            assert app.header.provider != "local"
+            assert (app.controller.key_settings().profile,
+                    app.controller.key_settings().model) == ("", "")
+            await type_and_send(pilot, "hi")
+            await turn_done(pilot, app)
+            assert server.requests[-1]["model"] == "small-model"

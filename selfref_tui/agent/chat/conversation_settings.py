@@ -42,6 +42,8 @@ T = TypeVar("T")
 #: how long the model picker waits for the server's list before offering a typed name only
 MODELS_WAIT_S = 5.0
 MAX_MODEL_NAME = 200
+#: ``/profile default``: back to the window's own provider (unless a profile has the name)
+DEFAULT_PROFILE = "default"
 
 
 class ConversationSettings:
@@ -134,10 +136,22 @@ class ConversationSettings:
         return await self._switch(replace(settings, model=name), again)
 
     async def choose_profile(self, name: str) -> ProviderConfig:
-        """``/profile NAME``: the ``[providers.NAME]`` endpoint, with its own model."""
+        """``/profile NAME``: the ``[providers.NAME]`` endpoint, with its own model.
+
+        ``/profile default`` (when no profile has that name): the window's own provider
+        again, nothing chosen left to remember; without it a conversation that once
+        took a profile could never go back to the one it started on.
+        """
         settings = self._check_switch("switch profiles")
         name = name.strip()
+        if name == DEFAULT_PROFILE and name not in self.config.profiles:
+            return await self._switch(replace(settings, profile="", model=""),
+                                      f"/profile {name}")
         return await self._switch(replace(settings, profile=name, model=""), f"/profile {name}")
+
+    def profile_names(self) -> list[str]:
+        """The ``[providers.NAME]`` profiles of config.toml, sorted."""
+        return sorted(self.config.profiles)
 
     async def set_instructions(self, text: str) -> str:
         """``/instructions``: the conversation's own instructions (empty: none); the text
