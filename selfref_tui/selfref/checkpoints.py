@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -278,6 +278,13 @@ def restore(checkpoints: Checkpoints, wanted: Sequence[FileChange],
     A file that no longer holds what the last write left was changed by
     someone else: it is skipped and said, never overwritten. Paths outside
     ``roots`` are refused as the model's writes are.
+
+    The file is looked at twice: by name, to say why one is left, and again
+    through the descriptors the write or removal then uses, with no link
+    followed on the way (the model's writes recorded the path they reached,
+    which had none). Between the two, someone may swap the file, or a folder on
+    its way, for a link to another file inside the roots: that file is never
+    written or removed in its place.
     """
     from .files import FileWriteError, PathNotAllowed, remove_file, write_file
 
@@ -297,17 +304,31 @@ def restore(checkpoints: Checkpoints, wanted: Sequence[FileChange],
             continue
         try:
             if change.before is None:
-                remove_file(change.path, roots=list(roots))
+                remove_file(change.path, roots=list(roots), links=False,
+                            check=_still(change))
                 report.removed.append(change.path)
             else:
                 data = checkpoints.read(change.before)
-                write_file(change.path, data, roots=list(roots))
+                still = _still(change)
+                write_file(change.path, data, roots=list(roots), links=False,
+                           checkpoint=lambda _path, held, _new, still=still: still(held))
                 report.restored.append(change.path)
         except PathNotAllowed:
             report.skipped.append((change.path, outside_roots(roots)))
         except (CheckpointError, FileWriteError) as exc:
             report.skipped.append((change.path, str(exc)))
     return report
+
+
+def _still(change: FileChange) -> Callable[[bytes | int | None], None]:
+    """A check of the bytes a restore is about to replace (None: the file is missing):
+    CheckpointError unless they are what the model's writes left there."""
+    def check(held: bytes | int | None) -> None:
+        now = hashlib.sha256(held).hexdigest() if isinstance(held, bytes) else None
+        if not change.model_left(now):
+            raise CheckpointError("it was removed since" if held is None
+                                  else "it was changed since the model wrote it")
+    return check
 
 
 def standing(change: FileChange, roots: Sequence[str | Path] | None) -> str:

@@ -154,12 +154,14 @@ def _root_forms(roots: Sequence[str | os.PathLike[str]]) -> tuple[list[tuple[str
     return real, given
 
 
-def _resolve(raw: str, roots: Sequence[str | os.PathLike[str]] | None, make_dirs: bool
-             ) -> tuple[_Walk, str, os.stat_result | None]:
+def _resolve(raw: str, roots: Sequence[str | os.PathLike[str]] | None, make_dirs: bool,
+             links: bool = True) -> tuple[_Walk, str, os.stat_result | None]:
     """Open the target's directory without following links out of the roots.
 
     Returns the walk (its last descriptor is the directory), the file name in
     it, and the file's lstat (None when missing). The caller closes the walk.
+    ``links`` False: a link anywhere on the way is refused (FileWriteError), even
+    one that stays inside.
     """
     if roots is None:
         real, given = [()], [()]
@@ -173,7 +175,7 @@ def _resolve(raw: str, roots: Sequence[str | os.PathLike[str]] | None, make_dirs
     walk = _Walk(real, raw)
     walk.start(start)
     try:
-        name, st = _descend(walk, pending, real, given, make_dirs)
+        name, st = _descend(walk, pending, real, given, make_dirs, links)
     except BaseException:
         walk.close()
         raise
@@ -220,7 +222,7 @@ def _outside(raw: str, real: list[tuple[str, ...]], expanded: str | None = None
 
 
 def _descend(walk: _Walk, pending: list[str], real: list[tuple[str, ...]],
-             given: list[tuple[str, ...]], make_dirs: bool
+             given: list[tuple[str, ...]], make_dirs: bool, follow: bool = True
              ) -> tuple[str, os.stat_result | None]:
     links = 0
     created = 0
@@ -239,10 +241,14 @@ def _descend(walk: _Walk, pending: list[str], real: list[tuple[str, ...]],
             try:
                 st = os.stat(part, dir_fd=here, follow_symlinks=False)
             except FileNotFoundError:
-                return part, None
+                st = None
             except OSError as exc:
                 raise _os_error(walk.shown, exc) from None
-            if not stat.S_ISLNK(st.st_mode):
+            if st is None or not stat.S_ISLNK(st.st_mode):
+                if links and not follow:  # one that stayed inside (one leading out raised)
+                    raise FileWriteError(f"a link is on the way to {walk.shown} now, where "
+                                         "the model's write met none: it was changed since, "
+                                         "and the link was not followed")
                 return part, st
         else:
             try:
@@ -360,6 +366,7 @@ def write_file(
     roots: Sequence[str | os.PathLike[str]] | None = None,
     separate: bool = False,
     checkpoint: Callable[[Path, bytes | int | None, bytes], None] | None = None,
+    links: bool = True,
 ) -> Path:
     """Write ``content`` atomically; returns the path written.
 
@@ -370,6 +377,8 @@ def write_file(
     ones, read through the same descriptors as the write; if it raises, nothing
     is written (see checkpoints.py). A file larger than ``checkpoint.limit`` (when
     it has one) is not read for it: its size is passed instead of its bytes.
+    ``links`` False: a link anywhere on the way is refused, even one inside the
+    roots (a restore writes back to the very path the model wrote, which had none).
     """
     if mode not in MODES:
         raise FileWriteError(f"mode must be write, append or insert, not {mode!r}",
@@ -387,7 +396,7 @@ def write_file(
                              "written", "invalid_parameter") from None
     raw = _checked(path)
     try:
-        walk, name, st = _resolve(raw, roots, make_dirs=create)
+        walk, name, st = _resolve(raw, roots, make_dirs=create, links=links)
     except _MissingDir:
         raise FileWriteError(f"{raw} does not exist; pass create=true to create it",
                              "not_found") from None
@@ -487,15 +496,19 @@ def _checkpoint(checkpoint: Callable[[Path, bytes | int | None, bytes], None], t
 
 
 def remove_file(path: str | os.PathLike[str],
-                roots: Sequence[str | os.PathLike[str]] | None) -> Path:
+                roots: Sequence[str | os.PathLike[str]] | None, *, links: bool = True,
+                check: Callable[[bytes], None] | None = None) -> Path:
     """Remove a regular file, confined like :func:`write_file` (a rewind undoing a create).
 
     Never follows a link at the end (a link or other non-file there is refused),
-    and the directory is reached through descriptors from the root.
+    and the directory is reached through descriptors from the root. ``links``
+    False: no link on the way either. ``check(data)``: called with the file's
+    bytes, read through the same descriptors, before it is removed; if it
+    raises (CheckpointError), the file is left.
     """
     raw = _checked(path)
     try:
-        walk, name, st = _resolve(raw, roots, make_dirs=False)
+        walk, name, st = _resolve(raw, roots, make_dirs=False, links=links)
     except _MissingDir:
         raise FileWriteError(f"{raw} does not exist", "not_found") from None
     try:
@@ -504,6 +517,13 @@ def remove_file(path: str | os.PathLike[str],
             raise FileWriteError(f"{raw} does not exist", "not_found")
         if not stat.S_ISREG(st.st_mode):
             raise FileWriteError(f"{raw} is not a regular file; it was left as it is")
+        if check is not None:
+            from .errors import CheckpointError
+
+            try:
+                check(_read_old(walk.fds[-1], name, raw))
+            except CheckpointError as exc:
+                raise FileWriteError(str(exc)) from None
         try:
             os.unlink(name, dir_fd=walk.fds[-1])
             os.fsync(walk.fds[-1])

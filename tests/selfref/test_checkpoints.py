@@ -150,3 +150,53 @@ def test_a_file_over_the_limit_is_not_kept_and_a_rewind_says_it_cannot_be_restor
     done = restore(checkpoints, listed, [work])
     assert done.skipped == [(str(big), why)] and done.restored == [str(small)]
     assert big.read_bytes() == b"short new text\n" and small.read_bytes() == b"earlier\n"
+
+
+@pytest.mark.parametrize("swap", ["file-for-a-link", "folder-for-a-link", "content",
+                                  "file-for-a-link-when-removing"])
+def test_a_file_swapped_after_it_was_looked_at_is_neither_written_nor_removed(
+        place, monkeypatch, swap):
+    """A restore looks at the file by name, then writes it: in between, someone swaps the
+    file (or a folder on its way) for a link to another file inside the allowed folder,
+    one holding the very bytes the model left, or changes what it holds. The write or
+    removal looks again through its own descriptors: that other file is never written or
+    removed in its place, and the change made meanwhile is kept."""
+    from selfref_tui.selfref import checkpoints as module
+
+    checkpoints, work = place
+    old, new = checkpoints.keep(b"old\n"), checkpoints.keep(b"new\n")
+    (work / "sub").mkdir()
+    target = work / "sub" / "a.txt"
+    target.write_bytes(b"new\n")
+    victim = work / "other" / "a.txt"  # inside the allowed folder, as the model left it
+    victim.parent.mkdir()
+    victim.write_bytes(b"new\n")
+    looked = module.state_of
+
+    def look_then_swap(path: str) -> str | None:
+        now = looked(path)
+        if swap == "folder-for-a-link":
+            (work / "sub").rename(work / "sub-moved")
+            (work / "sub").symlink_to("other")
+        elif swap == "content":
+            target.write_bytes(b"the person's edit\n")
+        else:
+            target.unlink()
+            target.symlink_to(victim)
+        return now
+
+    monkeypatch.setattr(module, "state_of", look_then_swap)
+    change = FileChange(str(target), None if swap.endswith("removing") else old, new)
+    done = restore(checkpoints, [change], [work])
+    assert done.restored == [] and done.removed == []
+    assert [path for path, _ in done.skipped] == [str(target)]
+    why = done.skipped[0][1]
+    assert (why == "it was changed since the model wrote it" if swap == "content"
+            else "a link is on the way" in why and "\n" not in why)
+    assert victim.read_bytes() == b"new\n"
+    if swap == "content":
+        assert target.read_bytes() == b"the person's edit\n"
+    elif swap == "folder-for-a-link":
+        assert (work / "sub-moved" / "a.txt").read_bytes() == b"new\n"
+    else:
+        assert target.is_symlink()
