@@ -79,14 +79,17 @@ class WriterLock:
         try:
             info = json.loads(read_regular(self.key_dir / INFO_NAME) or b"{}")
             pid, host, started = info.get("pid"), info.get("host"), info.get("started")
-            if pid == os.getpid() and host == socket.gethostname():
+            if type(pid) is not int or not isinstance(host, str):
+                pass  # not written yet (the holder is between its lock and its note), or
+                # not ours: "pid None on None" named nobody
+            elif pid == os.getpid() and host == socket.gethostname():
                 holder = (
                     f"this process (pid {pid}{_taken_by(info)})"
                 )
             else:
                 # read back from disk: data, made inert before it joins the error
-                holder = (f"another selfref-tui (pid {inert_line(pid, 20)} on "
-                          f"{inert_line(host, 80)}, since {inert_line(started, 40)})")
+                since = f", since {inert_line(started, 40)}" if isinstance(started, str) else ""
+                holder = (f"another selfref-tui (pid {pid} on {inert_line(host, 80)}{since})")
         except (OSError, ValueError, AttributeError, RecursionError, StoreError):
             pass
         return (

@@ -331,3 +331,30 @@ def test_meta_left_stale_or_empty_by_a_power_loss_is_rebuilt(tmp_path, leftover)
     reopened.close()
     (info,) = SelfReference(tmp_path).keys()
     assert (info.messages, info.problem, info.updated) == (4, "", memory.updated)
+
+
+def test_a_key_locked_before_its_holder_said_who_it_is_names_no_pid_none(tmp_path):
+    """Between taking the lock and writing ``writer.json`` the holder is nameless: two
+    rewinds of one conversation at once said "pid None on None, since None". An entry
+    the holder did not write whole is no name either."""
+    import fcntl
+
+    from selfref_tui.selfref.errors import StoreLockedError
+
+    data = tmp_path / "data"
+    with SelfReference(data) as store:
+        store.open("main")
+    key_dir = next((data / "keys").iterdir())
+    with open(key_dir / "writer.lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another holder, no note yet
+        for note in (None, '{"pid": "1", "host": null}', '{"pid": 4321, "host": "box"}'):
+            if note is not None:
+                (key_dir / "writer.json").write_text(note)
+            with SelfReference(data) as store, pytest.raises(StoreLockedError) as refused:
+                store.open("main")
+            said = str(refused.value)
+            assert "None" not in said, said
+            assert said.startswith("Conversation 'main' is open for writing in another "
+                                   "selfref-tui ")
+            assert ("(pid 4321 on box)" in said if note and "4321" in note
+                    else "in another selfref-tui process;" in said)
