@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import CheckpointError
+from .errors import CheckpointError, StoreError
 from .fsutil import atomic_write, check_dir, ensure_dir, fsync_dir, open_regular, read_regular
 
 FILES_DIR = "files"
@@ -74,6 +74,9 @@ class Checkpoints:
         except OSError as exc:
             raise CheckpointError(f"could not keep a copy of the file in {self.folder}: "
                                   f"{exc.strerror or exc}; nothing was written") from None
+        except StoreError as exc:  # a link, FIFO or device planted under the copy's name
+            raise CheckpointError(f"could not keep a copy of the file: {exc}; nothing was "
+                                  "written") from None
         return digest
 
     def read(self, digest: str) -> bytes:
@@ -84,6 +87,8 @@ class Checkpoints:
             data = read_regular(self.folder / digest)
         except OSError as exc:
             raise CheckpointError(f"cannot read {self.folder / digest}: {exc}") from None
+        except StoreError as exc:  # a link, FIFO or device in its place: not followed
+            raise CheckpointError(str(exc)) from None
         if data is None:
             raise CheckpointError(f"the copy {self.folder / digest} is missing")
         if hashlib.sha256(data).hexdigest() != digest:

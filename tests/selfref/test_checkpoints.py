@@ -200,3 +200,44 @@ def test_a_file_swapped_after_it_was_looked_at_is_neither_written_nor_removed(
         assert (work / "sub-moved" / "a.txt").read_bytes() == b"new\n"
     else:
         assert target.is_symlink()
+
+
+@pytest.mark.parametrize("planted", ["fifo", "link"])
+def test_a_copy_that_is_a_fifo_or_a_link_is_one_file_left_not_a_failed_restore(
+        place, tmp_path, planted):
+    """The store refuses such an entry (never followed, never opened to block): it raised
+    out of the restore, so no other file was restored and nothing was said, and out of
+    the model's next write of those bytes, which failed without an fd_error."""
+    from selfref_tui.refs.fds import FdTable
+    from selfref_tui.selfref.checkpoints import CheckpointError
+    from selfref_tui.selfref.files import fd_to_file
+
+    checkpoints, work = place
+    old, new = checkpoints.keep(b"old\n"), checkpoints.keep(b"new\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_bytes(b"old\n")
+    blob = checkpoints.folder / old
+    blob.unlink()
+    if planted == "fifo":
+        os.mkfifo(blob)
+    else:
+        blob.symlink_to(elsewhere)
+    first, second = work / "a.txt", work / "b.txt"
+    first.write_bytes(b"new\n")
+    second.write_bytes(b"new\n")
+    other = checkpoints.keep(b"other\n")
+    done = restore(checkpoints, [FileChange(str(first), old, new),
+                                 FileChange(str(second), other, new)], [work])
+    assert done.restored == [str(second)] and second.read_bytes() == b"other\n"
+    assert [path for path, _ in done.skipped] == [str(first)]
+    assert "not a regular file" in done.skipped[0][1] and first.read_bytes() == b"new\n"
+    with pytest.raises(CheckpointError):
+        checkpoints.keep(b"old\n")
+    table = FdTable()
+    fd = table.add_fd("old\n")["id"]  # the copy of what it writes is the planted entry
+    records: list[dict] = []
+    out = fd_to_file(table, fd, str(first), roots=[work],
+                     checkpoint=checkpoints.recorder("c1", records, "now"))
+    assert out.startswith("<fd_error") and "nothing was written" in out
+    assert first.read_bytes() == b"new\n" and records == []
+    assert elsewhere.read_bytes() == b"old\n"
