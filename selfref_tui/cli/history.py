@@ -149,8 +149,8 @@ def _branch(args: argparse.Namespace) -> int:
     finally:
         store.close()
     say(f"branched conversation '{name_line(new)}' from '{name_line(key)}' before message "
-        f"{args.n}: {count} messages, with the experiences and refs of that point "
-        f"('{name_line(key)}' is unchanged)")
+        f"{args.n}: {count} message{'' if count == 1 else 's'}, with the experiences and refs "
+        f"of that point ('{name_line(key)}' is unchanged)")
     return EXIT_OK
 
 

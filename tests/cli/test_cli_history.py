@@ -328,6 +328,8 @@ def test_a_branch_holds_the_prefix_and_the_original_is_unchanged(server):
     assert result.returncode == 2
     assert "contains '::fork::', which names the agent's forks" in result.stderr
     assert "main::fork::1" not in cli("keys", "list", "--all").stdout
+    result = cli("branch", "2", "--name", "first")
+    assert result.returncode == 0 and "before message 2: 1 message, with" in result.stdout
     result = cli("branch", "40", "--name", "other")
     assert result.returncode == 1 and "no message 40" in result.stderr
     result = cli("branch", "1", "--name", "other", "--key", "empty")
