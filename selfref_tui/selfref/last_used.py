@@ -63,6 +63,8 @@ def read_last_key(data_dir: Path) -> tuple[str | None, str | None]:
         state = json.loads(data)
         key = state.get("last_key") if isinstance(state, dict) else None
         key_dir = data_dir / _KEYS_DIR / key_dirname(validate_key(key))
+        if is_fork_key(key):  # never written here: the agent's, opened by no person
+            raise ValueError(key)
     except (ValueError, RecursionError, StoreError):
         return None, (f"{path} is not what selfref-tui writes there (garbled, or no valid "
                       f"conversation name in it): ignored — {_NOT_USED}; it is written anew "

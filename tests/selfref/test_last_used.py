@@ -40,6 +40,11 @@ def test_a_key_deleted_since_or_a_fork_is_not_offered(tmp_path):
     assert read_last_key(data) == (None, None)  # no problem: gone by the person's hand
     assert write_last_key(data, "main::fork::1") is None
     assert read_last_key(data) == (None, None)  # not recorded
+    # nor opened when the file names one that exists: the agent's, hidden from lists
+    _make(data, "main::fork::1")
+    (data / STATE_NAME).write_text('{"last_key": "main::fork::1"}')
+    key, problem = read_last_key(data)
+    assert key is None and problem is not None and "not what selfref-tui writes" in problem
 
 
 def test_garbage_in_its_place_is_ignored_with_a_warning_and_written_anew(tmp_path):
