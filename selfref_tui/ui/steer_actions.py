@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from textual import work
 
 from selfref_tui.agent.chat.refusals import Refused
-from selfref_tui.safety import inert_line, name_line
+from selfref_tui.safety import inert, inert_line, name_line
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -175,6 +175,8 @@ class SteerActions:
         cleared from the input when its handler returns, and this must outlive it.
         ``undone_with``: the rewind that put it there takes it out again when undone,
         if it is still there untouched (see :meth:`_take_back_from_input`).
+        The text comes from the store: its control characters are shown (and sent
+        as shown), as a paste's are; a TextArea would write them to the terminal.
         """
         self.call_later(self._put_into_input, text, images, names, undone_with)
 
@@ -187,7 +189,7 @@ class SteerActions:
         draft, draft_images = chat.text, dict(chat.images)
         if text:
             draft = chat.text
-            chat.insert(text + ("\n\n" if draft.strip() else ""), location=(0, 0))
+            chat.insert(inert(text) + ("\n\n" if draft.strip() else ""), location=(0, 0))
         for index, url in enumerate(images, 1):
             parsed = parse_data_url(url)
             if parsed is not None:

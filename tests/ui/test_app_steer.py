@@ -606,3 +606,26 @@ async def test_a_branch_from_a_tool_call_keeps_its_results(tmp_path):
             await wait_until(pilot, lambda: app.key == "side", what="the branch on screen")
             assert [m["role"] for m in app.agent.memory("side").messages[1:]] == [
                 "user", "assistant", "tool"]
+
+
+async def test_a_message_back_in_the_input_shows_its_control_characters(tmp_path):
+    """A message stored with control characters (piped to ``ask -`` from a terminal log,
+    or a log that is input) came back into the input raw on edit or rewind, and a
+    TextArea writes its ESC to the terminal: here an OSC 52 that sets the clipboard
+    (ended by ST, ESC backslash) and a clear screen. It comes back as a paste does,
+    the characters shown, and is sent as shown."""
+    from selfref_tui.context.mutations import AssistantMessageMutation, UserMessageMutation
+
+    with SelfReference(tmp_path / "data") as store:
+        store.open("main").commit([
+            UserMessageMutation({"role": "user",
+                                 "content": "see \x1b]52;c;aGk=\x1b\\ \x1b[2J this"}),
+            AssistantMessageMutation(content="seen")])
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await pilot.press("f9")
+            await wait_until(pilot, lambda: "this" in app.chat_input.text,
+                             what="the message back in the input")
+            assert app.chat_input.text == "see ␛]52;c;aGk=␛\\ ␛[2J this"
