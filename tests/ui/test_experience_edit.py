@@ -101,3 +101,26 @@ async def test_an_edit_in_the_app_is_stored_as_a_patch_and_keeps_provenance(tmp_
     assert exp["text"] == "The person likes tea." and exp["edited"]
     assert (exp["id"], exp["source"], exp["message"], exp["created"]) == (
         "exp_001", "agent", 2, "2026-11-26T13:58:00+00:00")
+
+
+async def test_the_editor_shows_the_text_s_control_characters_and_keeps_it_when_unchanged():
+    """The text is the model's: the row showed it inert, and the editor put it into its
+    field raw, which writes ESC to the terminal (a clear screen, an OSC 52 ended by ST).
+    The field shows it as the row does; Enter on it unchanged stores nothing, and a
+    correction stores what the person saw and typed."""
+    app = ListApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        exp_list = app.query_one(ExperienceList)
+        exp_list.rows = [{"id": "exp_009", "text": "likes \x1b[2J tea\x1b]52;c;aGk=\x1b\\"}]
+        exp_list.option_list.focus()
+        await pilot.pause()
+        await pilot.press("e")
+        field = exp_list.query_one("#experience-editor")
+        assert field.value == "likes ␛[2J tea␛]52;c;aGk=␛\\"
+        assert_inert(field.value)
+        await pilot.press("enter")  # unchanged: nothing to store
+        await pilot.pause()
+        assert app.edits == []
+        await pilot.press("e", *"!", "enter")
+        await pilot.pause()
+        assert app.edits == [("exp_009", "likes ␛[2J tea␛]52;c;aGk=␛\\!")]

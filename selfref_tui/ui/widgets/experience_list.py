@@ -108,7 +108,10 @@ class _ExperienceEditor(Input):
         self.experience_id: str | None = None
 
     def edit(self, experience_id: str, text: str) -> None:
+        """Edit ``text`` as the row shows it: the model's, so inert (an Input writes
+        ESC to the terminal as it is)."""
         self.experience_id = experience_id
+        text = inert_line(text)
         self.value = text
         self.border_title = Content.assemble("edit ", (inert_line(experience_id), "bold"),
                                              " · Enter keeps · Esc leaves")
@@ -239,7 +242,8 @@ class ExperienceList(SidebarSection):
     def _edited(self, message: _ExperienceEditor.Done) -> None:
         message.stop()
         self.option_list.focus()
-        shown = next((row.text for row in self._shown if row.id == message.experience_id), None)
+        shown = next((inert_line(row.text) for row in self._shown
+                      if row.id == message.experience_id), None)
         text = (message.text or "").strip()
         if message.text is not None and text and text != shown:
             self.post_message(self.EditRequested(message.experience_id, text))
