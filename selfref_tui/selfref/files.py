@@ -367,6 +367,7 @@ def write_file(
     separate: bool = False,
     checkpoint: Callable[[Path, bytes | int | None, bytes], None] | None = None,
     links: bool = True,
+    expect: Path | None = None,
 ) -> Path:
     """Write ``content`` atomically; returns the path written.
 
@@ -379,6 +380,9 @@ def write_file(
     it has one) is not read for it: its size is passed instead of its bytes.
     ``links`` False: a link anywhere on the way is refused, even one inside the
     roots (a restore writes back to the very path the model wrote, which had none).
+    ``expect``: the file the person said yes to changing (as :func:`resolve_target`
+    showed it); a path that leads elsewhere now (a link made or retargeted while
+    they read the question) is refused, nothing written.
     """
     if mode not in MODES:
         raise FileWriteError(f"mode must be write, append or insert, not {mode!r}",
@@ -402,6 +406,9 @@ def write_file(
                              "not_found") from None
     try:
         target = walk.path(name)
+        if expect is not None and target != expect:
+            raise FileWriteError(f"{raw} leads to {target} now, not to {expect}, the file the "
+                                 "person said yes to changing; nothing was written")
         if len(os.fsencode(os.fspath(target))) > MAX_PATH_BYTES:
             raise FileWriteError(f"the path of {raw} is too long; use a shorter one")
         if st is not None and not stat.S_ISREG(st.st_mode):
@@ -641,6 +648,7 @@ def fd_to_file(
     roots: Sequence[str | os.PathLike[str]] | None = None,
     raw: bool = False,
     checkpoint: Any = None,
+    expect: Path | None = None,
 ) -> str:
     """The model's tool: write an fd or ref to a file inside ``roots`` (default: cwd).
 
@@ -648,6 +656,7 @@ def fd_to_file(
     person's export does (``raw=True`` keeps the fence lines): the fence is
     Markdown around the file, not part of it. ``checkpoint`` (a
     ``checkpoints.Recorder``) keeps what the write replaces, for a rewind.
+    ``expect``: the file the person agreed to change (see :func:`write_file`).
     """
     allowed = tuple(roots) if roots is not None else (Path.cwd(),)
     try:
@@ -664,7 +673,7 @@ def fd_to_file(
     try:
         written = write_file(file_path, content, mode=mode, insert_at_line=insert_at_line,
                              exist_ok=exist_ok, create=create, roots=allowed,
-                             checkpoint=checkpoint)
+                             checkpoint=checkpoint, expect=expect)
     except PathNotAllowed as exc:
         if checkpoint is not None:
             checkpoint.discard()

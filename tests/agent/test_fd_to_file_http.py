@@ -99,6 +99,44 @@ async def test_the_question_names_the_file_a_link_would_change(harness, work):
     assert (work / "src" / "config.py").read_text() == "SETTING = 1\n"
 
 
+@pytest.mark.parametrize("swap", ["the-link-retargeted", "the-file-made-a-link"])
+async def test_a_path_that_leads_elsewhere_after_the_yes_is_not_written(harness, work, swap):
+    """The person says yes to changing one file; while they read the question, the path
+    is made to lead to another file inside the allowed folder (a link retargeted, or
+    the file swapped for a link). The write went to that other file, which nobody said
+    yes to: it is refused now, and both files are as they were."""
+    (work / "src").mkdir()
+    asked = work / "src" / "config.py"
+    asked.write_text("SETTING = 1\n")
+    other = work / "src" / "secret.py"
+    other.write_text("KEY = 'mine'\n")
+    named = work / "notes.txt"
+    if swap == "the-link-retargeted":
+        named.symlink_to(asked)
+    else:
+        named = asked
+    args = {"fd": "ref:note", "file_path": str(named.relative_to(work))}
+    async with harness(writing(args)) as h:
+        h.agent.settings = h.with_settings(allowed_roots=(work,)).settings
+        h.agent.interactive = True
+        router = AgentInputRouter(h.agent)
+        router.submit("save it")
+        await wait_until(lambda: h.of(ev.QuestionAsked), what="the question")
+        assert str(asked.relative_to(work)) in h.of(ev.QuestionAsked)[0].prompt
+        if swap == "the-link-retargeted":
+            named.unlink()
+        else:
+            asked.rename(work / "src" / "config.py.moved")
+        named.symlink_to(other)
+        router.answer(h.of(ev.QuestionAsked)[0].question_id, "overwrite")
+        await router.wait_idle()
+        result = tool_result(h)
+        assert "<fd_error" in result and "the person said yes to changing" in result
+    assert other.read_text() == "KEY = 'mine'\n"
+    kept = asked if swap == "the-link-retargeted" else work / "src" / "config.py.moved"
+    assert kept.read_text() == "SETTING = 1\n"
+
+
 @pytest.mark.parametrize("args", [
     {"fd": "ref:nowhere", "file_path": "exists.txt"},
     {"fd": "ref:note", "file_path": "exists.txt", "mode": "replace-all"},

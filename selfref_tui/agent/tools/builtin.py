@@ -534,6 +534,8 @@ async def _fd_to_file(args: dict[str, Any], ctx: ToolContext) -> str:
             raise ToolError(f"{file_path} exists and the person chose to keep it unchanged; "
                             "write to a new path instead")
         exist_ok = True
+    else:
+        target = None  # nothing to say yes to: nothing to hold the write to
     return fd_to_file(
         ctx.fds,
         fd,
@@ -546,6 +548,7 @@ async def _fd_to_file(args: dict[str, Any], ctx: ToolContext) -> str:
         raw=args.get("raw") is True,
         checkpoint=(ctx.checkpoints.recorder(ctx.call_id, ctx.records, now_iso())
                     if ctx.checkpoints is not None else None),
+        expect=target,  # the file the person said yes to: the write goes there or nowhere
     )
 
 
