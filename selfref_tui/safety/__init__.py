@@ -37,10 +37,11 @@ from .inert import (
     name_line,
     odd_space,
     one_line,
+    one_script,
     writable,
 )
 from .redact import redact
 
 __all__ = ["content", "has_controls", "inert", "inert_line", "json_inert", "key_option",
            "lookalike_letters", "mixed_scripts", "name_line", "odd_space", "one_line",
-           "redact", "writable"]
+           "one_script", "redact", "writable"]

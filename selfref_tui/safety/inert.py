@@ -126,6 +126,47 @@ def lookalike_letters(text: str) -> set[int]:
     return found | _minority(word)
 
 
+#: letters that look alike across the lookalike scripts, each followed by its Latin twin
+_TWINS = {
+    "CYRILLIC": "аaеeоoрpсcуyхxіiјjѕsԁdһhӏlԛqԝwАAВBЕEКKМMНHОOРPСCТTХXІIЈJЅSҮY",
+    "GREEK": "αaοoνvιiκkρpυuχxΑAΒBΕEΖZΗHΙIΚKΜMΝNΟOΡPΤTΥYΧX",
+}
+_TO_LATIN = {foreign: latin for pairs in _TWINS.values()
+             for foreign, latin in zip(pairs[::2], pairs[1::2], strict=True)}
+_FROM_LATIN = {script: dict(zip(pairs[1::2], pairs[::2], strict=True))
+               for script, pairs in _TWINS.items()}
+
+
+def one_script(text: str) -> str:
+    """``text`` with each word in one alphabet: a letter of a word's smaller lookalike
+    script (:func:`lookalike_letters`) becomes its twin in the word's main one ("m\u0430in"
+    with a Cyrillic "а" → "main"), or is left out when it has none.
+
+    For a name made from an old one (a branch's suggestion, a rename's start): the
+    person cannot see which letter to change, and the name as it was is refused.
+    """
+    foreign = lookalike_letters(text)
+    if not foreign:
+        return text
+    out: list[str] = []
+    for index, ch in enumerate(text):
+        if index not in foreign:
+            out.append(ch)
+            continue
+        start = _word_start(text, index)
+        main = next(_script(c) for at, c in enumerate(_word_at(text, index), start)
+                    if at not in foreign and _script(c))
+        latin = ch if _script(ch) == "LATIN" else _TO_LATIN.get(ch, "")
+        out.append(latin if main == "LATIN" else _FROM_LATIN[main].get(latin, ""))
+    return "".join(out)
+
+
+def _word_start(text: str, index: int) -> int:
+    while index > 0 and unicodedata.category(text[index - 1])[0] in "LM":
+        index -= 1
+    return index
+
+
 def mixed_scripts(text: str) -> tuple[str, ...]:
     """The lookalike scripts mixed in one of ``text``'s words ("LATIN", "CYRILLIC"), or ()."""
     foreign = lookalike_letters(text)
@@ -163,9 +204,7 @@ def _minority(word: list[tuple[int, str]]) -> set[int]:
 
 
 def _word_at(text: str, index: int) -> str:
-    start = end = index
-    while start > 0 and unicodedata.category(text[start - 1])[0] in "LM":
-        start -= 1
+    start = end = _word_start(text, index)
     while end < len(text) and unicodedata.category(text[end])[0] in "LM":
         end += 1
     return text[start:end]

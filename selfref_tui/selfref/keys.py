@@ -19,7 +19,13 @@ import unicodedata
 from datetime import UTC, datetime
 from pathlib import Path
 
-from selfref_tui.safety import lookalike_letters, mixed_scripts, name_line, odd_space
+from selfref_tui.safety import (
+    lookalike_letters,
+    mixed_scripts,
+    name_line,
+    odd_space,
+    one_script,
+)
 
 from .checkpoints import FILES_DIR
 from .checksum import seal
@@ -188,8 +194,9 @@ def _described(ch: str) -> str:
 def without_hidden(key: str) -> str:
     """``key`` without its invisible format characters: what a name made from it (a
     branch's suggested name) may hold, since :func:`validate_name` refuses them; a space
-    that only looks plain becomes a plain one."""
-    return "".join(" " if odd_space(ch) else ch for ch in key if not _hidden(ch))
+    that only looks plain becomes a plain one, and a word that mixes alphabets is put in
+    one (``safety.one_script``: "m\u0430in" → "main")."""
+    return one_script("".join(" " if odd_space(ch) else ch for ch in key if not _hidden(ch)))
 
 
 def _hidden(ch: str) -> bool:

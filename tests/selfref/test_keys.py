@@ -240,3 +240,24 @@ def test_a_name_made_from_one_with_an_odd_space_gets_a_plain_one():
     from selfref_tui.selfref.keys import validate_name, without_hidden
 
     assert validate_name(without_hidden("my\u00a0chat\u200b")) == "my chat"
+
+
+@pytest.mark.parametrize(("old", "made"), [
+    ("m\u0430in", "main"),  # a Cyrillic "а" among Latin letters
+    ("hell\u03bf", "hello"),  # a Greek omicron
+    ("прив\u0065т", "привет"),  # a Latin "e" in a Cyrillic word: the Cyrillic one
+    ("\u03a1aris notes", "Paris notes"),  # a Greek capital rho
+    ("ma\u0436in", "main"),  # a letter with no Latin twin is left out
+    ("ma\u200bin\u00a0chat", "main chat"),
+    ("notes-заметки", "notes-заметки"),  # a word in each alphabet: as it is
+])
+def test_a_name_made_from_one_that_mixes_alphabets_is_in_one(tmp_path, old, made):
+    """F2 starts from the name and a branch suggests "<name>-branch-1": of "m\\u0430in"
+    both kept the Cyrillic letter, so Enter was refused for a letter the person cannot
+    tell from the Latin one."""
+    from selfref_tui.selfref.keys import validate_name, without_hidden
+
+    assert without_hidden(old) == made
+    assert validate_name(f"{without_hidden(old)}-branch-1") == f"{made}-branch-1"
+    with SelfReference(tmp_path) as store:
+        store.open(f"{made}-branch-1").commit(turn(1))
