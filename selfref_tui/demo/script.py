@@ -345,6 +345,21 @@ def _after_tools(messages: list[dict], tools: set[str]) -> Step:
     return Reply(text=f"{DEMO_TAG} The tool answered: {one_line(first, 200)}")
 
 
+def _focused(messages: list[dict], focus: str, most: int = 5) -> list[str]:
+    """The person's messages that hold words of ``focus`` (``/compact FOCUS``), for the
+    summary: the most words first, at most ``most``, in the order they were sent. The
+    demo's summary was the same whatever the focus said."""
+    words = {w.lower() for w in re.findall(r"\w{4,}", focus)} - _FILLER - {"keep", "with"}
+    # the runtime's notes (merged into a person's message on strict servers) are not theirs
+    said = [(i, _text_of(m).split("[selfref-tui runtime]", 1)[0].strip())
+            for i, m in enumerate(messages) if m.get("role") == "user"]
+    scored = [(sum(w in text.lower() for w in words), i, text) for i, text in said
+              if text and not text.startswith("[Context summary]")]
+    best = sorted((hit for hit in scored if hit[0]), key=lambda hit: (-hit[0], hit[1]))[:most]
+    return [f"The person said: {one_line(text, 160)}" for _, _, text in sorted(
+        best, key=lambda hit: hit[1])]
+
+
 def _quoted(text: str, limit: int) -> str:
     """``text`` (cut at ``limit``) in a fence longer than any backtick run inside it.
 
@@ -455,14 +470,19 @@ def demo_script(body: dict, call_index: int) -> Step:
                      f"for {query!r}.",
                      tool_calls=[ToolCall("search_history", {"query": query})])
     if "compact" in prompt and "compact" in tools:
+        asked = re.search(r"The person asked the summary to focus on: (.+)", original)
+        focus = one_line(asked.group(1).strip(), 200) if asked else ""
         return Reply(
-            text=f"{DEMO_TAG} Compacting the conversation into a structured summary.",
+            text=f"{DEMO_TAG} Compacting the conversation into a structured summary"
+                 + (f", focused on {focus!r}." if focus else "."),
             tool_calls=[ToolCall("compact", {
                 "goal": "Show what selfref-tui can do with the offline demo model",
                 "instruction": "Keep answering demo requests briefly",
-                "discoveries": ["The demo model is scripted and offline"],
+                "discoveries": ["The demo model is scripted and offline",
+                                *_focused(messages, focus)],
                 "completed": ["Explored the demo"],
-                "current_status": "Context compacted on request",
+                "current_status": "Context compacted on request"
+                                  + (f", focused on: {focus}" if focus else ""),
                 "likely_next_work": "Try refs, forks or Esc on a long answer",
                 "relevant_files_directories": [],
                 "remember": [],

@@ -375,3 +375,22 @@ async def test_a_compaction_right_after_a_compaction_is_refused_without_a_failur
         assert not h.of(ev.CompactionFailed)
         assert await h.agent.run_turn("main", "thanks") == "done"
     assert h.reload().summary["verbatim"]["exchange"][0] == 1
+
+
+async def test_the_demo_models_summary_keeps_what_the_focus_names(harness):
+    """`/compact keep the Postgres and invoice decisions`: the demo's summary was the same
+    whatever the focus said; now it keeps the person's messages that hold its words."""
+    from selfref_tui.demo.script import demo_script
+
+    async with harness(demo_script) as h:
+        for text in ("We use Postgres 16 with logical replication.", "Lunch is at noon.",
+                     "Invoices are immutable; corrections are credit notes."):
+            assert await h.agent.run_turn("main", text) == "done"
+        h.agent.request_compaction("main", "keep the Postgres and invoice decisions")
+        assert await h.agent.run_turn("main", "go on") == "done"
+        summary = h.reload().summary
+        assert summary["discoveries"][1:] == [
+            "The person said: We use Postgres 16 with logical replication.",
+            "The person said: Invoices are immutable; corrections are credit notes."]
+        assert summary["current_status"].endswith(
+            "focused on: keep the Postgres and invoice decisions")
