@@ -41,7 +41,9 @@ def _set(args: argparse.Namespace, pinned: bool) -> int:
         say(f"{verb} message {args.n}" + (": every compaction keeps it verbatim" if pinned
                                           else ""))
     else:
-        say(f"message {args.n} was already {verb}")
+        # "was already unpinned" said of a message never pinned
+        say(f"message {args.n} is already pinned" if pinned
+            else f"message {args.n} is not pinned")
     return EXIT_OK
 
 

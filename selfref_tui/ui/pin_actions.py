@@ -46,7 +46,9 @@ class PinActions:
             self.refused(exc)
             return False
         if not changed:
-            self.notify(f"Message {n} was already {verb}ned.")
+            # "was already unpinned" said of a message never pinned
+            self.notify(f"Message {n} is already pinned." if pinned
+                        else f"Message {n} is not pinned.")
         elif pinned:
             self.notify(f"Pinned message {n}: every compaction keeps it verbatim (/unpin {n}).")
         else:

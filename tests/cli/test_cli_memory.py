@@ -97,7 +97,8 @@ def test_pin_and_unpin_by_number():
     pinned = cli("pin", "1")
     assert pinned.returncode == 0
     assert pinned.stdout.strip() == "pinned message 1: every compaction keeps it verbatim"
-    assert cli("pin", "1").stdout.strip() == "message 1 was already pinned"
+    assert cli("pin", "1").stdout.strip() == "message 1 is already pinned"
+    assert cli("unpin", "2").stdout.strip() == "message 2 is not pinned"  # never was
     rows = json.loads(cli("history", "--json").stdout)
     assert [r["n"] for r in rows if r["pinned"]] == [1]
     assert "[pinned]" in cli("history").stdout.splitlines()[0]

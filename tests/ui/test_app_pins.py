@@ -45,8 +45,13 @@ async def test_pin_and_unpin_by_number_mark_the_message(tmp_path):
             await wait_until(pilot, lambda: PINNED_LINE in "\n".join(
                 app.transcript.visible_text()), what="the mark drawn")
             await type_and_send(pilot, "/pin #1")  # already: said, nothing written
+            await wait_until(pilot, lambda: any(n.message == "Message 1 is already pinned."
+                                                for n in app._notifications), what="said")
             await type_and_send(pilot, "/unpin 1")
             await wait_until(pilot, lambda: pinned_items(app) == [], what="no mark")
+            await type_and_send(pilot, "/unpin 2")  # never pinned: not "already unpinned"
+            await wait_until(pilot, lambda: any(n.message == "Message 2 is not pinned."
+                                                for n in app._notifications), what="said")
             await type_and_send(pilot, "/pin 9")  # no such message: refused, left to fix
             assert app.chat_input.text == "/pin 9"
             await pilot.press("backspace", *"soon", "enter")  # not a number: the same
