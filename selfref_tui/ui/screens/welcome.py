@@ -65,9 +65,18 @@ class WelcomeScreen(Screen[str]):
     }
     WelcomeScreen #tagline { color: $text-muted; margin-bottom: 1; }
     WelcomeScreen Markdown { margin: 0; padding: 0; background: transparent; }
+    /* A command cut at the edge cannot be copied: on a narrow screen it wraps instead
+       of scrolling out of sight (a fence scrolls sideways, with no scrollbar). */
+    WelcomeScreen MarkdownFence { overflow-x: hidden; }
+    WelcomeScreen MarkdownFence > Label { width: 1fr; text-wrap: wrap; }
+    WelcomeScreen.-cramped > #panel { padding: 0 1; }
+    WelcomeScreen.-cramped MarkdownFence > Label { padding: 1 1; }
     WelcomeScreen #buttons { height: auto; width: auto; margin-top: 1; }
     WelcomeScreen Button { margin: 0 1; }
     """
+
+    #: below 60 columns the panel's padding is the text's room (at 40 it left 30 columns)
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-cramped"), (60, "-roomy")]
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("d", "choose('demo')", "Demo model", id="welcome.demo"),

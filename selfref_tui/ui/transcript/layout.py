@@ -184,8 +184,8 @@ class RowLayout:
         key = (row_key(row, width), self._palette_key)
         if row.part == "banner":
             key = (key, self.older_count)
-        elif row.part == "hint":
-            key = (key, id(self._hint))
+        elif row.part == "hint":  # boxed or not by the view's height too
+            key = (key, id(self._hint), self.scrollable_content_region.height)
         if row.key == key:
             # Drawn for this width already (the width changed and came back): the
             # lines are right, the height was estimated again meanwhile.
@@ -245,6 +245,11 @@ class RowLayout:
         width = self._width()
         height = self.scrollable_content_region.height
         at_end = self._stuck or self.scroll_y >= self.max_scroll_y
+        # The hint alone, taller than the view, is read from its first line (what is
+        # sent next is followed to the end again: sending scrolls to the bottom).
+        hint_only = self._hint_shown and not self.model.items and not self.model.older
+        if hint_only:
+            at_end = False
         # The first row on screen, to keep in place when heights above it change.
         anchor: tuple[Row, int] | None = None
         if not at_end and self._rows:

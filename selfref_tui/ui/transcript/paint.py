@@ -321,15 +321,26 @@ class Painter(AnswerPainter):
         strip = Strip([Segment(text, style)]).text_align(self.width, "center")
         return [Line(strip)]
 
-    def _draw_hint(self, row: Row) -> list[Line]:
+    def _hint_body(self, inner: int) -> list[Strip]:
         hint = getattr(self.widget, "_hint", "")
+        if isinstance(hint, str):
+            return self._text(hint, inner, self.p.muted_text)
+        return self._content(hint, inner)
+
+    def _draw_hint(self, row: Row) -> list[Line]:
         p = self.p
         border = p.style(p.fg, 0.15)
         inner = self.width - 4 - 2 - 4
-        if isinstance(hint, str):
-            body = self._text(hint, inner, self.p.muted_text)
-        else:
-            body = self._content(hint, inner)
+        body = self._hint_body(inner) if inner >= HINT_BOX_INNER else []
+        view = self.widget.scrollable_content_region.height
+        if not body or len(body) + 5 > view:
+            # A narrow or short screen: the box's ten columns and four rows go before
+            # any word does (at 40x12 the boxed hint was three screens tall).
+            inner = self.width - 2
+            lines = [Line(Strip([pad(1), *strip.crop_extend(0, inner, None), pad(1)],
+                                self.width), left=1, right=1)
+                     for strip in self._hint_body(inner)]
+            return [self._blank(), *lines]
         blank = Strip([pad(inner)], inner)
         body = [blank, *body, blank]
         top = Strip([pad(2), Segment("╭" + "─" * (inner + 4) + "╮", border), pad(2)], self.width)
@@ -343,6 +354,10 @@ class Painter(AnswerPainter):
             lines.append(Line(Strip(segs, self.width), left=5, right=5))
         lines.append(Line(bottom))
         return [self._blank(), *lines]
+
+
+#: the narrowest text the hint is boxed around (the box takes ten more columns)
+HINT_BOX_INNER = 40
 
 
 def _tail(text: str) -> str:
