@@ -148,6 +148,18 @@ async def test_key_switcher_filters_and_chooses():
         assert app.results == ["notes"]
 
 
+async def test_key_switcher_counts_one_message_as_one():
+    keys = [{"key": "one", "messages": 1, "updated": ""}, {"key": "two", "messages": 2,
+                                                           "updated": ""}]
+    app = HostApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open(pilot, KeySwitcher(keys, "one"))
+        option_list = app.screen.option_list
+        rows = [str(option_list.get_option_at_index(i).prompt).split()
+                for i in range(option_list.option_count)]
+        assert [row[-2:] for row in rows] == [["1", "message"], ["2", "messages"]]
+
+
 async def test_key_switcher_new_key_arrows_and_validation():
     def validate(name: str) -> str:
         if " " in name:

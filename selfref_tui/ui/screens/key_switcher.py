@@ -140,7 +140,8 @@ class KeySwitcher(FilteredListScreen):
         name = query.strip()
         for k in matches:
             key = str(k["key"])
-            details = f"{k.get('messages', 0)} messages"
+            count = k.get("messages", 0)
+            details = f"{count} message{'' if count == 1 else 's'}"
             updated = _local(str(k["updated"])) if k.get("updated") else ""
             if updated:
                 details += f" · {updated}"
