@@ -322,7 +322,16 @@ def _after_tools(messages: list[dict], tools: set[str]) -> Step:
         return Reply(text=f"{DEMO_TAG} Compaction queued: the transcript is replaced by the "
                      "structured summary at the next step.")
     if "fd_to_file" in called:
-        return Reply(text=f"{DEMO_TAG} The fd_to_file tool answered: {one_line(first, 300)}\n\n"
+        wrote = dict(re.findall(r'(\w+)="([^"]*)"', first)) if first.startswith(
+            "<fd_to_file_result") else {}
+        if wrote.get("path"):
+            # said as a person says it: the tool's XML line was quoted as it came
+            fence = " (its code fence left out)" if wrote.get("fence") == "removed" else ""
+            said = (f"Wrote {wrote.get('fd', 'the ref')} to {wrote['path']}: "
+                    f"{wrote.get('chars', '?')} characters{fence}.")
+        else:
+            said = f"The fd_to_file tool answered: {one_line(first, 300)}"
+        return Reply(text=f"{DEMO_TAG} {one_line(said, 400)}\n\n"
                      "Rewind to before your message (Esc Esc) and the app offers to put the "
                      "file back as it was.")
     if any(name.endswith("__get_current_time") for name in called):

@@ -419,6 +419,11 @@ def test_the_demo_model_writes_a_ref_to_a_file_and_a_rewind_offers_it_back(work)
     result = cli("ask", "write the code to a file", "--demo")
     assert result.returncode == 0, result.stderr
     assert "Rewind to before your message (Esc Esc)" in result.stdout
+    chars = len((work / "fib_iterative.py").read_text())
+    # in words, not the tool's XML line quoted as it came
+    assert (f"Wrote ref:fib_iterative to {work / 'fib_iterative.py'}: {chars} characters "
+            "(its code fence left out).") in result.stdout
+    assert "<fd_to_file_result" not in result.stdout
     assert (work / "fib_iterative.py").read_text().startswith("def fib_iterative(n: int)")
     code, out, err = run("", "rewind", "5", "--restore-files")
     assert code == 0, err
