@@ -41,9 +41,10 @@ ESC_DOUBLE_S = 0.6
 class SteerActions:
     """Rewind, undo, edit, regenerate and branch, on screen."""
 
-    #: what the newest rewind put into the input: (the input after, the draft before,
-    #: the draft's images), for its undo to take out again
-    _put_back: tuple[str, str, dict[int, Any]] | None = None
+    #: what the newest rewind put into the input: (its key, the input after, the draft
+    #: before, the draft's images), for its undo to take out again; None once another
+    #: rewind, regenerate or undo came after it (their undo is not its undo)
+    _put_back: tuple[str, str, str, dict[int, Any]] | None = None
 
     if TYPE_CHECKING:  # provided by SelfRefApp and its other mixins
         controller: ChatController
@@ -78,13 +79,14 @@ class SteerActions:
         return True
 
     async def undo_rewind(self) -> bool:
+        put_back = self._put_back  # the rewind undone now: the newest (show_rewind forgets)
         try:
             report = await self.controller.undo_rewind()
         except Refused as exc:
             self.refused(exc)
             return False
         await self.show_rewind(report)
-        self.call_later(self._take_back_from_input)
+        self.call_later(self._take_back_from_input, put_back)
         return True
 
     async def edit_message(self, n: int | None = None) -> bool:
@@ -139,6 +141,7 @@ class SteerActions:
 
     async def show_rewind(self, report: RewindReport, *, quiet: bool = False) -> None:
         """The transcript again from the store, what changed said, files offered."""
+        self._put_back = None  # a rewind after it: an undo now undoes that one
         await self.reload_transcript()
         for text in self.controller.unsent:  # queued for the stopped turn, never sent
             self._into_input(text, [])
@@ -197,20 +200,21 @@ class SteerActions:
                 name = names[index - 1] if index <= len(names) else ""
                 chat.add_image(Attachment(name or f"image-{index}.{mime.rsplit('/', 1)[-1]}",
                                           mime, data))
-        self._put_back = (chat.text, draft, draft_images) if undone_with else None
+        self._put_back = (self.key, chat.text, draft, draft_images) if undone_with else None
         chat.focus()
 
-    def _take_back_from_input(self) -> None:
+    def _take_back_from_input(self, put_back: tuple[str, str, str, dict[int, Any]] | None
+                              ) -> None:
         """After an undo: the message the undone rewind put into the input leaves it, if
         the input still holds just what the rewind left there (the draft before it comes
         back). It stayed, and Enter sent it again: the same message twice in a row. Once
-        edited it is the person's own text, and stays."""
-        put_back, self._put_back = self._put_back, None
+        edited it is the person's own text, and stays. ``put_back``: what the undone
+        rewind put there (None: not a rewind that put anything, or one of another key)."""
         if put_back is None:
             return
-        after, draft, draft_images = put_back
+        key, after, draft, draft_images = put_back
         chat = self.chat_input
-        if chat.text != after:
+        if key != self.key or chat.text != after:
             return
         chat.images = draft_images
         chat.text = draft

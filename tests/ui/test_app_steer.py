@@ -108,6 +108,37 @@ async def test_undoing_an_edit_takes_the_untouched_message_out_of_the_input(tmp_
             assert app.chat_input.text == "second question!"  # edited: the person's now
 
 
+async def test_undoing_another_rewind_leaves_an_edits_message_in_the_input(tmp_path):
+    """F9 puts the message into the input; F5 then regenerates the answer before it (a
+    rewind of its own), and F8 → undo takes that one back. The edit is still in force,
+    so its message stays in the input: the undo took it out, as if the edit was undone."""
+    script = [Reply(text="one"), Reply(text="two"), Reply(text="one, again")]
+    async with DemoServer(script) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await two_turns(pilot, app)
+            await pilot.press("f9")
+            await wait_until(pilot, lambda: app.chat_input.text == "second question",
+                             what="the message back in the input")
+            await pilot.press("f5")
+            await wait_until(pilot, lambda: "one, again" in shown(app), what="regenerated")
+            await turn_done(pilot, app)
+            await pilot.press("f8")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "ChoiceList",
+                             what="the actions")
+            rows = [row for row, _ in app.screen.rows]
+            for _ in range(rows.index("undo")):
+                await pilot.press("down")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: any("Undid the rewind" in str(n.message)
+                                                for n in app._notifications), what="undone")
+            await pilot.pause()
+            await pilot.pause()
+            assert app.chat_input.text == "second question"
+    assert [e[1:3] for e in entries(tmp_path) if not e[3]] == [  # the edit in force
+        ("user", "first question"), ("assistant", "one")]
+
+
 async def test_regenerate_asks_again_and_keeps_the_old_answer_rewound(tmp_path):
     script = [Reply(text="one"), Reply(text="two"), Reply(text="another two")]
     async with DemoServer(script) as server_url:
