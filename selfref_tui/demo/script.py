@@ -543,8 +543,9 @@ def demo_script(body: dict, call_index: int) -> Step:
         return _refs_answer()
     if re.search(r"\b(long|essay|story|esc)\b", prompt):
         return Reply(text=_long_text())
-    helped = any("Try one of these" in _text_of(m) for m in messages[:-1]
-                 if m.get("role") == "assistant")
+    # the list is in the conversation, or was before a compaction summed it up
+    helped = any("Try one of these" in _text_of(m) if m.get("role") == "assistant"
+                 else _text_of(m).startswith("[Context summary]") for m in messages[:-1])
     if helped and not _HELP_ASKED.fullmatch(original.strip()):
         return Reply(text=NOTED_TEXT)
     return Reply(text=HELP_TEXT)

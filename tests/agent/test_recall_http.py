@@ -380,7 +380,7 @@ async def test_a_compaction_right_after_a_compaction_is_refused_without_a_failur
 async def test_the_demo_models_summary_keeps_what_the_focus_names(harness):
     """`/compact keep the Postgres and invoice decisions`: the demo's summary was the same
     whatever the focus said; now it keeps the person's messages that hold its words."""
-    from selfref_tui.demo.script import demo_script
+    from selfref_tui.demo.script import NOTED_TEXT, demo_script
 
     async with harness(demo_script) as h:
         for text in ("We use Postgres 16 with logical replication.", "Lunch is at noon.",
@@ -394,3 +394,6 @@ async def test_the_demo_models_summary_keeps_what_the_focus_names(harness):
             "The person said: Invoices are immutable; corrections are credit notes."]
         assert summary["current_status"].endswith(
             "focused on: keep the Postgres and invoice decisions")
+        # the list of prompts was summed up, not lost: a plain message is answered briefly
+        assert await h.agent.run_turn("main", "We need a CSV export.") == "done"
+        assert h.reload().messages[-1]["content"] == NOTED_TEXT
