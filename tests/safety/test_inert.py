@@ -144,5 +144,24 @@ def test_key_option_is_one_shell_word_that_reads_as_typed() -> None:
     assert key_option("my chat") == "--key 'my chat'"
     assert shlex.split(key_option("it's")) == ["--key", "it's"]
     assert key_option("-x") == "--key=-x"  # not taken for an option
-    assert key_option("ma\u200bin") == "--key 'ma\\u200bin'"  # escaped, never raw
+    assert key_option("ma\u200bin") == "--key $'ma\\u200bin'"  # escaped, never raw
     assert "\x1b" not in key_option("a\x1b]0;t\x07b")
+
+
+@pytest.mark.parametrize("key", ["main", "my chat", "it's", "-x", "ma\u200bin", "m\u0430in",
+                                 "my\u00a0chat", "it's m\u0430in", "-m\u0430in",
+                                 "notes-заметки", "invoice\u202egnp.exe"])
+def test_key_option_pasted_into_a_shell_opens_that_very_name(key) -> None:
+    """The option is copied into a terminal: its escapes must come back as the name's
+    characters. Quoted plainly, 'm\\u0430in' named a conversation with a backslash,
+    which is refused, so the command offered for a lookalike name never worked."""
+    import subprocess
+
+    from selfref_tui.safety import inert_line, key_option, name_line
+
+    option = key_option(key)
+    assert inert_line(option) == option  # nothing raw reaches the terminal
+    assert name_line(key) == key or key not in option  # a marked name is shown escaped
+    said = subprocess.run(["bash", "-c", f"printf '%s\\n' {option}"], capture_output=True,
+                          text=True, check=True).stdout.splitlines()
+    assert said in (["--key", key], [f"--key={key}"]), said

@@ -372,7 +372,7 @@ def test_who_holds_the_lock_is_shown_inert_whatever_writer_json_says(tmp_path, s
     ("main", "--read-only --key main`"),
     ("my chat", "--read-only --key 'my chat'`"),
     ("-dash", "--read-only --key=-dash`"),
-    ("ma\u200bin", "--read-only --key 'ma\\u200bin'`"),
+    ("ma\u200bin", "--read-only --key $'ma\\u200bin'`"),  # bash reads it back
 ])
 def test_the_locked_message_names_the_conversation_as_a_shell_word(tmp_path, key, hint):
     """The read-only hint is meant to be copied: a name with a space was two words, and
