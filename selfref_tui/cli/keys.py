@@ -51,7 +51,7 @@ def _keys_instructions(args: argparse.Namespace) -> int:
     """Print a conversation's instructions, or set (TEXT, ``-`` for stdin) or clear them."""
     import sys
 
-    from selfref_tui.safety import name_line
+    from selfref_tui.safety import name_line, shell_word
     from selfref_tui.selfref.key_settings import check_instructions
     from selfref_tui.selfref.keys import validate_key
 
@@ -74,7 +74,7 @@ def _keys_instructions(args: argparse.Namespace) -> int:
                 say(text)
             else:
                 print(f"no instructions for '{name_line(key)}'; set them with "
-                      f"`selfref-tui keys instructions {name_line(key)} TEXT`")
+                      f"`selfref-tui keys instructions {shell_word(key)} TEXT`")
             return EXIT_OK
         text = "" if args.clear else (sys.stdin.read() if args.text == "-" else args.text)
         try:

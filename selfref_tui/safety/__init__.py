@@ -11,7 +11,7 @@ One rule, owned here and used by every widget and every command-line line:
   scripts in a word (:func:`lookalike_letters`) as escapes, so two different names
   never look alike.
 - :func:`key_option` gives ``--key NAME`` for a command a person copies: that name,
-  shell-quoted.
+  shell-quoted (:func:`shell_word`), its marked characters escaped so bash reads them back.
 - :func:`one_line` puts an error that quotes a server on one short line.
 - :func:`content` builds a Textual ``Content`` from plain text: never parsed as
   markup, so ``[@click=app.quit]`` is shown, not run.
@@ -38,10 +38,11 @@ from .inert import (
     odd_space,
     one_line,
     one_script,
+    shell_word,
     writable,
 )
 from .redact import redact
 
 __all__ = ["content", "has_controls", "inert", "inert_line", "json_inert", "key_option",
            "lookalike_letters", "mixed_scripts", "name_line", "odd_space", "one_line",
-           "one_script", "redact", "writable"]
+           "one_script", "redact", "shell_word", "writable"]

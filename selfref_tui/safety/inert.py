@@ -211,27 +211,31 @@ def _word_at(text: str, index: int) -> str:
 
 
 def key_option(key: str) -> str:
-    """``--key NAME`` for a command line a person copies, that opens this very name:
-    shell-quoted, so a name with a space or a quote is still one word (``--key 'my
-    chat'``) and a plain one reads as typed (``--key main``). A name :func:`name_line`
-    marks (an invisible character, a space or a letter that only looks plain) is
-    written with the same escapes, in ``$'…'``, which bash and zsh read back into the
-    name: nothing from the disk reaches the terminal raw, and ``'m\\u0430in'`` quoted
+    """``--key NAME`` for a command line a person copies, that opens this very name
+    (:func:`shell_word`); ``--key=NAME`` for a name that starts with ``-``, which the
+    parser would take for an option."""
+    word = shell_word(key)
+    return f"--key={word}" if key.startswith("-") else f"--key {word}"
+
+
+def shell_word(name: str) -> str:
+    """``name`` as one word of a command line a person copies, that gives back this very
+    name: shell-quoted, so a name with a space or a quote is still one word (``'my
+    chat'``) and a plain one reads as typed (``main``). A name :func:`name_line` marks
+    (an invisible character, a space or a letter that only looks plain) is written
+    with the same escapes, in ``$'…'``, which bash and zsh read back into the name:
+    nothing from the disk reaches the terminal raw, and ``'m\\u0430in'`` quoted
     plainly would name another conversation (one with a backslash, refused).
-    ``--key=NAME`` for a name that starts with ``-``, which the parser would take for
-    an option.
     """
     import shlex
 
-    if name_line(key) == key:
-        word = shlex.quote(key)
-    else:
-        foreign = lookalike_letters(key)
-        word = "$'" + "".join(
-            _escaped(ch) if index in foreign or ord(ch) in _LINE_TABLE or _odd_space(ch)
-            or unicodedata.category(ch) == "Cf" else "\\'" if ch == "'" else ch
-            for index, ch in enumerate(key)) + "'"
-    return f"--key={word}" if key.startswith("-") else f"--key {word}"
+    if name_line(name) == name:
+        return shlex.quote(name)
+    foreign = lookalike_letters(name)
+    return "$'" + "".join(
+        _escaped(ch) if index in foreign or ord(ch) in _LINE_TABLE or _odd_space(ch)
+        or unicodedata.category(ch) == "Cf" else "\\'" if ch == "'" else ch
+        for index, ch in enumerate(name)) + "'"
 
 
 def _escaped(ch: str) -> str:

@@ -11,6 +11,7 @@ from selfref_tui.demo import DemoServer, Reply
 from selfref_tui.selfref.key_settings import KeySettings
 from selfref_tui.selfref.reference import SelfReference
 from tests.cli.helpers import cli, one_line, run
+from tests.selfref.helpers import turn
 
 
 def test_help_says_the_app_opens_the_last_conversation_and_commands_use_main():
@@ -59,6 +60,18 @@ def test_instructions_are_set_printed_sent_shown_and_cleared():
     assert "no instructions" in cli("keys", "instructions", "main").stdout
     missing = cli("keys", "instructions", "nowhere")
     assert missing.returncode == 1 and "keys list" in one_line(missing.stderr)
+
+
+def test_the_command_offered_to_set_instructions_names_the_conversation_as_one_word():
+    """"set them with `selfref-tui keys instructions my chat TEXT`" made "chat" the text."""
+    import shlex
+
+    with SelfReference(os.environ["SELFREF_DATA_DIR"]) as store:
+        store.open("my chat").commit(turn(1))
+    said = cli("keys", "instructions", "my chat").stdout
+    command = said.split("`")[1]
+    assert command == "selfref-tui keys instructions 'my chat' TEXT"
+    assert shlex.split(command)[3:] == ["my chat", "TEXT"]
 
 
 def test_changing_instructions_takes_the_conversations_lock():
