@@ -292,8 +292,15 @@ def print_json(value: Any, *, one_per_line: bool = False) -> None:
 
 
 def read_memory(args: argparse.Namespace) -> Any:
-    """A read-only view of the key: works while the app is writing it."""
-    return store_notes(open_store(args).open(key_of(args), write=False))
+    """A read-only view of the key: works while the app is writing it.
+
+    A ``--key`` naming no conversation is an error, as in ``export`` and ``search``:
+    ``history --key mian --json`` printed ``[]`` and exited 0, as if the conversation
+    were empty. ``main`` by default may be missing (a fresh data folder): it is empty.
+    """
+    store = open_store(args)
+    key = existing_key(store, args) if getattr(args, "key", None) else key_of(args)
+    return store_notes(store.open(key, write=False))
 
 
 def store_notes(memory: Any) -> Any:

@@ -483,3 +483,19 @@ def test_an_undo_after_going_on_says_what_left_as_well_as_what_came_back(server)
     assert out.splitlines()[0] == (
         "undid the rewind of conversation 'main': 2 messages (3–4) back in the model's "
         "context; 2 messages (5–6) left it (still readable, marked rewound)")
+
+
+def test_reading_a_conversation_that_does_not_exist_is_an_error_not_an_empty_one():
+    """`history --key mian --json` printed [] and exited 0: a mistyped name read as an
+    empty conversation (export and search said there is none). A fresh data folder's
+    `main`, named by no flag, is still empty, not an error."""
+    fresh = cli("history", "--json")
+    assert fresh.returncode == 0 and fresh.stdout.strip() == "[]"
+    assert cli("ask", "--demo", "hello").returncode == 0
+    for command in (("history", "--json"), ("history",), ("refs", "list", "--json"),
+                    ("experiences", "list")):
+        result = cli(*command, "--key", "mian")
+        assert result.returncode == 1, command
+        assert result.stdout == ""
+        assert "no conversation 'mian'" in result.stderr and "keys list" in result.stderr
+    assert json.loads(cli("history", "--json", "--key", "main").stdout)[0]["content"] == "hello"
