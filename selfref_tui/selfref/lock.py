@@ -20,7 +20,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from selfref_tui.safety import inert_line, key_option
+from selfref_tui.safety import inert_line, key_option, name_line
 
 from .errors import StoreError, StoreLockedError
 from .fsutil import FILE_MODE, atomic_write, check_regular, read_regular
@@ -93,7 +93,7 @@ class WriterLock:
         except (OSError, ValueError, AttributeError, RecursionError, StoreError):
             pass
         return (
-            f"Conversation {self.key!r} is open for writing in {holder}; "
+            f"Conversation '{name_line(self.key)}' is open for writing in {holder}; "
             "close it there first, or read it meanwhile with "
             f"`selfref-tui --read-only {key_option(self.key)}`."
         )

@@ -368,13 +368,15 @@ def test_who_holds_the_lock_is_shown_inert_whatever_writer_json_says(tmp_path, s
     first.close()
 
 
-@pytest.mark.parametrize(("key", "hint"), [
-    ("main", "--read-only --key main`"),
-    ("my chat", "--read-only --key 'my chat'`"),
-    ("-dash", "--read-only --key=-dash`"),
-    ("ma\u200bin", "--read-only --key $'ma\\u200bin'`"),  # bash reads it back
+@pytest.mark.parametrize(("key", "hint", "shown"), [
+    ("main", "--read-only --key main`", "main"),
+    ("my chat", "--read-only --key 'my chat'`", "my chat"),
+    ("-dash", "--read-only --key=-dash`", "-dash"),
+    ("ma\u200bin", "--read-only --key $'ma\\u200bin'`", "ma\\u200bin"),  # bash reads it back
+    ("m\u0430in", "--read-only --key $'m\\u0430in'`", "m\\u0430in"),
 ])
-def test_the_locked_message_names_the_conversation_as_a_shell_word(tmp_path, key, hint):
+def test_the_locked_message_names_the_conversation_as_a_shell_word(tmp_path, key, hint,
+                                                                    shown):
     """The read-only hint is meant to be copied: a name with a space was two words, and
     an invisible character in a name reached the terminal as it was."""
     from selfref_tui.selfref.keys import write_empty_meta
@@ -387,5 +389,7 @@ def test_the_locked_message_names_the_conversation_as_a_shell_word(tmp_path, key
         SelfReference(tmp_path).open(key)
     message = str(error.value)
     assert message.endswith(hint + "."), message
-    assert "\u200b" not in message
+    # named as the lists name it, where the message starts too
+    assert message.startswith(f"Conversation '{shown}' is open"), message
+    assert "\u200b" not in message and "\u0430" not in message
     first.close()
