@@ -86,7 +86,8 @@ def _context_show(args: argparse.Namespace) -> int:
         return EXIT_OK
     names = ", ".join(str((t.get("function") or {}).get("name", "?")) for t in plan.tools)
     estimate = "~" if plan.estimated else ""
-    say(f"model {provider_config.model} · {len(messages)} messages · {len(plan.tools)} tools "
+    say(f"model {provider_config.model} · {_count(len(messages), 'message')} · "
+        f"{_count(len(plan.tools), 'tool')} "
         f"· {estimate}{tokens} tokens of {window}"
         + (" (an estimate: messages and tool schemas, counted here)" if plan.estimated else ""))
     if only_demo:
@@ -94,10 +95,12 @@ def _context_show(args: argparse.Namespace) -> int:
             "get (the app offers it); set OPENAI_API_KEY or OPENAI_BASE_URL, or give --profile "
             "or --base-url, to see the request another model would get")
     if plan.left_out:
-        say(f"{plan.left_out} oldest messages are left out of this request (still stored): "
-            "it no longer fits the window")
+        say(f"{_count(plan.left_out, 'oldest message')} "
+            f"{'is' if plan.left_out == 1 else 'are'} left out of this request (still "
+            "stored): it no longer fits the window")
     if rewound:
-        say(f"{rewound} messages were rewound out of this context (still stored: "
+        say(f"{_count(rewound, 'message')} {'was' if rewound == 1 else 'were'} rewound out "
+            "of this context (still stored: "
             "`selfref-tui history --all`; `selfref-tui rewind --undo` brings the last back)")
     if plan.tools_total > len(plan.tools):
         say(f"window too small for the full tool set: this request offers "
@@ -154,3 +157,8 @@ def register(commands: Any) -> None:
                         '(adding up to tokens), "auto_compaction":{"ratio", "at", "asked", '
                         '"next"}}')
     p.set_defaults(handler=_context_show)
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 message``, ``3 messages``: a new conversation's request read "1 messages"."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -499,3 +499,17 @@ def test_reading_a_conversation_that_does_not_exist_is_an_error_not_an_empty_one
         assert result.stdout == ""
         assert "no conversation 'mian'" in result.stderr and "keys list" in result.stderr
     assert json.loads(cli("history", "--json", "--key", "main").stdout)[0]["content"] == "hello"
+
+
+def test_context_show_counts_one_message_in_the_singular(server):
+    """A new conversation's request is its system prompt alone: "1 messages" it said;
+    one rewound message "1 messages were rewound"."""
+    import re
+
+    first = cli("context", "show", "--demo").stdout.splitlines()[0]
+    assert re.search(r" · 1 message · \d+ tools · ", first), first
+    _, url = server([Reply(text="a1")])
+    run(url, "ask", "q1")
+    assert cli("rewind", "2").returncode == 0
+    shown = run(url, "context", "show")[1]
+    assert "1 message was rewound out of this context" in shown
