@@ -26,6 +26,7 @@ class ExportDialog(ModalScreen[str | None]):
     ExportDialog { align: center middle; background: $background 60%; }
     ExportDialog > #dialog {
         width: 72;
+        max-width: 100%;
         height: auto;
         padding: 1 2;
         border: round $primary;

@@ -76,6 +76,7 @@ class FilteredListScreen(ModalScreen[str | None]):
     FilteredListScreen { align: center top; background: $background 60%; }
     FilteredListScreen > #dialog {
         width: 70;
+        max-width: 100%;
         height: auto;
         max-height: 80%;
         margin-top: 3;

@@ -24,6 +24,7 @@ class OverwritePrompt(ModalScreen[str]):
     OverwritePrompt { align: center middle; background: $background 60%; }
     OverwritePrompt > #dialog {
         width: 64;
+        max-width: 100%;
         height: auto;
         padding: 1 2;
         border: round $warning;

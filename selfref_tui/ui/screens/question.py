@@ -35,6 +35,7 @@ class QuestionScreen(ModalScreen[str]):
     QuestionScreen { align: center middle; background: $background 60%; }
     QuestionScreen > #dialog {
         width: 70;
+        max-width: 100%;
         height: auto;
         padding: 1 2;
         border: round $warning;

@@ -1,0 +1,78 @@
+"""Every dialog fits a small terminal: no border or hint line runs past the screen's edge.
+
+A dialog with a fixed width (70, 72, 80 columns) in a 60-column terminal lost its
+right border and the end of its hint line ("shift+del/f8 delete" read
+"shift+del/f8"). Each dialog is opened for real in a 60x20 app and its box is
+compared with the screen's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from textual.app import App, ComposeResult
+from textual.geometry import Region
+from textual.screen import Screen
+from textual.widgets import Static
+
+from selfref_tui.agent.mcp.approval import Approval
+from selfref_tui.agent.tools.consent import Consent
+from selfref_tui.ui.screens import (
+    ConfirmScreen,
+    ExportDialog,
+    HelpScreen,
+    KeySwitcher,
+    OverwritePrompt,
+)
+from selfref_tui.ui.screens.approval import ApprovalScreen
+from selfref_tui.ui.screens.choice_list import ChoiceList
+from selfref_tui.ui.screens.memory_consent import MemoryConsentScreen
+from selfref_tui.ui.screens.model_picker import ModelPicker
+from selfref_tui.ui.screens.new_key_prompt import NewKeyPrompt
+from selfref_tui.ui.screens.question import QuestionScreen
+from selfref_tui.ui.screens.restore_files import RestoreFiles
+
+SIZE = (60, 20)
+
+KEYS = [
+    {"key": "main", "messages": 42, "updated": "2025-03-01T10:22:33"},
+    {"key": "project-x", "messages": 7, "updated": "2025-02-11T08:00:00"},
+]
+
+DIALOGS: dict[str, Callable[[], Screen]] = {
+    "conversations": lambda: KeySwitcher(KEYS, "main"),
+    "models": lambda: ModelPicker(["demo-model", "another-model"], "demo-model"),
+    "approval": lambda: ApprovalScreen(Approval("time", "get_current_time", '{"tz": "UTC"}')),
+    "memory consent": lambda: MemoryConsentScreen(Consent("remember", "I like Python")),
+    "question": lambda: QuestionScreen("Go on?", ("yes", "no")),
+    "export": lambda: ExportDialog("fib", "/tmp/looks-fit/fib.py", preview="def fib(): ..."),
+    "overwrite": lambda: OverwritePrompt("/tmp/looks-fit/fib.py"),
+    "confirm": lambda: ConfirmScreen("Delete conversation 'notes'?"),
+    "new conversation": lambda: NewKeyPrompt("project-y"),
+    "choices": lambda: ChoiceList("Profiles", [("local", "llama.cpp"), ("demo", "offline")]),
+    "restore": lambda: RestoreFiles([("notes.txt", "changed", "3 lines")]),
+    "help": lambda: HelpScreen([("ctrl+b", "Show or hide the sidebar")]),
+}
+
+
+class Host(App):
+    def compose(self) -> ComposeResult:
+        yield Static("host")
+
+
+def _box(screen: Screen) -> Region:
+    """The dialog's box: the screen's first child (``#dialog`` or ``#panel``)."""
+    return screen.children[0].region
+
+
+@pytest.mark.parametrize("name", list(DIALOGS))
+async def test_dialog_fits_a_60_by_20_terminal(name):
+    app = Host()
+    async with app.run_test(size=SIZE) as pilot:
+        app.push_screen(DIALOGS[name]())
+        await pilot.pause()
+        box = _box(app.screen)
+        screen = app.screen.region
+        assert box.width > 0 and box.height > 0
+        assert screen.contains_region(box), f"{name}: {box} runs past the screen {screen}"
