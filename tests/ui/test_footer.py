@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from selfref_tui.ui.widgets.app_footer import AppFooter
-from tests.ui.helpers import DOWN_URL, make_app, started
+from tests.ui.helpers import DOWN_URL, make_app, started, wait_until
 
 #: what the footer shows at any width (ctrl+up/down share "Step")
 SHOWN = {"abort", "ref_prev", "ref_next", "toggle_sidebar", "find", "switch_key", "help", "quit"}
@@ -86,3 +86,31 @@ async def test_the_palette_runs_every_command_that_needs_no_argument(tmp_path):
             await pilot.press("enter")
             await wait_until(pilot, lambda: isinstance(app.screen, ModelPicker),
                              what="the model picker")
+
+
+def _whole_keys(footer: AppFooter, width: int) -> set[str]:
+    """The actions of the keys shown, after checking none runs past ``width``."""
+    shown = [key for key in footer.query("FooterKey") if key.display]
+    for key in shown:
+        assert key.region.width and key.region.right <= width, (key.action, key.region)
+    return {key.action for key in shown}
+
+
+async def test_a_60_column_footer_hides_whole_keys_and_keeps_help(tmp_path):
+    """At 60 columns "^o Conversati" ran off the edge and F1 Help was gone."""
+    app = make_app(tmp_path, DOWN_URL)
+    async with app.run_test(size=(60, 20)) as pilot:
+        await started(pilot, app)
+        footer = app.query_one(AppFooter)
+
+        def fits(width: int) -> bool:
+            keys = [key for key in footer.query("FooterKey") if key.display]
+            return bool(keys) and all(key.region.right <= width for key in keys)
+
+        await wait_until(pilot, lambda: fits(60), what="the footer fits 60 columns")
+        shown = _whole_keys(footer, 60)
+        assert "help" in shown and "quit" in shown, shown
+        assert SHOWN - shown  # something had to go
+        await pilot.resize_terminal(120, 24)
+        await wait_until(pilot, lambda: _whole_keys(footer, 120) >= SHOWN,
+                         what="every key back at 120 columns")
