@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 #: a second Esc this soon after one that stopped nothing opens the rewind list
 ESC_DOUBLE_S = 0.6
+#: characters of a message shown in the rewind list: its row stays one line
+ROW_TEXT = 48
 
 
 class SteerActions:
@@ -407,8 +409,11 @@ class SteerActions:
         from selfref_tui.context.images import text_of
         from selfref_tui.context.local_time import shown_time
 
-        rows = [(str(e.n), f"#{e.n}  {shown_time(e.time, '%H:%M')}  "
-                 f"{inert_line(text_of(e.message.get('content')), 60)}") for e in recent]
+        # One line a row, the times in one column: a row of 60 characters wrapped, its
+        # second line under the number, and "#5" stood a column left of "#16"
+        wide = max((len(str(e.n)) for e in recent), default=1)
+        rows = [(str(e.n), f"#{e.n:<{wide}}  {shown_time(e.time, '%H:%M')}  "
+                 f"{inert_line(text_of(e.message.get('content')), ROW_TEXT)}") for e in recent]
         if undoable:  # also when every message was rewound: the way back
             rows.append(("undo", "Undo the last rewind"))
         chosen = await self.push_screen_wait(ChoiceList(

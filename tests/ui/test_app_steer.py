@@ -660,3 +660,32 @@ async def test_a_message_back_in_the_input_shows_its_control_characters(tmp_path
             await wait_until(pilot, lambda: "this" in app.chat_input.text,
                              what="the message back in the input")
             assert app.chat_input.text == "see ␛]52;c;aGk=␛\\ ␛[2J this"
+
+
+async def test_the_rewind_list_shows_each_message_on_one_line_its_times_in_a_column(tmp_path):
+    """Esc Esc over a long working day: a message of 60 characters wrapped onto a second
+    line that began under its number, and "#5" stood a column left of "#16"."""
+    from textual.widgets import OptionList
+
+    from selfref_tui.context.mutations import AssistantMessageMutation, UserMessageMutation
+
+    with SelfReference(tmp_path / "data") as store:
+        memory = store.open("main")
+        for i in range(1, 9):
+            memory.commit([UserMessageMutation({"role": "user", "content": (
+                f"Decision {i}: the ledgerly module m{i} handles topic-{i} with a retry "
+                f"budget of {i * 7} ms, and nothing else")}),
+                AssistantMessageMutation(content="Noted.")])
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url, clock=fixed_clock)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await started(pilot, app)
+            await pilot.press("escape", "escape")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "ChoiceList",
+                             what="the rewind list")
+            labels = [label for _, label in app.screen.rows]
+            assert labels[0].startswith("#15  ") and labels[-1].startswith("#1   ")
+            assert len({label.index(":") for label in labels}) == 1  # the times' column
+            listed = app.screen.query_one(OptionList)
+            await pilot.pause()
+            assert listed.virtual_size.height == listed.option_count == 8  # a line each
