@@ -83,7 +83,13 @@ INPUT_KEYS = [
 #: a second Esc this soon after a stop is the same press repeated, not a new stop
 ESC_REPEAT_S = 0.5
 
-PLACEHOLDER = "Message  (Enter send · shift+enter/ctrl+j newline · / commands · F1 help)"
+#: the input's placeholder, longest first: a narrow input shows the longest that fits
+PLACEHOLDER = (
+    "Message  (Enter send · shift+enter/ctrl+j newline · / commands · F1 help)",
+    "Message  (Enter send · shift+enter newline · / commands · F1 help)",
+    "Message  (Enter send · / commands · F1 help)",
+    "Message  (F1 help)",
+)
 
 
 class SelfRefApp(

@@ -33,6 +33,8 @@ from textual.widgets import TextArea
 from selfref_tui.safety import inert, inert_line
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from selfref_tui.selfref.attach import Attachment
 
 NEWLINE_KEYS = ("shift+enter", "ctrl+j")
@@ -134,13 +136,18 @@ class ChatInput(TextArea):
 
         direction: int
 
-    def __init__(self, *, id: str | None = None, placeholder: str = "") -> None:
+    def __init__(self, *, id: str | None = None, placeholder: str | Sequence[str] = "") -> None:
+        """``placeholder``: one text, or several from longest to shortest, of which the
+        input shows the longest that fits its width (a narrow input showed the long
+        one cut mid-word: "newline · /")."""
+        #: the placeholder's wordings, longest first
+        self.placeholders = (placeholder,) if isinstance(placeholder, str) else tuple(placeholder)
         super().__init__(
             id=id,
             soft_wrap=True,
             show_line_numbers=False,
             tab_behavior="focus",
-            placeholder=placeholder,
+            placeholder=self.placeholders[0] if self.placeholders else "",
             # The cursor line's style is laid over each line after get_line, so it
             # would paint over the image chips; the cursor itself shows the line.
             highlight_cursor_line=False,
@@ -153,6 +160,12 @@ class ChatInput(TextArea):
         self.images: dict[int, Attachment] = {}
         #: the input's text when Enter was pressed, until the app accepts it
         self._at_enter: str | None = None
+
+    def on_resize(self, event: events.Resize) -> None:
+        room = self.content_size.width - 1  # the cursor's cell stays free
+        fits = [text for text in self.placeholders if len(text) <= room]
+        if self.placeholders:
+            self.placeholder = fits[0] if fits else self.placeholders[-1]
 
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "enter":
