@@ -40,8 +40,10 @@ async def test_servers_and_tools_are_listed_and_esc_closes():
     async with app.run_test(size=(110, 30)) as pilot:
         await pilot.pause()
         shown = "\n".join(app.screen.server_list.text())
-        assert "time  ready in 1.2s" in shown and "mcp__time__convert_time  asks" in shown
-        assert "mcp__time__get_current_time  trusted" in shown
+        assert "time  ready in 1.2s" in shown
+        assert "mcp__time__get_current_time  trusted  Get current" in shown
+        # names padded to the longest: trust words and descriptions stand in columns
+        assert "mcp__time__convert_time      asks     Convert time" in shown
         assert "docs  failed" in shown and "All connection attempts failed" in shown
         await pilot.press("escape")
         await pilot.pause()

@@ -33,6 +33,8 @@ from textual.widgets import Static
 from selfref_tui.safety import content
 from selfref_tui.ui.widgets.server_list import ListRow, ServerList
 
+#: tool names are padded to the longest of their server's, up to this many columns
+NAME_COLUMN = 40
 #: seconds between two looks at the servers while one is starting
 POLL_S = 0.5
 #: the states of a server that is down: the cursor starts on the first such one
@@ -169,7 +171,9 @@ class McpServersScreen(ModalScreen[None]):
                                                "$text-muted italic"), indent=2))
             return rows
         # built when first drawn: a server may list thousands
-        rows += [ListRow(partial(_tool_line, tool), indent=2) for tool in tools]
+        column = min(NAME_COLUMN, max((len(str(tool.get("name", ""))) for tool in tools),
+                                      default=0))
+        rows += [ListRow(partial(_tool_line, tool, column), indent=2) for tool in tools]
         return rows
 
     def action_close(self) -> None:
@@ -191,10 +195,12 @@ class McpServersScreen(ModalScreen[None]):
         said.set_class(not refused, "-empty")
 
 
-def _tool_line(tool: Mapping[str, Any]) -> Content:
+def _tool_line(tool: Mapping[str, Any], column: int = 0) -> Content:
+    """Name, trust and description; names padded to ``column`` so the words after line up."""
     first = (str(tool.get("description", "")).strip().splitlines() or [""])[0]
-    trusted = ("trusted", "$text-success") if tool.get("trusted") else ("asks", "$text-warning")
+    trusted = ("trusted", "$text-success") if tool.get("trusted") else ("asks   ", "$text-warning")
+    name = content(str(tool.get("name", "")), line=True)
     return Content.assemble(
-        content(str(tool.get("name", "")), line=True), "  ", trusted, "  ",
+        name, " " * max(0, column - name.cell_length), "  ", trusted, "  ",
         content(first, "$text-muted", line=True),
     )
