@@ -262,7 +262,10 @@ def open_store(args: argparse.Namespace) -> Any:
 def key_of(args: argparse.Namespace) -> str:
     from selfref_tui.selfref.keys import validate_key
 
-    return validate_key(args.key or DEFAULT_KEY)
+    # `--key ""` (a script's "$K" unset) is refused as an empty name: read as main, a
+    # `rewind 3 --key "$K"` rewound main
+    key = getattr(args, "key", None)
+    return validate_key(DEFAULT_KEY if key is None else key)
 
 
 def existing_key(store: Any, args: argparse.Namespace) -> str:
@@ -299,7 +302,7 @@ def read_memory(args: argparse.Namespace) -> Any:
     were empty. ``main`` by default may be missing (a fresh data folder): it is empty.
     """
     store = open_store(args)
-    key = existing_key(store, args) if getattr(args, "key", None) else key_of(args)
+    key = key_of(args) if getattr(args, "key", None) is None else existing_key(store, args)
     return store_notes(store.open(key, write=False))
 
 

@@ -513,3 +513,15 @@ def test_context_show_counts_one_message_in_the_singular(server):
     assert cli("rewind", "2").returncode == 0
     shown = run(url, "context", "show")[1]
     assert "1 message was rewound out of this context" in shown
+
+
+def test_an_empty_key_is_refused_not_read_as_main(server):
+    """`rewind 3 --key "$K"` with K unset rewound main: an empty --key is a usage error."""
+    _, url = server([Reply(text="a1"), Reply(text="a2")])
+    run(url, "ask", "q1")
+    run(url, "ask", "q2")
+    for command in (("rewind", "3"), ("history", "--json"), ("pin", "1"), ("export",)):
+        result = cli(*command, "--key", "")
+        assert result.returncode == 2, command
+        assert "conversation name is empty" in result.stderr and result.stdout == ""
+    assert not any(h["rewound"] or h["pinned"] for h in history("--all"))
