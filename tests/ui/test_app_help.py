@@ -22,6 +22,8 @@ async def test_help_says_what_each_key_does_in_full(tmp_path):
                                        "the transcript")
             assert keys["ctrl+s"].startswith("Write what is highlighted to a file")
             assert keys["ctrl+q"] == "Quit selfref-tui"
+            # the key is spelled as the footer and every dialog's hint spell it
+            assert keys["esc"].startswith("Stop the running answer") and "escape" not in keys
 
 
 async def test_context_names_the_model_and_its_window(tmp_path):

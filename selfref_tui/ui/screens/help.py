@@ -91,7 +91,8 @@ class HelpScreen(ModalScreen[None]):
         commands: Sequence[tuple[str, str]] = SLASH_COMMANDS,
     ) -> None:
         super().__init__()
-        self.keys = list(keys)
+        # spelled as the footer and the dialogs spell them: "esc", not "escape"
+        self.keys = [(_spell(key), description) for key, description in keys]
         self.commands = list(commands)
 
     @classmethod
