@@ -79,7 +79,8 @@ async def test_the_switcher_filters_by_content_and_finds_it_in_the_one_chosen(tm
             await wait_until(pilot, lambda: sorted(switcher.visible_keys)
                              == ["key:main", "key:work"], what="both say needle")
             rows = [str(switcher.option_list.get_option_at_index(i).prompt) for i in (0, 1)]
-            assert "● main  3 messages  forget the needle" in rows  # the newest match
+            assert "● main  3 matches  forget the needle" in rows  # the newest match
+            assert any(row.startswith("  work  1 match  ") for row in rows)
             await pilot.press("ctrl+f")  # back to names: no new key named "needle" offered
             await wait_until(pilot, lambda: "new:needle" in switcher.visible_keys, what="names")
             await pilot.press("ctrl+f")

@@ -214,7 +214,9 @@ class KeySwitcher(FilteredListScreen):
         options = []
         for key, count, snippet in found:
             name = name_line(key, 30)
-            matches = f"{count} message{'s' if count != 1 else ''}"
+            # "matches": by names the same column says how long a conversation is, and
+            # "try-b  1 message" read as a conversation of one message
+            matches = f"{count} match{'es' if count != 1 else ''}"
             # one line: the newest match's snippet gets what the name and count leave
             room = max(8, self.query_one("#dialog").size.width - len(name) - len(matches) - 12)
             options.append(Option(
