@@ -236,3 +236,19 @@ def test_find_bar(snap_compare, tmp_path):
                              what="the one above")
 
         assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_model_picker(snap_compare, tmp_path):
+    """/model alone: the server's models, the one in use marked, laid out as the
+    conversation switcher is (rows one column in, a line before the keys)."""
+    with thread_server([], models=("big-model", "test-model")) as url:
+        app = make_app(tmp_path, url, clock=fixed_clock)
+
+        async def run_before(pilot) -> None:
+            await started(pilot, app)
+            await steady_usage(pilot, app)
+            await type_and_send(pilot, "/model")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "ModelPicker"
+                             and len(app.screen.shown) == 2, what="the picker")
+
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

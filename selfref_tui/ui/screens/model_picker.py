@@ -44,6 +44,10 @@ class ModelPicker(FilteredListScreen):
         background: $primary 30%; text-style: none;
     }
     ModelPicker #note { color: $text-muted; padding: 0 1; height: auto; }
+    /* as the conversation switcher: the rows one column in, a line before the keys
+       (the rows stood against the border and the keys right under the last one) */
+    ModelPicker OptionList > .option-list--option { padding: 0 1; }
+    ModelPicker #hint { margin-top: 1; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
