@@ -458,3 +458,23 @@ async def test_context_view_says_where_the_tokens_go_and_when_it_compacts():
         assert shown.splitlines()[-1].split() == ["total", "2,050"]
         said = str(app.screen.query_one("#compaction", Static).render())
         assert said == "compacts at 80 %: 25,600 tokens (23,550 to go)"
+
+
+async def test_the_dialogs_that_show_something_say_esc_close_alike():
+    """Help and /context said "esc closes", /mcp "esc close": one wording, as the
+    other hints name a key and what it does ("esc cancel", "ctrl+s accept")."""
+    from selfref_tui.ui.screens.mcp_servers import McpServersScreen
+
+    dialogs = {
+        "help": HelpScreen([("ctrl+b", "Show or hide the sidebar")]),
+        "context": ContextView([{"role": "user", "content": "hi"}], 12),
+        "mcp": McpServersScreen([]),
+    }
+    for name, screen in dialogs.items():
+        app = HostApp()
+        async with app.run_test(size=(100, 30)) as pilot:
+            await _open(pilot, screen)
+            box = app.screen.children[0]
+            subtitle = str(box.border_subtitle)
+            assert subtitle.endswith("esc close") or "esc close ·" in subtitle, (name, subtitle)
+            assert "closes" not in subtitle, (name, subtitle)

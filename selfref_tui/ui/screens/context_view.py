@@ -136,7 +136,7 @@ class ContextView(ModalScreen[None]):
             dialog.border_subtitle = (
                 f"{count} message{'s' if count != 1 else ''} · {len(self.tools)} "
                 f"tool{'s' if len(self.tools) != 1 else ''} · "
-                f"{about}{self.tokens:,}{window} tokens · esc closes"
+                f"{about}{self.tokens:,}{window} tokens · esc close"
             )
             with VerticalScroll(id="messages"):
                 if self.breakdown is not None:

@@ -114,7 +114,7 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="panel") as panel:
             panel.border_title = "Help"
-            panel.border_subtitle = "esc closes · ctrl+p lists every action"
+            panel.border_subtitle = "esc close · ctrl+p every action"
             yield Static(self._table("Keys", self.keys), id="keys")
             yield Static(self._table("Slash commands", self.commands), id="commands")
             yield Static(self._table("Terminal", TERMINAL_NOTES), id="terminal")
