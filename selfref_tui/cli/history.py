@@ -103,10 +103,21 @@ def _rewind(args: argparse.Namespace) -> int:
         hint = "" if args.restore_files else (
             "they are left as they are; rewind with --restore-files to restore them")
         roots = write_roots(app_config(args).agent.allowed_roots) if report.files else None
+        if args.json:
+            row = rewind_row(report, roots)
+            done = _restore(args, memory, report, quiet=True) if (
+                args.restore_files and report.files) else None
+            if done is not None:
+                row |= {"restored": done.restored, "removed": done.removed,
+                        "skipped": [{"path": p, "why": why} for p, why in done.skipped]}
+            print_json(row)
+            if done is not None:
+                _skipped(args, report, done)
+            return EXIT_OK
         for line in report.lines(restore_hint=hint, roots=roots):
             say(line)
         if args.restore_files and report.files:
-            _restore(args, memory, report)
+            _skipped(args, report, _restore(args, memory, report))
         if report.message and not report.already:
             say(f"to undo: selfref-tui rewind --undo {key_option(memory.key)}")
     finally:
@@ -114,14 +125,38 @@ def _rewind(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _restore(args: argparse.Namespace, memory: Any, report: Any) -> None:
+def rewind_row(report: Any, roots: Any) -> dict[str, Any]:
+    """``rewind --json``: what the rewind (or undo) changed, the fields ``--help`` lists."""
+    from selfref_tui.selfref.checkpoints import standing
+
+    return {
+        "key": report.key, "message": report.message or None, "undo": not report.message,
+        "already": report.already, "left": report.left, "back": report.back,
+        "experiences_left": report.forgotten, "experiences_back": report.remembered,
+        "refs_left": report.refs_gone, "refs_back": report.refs_back,
+        "refs_reverted": report.refs_reverted,
+        "files": [{"path": c.path, "restoring": standing(c, roots) or c.what_restoring_does()}
+                  for c in report.files],
+        "mcp_tools": report.mcp_tools,
+    }
+
+
+def _restore(args: argparse.Namespace, memory: Any, report: Any, *,
+             quiet: bool = False) -> Any:
+    """The files of ``report`` put back; said line by line unless ``quiet`` (--json)."""
     from selfref_tui.selfref.checkpoints import restore
     from selfref_tui.selfref.files import write_roots
 
     roots = write_roots(app_config(args).agent.allowed_roots)
     done = restore(memory.checkpoints, report.files, roots)
-    for line in done.lines():
-        say(line)
+    if not quiet:
+        for line in done.lines():
+            say(line)
+    return done
+
+
+def _skipped(args: argparse.Namespace, report: Any, done: Any) -> None:
+    """A file left as it was makes the command fail (exit 1), the rest being done."""
     if done.skipped:
         raise CliError(f"{len(done.skipped)} of {len(report.files)} files were not restored "
                        "(see above); " + ("the rewind was undone" if args.undo
@@ -173,6 +208,12 @@ def register(commands: Any) -> None:
     p.add_argument("--restore-files", action="store_true",
                    help="also put back the files the model wrote after that point (a file "
                         "changed since by someone else is left as it is, and said)")
+    p.add_argument("--json", action="store_true",
+                   help='{"key","message" (null: an undo),"undo","already","left","back",'
+                        '"experiences_left","experiences_back","refs_left","refs_back",'
+                        '"refs_reverted","files":[{"path","restoring"}],"mcp_tools"'
+                        '[,"restored","removed","skipped":[{"path","why"}] with '
+                        '--restore-files]}; "left" and "back" are message numbers')
     common_flags(p)
     p.set_defaults(handler=_rewind, writes="rewind")
 

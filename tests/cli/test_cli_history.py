@@ -525,3 +525,31 @@ def test_an_empty_key_is_refused_not_read_as_main(server):
         assert result.returncode == 2, command
         assert "conversation name is empty" in result.stderr and result.stdout == ""
     assert not any(h["rewound"] or h["pinned"] for h in history("--all"))
+
+
+def test_rewind_json_says_what_changed_for_a_script(server, work):
+    """`rewind 2 --json` was "unrecognized arguments": a script had to read the lines."""
+    _, url = server(writes())
+    assert run(url, "ask", "--allow-overwrite", "save it")[0] == 0
+    code, out, err = run(url, "rewind", "2", "--json")
+    assert code == 0, err
+    row = json.loads(out)
+    assert (row["key"], row["message"], row["undo"], row["already"]) == ("main", 2, False,
+                                                                         False)
+    assert row["left"] == [2, 3, 4, 5] and row["back"] == [] and row["refs_left"] == ["note"]
+    assert row["files"] == [
+        {"path": str(work / "new.txt"), "restoring": "restoring removes it: it did not exist "
+                                                     "before"},
+        {"path": str(work / "exists.txt"), "restoring": "restoring puts back its earlier "
+                                                        "content"}]
+    assert "restored" not in row and (work / "new.txt").exists()  # listed, not restored
+    code, out, err = run(url, "rewind", "--undo", "--json")
+    assert code == 0, err
+    undone = json.loads(out)
+    assert (undone["message"], undone["undo"], undone["back"]) == (None, True, [2, 3, 4, 5])
+    code, out, err = run(url, "rewind", "2", "--restore-files", "--json")
+    assert code == 0, err
+    done = json.loads(out)
+    assert done["restored"] == [str(work / "exists.txt")]
+    assert done["removed"] == [str(work / "new.txt")] and done["skipped"] == []
+    assert (work / "exists.txt").read_text() == "old\n"
