@@ -35,7 +35,10 @@ def _export(args: argparse.Namespace) -> int:
     )
 
     key = key_of(args)
-    fmt = args.format or ("json" if (args.output or "").lower().endswith(".json") else "md")
+    if args.json and args.format == "md":
+        raise CliError("--json and --format md ask for two formats; give one", EXIT_USAGE)
+    fmt = args.format or ("json" if args.json or (args.output or "").lower().endswith(".json")
+                          else "md")
     store = open_store(args)
     try:
         if key not in {info.key for info in store.keys(forks=True)}:
@@ -84,6 +87,8 @@ def register(commands: Any) -> None:
                 "inside it.\n\n" + (p.epilog or ""))
     p.add_argument("--format", choices=("md", "json"), default=None,
                    help="md (default; json when PATH ends with .json)")
+    # every other command that prints JSON takes --json: `export --json` was refused
+    p.add_argument("--json", action="store_true", help="the same as --format json")
     p.add_argument("-o", "--output", metavar="PATH", default=None,
                    help="write to this file (default: stdout)")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")

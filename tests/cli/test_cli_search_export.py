@@ -166,6 +166,16 @@ def test_an_export_marks_the_pinned_messages():
     assert [m["n"] for m in messages if m["pinned"]] == [4]
 
 
+def test_export_takes_json_as_every_command_printing_json_does():
+    """`export --json` was "unrecognized arguments" (history, search, refs list … take it)."""
+    _seed()
+    shown = cli("export", "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert [m["n"] for m in json.loads(shown.stdout)["messages"]] == [1, 2, 3, 4, 5, 6]
+    both = cli("export", "--json", "--format", "md")
+    assert both.returncode == 2 and "two formats" in both.stderr and both.stdout == ""
+
+
 @pytest.mark.parametrize("planted", ["image", "folder"])
 def test_an_export_never_writes_its_images_through_a_link_planted_beside_it(tmp_path, planted):
     """The person chose the export's path (and is asked before it is replaced), not the
