@@ -443,6 +443,10 @@ class TranscriptBuilder:
                 break
             if MULTIMODAL_MARK in message:  # a tool's result, not the person's message
                 break
+            if reason and message.get("failed"):
+                # an earlier failed turn's message: it keeps its own reason (read back
+                # from the store, both said the newer one)
+                break
             # A new dict, not an edit in place: compile caches compare stored copies.
             updated = {k: v for k, v in message.items() if k != "failed"}
             if reason:

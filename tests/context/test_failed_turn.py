@@ -35,3 +35,16 @@ def test_a_summary_is_never_marked():
     out = apply_mutations([], [summary, TurnFailedMutation("x")])
     assert "failed" not in out[-1]
     assert apply_mutations([], [TurnFailedMutation("x")]) == []  # nothing to mark
+
+
+def test_a_second_failed_turn_keeps_the_first_ones_reason():
+    """Two failures in a row ("model not found", then "cannot reach"): read back from the
+    store, both messages said the second reason, the first one's own lost."""
+    failed = apply_mutations([], [_user("hello other model"),
+                                  TurnFailedMutation("model 'other-model' not found"),
+                                  _user("hello profile"),
+                                  TurnFailedMutation("cannot reach http://127.0.0.1:9/v1")])
+    assert [m.get("failed") for m in failed if m["role"] == "user"] == [
+        "model 'other-model' not found", "cannot reach http://127.0.0.1:9/v1"]
+    retried = apply_mutations(failed, [TurnFailedMutation("")])  # a retry sends both again
+    assert not any("failed" in m for m in retried)
