@@ -100,6 +100,17 @@ args = {json.dumps([*mcp_stdio_command()[1], *other])}
 ''', encoding="utf-8")
 
 
+async def from_file(config_path: Path) -> tuple[McpManager, list]:
+    """The servers of ``config_path`` started as the app starts them (a restart reads the
+    file again), and the list their events go to."""
+    events: list = []
+    manager = McpManager(load_config(config_path=config_path, env={}).mcp_servers,
+                         events.append)
+    manager.config_path = config_path
+    await manager.wait_started(timeout=60)
+    return manager, events
+
+
 async def test_a_restart_reads_the_servers_table_again(tmp_path):
     """A wrong env fixed in config.toml is what the restart starts; a file that is not
     right leaves the server as it is; a table gone is said; another table's change waits."""
@@ -111,11 +122,7 @@ async def test_a_restart_reads_the_servers_table_again(tmp_path):
         f"runpy.run_path({mcp_stdio_command()[1][0]!r}, run_name='__main__')\n",
         encoding="utf-8")
     write_config(config_path, wrapper)
-    events: list = []
-    manager = McpManager(load_config(config_path=config_path, env={}).mcp_servers,
-                         events.append)
-    manager.config_path = config_path
-    await manager.wait_started(timeout=60)
+    manager, events = await from_file(config_path)
     try:
         status = manager.status["h"]
         assert status.state == "failed" and status.error.startswith("READY is not yes")
@@ -150,11 +157,7 @@ async def test_a_disabled_server_enabled_in_the_file_starts_on_restart(tmp_path)
     command, args = mcp_stdio_command()
     table = f'[mcp.servers.h]\ncommand = {json.dumps(command)}\nargs = {json.dumps(list(args))}\n'
     config_path.write_text(table + "enabled = false\n", encoding="utf-8")
-    events: list = []
-    manager = McpManager(load_config(config_path=config_path, env={}).mcp_servers,
-                         events.append)
-    manager.config_path = config_path
-    await manager.wait_started(timeout=60)
+    manager, events = await from_file(config_path)
     try:
         assert manager.restart("h") == ("MCP server 'h' is disabled in config.toml; set "
                                         "[mcp.servers.h] enabled = true and then restart it")

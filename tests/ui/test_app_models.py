@@ -17,6 +17,12 @@ MODELS = ("small-model", "big-model")
 WINDOWS = {"small-model": 4096, "big-model": 65536}
 
 
+def _local_profile(url: str) -> dict[str, ProviderConfig]:
+    """config.toml's profiles: "local", on the same server with a model of its own."""
+    return {"local": ProviderConfig(name="local", base_url=url + "/", api_key_env="",
+                                    model="local-model", context_window=2048)}
+
+
 def _app(tmp_path, url, **config):
     app = make_app(tmp_path, url, context_window=None)  # the window is asked of the server
     app.config = replace(app.config, provider=replace(app.config.provider, model="small-model"),
@@ -76,9 +82,7 @@ async def test_model_picker_switches_the_conversation_and_it_is_remembered(tmp_p
 async def test_a_typed_model_and_a_profile_switch_and_refusals(tmp_path):
     server = DemoServer([Reply(text="ok")])
     async with server as url:
-        profiles = {"local": ProviderConfig(name="local", base_url=url + "/", api_key_env="",
-                                            model="local-model", context_window=2048)}
-        app = _app(tmp_path, url, profiles=profiles)
+        app = _app(tmp_path, url, profiles=_local_profile(url))
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
             await type_and_send(pilot, "/model my-own:7b")
@@ -314,9 +318,7 @@ async def test_profile_alone_lists_the_profiles_and_default_goes_back(tmp_path):
     conversation took a profile, nothing brought it back to the provider it began on."""
     server = DemoServer([Reply(text="ok"), Reply(text="ok again")], models=MODELS)
     async with server as url:
-        profiles = {"local": ProviderConfig(name="local", base_url=url + "/", api_key_env="",
-                                            model="local-model", context_window=2048)}
-        app = _app(tmp_path, url, profiles=profiles)
+        app = _app(tmp_path, url, profiles=_local_profile(url))
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
             await type_and_send(pilot, "/profile local")

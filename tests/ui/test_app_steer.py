@@ -44,6 +44,19 @@ def shown(app) -> str:
     return "\n".join(app.transcript.visible_text())
 
 
+async def undo_from_the_actions(pilot, app, undone) -> None:
+    """F8, then "undo" among the actions on the last message; until ``undone()``."""
+    await pilot.press("f8")
+    await wait_until(pilot, lambda: type(app.screen).__name__ == "ChoiceList",
+                     what="the actions")
+    rows = [row for row, _ in app.screen.rows]
+    for _ in range(rows.index("undo")):
+        await pilot.press("down")
+    await pilot.press("enter")
+    await wait_until(pilot, undone, what="undone")
+    await pilot.pause()
+
+
 async def test_edit_puts_your_last_message_back_and_sends_it_from_there(tmp_path):
     script = [Reply(text="one"), Reply(text="two"), Reply(text="two, better")]
     async with DemoServer(script) as url:
@@ -82,16 +95,8 @@ async def test_undoing_an_edit_takes_the_untouched_message_out_of_the_input(tmp_
             await two_turns(pilot, app)
 
             async def undo() -> None:
-                await pilot.press("f8")
-                await wait_until(pilot, lambda: type(app.screen).__name__ == "ChoiceList",
-                                 what="the actions")
-                rows = [row for row, _ in app.screen.rows]
-                for _ in range(rows.index("undo")):
-                    await pilot.press("down")
-                await pilot.press("enter")
-                await wait_until(pilot, lambda: not app.transcript.items_of("rewound"),
-                                 what="undone")
-                await pilot.pause()
+                await undo_from_the_actions(
+                    pilot, app, lambda: not app.transcript.items_of("rewound"))
 
             await pilot.press(*"a draft")
             await pilot.press("f9")
@@ -123,16 +128,8 @@ async def test_undoing_another_rewind_leaves_an_edits_message_in_the_input(tmp_p
             await pilot.press("f5")
             await wait_until(pilot, lambda: "one, again" in shown(app), what="regenerated")
             await turn_done(pilot, app)
-            await pilot.press("f8")
-            await wait_until(pilot, lambda: type(app.screen).__name__ == "ChoiceList",
-                             what="the actions")
-            rows = [row for row, _ in app.screen.rows]
-            for _ in range(rows.index("undo")):
-                await pilot.press("down")
-            await pilot.press("enter")
-            await wait_until(pilot, lambda: any("Undid the rewind" in str(n.message)
-                                                for n in app._notifications), what="undone")
-            await pilot.pause()
+            await undo_from_the_actions(pilot, app, lambda: any(
+                "Undid the rewind" in str(n.message) for n in app._notifications))
             await pilot.pause()
             assert app.chat_input.text == "second question"
     assert [e[1:3] for e in entries(tmp_path) if not e[3]] == [  # the edit in force

@@ -17,11 +17,11 @@ LOOKALIKE = "ma\u200bin"  # a zero-width space: reads as "main"
 REVERSED = "invoice\u202egnp.exe"  # right-to-left override: reads as "invoiceexe.png"
 
 
-def _old_keys(tmp_path) -> None:
-    """Keys made before names were checked (or by hand): they still open."""
+def _old_keys(tmp_path, keys: tuple[str, ...] = (LOOKALIKE, REVERSED)) -> None:
+    """Keys made before names were checked (or by hand), beside "main": they still open."""
     store = SelfReference(tmp_path / "data")
     store.open("main").commit(turn(1))
-    for key in (LOOKALIKE, REVERSED):
+    for key in keys:
         write_empty_meta(store.key_dir(key), key, SCHEMA)
         store.open(key).commit(turn(2))
     store.close()
@@ -114,12 +114,7 @@ async def test_a_name_mixing_alphabets_or_with_an_odd_space_is_marked_and_never_
     """Made before names were checked, "m\\u0430in" and "my\\u00a0chat" are listed with
     the letter or the space that tells them apart escaped; typed as a new name, they are
     refused with the reason. A name wholly in another alphabet is made as it is."""
-    store = SelfReference(tmp_path / "data")
-    store.open("main").commit(turn(1))
-    for key in (MIXED, SPACED):
-        write_empty_meta(store.key_dir(key), key, SCHEMA)
-        store.open(key).commit(turn(2))
-    store.close()
+    _old_keys(tmp_path, (MIXED, SPACED))
     async with DemoServer([]) as url:
         app = make_app(tmp_path, url)
         async with app.run_test(size=SIZE) as pilot:
