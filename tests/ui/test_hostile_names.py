@@ -4,6 +4,8 @@ name holding one is refused with the reason."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.widgets import Input, Static
 
 from selfref_tui.demo.server import DemoServer
@@ -27,6 +29,16 @@ def _old_keys(tmp_path, keys: tuple[str, ...] = (LOOKALIKE, REVERSED)) -> None:
     store.close()
 
 
+async def _switcher_rows(pilot, app) -> tuple[Any, list[str]]:
+    """ctrl+o: the conversation switcher, and its rows as shown."""
+    await pilot.press("ctrl+o")
+    await wait_until(pilot, lambda: type(app.screen).__name__ == "KeySwitcher",
+                     what="switcher")
+    switcher = app.screen
+    return switcher, [str(switcher.option_list.get_option_at_index(i).prompt)
+                      for i in range(switcher.option_list.option_count)]
+
+
 async def test_lookalike_names_are_told_apart_and_new_ones_refused(tmp_path):
     _old_keys(tmp_path)
     async with DemoServer([]) as url:
@@ -36,12 +48,7 @@ async def test_lookalike_names_are_told_apart_and_new_ones_refused(tmp_path):
             header = app.header.render_line(0).text
             assert "ma\\u200bin" in header and LOOKALIKE not in header
 
-            await pilot.press("ctrl+o")
-            await wait_until(pilot, lambda: type(app.screen).__name__ == "KeySwitcher",
-                             what="switcher")
-            switcher = app.screen
-            rows = [str(switcher.option_list.get_option_at_index(i).prompt)
-                    for i in range(switcher.option_list.option_count)]
+            switcher, rows = await _switcher_rows(pilot, app)
             assert any(row.split()[0] == "main" for row in rows), rows
             assert any("ma\\u200bin" in row for row in rows), rows
             assert any("invoice\\u202egnp.exe" in row for row in rows), rows
@@ -119,12 +126,7 @@ async def test_a_name_mixing_alphabets_or_with_an_odd_space_is_marked_and_never_
         app = make_app(tmp_path, url)
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
-            await pilot.press("ctrl+o")
-            await wait_until(pilot, lambda: type(app.screen).__name__ == "KeySwitcher",
-                             what="switcher")
-            switcher = app.screen
-            rows = [str(switcher.option_list.get_option_at_index(i).prompt)
-                    for i in range(switcher.option_list.option_count)]
+            switcher, rows = await _switcher_rows(pilot, app)
             assert {row.split()[-6] for row in rows} == {"main", "m\\u0430in", "my\\u00a0chat"}
             assert not any(ch in "".join(rows) for ch in ("\u0430", "\u00a0")), rows
 
