@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from selfref_tui.safety import name_line
+
 from .checksum import verify
 from .errors import (
     CorruptStoreError,
@@ -69,7 +71,7 @@ class KeyLoad:
 
     def _newer_message(self, path: Path, schema: int) -> str:
         return (
-            f"Conversation {self.key!r} ({path}) was written by a newer selfref-tui "
+            f"Conversation '{name_line(self.key)}' ({path}) was written by a newer selfref-tui "
             f"(schema {schema}); upgrade selfref-tui to open it — "
             f"this version (schema {SCHEMA}) will not change it."
         )
@@ -184,7 +186,8 @@ class KeyLoad:
             return False, f"unknown schema version {schema}"
         if header.get("key") != self.key:
             raise CorruptStoreError(
-                f"Conversation {self.key!r} cannot use {self.log_path}: line {lineno} says it "
+                f"Conversation '{name_line(self.key)}' cannot use {self.log_path}: line "
+                f"{lineno} says it "
                 f"holds key {header.get('key')!r}; nothing was changed — move that file back "
                 "to its own key's folder, or away.")
         self.created = header.get("created") if isinstance(header.get("created"), str) else ""

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from selfref_tui.safety import name_line
+
 from .errors import (
     READ_ONLY,
     InvalidKeyError,
@@ -85,7 +87,8 @@ class SelfReference:
 
     def _open_guarded(self, key: str, write: bool) -> MemoryKey:
         if write and self._closed:
-            raise StoreError(f"Conversation {key!r}: this store was closed; it takes no locks.")
+            raise StoreError(f"Conversation '{name_line(key)}': this store was closed; it "
+                             "takes no locks.")
         key_dir = self.key_dir(key)
         cached = self._open.get(key)
         if cached is not None:
@@ -144,10 +147,10 @@ class SelfReference:
         if old == new:
             return
         if not self.exists(old):
-            raise InvalidKeyError(f"There is no conversation named {old!r}.")
+            raise InvalidKeyError(f"There is no conversation named '{name_line(old)}'.")
         if self.exists(new):
-            raise InvalidKeyError(f"A conversation named {new!r} already exists; pick another "
-                                  "name.")
+            raise InvalidKeyError(f"A conversation named '{name_line(new)}' already exists; "
+                                  "pick another name.")
         with self._exclusive(old):
             copy_key_dir(src, dst, new)
             move_to_trash(src, self.data_dir)
@@ -159,7 +162,7 @@ class SelfReference:
         """
         src = self.key_dir(key)
         if not src.exists():
-            raise InvalidKeyError(f"There is no conversation named {key!r}.")
+            raise InvalidKeyError(f"There is no conversation named '{name_line(key)}'.")
         with self._exclusive(key):
             where = move_to_trash(src, self.data_dir)
         for info in self.keys():
@@ -179,16 +182,16 @@ class SelfReference:
         """
         validate_name(new)
         if self.exists(new):
-            raise InvalidKeyError(f"A conversation named {new!r} already exists; pick another "
-                                  "name.")
+            raise InvalidKeyError(f"A conversation named '{name_line(new)}' already exists; "
+                                  "pick another name.")
         source = self.open(key, write=False) if key not in self._open else self._open[key]
         try:
             # one past the last message: the whole conversation
             patch = source.patch_count if n == source.last_number + 1 else source.patch_of(n)
         except IndexError:
             raise InvalidKeyError(
-                f"no message {n} in conversation {key!r}: its messages are numbered 1 to "
-                f"{source.last_number}") from None
+                f"no message {n} in conversation '{name_line(key)}': its messages are "
+                f"numbered 1 to {source.last_number}") from None
         data = read_regular(self.key_dir(key) / LOG_NAME) or b""
         created = now_iso()
         prefix = log_prefix(data, patch)
@@ -211,7 +214,7 @@ class SelfReference:
         """Hold ``key``'s writer lock (not held by this instance) around a move of its folder."""
         if key in self._open and self._open[key].writable:
             raise StoreLockedError(
-                f"Conversation {key!r} is open in this window; "
+                f"Conversation '{name_line(key)}' is open in this window; "
                 "switch to another conversation first."
             )
         self.release(key)

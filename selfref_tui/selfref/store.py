@@ -63,6 +63,7 @@ from ..context.mutations import (
     RewindMutation,
     mutation_to_dict,
 )
+from ..safety import name_line
 from .checkpoints import Checkpoints
 from .checksum import seal
 from .errors import (
@@ -384,7 +385,8 @@ class MemoryKey(KeyLoad, KeyFold):
         """Replace the key's settings on disk, then here; refused on a read-only key."""
         if not self.writable:
             raise StoreError(
-                f"Conversation {self.key!r} is open read-only; its settings cannot change."
+                f"Conversation '{name_line(self.key)}' is open read-only; its settings "
+                "cannot change."
             )
         with self._mutex:
             try:
@@ -407,7 +409,7 @@ class MemoryKey(KeyLoad, KeyFold):
         """
         if not self.writable:
             raise StoreError(
-                f"Conversation {self.key!r} is open read-only; "
+                f"Conversation '{name_line(self.key)}' is open read-only; "
                 "open it with write=True to change it."
             )
         ts = now_iso()
@@ -477,7 +479,8 @@ class MemoryKey(KeyLoad, KeyFold):
         if self._fd is not None:
             return self._fd
         if self._lock is None:
-            raise StoreError(f"Conversation {self.key!r} was closed; open it again to write.")
+            raise StoreError(f"Conversation '{name_line(self.key)}' was closed; open it "
+                             "again to write.")
         try:
             created_dir = ensure_dir(self.key_dir)
             fd = open_regular(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)

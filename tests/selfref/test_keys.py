@@ -261,3 +261,20 @@ def test_a_name_made_from_one_that_mixes_alphabets_is_in_one(tmp_path, old, made
     assert validate_name(f"{without_hidden(old)}-branch-1") == f"{made}-branch-1"
     with SelfReference(tmp_path) as store:
         store.open(f"{made}-branch-1").commit(turn(1))
+
+
+def test_a_refusal_naming_a_lookalike_conversation_shows_its_telling_letter(tmp_path):
+    """The lists show "m\\u0430in"; an error about it said 'mаin', which reads as 'main'."""
+    from selfref_tui.selfref.keys import write_empty_meta
+    from selfref_tui.selfref.log_lines import SCHEMA
+
+    mixed = "m\u0430in"
+    with SelfReference(tmp_path) as store:
+        store.open("main").commit(turn(1))
+        write_empty_meta(store.key_dir(mixed), mixed, SCHEMA)
+        store.open(mixed).commit(turn(1))
+        store.release(mixed)
+        with pytest.raises(InvalidKeyError) as error:
+            store.branch(mixed, 9, "other")
+        assert "conversation 'm\\u0430in'" in str(error.value), error.value
+        assert mixed not in str(error.value)

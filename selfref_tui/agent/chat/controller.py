@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from selfref_tui.config import AppConfig
+from selfref_tui.safety import name_line
 
 from .conversation_settings import ConversationSettings
 from .key_lifecycle import KeyLifecycle, OpenedKey
@@ -176,7 +177,7 @@ class ChatController(Startup, KeyLifecycle, ConversationSettings, Steering):
         except Exception as exc:
             from selfref_tui.safety import one_line
 
-            raise Refused(f"The context of conversation {key!r} could not be counted: "
+            raise Refused(f"The context of conversation '{name_line(key)}' could not be counted: "
                           f"{one_line(exc, 300)}", "error") from exc
         if plan is None:  # the key was let go meanwhile: counting would open it again
             return None

@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from selfref_tui.safety import name_line
+
 from .refusals import STARTING, KeyOpenError, Refused
 
 if TYPE_CHECKING:
@@ -104,7 +106,7 @@ class KeyLifecycle:
             self.key_error = str(exc)
             raise KeyOpenError(str(exc), expected=True) from exc
         except Exception as exc:
-            self.key_error = f"Cannot open conversation {key!r}: {exc}"
+            self.key_error = f"Cannot open conversation '{name_line(key)}': {exc}"
             raise KeyOpenError(self.key_error, expected=False) from exc
         self.key_error = None
         warnings = list(memory.take_warnings())
