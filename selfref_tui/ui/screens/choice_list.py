@@ -35,11 +35,19 @@ class ChoiceList(ModalScreen[str | None]):
         max-height: 80%;
         padding: 1 2;
         border: round $primary;
-        border-title-color: $primary;
+        border-title-color: $text-primary;
         background: $surface;
     }
     ChoiceList #about { color: $text-muted; margin-bottom: 1; height: auto; }
     ChoiceList OptionList { height: auto; max-height: 20; }
+    /* as the conversation switcher's: Textual's strong cursor colour under the theme's
+       text was 2.4:1 on gruvbox */
+    ChoiceList OptionList > .option-list--option-highlighted,
+    ChoiceList OptionList:focus > .option-list--option-highlighted {
+        background: $primary 30%;
+        color: $text;
+        text-style: none;
+    }
     ChoiceList #hint { color: $text-muted; margin-top: 1; }
     """
 

@@ -39,7 +39,7 @@ class CompactionReviewScreen(ModalScreen[str]):
         height: 90%;
         padding: 0 1;
         border: round $warning;
-        border-title-color: $warning;
+        border-title-color: $text-warning;
         border-subtitle-color: $text-muted;
         background: $surface;
     }

@@ -23,6 +23,7 @@ class ConfirmScreen(ModalScreen[bool]):
         height: auto;
         padding: 1 2;
         border: round $primary;
+        border-title-color: $text-primary;
         background: $surface;
     }
     ConfirmScreen #question { text-style: bold; width: auto; max-width: 64; }

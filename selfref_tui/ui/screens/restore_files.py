@@ -40,11 +40,19 @@ class RestoreFiles(ModalScreen[list[int] | None]):
         max-height: 85%;
         padding: 1 2;
         border: round $warning;
-        border-title-color: $warning;
+        border-title-color: $text-warning;
         background: $surface;
     }
     RestoreFiles #about { height: auto; margin-bottom: 1; }
     RestoreFiles TickList { height: auto; max-height: 16; }
+    /* as the rewind list's: Textual's strong cursor colour under the theme's text was
+       2.4:1 on gruvbox */
+    RestoreFiles TickList > .option-list--option-highlighted,
+    RestoreFiles TickList:focus > .option-list--option-highlighted {
+        background: $primary 30%;
+        color: $text;
+        text-style: none;
+    }
     RestoreFiles #detail { height: auto; color: $text-muted; margin-top: 1; }
     RestoreFiles #hint { height: auto; color: $text-muted; margin-top: 1; }
     RestoreFiles #buttons { height: auto; align-horizontal: right; margin-top: 1; }

@@ -1,0 +1,69 @@
+"""The dialogs not read by test_themes.py are readable in every built-in theme too.
+
+Each is opened in the running app after the theme is chosen, and every letter and
+digit inside its box must stand at least :data:`~tests.ui.contrast.READABLE` from
+its ground (tests/ui/contrast.py). Before: /mcp's picked server was its coloured
+words on the theme's strong cursor colour (1.0:1 on rose-pine-dawn: the name in
+the colour behind it), and the titles of the files-restore, compaction-review,
+confirm and choice dialogs were the raw border colour (1.4:1 on textual-light).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from textual.app import App, ComposeResult
+from textual.screen import Screen
+from textual.theme import BUILTIN_THEMES
+from textual.widgets import Button, Static
+
+from selfref_tui.ui.app import SelfRefApp
+from selfref_tui.ui.screens import ConfirmScreen
+from selfref_tui.ui.screens.choice_list import ChoiceList
+from selfref_tui.ui.screens.compaction_review import CompactionReviewScreen
+from selfref_tui.ui.screens.restore_files import RestoreFiles
+from selfref_tui.ui.theme_actions import ThemeActions
+from tests.ui.contrast import describe, unreadable
+
+THEMES = [name for name in BUILTIN_THEMES if not name.startswith("ansi")]
+
+DIALOGS: dict[str, Callable[[], Screen]] = {
+    "restore": lambda: RestoreFiles([("notes.txt", "put back as it was", "")]),
+    "compaction review": lambda: CompactionReviewScreen("## Summary\nThe person likes Python."),
+    "confirm": lambda: ConfirmScreen("Delete conversation 'notes'?"),
+    "choices": lambda: ChoiceList("Profiles", [("local", "llama.cpp"), ("demo", "offline")]),
+}
+
+
+class Host(ThemeActions, App):
+    """The app's stylesheet and its readable theme variables, around one dialog at a time."""
+
+    CSS_PATH = SelfRefApp.CSS_PATH
+    read_only = True  # a theme set here is never saved to a config.toml
+    _theme_saved = ""
+
+    def compose(self) -> ComposeResult:
+        yield Static("host")
+
+
+@pytest.mark.parametrize("name", list(DIALOGS))
+async def test_dialog_is_readable_in_every_theme(name):
+    app = Host()
+    failures = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        for theme in THEMES:
+            app.theme = theme
+            app.push_screen(DIALOGS[name]())
+            await pilot.pause()
+            await pilot.pause()
+            # Buttons are left out: their colours are the theme's own choice
+            # ($button-color-foreground; catppuccin-latte's is light on its orange)
+            buttons = [button.region for button in app.screen.query(Button)]
+            bad = [cell for cell in unreadable(app, region=app.screen.children[0].region)
+                   if not any(region.contains(cell.x, cell.y) for region in buttons)]
+            if bad:
+                failures.append(f"{theme}:\n{describe(bad, app)}")
+            app.pop_screen()
+            await pilot.pause()
+    assert not failures, "\n".join(failures)
