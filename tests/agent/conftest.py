@@ -9,6 +9,7 @@ import pytest
 
 from selfref_tui.config import AgentSettings, ProviderConfig
 from selfref_tui.selfref import SelfReference
+from tests.agent.helpers import STALL_PATIENCE_S
 
 
 class Harness:
@@ -36,7 +37,7 @@ class Harness:
         url = await self.server.start()
         config = ProviderConfig(base_url=self.base_url or url, api_key="sk-test",
                                 model="selfref-demo", max_retries=self.max_retries,
-                                timeout_s=10.0)
+                                timeout_s=STALL_PATIENCE_S)
         self.provider = Provider(config)
         self.selfref = SelfReference(self.tmp_path / "data")
         self.agent = Agent(self.selfref, self.provider, self.settings, self.events.append,

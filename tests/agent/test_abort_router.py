@@ -9,7 +9,7 @@ import pytest
 from selfref_tui.agent.abort import AbortSignal
 from selfref_tui.agent.turn.router import AgentInputRouter
 
-from .helpers import wait_until
+from .helpers import HANG_S, wait_until
 
 
 class FakeAgent:
@@ -74,7 +74,7 @@ async def test_signal_fire_wait_and_callbacks():
     assert not waiter.done()
     signal.fire("stop now")
     signal.fire("second reason is ignored")
-    await asyncio.wait_for(waiter, 1)
+    await asyncio.wait_for(waiter, HANG_S)
     assert signal.fired and signal.reason == "stop now"
     assert calls == ["a"]
     late = []
@@ -85,7 +85,7 @@ async def test_signal_fire_wait_and_callbacks():
 async def test_signal_fired_before_wait_returns_at_once():
     signal = AbortSignal()
     signal.fire()
-    await asyncio.wait_for(signal.wait(), 0.5)
+    await asyncio.wait_for(signal.wait(), HANG_S)
     assert signal.reason == "user pressed Esc"
 
 

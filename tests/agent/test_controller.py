@@ -23,13 +23,13 @@ from selfref_tui.demo.script import Reply, Script, demo_script
 from selfref_tui.demo.server import DemoServer
 from selfref_tui.selfref.errors import StoreError
 from selfref_tui.selfref.reference import SelfReference
-from tests.agent.helpers import wait_until
+from tests.agent.helpers import STALL_PATIENCE_S, wait_until
 from tests.selfref.helpers import stored_history, turn
 
 
 def _config(tmp_path: Path, url: str) -> AppConfig:
     provider = ProviderConfig(base_url=url, api_key="test", model="test-model", max_retries=0,
-                              timeout_s=5, context_window=128_000)
+                              timeout_s=STALL_PATIENCE_S, context_window=128_000)
     return AppConfig(provider=provider, data_dir=tmp_path / "data", key="main")
 
 

@@ -10,7 +10,7 @@ from selfref_tui.agent.turn.router import AgentInputRouter
 from selfref_tui.context.images import data_url, image_part
 from selfref_tui.demo.script import Reply, Stall
 
-from .helpers import wait_until
+from .helpers import STALL_PATIENCE_S, wait_until
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
 URL = data_url("image/png", PNG)
@@ -84,7 +84,7 @@ async def test_the_controller_refuses_images_before_start_up_and_sends_them_afte
     server = DemoServer([Reply(text="Seen.")])
     async with server as url:
         provider = ProviderConfig(base_url=url, api_key="test", model="test-model",
-                                  max_retries=0, timeout_s=5, context_window=128_000)
+                                  max_retries=0, timeout_s=STALL_PATIENCE_S, context_window=128_000)
         controller = ChatController(AppConfig(provider=provider, data_dir=tmp_path / "data",
                                               key="main"))
         try:

@@ -12,7 +12,7 @@ from selfref_tui.agent.turn.inbox import Inbox
 from selfref_tui.agent.turn.router import AgentInputRouter
 from selfref_tui.demo.script import Drop, HttpError, Malformed, Reply, Stall, ToolCall
 
-from .helpers import wait_until
+from .helpers import HANG_S, wait_until
 
 
 def _roles(messages):
@@ -187,8 +187,8 @@ async def test_abort_while_streaming_keeps_partial_and_next_turn_is_normal(harne
         turn = asyncio.create_task(h.agent.run_turn("main", "long please", abort=signal))
         await wait_until(lambda: "".join(e.text for e in h.of(ev.TextDelta)) == "Half an answer")
         signal.fire("user pressed Esc")
-        assert await asyncio.wait_for(turn, 2) == "aborted"
-        assert await h.server.wait_disconnect(2.0)  # the HTTP stream was closed, not drained
+        assert await asyncio.wait_for(turn, HANG_S) == "aborted"
+        assert await h.server.wait_disconnect(HANG_S)  # the HTTP stream was closed, not drained
         aborted = h.of(ev.Aborted)
         assert [(a.stage, a.reason) for a in aborted] == [("stream", "user pressed Esc")]
         last = h.reload().messages[-1]
@@ -217,7 +217,7 @@ async def test_abort_while_tools_run_keeps_finished_results(harness, tmp_path):
         turn = asyncio.create_task(h.agent.run_turn("main", "save it", abort=signal))
         await wait_until(lambda: h.of(ev.QuestionAsked) and h.of(ev.ToolCallEnded))
         signal.fire("Esc during tools")
-        assert await asyncio.wait_for(turn, 2) == "aborted"
+        assert await asyncio.wait_for(turn, HANG_S) == "aborted"
         assert [a.stage for a in h.of(ev.Aborted)] == ["tools"]
     assert (tmp_path / "exists.txt").read_text() == "old\n"
     stored = h.reload()
@@ -412,7 +412,7 @@ async def test_abort_while_forks_run_cancels_children(harness):
         await wait_until(lambda: len(stalls) == 2 and len(h.of(ev.LLMCallEnded, "main")) == 2)
         await wait_until(lambda: len(h.of(ev.TextDelta, "main::fork::2")) > 0)
         signal.fire("stop everything")
-        assert await asyncio.wait_for(turn, 3) == "aborted"
+        assert await asyncio.wait_for(turn, HANG_S) == "aborted"
         assert [a.stage for a in h.of(ev.Aborted, "main")] == ["forks"]
         assert {e.status for e in h.of(ev.ForkFinished)} == {"cancelled"}
     parent = h.reload("main")

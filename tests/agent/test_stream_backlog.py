@@ -13,6 +13,7 @@ from selfref_tui.demo.server import DemoServer
 from selfref_tui.refs.parser import parse_refs
 from selfref_tui.selfref import SelfReference
 from selfref_tui.ui.transcript.reducer import TranscriptModel
+from tests.agent.helpers import STALL_PATIENCE_S
 
 TEXT = (
     "Intro line.\n\n"
@@ -48,7 +49,8 @@ async def test_a_backlog_of_one_character_events_keeps_refs_and_fences_exact(tmp
             time.sleep(0.3)  # a busy UI loop: the server keeps writing meanwhile
         events.append(event)
 
-    provider = Provider(ProviderConfig(base_url=url, model="m", max_retries=0, timeout_s=10))
+    provider = Provider(ProviderConfig(base_url=url, model="m", max_retries=0,
+                                       timeout_s=STALL_PATIENCE_S))
     selfref = SelfReference(tmp_path / "data")
     agent = Agent(selfref, provider, AgentSettings(), sink, model="m", context_window=128_000)
     try:

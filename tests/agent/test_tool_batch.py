@@ -13,7 +13,7 @@ from selfref_tui.agent.tools.builtin import ToolContext, ToolError
 from selfref_tui.context.mutations import ToolCancelledMutation, ToolResultMutation
 from selfref_tui.demo.script import Reply, ToolCall
 
-from .helpers import wait_until
+from .helpers import HANG_S, wait_until
 
 
 class EchoSource:
@@ -89,7 +89,7 @@ async def test_abort_cancels_a_waiting_extra_tool_and_keeps_the_finished_one(har
         turn = asyncio.create_task(h.agent.run_turn("main", "go", abort=signal))
         await wait_until(lambda: len(extra.calls) == 2 and h.of(ev.ToolCallEnded))
         signal.fire("Esc during tools")
-        assert await asyncio.wait_for(turn, 2) == "aborted"
+        assert await asyncio.wait_for(turn, HANG_S) == "aborted"
         assert [(a.stage, a.reason) for a in h.of(ev.Aborted)] == [("tools", "Esc during tools")]
     tools = {m["tool_call_id"]: m for m in h.reload().messages if m["role"] == "tool"}
     assert tools["fast"]["content"] == "echo: a (fast)"
@@ -136,7 +136,7 @@ async def test_an_abort_fired_before_the_batch_cancels_every_call(tmp_path):
     signal = AbortSignal()
     signal.fire("stop")
     calls = [{"id": "w", "function": {"name": "wait_gate", "arguments": ""}}]
-    assert await asyncio.wait_for(batch.run(calls, signal), 2) == "aborted"
+    assert await asyncio.wait_for(batch.run(calls, signal), HANG_S) == "aborted"
     assert committed == [ToolCancelledMutation("w", "wait_gate", "stop")]
     assert json.dumps(source.calls) == "[]"
 
@@ -160,7 +160,7 @@ async def test_a_failed_commit_still_leaves_a_result_for_every_call(tmp_path):
              {"id": "1", "function": {"name": "echo", "arguments": '{"text": "x"}'}},
              {"id": "2", "function": {"name": "wait_gate", "arguments": "{}"}}]
     try:
-        await asyncio.wait_for(batch.run(calls, AbortSignal()), 5)
+        await asyncio.wait_for(batch.run(calls, AbortSignal()), HANG_S)
     except OSError as exc:
         assert exc.errno == 28  # the loop reports it as one error, not as a group
     else:
@@ -191,7 +191,7 @@ async def test_a_failed_commit_over_http_leaves_a_valid_stored_transcript(harnes
             real_commit(session, mutations, records)
 
         h.agent._commit = commit
-        assert await asyncio.wait_for(h.agent.run_turn("main", "go"), 5) == "error"
+        assert await asyncio.wait_for(h.agent.run_turn("main", "go"), HANG_S) == "error"
         (error,) = h.of(ev.ErrorEvent)
         assert error.kind == "internal" and "No space left" in error.message
         h.agent._commit = real_commit

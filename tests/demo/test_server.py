@@ -24,6 +24,7 @@ from selfref_tui.demo import (
 )
 from selfref_tui.demo.script import DEMO_TAG
 from selfref_tui.demo.server import split_text
+from tests.agent.helpers import HANG_S
 
 TOOLS = tool_schemas()
 
@@ -91,7 +92,7 @@ async def test_client_disconnect_while_paced_is_not_an_error():
             if received > 20:
                 break
         await stream.close()
-        assert await server.wait_disconnect(2.0)
+        assert await server.wait_disconnect(HANG_S)
         await api.close()
     assert server.disconnects == 1
 

@@ -31,7 +31,7 @@ from selfref_tui.demo import (
     Stall,
     ToolCall,
 )
-from tests.agent.helpers import wait_until
+from tests.agent.helpers import HANG_S, wait_until
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 
@@ -404,13 +404,13 @@ async def test_cancelling_the_consumer_closes_the_http_stream_at_once():
                 got.append(chunk)
 
         task = asyncio.create_task(consume())
-        await asyncio.wait_for(stall.reached.wait(), 5)
+        await asyncio.wait_for(stall.reached.wait(), HANG_S)
         await asyncio.sleep(0.05)
         task.cancel()
         started = time.monotonic()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert await server.wait_disconnect(2.0)
+        assert await server.wait_disconnect(HANG_S)
         # The stall never ends by itself: any bound tells "at once" from "never",
         # and a generous one holds on a loaded machine.
         assert time.monotonic() - started < 10
@@ -429,7 +429,7 @@ async def test_aclose_closes_the_http_stream():
         while not isinstance(first, TextChunk):
             first = await anext(gen)
         await gen.aclose()
-        assert await server.wait_disconnect(2.0)
+        assert await server.wait_disconnect(HANG_S)
         assert text_of(await collect(provider)) == "next call works"
 
 

@@ -8,7 +8,6 @@ runs in a thread: :func:`thread_server`.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +16,7 @@ from selfref_tui.config import AppConfig, ProviderConfig
 from selfref_tui.demo.script import Script
 from selfref_tui.demo.server import DemoServer
 from selfref_tui.ui.app import SelfRefApp
+from tests.agent.helpers import STALL_PATIENCE_S, Budget
 from tests.selfref.helpers import reading
 
 SIZE = (120, 40)
@@ -51,10 +51,6 @@ def fixed_clock() -> float:
     return 1000.0
 
 
-#: a wait that burns no CPU (a hang, not a slow machine) fails after this many times its budget
-HANG_FACTOR = 6
-
-
 async def wait_until(
     pilot, predicate: Callable[[], object], timeout: float = 10.0, what: str = ""
 ) -> None:
@@ -65,16 +61,14 @@ async def wait_until(
     widgets, and a key pressed or a widget read then misses it.
 
     ``timeout`` counts CPU seconds of this process (the app, its threads and the
-    in-process demo server), not wall time: a loaded machine stretches the wall
-    clock, not the work the app has to do, so load makes a test slower, never
-    red (at load 20 on two cores the app's start-up took more than 20 s of wall
-    time). A wait that burns no CPU still fails, after ``HANG_FACTOR`` times
-    ``timeout`` of wall time.
+    in-process demo server), not wall time (:class:`~tests.agent.helpers.Budget`):
+    at load 20 on two cores the app's start-up took more than 20 s of wall time.
+    A wait that burns no CPU still fails, after ``HANG_FACTOR`` times ``timeout``
+    of wall time.
     """
-    cpu_deadline = time.process_time() + timeout
-    wall_deadline = time.monotonic() + timeout * HANG_FACTOR
+    budget = Budget(timeout)
     while not (predicate() and screen_set_up(pilot.app)):
-        if time.process_time() > cpu_deadline or time.monotonic() > wall_deadline:
+        if budget.spent():
             raise AssertionError(f"timed out waiting for {what or predicate}")
         await pilot.pause(0.02)
 
@@ -121,9 +115,24 @@ async def workers_done(pilot, app, group: str, timeout: float = 10.0) -> None:
     )
 
 
-#: seconds the tests' app waits for a silent server's next byte (the app's own default):
-#: far longer than any hold a test puts on an answer, however loaded the machine
-STALL_PATIENCE_S = 120.0
+#: seconds a notification of the tests' app stays in ``app._notifications``: longer than
+#: a loaded machine takes between the notice and the test's look at it
+NOTICE_PATIENCE_S = 600.0
+
+
+class PatientApp(SelfRefApp):
+    """The app, its notifications kept until the test has looked (:data:`NOTICE_PATIENCE_S`).
+
+    Textual drops a notification from ``app._notifications`` once its timeout
+    (5–15 s) of wall time has passed. Tests read what was said from there, and on
+    a loaded machine that much time went by between the notice and the look:
+    "Export cancelled." was gone before the test saw it. How long a toast stays
+    is not what any test is about.
+    """
+
+    def notify(self, message: str, *, timeout: float | None = None,  # type: ignore[override]
+               **kwargs) -> None:
+        super().notify(message, timeout=NOTICE_PATIENCE_S, **kwargs)
 
 
 def make_app(
@@ -142,7 +151,8 @@ def make_app(
     for the next byte: a test holds an answer mid-stream with a ``Stall`` while
     it types, and with 5 s the client gave up first on a loaded machine. The
     stalled turn then ended in an error, the message queued for it went out as
-    the next turn, and a rewind found nothing left to give back.
+    the next turn, and a rewind found nothing left to give back. What it says is
+    kept for the test to read (:class:`PatientApp`).
     """
     provider = ProviderConfig(
         base_url=url,
@@ -154,8 +164,8 @@ def make_app(
     )
     config = AppConfig(provider=provider, data_dir=tmp_path / "data", key=key)
     if clock is None:
-        return SelfRefApp(config)
-    return SelfRefApp(config, clock=clock)
+        return PatientApp(config)
+    return PatientApp(config, clock=clock)
 
 
 async def type_and_send(pilot, text: str) -> None:

@@ -21,9 +21,6 @@ def _toasts(app) -> list[str]:
 async def test_ctrl_c_says_how_to_quit_in_plain_text_above_the_input(tmp_path):
     async with DemoServer([]) as url:
         app = make_app(tmp_path, url)
-        # The hint keeps Textual's 5 s of wall time, which a loaded machine spends
-        # before the test looks: it is still there when looked at, as on a quiet one.
-        app.NOTIFICATION_TIMEOUT = 600
         async with app.run_test(size=(80, 24), notifications=True) as pilot:
             await started(pilot, app)
             await pilot.press(*"half a thought")
