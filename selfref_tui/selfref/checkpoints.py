@@ -13,7 +13,10 @@ committed with the tool's result names them::
 A file larger than :data:`MAX_KEPT_BYTES` is not read for its checkpoint (a
 model overwriting a log of gigabytes would have the whole of it read and
 copied): its record says ``"before": "too-large"`` with ``"before_size"``, and
-a rewind lists it as a file that cannot be restored, and why.
+a rewind lists it as a file that cannot be restored, and why. A new content
+over that size (an append to a large log) is hashed a piece at a time and not
+kept: its record says ``"after_size"``, and undoing a rewind cannot write it
+back (it says so).
 
 A restore (:func:`restore`) works from those records: for each path the
 oldest ``before`` among the writes being undone is put back (or the file is
@@ -33,10 +36,13 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import CheckpointError, StoreError
 from .fsutil import atomic_write, check_dir, ensure_dir, fsync_dir, open_regular, read_regular
+
+if TYPE_CHECKING:
+    from .files import Digest
 
 FILES_DIR = "files"
 _HEX = re.compile(r"[0-9a-f]{64}")
@@ -118,20 +124,26 @@ class Recorder:
         self.created = created
         self._staged: dict[str, Any] | None = None
 
-    def __call__(self, target: Path, before: bytes | int | None, after: bytes) -> None:
+    def __call__(self, target: Path, before: bytes | int | None, after: bytes | Digest
+                 ) -> None:
         """``before``: the previous bytes, None (no file), or the size of a file over the
-        limit (not read); bytes over it (an append read them) are not kept either."""
+        limit (not read); bytes over it are not kept either. ``after``: the new bytes, or
+        the :class:`~.files.Digest` of a new content over the limit (not kept: its record
+        says ``after_size``, and a rewind cannot write it back)."""
         size = before if isinstance(before, int) else (
             len(before) if before is not None and len(before) > self.limit else None)
         record: dict[str, Any] = {
             "t": "file", "path": str(target),
             "before": (TOO_LARGE if size is not None else None if before is None
                        else self.checkpoints.keep(before)),  # type: ignore[arg-type]
-            "after": self.checkpoints.keep(after), "call_id": self.call_id,
-            "created": self.created,
+            "after": (self.checkpoints.keep(after) if isinstance(after, bytes)
+                      else after.sha256),
+            "call_id": self.call_id, "created": self.created,
         }
         if size is not None:
             record["before_size"] = size
+        if not isinstance(after, bytes):
+            record["after_size"] = after.size
         self.records.append(record)
         self._staged = record
 
@@ -159,9 +171,14 @@ class FileChange:
     redo: bool = False
     #: ``before`` is :data:`TOO_LARGE`: the size of the content that was not kept
     before_size: int = 0
+    #: what the last of these writes left was larger than a checkpoint keeps: its size
+    after_size: int = 0
 
     def reversed(self) -> FileChange:
         """The change that redoes these writes (an undone rewind puts them back)."""
+        if self.after_size:  # their result was not kept: it cannot be written back
+            return FileChange(self.path, TOO_LARGE, self.before, self.writes, redo=True,
+                              before_size=self.after_size)
         return FileChange(self.path, self.after, self.before, self.writes, redo=True)
 
     def what_restoring_does(self) -> str:
@@ -176,7 +193,7 @@ class FileChange:
         """Why restoring leaves this file as it is, given ``now`` (its hash, None: missing;
         see :func:`state_of`), or "" when restoring would change it."""
         if self.before == TOO_LARGE:
-            return too_large(self.before_size)
+            return too_large(self.before_size, redo=self.redo)
         if now == self.before:
             return "already as it was"
         if not self.model_left(now):
@@ -206,12 +223,16 @@ def changes(records: Iterable[dict[str, Any]],
         before = record.get("before")
         before = before if isinstance(before, str) else None
         known = out.get(path)
+        after_size = record.get("after_size")
+        after_size = after_size if isinstance(after_size, int) else 0
         if known is None:
             size = record.get("before_size") if before == TOO_LARGE else 0
             out[path] = FileChange(path, before, after,
-                                   before_size=size if isinstance(size, int) else 0)
+                                   before_size=size if isinstance(size, int) else 0,
+                                   after_size=after_size)
         else:
             known.after = after
+            known.after_size = after_size
             known.writes += 1
     for record in later:
         known = out.get(record.get("path"))  # type: ignore[arg-type]
@@ -239,7 +260,9 @@ def combined(undone: Sequence[FileChange], redone: Sequence[FileChange]) -> list
         also = tuple(dict.fromkeys(h for h in (*known.also, change.after, *change.also)
                                    if h is not None and h != known.after))
         out[change.path] = FileChange(change.path, change.before, known.after,
-                                      known.writes + change.writes, also, redo=True)
+                                      known.writes + change.writes, also, redo=True,
+                                      before_size=change.before_size,
+                                      after_size=known.after_size)
     return list(out.values())
 
 
@@ -296,7 +319,8 @@ def restore(checkpoints: Checkpoints, wanted: Sequence[FileChange],
     report = RestoreReport()
     for change in wanted:
         if change.before == TOO_LARGE:
-            report.skipped.append((change.path, too_large(change.before_size)))
+            report.skipped.append((change.path, too_large(change.before_size,
+                                                          redo=change.redo)))
             continue
         now = state_of(change.path)
         if now == change.before:
@@ -353,12 +377,16 @@ def standing(change: FileChange, roots: Sequence[str | Path] | None) -> str:
     return change.why_left(state_of(change.path))
 
 
-def too_large(size: int) -> str:
-    """Why a file whose earlier content was too large to keep cannot be restored."""
+def too_large(size: int, *, redo: bool = False) -> str:
+    """Why a file whose earlier content (``redo``: the model's version) was too large to
+    keep cannot be restored."""
     held = f"{size / 2**20:,.0f} MiB" if size else "more"
-    return (f"cannot be restored: it held {held} before the model wrote it, more than the "
-            f"{MAX_KEPT_BYTES // 2**20} MiB a checkpoint keeps, so its earlier content was "
-            "not kept")
+    cap = f"more than the {MAX_KEPT_BYTES // 2**20} MiB a checkpoint keeps"
+    if redo:
+        return (f"cannot be restored: the model's version held {held}, {cap}, so it was "
+                "not kept")
+    return (f"cannot be restored: it held {held} before the model wrote it, {cap}, so its "
+            "earlier content was not kept")
 
 
 def outside_roots(roots: Sequence[str | Path], *, done: bool = True) -> str:

@@ -1,12 +1,23 @@
 """Writing people's files: atomic, and confined when the model asks for it.
 
 Why atomic: an export or ``fd_to_file`` that fails half-way (disk full, killed
-process) must not leave half a file where a good one was. Every write goes to
-a temporary file in the target's directory, is fsynced, and replaces the
-target with a rename; the directory is fsynced after. An existing file keeps
-its permission bits; a new one gets the usual umask-based mode. The temp
+process) must not leave half a file where a good one was. A write or an insert
+goes to a temporary file in the target's directory, is fsynced, and replaces
+the target with a rename; the directory is fsynced after. An existing file
+keeps its permission bits; a new one gets the usual umask-based mode. The temp
 files a killed write leaves behind are removed by the next write into that
 folder, when provably dead (``temp_files.py``).
+
+Why streamed: a model appends to logs and inserts into data files of hundreds
+of megabytes, and holding such a file (and the file it becomes) in memory took
+five times its size. An insert copies the file a piece at a time into the temp
+file, the new content spliced in at its line. An append adds the new bytes in
+place: the file is neither read nor copied to write it (a failed append is cut
+back to the old length; only a process killed during the append itself can
+leave part of the new bytes at the end). A file with other names (hard links)
+is copied instead, so that its other names keep their content, as a rename
+leaves them. The checkpoint (below) still reads a file it keeps, and hashes one
+it does not, a piece at a time.
 
 Why directory descriptors: the model chooses ``file_path``, and a path checked
 by name and then written by name can be raced — a local process swapping a
@@ -42,6 +53,7 @@ so a file that is not UTF-8 is not damaged by an append or insert.
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import secrets
 import stat
@@ -58,6 +70,8 @@ if TYPE_CHECKING:
     from ..refs.fds import FdTable
 
 MODES = ("write", "append", "insert")
+#: the piece a large file is read, hashed and copied in
+CHUNK_BYTES = 1 << 20
 #: longer paths cannot be opened by name by other programs; refuse them early
 MAX_PATH_BYTES = 4095
 _MAX_LINKS = 40
@@ -80,6 +94,23 @@ class FileWriteError(Exception):
 
 class _MissingDir(Exception):
     """A directory on the way does not exist and may not be created."""
+
+
+@dataclass(frozen=True)
+class Digest:
+    """A file's new content, not held in memory: its sha256 and size.
+
+    What a streamed append or insert passes its checkpoint for a result larger
+    than the checkpoint keeps (``checkpoint.limit``).
+    """
+
+    sha256: str
+    size: int
+
+
+#: what a checkpoint is given: the target, its previous bytes (None: no file; an int: the
+#: size of a file over the limit, not read), and its new content
+Checkpoint = Callable[[Path, "bytes | int | None", "bytes | Digest"], None]
 
 
 @dataclass
@@ -365,7 +396,7 @@ def write_file(
     create: bool = True,
     roots: Sequence[str | os.PathLike[str]] | None = None,
     separate: bool = False,
-    checkpoint: Callable[[Path, bytes | int | None, bytes], None] | None = None,
+    checkpoint: Checkpoint | None = None,
     links: bool = True,
     expect: Path | None = None,
 ) -> Path:
@@ -374,10 +405,11 @@ def write_file(
     ``separate`` (a person's append): the content starts on a new line after
     one blank line, so a second export does not run into the first.
     ``checkpoint(target, before, after)`` is called just before the file is
-    replaced, with its previous bytes (None: it did not exist) and the new
+    changed, with its previous bytes (None: it did not exist) and the new
     ones, read through the same descriptors as the write; if it raises, nothing
     is written (see checkpoints.py). A file larger than ``checkpoint.limit`` (when
-    it has one) is not read for it: its size is passed instead of its bytes.
+    it has one) is not held for it: its size is passed instead of its bytes, and
+    a :class:`Digest` instead of a new content over the limit.
     ``links`` False: a link anywhere on the way is refused, even one inside the
     roots (a restore writes back to the very path the model wrote, which had none).
     ``expect``: the file the person said yes to changing (as :func:`resolve_target`
@@ -393,6 +425,10 @@ def write_file(
         raise FileWriteError("content must be text", "invalid_parameter")
     if insert_at_line is not None and mode != "insert":
         raise FileWriteError("insert_at_line only applies to mode insert", "invalid_parameter")
+    if mode == "insert" and (isinstance(insert_at_line, bool)
+                             or not isinstance(insert_at_line, int)):
+        raise FileWriteError("insert mode needs insert_at_line, a whole number from 1",
+                             "invalid_parameter")
     try:
         data = content if isinstance(content, bytes) else content.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -419,20 +455,22 @@ def write_file(
         if st is None and not create:
             raise FileWriteError(f"{raw} does not exist; pass create=true to create it",
                                  "not_found")
-        old = _read_old(walk.fds[-1], name, raw) if st is not None and mode != "write" else b""
-        before = old if mode != "write" else None
-        if mode == "append":
-            if separate and old.strip():
-                old = old.rstrip(b"\n") + b"\n\n"
-            data = old + data
-        elif mode == "insert":
-            data = _insert(old, data, insert_at_line, raw)
+        limit = _limit(checkpoint)
+        if st is not None and mode != "write":
+            edit = _Edit(walk, name, raw, target, data, checkpoint, limit)
+            if mode == "insert":
+                edit.insert(insert_at_line)  # type: ignore[arg-type]
+            else:
+                edit.append(separate)
+            return target
+        if mode == "insert" and insert_at_line != 1:  # a new file has no lines
+            raise _out_of_range(raw, 0)
         if checkpoint is not None:
-            kept: bytes | int | None = before
-            if st is not None and before is None:  # an overwrite: read for the checkpoint,
-                # unless larger than it keeps (its size then, the file not read)
-                kept = _read_old(walk.fds[-1], name, raw, getattr(checkpoint, "limit", None))
-            _checkpoint(checkpoint, target, kept if st is not None else None, data)
+            kept: bytes | int | None = None
+            if st is not None:  # an overwrite: read for the checkpoint, unless larger
+                # than it keeps (its size then, the file not read)
+                kept = _read_old(walk.fds[-1], name, raw, limit)
+            _checkpoint(checkpoint, target, kept, data)
         _atomic_write(walk, name, data, stat.S_IMODE(st.st_mode) if st is not None else None,
                       raw)
         return target
@@ -492,14 +530,292 @@ def _own_folder(folder: Path) -> None:
                              "elsewhere")
 
 
-def _checkpoint(checkpoint: Callable[[Path, bytes | int | None, bytes], None], target: Path,
-                before: bytes | int | None, after: bytes) -> None:
+def _limit(checkpoint: Checkpoint | None) -> int | None:
+    """The most bytes ``checkpoint`` keeps (None: no checkpoint, nothing held for one)."""
+    if checkpoint is None:
+        return None
+    limit = getattr(checkpoint, "limit", None)
+    return limit if isinstance(limit, int) else MAX_HELD
+
+
+#: what a checkpoint without a ``limit`` is given in full
+MAX_HELD = 1 << 62
+
+
+def _checkpoint(checkpoint: Checkpoint, target: Path, before: bytes | int | None,
+                after: bytes | Digest) -> None:
     from .errors import CheckpointError
 
     try:
         checkpoint(target, before, after)
     except CheckpointError as exc:
         raise FileWriteError(str(exc)) from None
+
+
+def _out_of_range(shown: str, lines: int) -> FileWriteError:
+    return FileWriteError(f"{shown} has {lines} lines; insert_at_line must be 1 to {lines + 1}",
+                          "invalid_range")
+
+
+class _Held:
+    """Bytes gathered up to ``limit`` (None: not gathered), and their sha256 when asked for.
+
+    The checkpoint's view of a streamed file: the content itself while it is
+    small enough to keep, only its hash and size beyond that.
+    """
+
+    def __init__(self, limit: int | None, hashed: bool) -> None:
+        self.limit = limit
+        self.parts: list[bytes] | None = [] if limit is not None else None
+        self.hash = hashlib.sha256() if hashed else None
+        self.size = 0
+
+    def add(self, piece: bytes) -> None:
+        self.size += len(piece)
+        if self.hash is not None:
+            self.hash.update(piece)
+        if self.parts is not None:
+            if self.limit is not None and self.size > self.limit:
+                self.parts = None
+            else:
+                self.parts.append(piece)
+
+    def content(self) -> bytes | None:
+        return b"".join(self.parts) if self.parts is not None else None
+
+    def before(self) -> bytes | int:
+        """As a checkpoint's previous content: the bytes, or the size when over the limit."""
+        held = self.content()
+        return held if held is not None else self.size
+
+    def after(self) -> bytes | Digest:
+        """As a checkpoint's new content: the bytes, or their :class:`Digest`."""
+        held = self.content()
+        if held is not None:
+            return held
+        assert self.hash is not None
+        return Digest(self.hash.hexdigest(), self.size)
+
+
+class _Edit:
+    """An append or insert into an existing file, a piece at a time (see the module's why)."""
+
+    def __init__(self, walk: _Walk, name: str, shown: str, target: Path, data: bytes,
+                 checkpoint: Checkpoint | None, limit: int | None) -> None:
+        self.walk, self.name, self.shown, self.target = walk, name, shown, target
+        self.data, self.checkpoint, self.limit = data, checkpoint, limit
+
+    def _open(self, flags: int) -> tuple[int, os.stat_result]:
+        fd = _open_old(self.walk.fds[-1], self.name, self.shown, flags)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise FileWriteError(f"{self.shown} exists and is not a regular file; choose "
+                                     "another path")
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, st
+
+    def append(self, separate: bool) -> None:
+        """The new bytes at the end, written in place: the file is not read to write them.
+
+        ``separate``: trailing newlines of a file with text are cut to one blank
+        line before the new bytes (their count is read from the end only).
+        """
+        fd, st = self._open(os.O_RDWR)
+        try:
+            size = st.st_size
+            start, piece = size, self.data
+            if separate:
+                newlines, text = _tail(fd, size)
+                if text:
+                    start, piece = size - newlines, b"\n\n" + self.data
+            if st.st_nlink > 1:  # other names keep their content: copied, then renamed
+                self._replace(fd, st, lambda src, out: _copy_cut(src, out, start, piece))
+                return
+            if self.checkpoint is not None:
+                self._keep_appended(fd, size, start, piece)
+            if self.walk.names and not self.walk.same_dir_again():
+                raise PathNotAllowed(f"a directory on the way to {self.shown!r} changed while "
+                                     "writing; nothing was written")
+            try:
+                _write_at(fd, piece, start)
+                os.ftruncate(fd, start + len(piece))
+                os.fsync(fd)
+            except OSError as exc:
+                _put_back(fd, size, start)
+                raise FileWriteError(f"could not append to {self.shown}: "
+                                     f"{exc.strerror or exc}; it was left as it was") from None
+        except OSError as exc:
+            raise FileWriteError(f"cannot read {self.shown}: {exc.strerror or exc}") from None
+        finally:
+            os.close(fd)
+
+    def _keep_appended(self, fd: int, size: int, start: int, piece: bytes) -> None:
+        """The checkpoint of an append in place: the old bytes (read only when small
+        enough to keep) and the new content (its hash when over the limit)."""
+        assert self.checkpoint is not None and self.limit is not None
+        small = size <= self.limit
+        before = _Held(self.limit if small else None, hashed=False)
+        after = _Held(self.limit if start + len(piece) <= self.limit else None, hashed=True)
+        offset = 0
+        while offset < size:
+            chunk = os.pread(fd, min(CHUNK_BYTES, size - offset), offset)
+            if not chunk:
+                break
+            if small:
+                before.add(chunk)
+            if offset < start:
+                after.add(chunk[:start - offset])
+            offset += len(chunk)
+        after.add(piece)
+        _checkpoint(self.checkpoint, self.target, before.before() if small else size,
+                    after.after())
+
+    def insert(self, line: int) -> None:
+        """The new bytes before 1-based ``line``, the file copied around them a piece at a
+        time into the temp file that replaces it."""
+        fd, st = self._open(os.O_RDONLY)
+        try:
+            if line < 1:
+                raise _out_of_range(self.shown, _count_lines(fd))
+            self._replace(fd, st, lambda src, out: _copy_inserting(src, out, self.data, line,
+                                                                   self.shown))
+        except OSError as exc:
+            raise FileWriteError(f"cannot read {self.shown}: {exc.strerror or exc}") from None
+        finally:
+            os.close(fd)
+
+    def _replace(self, fd: int, st: os.stat_result,
+                 copy: Callable[[_Source, Callable[[bytes], None]], None]) -> None:
+        """The file replaced by what ``copy`` makes of it, through a temp file; the
+        checkpoint is given the old and new content before the rename."""
+        kept = self.checkpoint is not None
+        limit = self.limit or 0
+        src = _Source(fd, _Held(limit if kept and st.st_size <= limit else None, hashed=False))
+        # the result is at least the old size and the new bytes: over the limit, not held
+        after = _Held(limit if kept and st.st_size + len(self.data) <= limit else None,
+                      hashed=kept)
+
+        def fill(out: Any) -> None:
+            def put(piece: bytes) -> None:
+                out.write(piece)
+                after.add(piece)
+
+            copy(src, put)
+            if self.checkpoint is not None:
+                _checkpoint(self.checkpoint, self.target, src.held.before(), after.after())
+
+        _replace_with(self.walk, self.name, stat.S_IMODE(st.st_mode), self.shown, fill)
+
+
+class _Source:
+    """The old file read from the start, a piece at a time; what a checkpoint keeps of it."""
+
+    def __init__(self, fd: int, held: _Held) -> None:
+        self.fd, self.held = fd, held
+
+    def read(self) -> bytes:
+        chunk = os.read(self.fd, CHUNK_BYTES)
+        self.held.add(chunk)
+        return chunk
+
+
+def _copy_inserting(src: _Source, put: Callable[[bytes], None], data: bytes, line: int,
+                    shown: str) -> None:
+    """Copy the file with ``data`` before ``line``, adding the newlines needed so lines
+    do not run together; the line count is only known at the end, where a line past it
+    fails (``invalid_range``)."""
+    need, seen, last = line - 1, 0, b""
+    chunk = src.read()
+    cut = 0 if need == 0 else -1
+    while cut < 0:
+        if not chunk:  # the end, before that line: only the one after a last partial line
+            partial = last not in (b"", b"\n")
+            if need != seen + partial:
+                raise _out_of_range(shown, seen + partial)
+            put(b"\n" + data if partial else data)
+            return
+        count = chunk.count(b"\n")
+        if seen + count < need:
+            put(chunk)
+            seen += count
+            last = chunk[-1:]
+            chunk = src.read()
+            continue
+        at = -1
+        for _ in range(need - seen):
+            at = chunk.index(b"\n", at + 1)
+        cut = at + 1
+    put(chunk[:cut])
+    rest = chunk[cut:] or src.read()
+    put(data + b"\n" if rest and data and not data.endswith(b"\n") else data)
+    while rest:
+        put(rest)
+        rest = src.read()
+
+
+def _copy_cut(src: _Source, put: Callable[[bytes], None], start: int, piece: bytes) -> None:
+    """Copy the file's first ``start`` bytes, then ``piece`` (an append, by copy)."""
+    left = start
+    while left > 0:
+        chunk = src.read()
+        if not chunk:
+            break
+        put(chunk[:left])
+        left -= len(chunk)
+    while src.read():  # the rest (newlines cut): read for the checkpoint's old content
+        pass
+    put(piece)
+
+
+def _count_lines(fd: int) -> int:
+    lines, last, offset = 0, b"", 0
+    while chunk := os.pread(fd, CHUNK_BYTES, offset):
+        lines += chunk.count(b"\n")
+        last = chunk[-1:]
+        offset += len(chunk)
+    return lines + (last not in (b"", b"\n"))
+
+
+def _tail(fd: int, size: int) -> tuple[int, bool]:
+    """(how many newlines end the file, whether it holds anything but whitespace), read
+    from the end back only as far as needed."""
+    newlines, end, counting = 0, size, True
+    while end > 0:
+        start = max(0, end - 65536)
+        chunk = os.pread(fd, end - start, start)
+        if not chunk:
+            break
+        if counting:
+            kept = chunk.rstrip(b"\n")
+            newlines += len(chunk) - len(kept)
+            if kept:
+                counting = False
+            chunk = kept
+        if chunk.strip():
+            return newlines, True
+        end = start
+    return newlines, False
+
+
+def _write_at(fd: int, data: bytes, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        done = os.pwrite(fd, view, offset)
+        view, offset = view[done:], offset + done
+
+
+def _put_back(fd: int, size: int, start: int) -> None:
+    """Undo a failed append: the old length, and the newlines it had cut (best effort)."""
+    try:
+        os.ftruncate(fd, start)
+        if size > start:
+            _write_at(fd, b"\n" * (size - start), start)
+        os.fsync(fd)
+    except OSError:
+        pass
 
 
 def remove_file(path: str | os.PathLike[str],
@@ -541,6 +857,17 @@ def remove_file(path: str | os.PathLike[str],
         walk.close()
 
 
+def _open_old(dir_fd: int, name: str, shown: str, flags: int = os.O_RDONLY) -> int:
+    """The existing file ``name`` opened without following a link or blocking."""
+    try:
+        return os.open(name, flags | _NOFOLLOW | os.O_NONBLOCK | _CLOEXEC, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PathNotAllowed(f"{shown!r} changed into a link while writing; nothing was "
+                                 "written") from None
+        raise FileWriteError(f"cannot read {shown}: {exc.strerror}") from None
+
+
 @overload
 def _read_old(dir_fd: int, name: str, shown: str) -> bytes: ...
 @overload
@@ -550,13 +877,7 @@ def _read_old(dir_fd: int, name: str, shown: str, limit: int | None = None) -> b
 
     ``limit``: a file holding more bytes than that is not read; its size is returned.
     """
-    try:
-        fd = os.open(name, os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK | _CLOEXEC, dir_fd=dir_fd)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise PathNotAllowed(f"{shown!r} changed into a link while writing; nothing was "
-                                 "written") from None
-        raise FileWriteError(f"cannot read {shown}: {exc.strerror}") from None
+    fd = _open_old(dir_fd, name, shown)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -564,47 +885,26 @@ def _read_old(dir_fd: int, name: str, shown: str, limit: int | None = None) -> b
                                  "path")
         if limit is not None and st.st_size > limit:
             return st.st_size
-        chunks, size = [], 0
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-            size += len(chunk)
-            if limit is not None and size > limit:  # grown since: not read on
-                return size
-        return b"".join(chunks)
+        held = _Held(limit, hashed=False)
+        while chunk := os.read(fd, CHUNK_BYTES):
+            held.add(chunk)
+            if held.parts is None:  # grown since: not read on
+                return held.size
+        return held.before()
     except OSError as exc:
         raise FileWriteError(f"cannot read {shown}: {exc.strerror}") from None
     finally:
         os.close(fd)
 
 
-def _insert(old: bytes, data: bytes, line: object, shown: str) -> bytes:
-    if isinstance(line, bool) or not isinstance(line, int):
-        raise FileWriteError("insert mode needs insert_at_line, a whole number from 1",
-                             "invalid_parameter")
-    lines = _split_lf(old)
-    if not 1 <= line <= len(lines) + 1:
-        raise FileWriteError(f"{shown} has {len(lines)} lines; insert_at_line must be 1 to "
-                             f"{len(lines) + 1}", "invalid_range")
-    before, after = lines[: line - 1], lines[line - 1:]
-    if before and not before[-1].endswith(b"\n"):
-        before[-1] += b"\n"
-    if after and data and not data.endswith(b"\n"):
-        data += b"\n"
-    return b"".join(before) + data + b"".join(after)
-
-
-def _split_lf(data: bytes) -> list[bytes]:
-    if not data:
-        return []
-    parts = data.split(b"\n")
-    out = [p + b"\n" for p in parts[:-1]]
-    if parts[-1]:
-        out.append(parts[-1])
-    return out
-
-
 def _atomic_write(walk: _Walk, name: str, data: bytes, mode_bits: int | None,
                   shown: str) -> None:
+    _replace_with(walk, name, mode_bits, shown, lambda out: out.write(data))
+
+
+def _replace_with(walk: _Walk, name: str, mode_bits: int | None, shown: str,
+                  fill: Callable[[Any], object]) -> None:
+    """Replace ``name`` with a temp file ``fill`` writes (it may raise: nothing changes)."""
     parent = walk.fds[-1]
     remove_leftovers(parent)
     tmp = f".selfref-h{machine_tag()}-{os.getpid()}-{secrets.token_hex(8)}.tmp"
@@ -613,7 +913,7 @@ def _atomic_write(walk: _Walk, name: str, data: bytes, mode_bits: int | None,
         fd = os.open(tmp, flags, 0o666, dir_fd=parent)
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(data)
+                fill(f)
                 f.flush()
                 if mode_bits is not None:
                     os.fchmod(f.fileno(), mode_bits)

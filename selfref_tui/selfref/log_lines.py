@@ -40,7 +40,7 @@ RECORD_SHAPES: dict[str, tuple[dict[str, _Types], dict[str, _Types]]] = {
     # a file the model's write changed (checkpoints.py): its bytes before and after
     "file": ({"path": str, "after": str},
              {"before": (str, type(None)), "call_id": str, "created": str,
-              "before_size": int}),
+              "before_size": int, "after_size": int}),
     # where a branch came from (the key and message it was made at)
     "origin": ({"key": str}, {"message": int, "created": str}),
     # the person pinned (or unpinned) message n: compactions keep it verbatim
