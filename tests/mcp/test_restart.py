@@ -250,9 +250,10 @@ args = [{json.dumps(str(SERVER))}]
             assert CLOSED_STDIN not in shown() and re.search(r"mcp__h__echo +trusted", shown())
             assert not line.display  # it spoke of the rows before
             assert "fine  ready" in shown() and app.mcp._runs["fine"] is fine_run
-            await app_wait_until(pilot, lambda: len([m for m in said() if "restarted" in m])
+            # the failure notice says "until it is restarted": this one says it was
+            await app_wait_until(pilot, lambda: len([m for m in said() if "' restarted:" in m])
                                  == 1, 10, "the notice")
-            [restarted] = [m for m in said() if "restarted" in m]
+            [restarted] = [m for m in said() if "' restarted:" in m]
             assert restarted == f"MCP server 'h' restarted: {count} tools offered again"
             assert app.mcp.handles("mcp__h__echo")
 
