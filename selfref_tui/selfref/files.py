@@ -885,7 +885,7 @@ def _read_old(dir_fd: int, name: str, shown: str, limit: int | None = None) -> b
                                  "path")
         if limit is not None and st.st_size > limit:
             return st.st_size
-        held = _Held(limit, hashed=False)
+        held = _Held(MAX_HELD if limit is None else limit, hashed=False)
         while chunk := os.read(fd, CHUNK_BYTES):
             held.add(chunk)
             if held.parts is None:  # grown since: not read on
