@@ -22,13 +22,16 @@ from selfref_tui.ui.app import SelfRefApp
 from selfref_tui.ui.screens import ConfirmScreen
 from selfref_tui.ui.screens.choice_list import ChoiceList
 from selfref_tui.ui.screens.compaction_review import CompactionReviewScreen
+from selfref_tui.ui.screens.mcp_servers import McpServersScreen
 from selfref_tui.ui.screens.restore_files import RestoreFiles
 from selfref_tui.ui.theme_actions import ThemeActions
+from tests.mcp.test_mcp_screen import ROWS
 from tests.ui.contrast import describe, unreadable
 
 THEMES = [name for name in BUILTIN_THEMES if not name.startswith("ansi")]
 
 DIALOGS: dict[str, Callable[[], Screen]] = {
+    "mcp": lambda: McpServersScreen(ROWS),  # the cursor starts on the failed server
     "restore": lambda: RestoreFiles([("notes.txt", "put back as it was", "")]),
     "compaction review": lambda: CompactionReviewScreen("## Summary\nThe person likes Python."),
     "confirm": lambda: ConfirmScreen("Delete conversation 'notes'?"),

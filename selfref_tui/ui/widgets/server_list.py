@@ -54,8 +54,10 @@ class ServerList(ScrollView, can_focus=True):
 
     DEFAULT_CSS = """
     ServerList { height: auto; max-height: 100%; padding: 0 1; overflow-x: hidden; }
-    ServerList > .server-list--cursor { background: $block-cursor-blurred-background; }
-    ServerList:focus > .server-list--cursor { background: $block-cursor-background; }
+    /* a tint under the row's own colours (a server's state, its command): the theme's
+       strong cursor colour left them unreadable (1.0:1 on rose-pine-dawn) */
+    ServerList > .server-list--cursor { background: $primary 10%; }
+    ServerList:focus > .server-list--cursor { background: $primary 20%; }
     """
     COMPONENT_CLASSES: ClassVar[set[str]] = {"server-list--cursor"}
     BINDINGS: ClassVar[list[BindingType]] = [
