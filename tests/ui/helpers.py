@@ -173,6 +173,21 @@ async def type_and_send(pilot, text: str) -> None:
     await pilot.press("enter")
 
 
+async def paste_and_send(pilot, text: str) -> None:
+    """``text`` pasted into the empty input (as a terminal delivers a paste), then Enter.
+
+    For a long line whose typing is not what a test is about: each key of a
+    path is a completion look-up, and typing a 400-character path took most of
+    a test's time.
+    """
+    from textual import events
+
+    app = pilot.app
+    app.post_message(events.Paste(text))
+    await wait_until(pilot, lambda: app.chat_input.text == text, what="the paste in the input")
+    await pilot.press("enter")
+
+
 def idle(app: SelfRefApp) -> bool:
     return (
         app.router is not None

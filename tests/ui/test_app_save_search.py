@@ -11,7 +11,7 @@ from selfref_tui.demo.server import DemoServer
 from selfref_tui.ui.widgets.find_bar import FindBar
 from tests.cli.test_cli_search_export import _seed
 from tests.context.test_conversation_export import PNG
-from tests.ui.helpers import SIZE, make_app, started, type_and_send, wait_until
+from tests.ui.helpers import SIZE, make_app, paste_and_send, started, type_and_send, wait_until
 
 
 def _screen(app) -> str:
@@ -32,7 +32,7 @@ async def test_save_writes_markdown_with_its_images_and_asks_before_replacing(
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
             target = tmp_path / "notes" / "chat.md"
-            await type_and_send(pilot, f"/save {target}")
+            await paste_and_send(pilot, f"/save {target}")
             await wait_until(pilot, target.exists, what="written")
             text = target.read_text()
             assert text.startswith("# Conversation main\n")
@@ -41,7 +41,7 @@ async def test_save_writes_markdown_with_its_images_and_asks_before_replacing(
             await wait_until(pilot, lambda: _said(app, "and 1 image beside it"), what="said")
             # again: asked first (replace or keep; nothing to append a conversation to)
             target.write_text("mine")
-            await type_and_send(pilot, f"/save {target}")
+            await paste_and_send(pilot, f"/save {target}")
             await wait_until(pilot, lambda: _screen(app) == "OverwritePrompt", what="asked")
             assert not app.screen.append
             await pilot.press("c")
@@ -109,7 +109,7 @@ async def test_save_onto_a_link_says_where_it_leads_before_writing_there(tmp_pat
         app = make_app(tmp_path, url)
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
-            await type_and_send(pilot, f"/save {link}")
+            await paste_and_send(pilot, f"/save {link}")
             await wait_until(pilot, lambda: _screen(app) == "OverwritePrompt", what="asked")
             shown = str(app.screen.query_one("#path").render())
             assert shown == f"{link} (a link to {real})"
@@ -118,7 +118,7 @@ async def test_save_onto_a_link_says_where_it_leads_before_writing_there(tmp_pat
             await wait_until(pilot, lambda: _said(app, "Export cancelled."), what="cancelled")
             assert real.read_text() == "mine"
             # a link to nothing yet is asked about too, then written where it leads
-            await type_and_send(pilot, f"/save {dangling}")
+            await paste_and_send(pilot, f"/save {dangling}")
             await wait_until(pilot, lambda: _screen(app) == "OverwritePrompt", what="asked again")
             assert "which does not exist yet" in str(app.screen.query_one("#path").render())
             assert not (tmp_path / "elsewhere.md").exists()
@@ -144,7 +144,7 @@ async def test_save_to_a_path_that_cannot_be_looked_at_says_why_in_the_dialog(tm
         app = make_app(tmp_path, url)
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
-            await type_and_send(pilot, f"/save {target}")
+            await paste_and_send(pilot, f"/save {target}")  # a name of 300 letters
             await wait_until(pilot, lambda: _screen(app) == "ExportDialog", what="dialog")
             await wait_until(pilot, lambda: "File name too long" in str(
                 app.screen.query_one("#error").render()), what="the reason")
@@ -171,7 +171,7 @@ async def test_save_never_writes_its_images_through_a_link_planted_beside_it(tmp
         app = make_app(tmp_path, url)
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
-            await type_and_send(pilot, f"/save {target}")
+            await paste_and_send(pilot, f"/save {target}")
             await wait_until(pilot, lambda: _screen(app) == "ExportDialog", what="dialog")
             await wait_until(pilot, lambda: f"{images} is a link" in str(
                 app.screen.query_one("#error").render()), what="the reason")
