@@ -605,8 +605,8 @@ class _Edit:
         self.walk, self.name, self.shown, self.target = walk, name, shown, target
         self.data, self.checkpoint, self.limit = data, checkpoint, limit
 
-    def _open(self, flags: int) -> tuple[int, os.stat_result]:
-        fd = _open_old(self.walk.fds[-1], self.name, self.shown, flags)
+    def _open(self, flags: int, what: str = "read") -> tuple[int, os.stat_result]:
+        fd = _open_old(self.walk.fds[-1], self.name, self.shown, flags, what)
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
@@ -623,7 +623,7 @@ class _Edit:
         ``separate``: trailing newlines of a file with text are cut to one blank
         line before the new bytes (their count is read from the end only).
         """
-        fd, st = self._open(os.O_RDWR)
+        fd, st = self._open(os.O_RDWR, "append to")  # a write: said so when refused
         try:
             size = st.st_size
             start, piece = size, self.data
@@ -857,15 +857,19 @@ def remove_file(path: str | os.PathLike[str],
         walk.close()
 
 
-def _open_old(dir_fd: int, name: str, shown: str, flags: int = os.O_RDONLY) -> int:
-    """The existing file ``name`` opened without following a link or blocking."""
+def _open_old(dir_fd: int, name: str, shown: str, flags: int = os.O_RDONLY,
+              what: str = "read") -> int:
+    """The existing file ``name`` opened without following a link or blocking; ``what``
+    it is opened to do, for the error (an append opens it to write: "cannot read" told
+    the model it lacked a permission it has)."""
     try:
         return os.open(name, flags | _NOFOLLOW | os.O_NONBLOCK | _CLOEXEC, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise PathNotAllowed(f"{shown!r} changed into a link while writing; nothing was "
                                  "written") from None
-        raise FileWriteError(f"cannot read {shown}: {exc.strerror}") from None
+        changed = "" if what == "read" else "; nothing was changed"
+        raise FileWriteError(f"cannot {what} {shown}: {exc.strerror}{changed}") from None
 
 
 @overload

@@ -201,3 +201,19 @@ def test_an_insert_over_the_limit_keeps_its_size_not_its_bytes(tmp_path):
     (record,) = records
     assert record["before"] == TOO_LARGE and record["before_size"] == 200
     assert record["after_size"] == 208 and not checkpoints.folder.exists()
+
+
+def test_an_append_refused_by_the_file_says_it_could_not_append(tmp_path):
+    """An append opens the file to write it in place: refused (no write permission, an
+    immutable file), it said "cannot read", telling the model it lacked a permission it
+    had."""
+    from tests.selfref.test_store_cli import denied
+
+    target = tmp_path / "notes.txt"
+    target.write_bytes(b"kept\n")
+    with denied(target, 0o444), pytest.raises(FileWriteError) as refused:
+        write_file(target, "more\n", mode="append", roots=[tmp_path])
+    said = str(refused.value)
+    assert said.startswith(f"cannot append to {target}: "), said
+    assert said.endswith("; nothing was changed"), said
+    assert target.read_bytes() == b"kept\n"
