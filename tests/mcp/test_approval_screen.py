@@ -106,6 +106,22 @@ async def test_an_enter_typed_for_the_chat_allows_nothing(monkeypatch):
     assert app.results == [APPROVE_ONCE]
 
 
+async def test_the_hint_names_its_keys_as_the_other_dialogs_do():
+    """Lower case and bold, then what they do ("esc cancel" elsewhere): it said
+    "d, Esc or Enter: deny · Tab or arrows, then Enter: another choice"."""
+    from textual.content import Content
+
+    app = HostApp(PROMPT)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        hint = app.screen.query_one("#hint", Static).render()
+        assert isinstance(hint, Content)
+        assert hint.plain == "d, esc or enter deny   tab or ←→ then enter another choice"
+        bold = [hint.plain[span.start:span.end] for span in hint.spans
+                if "bold" in str(span.style)]
+        assert bold == ["d", "esc", "enter", "tab", "←→", "enter"]
+
+
 async def test_hostile_names_and_arguments_are_shown_inert():
     args = {name: text for name, text in CORPUS}
     app = HostApp(approval_prompt("srv\x1b]0;t\x07", "[@click=app.quit]x[/]\x9b31m", args))

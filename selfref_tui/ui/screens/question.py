@@ -45,6 +45,7 @@ class QuestionScreen(ModalScreen[str]):
     QuestionScreen #prompt { text-style: bold; }
     QuestionScreen #buttons { height: auto; align-horizontal: right; margin-top: 1; }
     QuestionScreen Button { margin-left: 1; min-width: 10; }
+    QuestionScreen #hint { color: $text-muted; }
     """
 
     def __init__(self, prompt: str, choices: tuple[str, ...], *, asker: str = "") -> None:
@@ -77,11 +78,13 @@ class QuestionScreen(ModalScreen[str]):
                     else Content(shown)
                 )
                 yield Button(label, id=f"choice-{index}", name=choice)
+        # keys as every dialog's hint names them: lower case, bold, then what they do
+        key = "bold $text-primary"
         yield Static(
-            content(
-                f"{inert_line(self.safe_choice[:1])}, Esc or Enter: {inert_line(self.safe_choice)}"
-                " · Tab or arrows, then Enter: another choice",
-                "italic $text-muted",
+            Content.assemble(
+                (inert_line(self.safe_choice[:1]), key), ", ", ("esc", key), " or ",
+                ("enter", key), f" {inert_line(self.safe_choice)}   ",
+                ("tab", key), " or ", ("←→", key), " then ", ("enter", key), " another choice",
             ),
             id="hint",
         )
