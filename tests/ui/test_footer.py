@@ -111,6 +111,14 @@ async def test_a_60_column_footer_hides_whole_keys_and_keeps_help(tmp_path):
         shown = _whole_keys(footer, 60)
         assert "help" in shown and "quit" in shown, shown
         assert SHOWN - shown  # something had to go
+        # under a dialog too: the footer is composed again for the dialog's keys
+        await pilot.press("f1")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "HelpScreen",
+                         what="help")
+        await pilot.pause()
+        assert fits(60), [(key.action, key.region) for key in footer.query("FooterKey")
+                          if key.display]
+        await pilot.press("escape")
         await pilot.resize_terminal(120, 24)
         await wait_until(pilot, lambda: _whole_keys(footer, 120) >= SHOWN,
                          what="every key back at 120 columns")

@@ -14,6 +14,7 @@ widget, its ``compact`` reactive and its children's ``display``.
 from __future__ import annotations
 
 from textual import events
+from textual.geometry import Size
 from textual.widget import Widget
 from textual.widgets import Footer
 from textual.widgets._footer import FooterLabel
@@ -23,8 +24,14 @@ NARROW_BELOW = 100
 
 
 def _outer_width(widget: Widget) -> int:
-    margin = widget.styles.margin
-    return widget.outer_size.width + margin.left + margin.right
+    """Columns ``widget`` takes in the row, margins included, from its styles and
+    content (not from the last layout: a footer under a dialog is laid out late)."""
+    styles = widget.styles
+    if widget.children:
+        inner = sum(_outer_width(child) for child in widget.children if child.display)
+    else:
+        inner = widget.get_content_width(Size(0, 0), Size(0, 0))
+    return inner + styles.gutter.width + styles.margin.left + styles.margin.right
 
 
 class AppFooter(Footer):
@@ -53,12 +60,9 @@ class AppFooter(Footer):
     def fit(self) -> None:
         """Show every entry, then hide whole ones (not the last) until the row fits."""
         entries = self._entries()
-        if any(not widget.display for entry in entries for widget in entry):
-            for entry in entries:
-                for widget in entry:
-                    widget.display = True
-            self.call_after_refresh(self.fit)  # measured once every entry is laid out
-            return
+        for entry in entries:
+            for widget in entry:
+                widget.display = True
         room = self.size.width
         for child in self.children:
             if child.has_class("-command-palette") and child.display:
