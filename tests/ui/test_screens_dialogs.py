@@ -478,3 +478,20 @@ async def test_the_dialogs_that_show_something_say_esc_close_alike():
             subtitle = str(box.border_subtitle)
             assert subtitle.endswith("esc close") or "esc close ·" in subtitle, (name, subtitle)
             assert "closes" not in subtitle, (name, subtitle)
+
+
+async def test_context_view_keeps_esc_close_in_view_when_narrow():
+    """At 60 columns Textual cut the subtitle at its end: "… 5,497 of 32,000 tokens…",
+    without "esc close". The bottom border is read as the terminal shows it."""
+    from tests.ui.contrast import screen_cells
+
+    for size, shown in (((100, 30), "1 message · 0 tools · 12 of 32,000 tokens · esc close"),
+                        ((40, 20), "esc close")):
+        app = HostApp()
+        async with app.run_test(size=size) as pilot:
+            await _open(pilot, ContextView([{"role": "user", "content": "hi"}], 12,
+                                           window=32_000))
+            await pilot.pause()
+            box = app.screen.query_one("#dialog").region
+            bottom = "".join(char for char, _fg, _bg in screen_cells(app)[box.bottom - 1])
+            assert f" {shown} " in bottom, (size, bottom)

@@ -133,11 +133,16 @@ class ContextView(ModalScreen[None]):
                 f"Next call · {self.model}" if self.model else "Next call", line=True)
             about = "~" if self.estimated else ""
             window = f" of {self.window:,}" if self.window else ""
-            dialog.border_subtitle = (
+            tokens = f"{about}{self.tokens:,}{window} tokens · esc close"
+            #: the subtitle, longest first: a narrow dialog shows the longest that fits
+            #: (Textual cuts a long one at its end, and "esc close" went first)
+            self.subtitles = (
                 f"{count} message{'s' if count != 1 else ''} · {len(self.tools)} "
-                f"tool{'s' if len(self.tools) != 1 else ''} · "
-                f"{about}{self.tokens:,}{window} tokens · esc close"
+                f"tool{'s' if len(self.tools) != 1 else ''} · {tokens}",
+                tokens,
+                "esc close",
             )
+            dialog.border_subtitle = self.subtitles[0]
             with VerticalScroll(id="messages"):
                 if self.breakdown is not None:
                     yield Static(Content("where the tokens go"), classes="role")
@@ -184,6 +189,15 @@ class ContextView(ModalScreen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#messages", VerticalScroll).focus()
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fit_subtitle)
+
+    def _fit_subtitle(self) -> None:
+        dialog = self.query_one("#dialog")
+        room = dialog.size.width - 4  # the corners and a space on each side
+        dialog.border_subtitle = next(
+            (text for text in self.subtitles if len(text) <= room), self.subtitles[-1])
 
     def action_close(self) -> None:
         self.dismiss(None)
