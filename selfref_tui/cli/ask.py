@@ -73,7 +73,8 @@ class _AskOutput:
         elif isinstance(event, ev.CompactionApplied):
             if self.compacted is not None:
                 self.compacted.append(event)
-            self._note(f"[compacted] {event.messages_before} messages replaced by the summary")
+            n = event.messages_before
+            self._note(f"[compacted] {n} message{'' if n == 1 else 's'} replaced by the summary")
         elif isinstance(event, ev.CompactionFailed):
             if self.compacted is not None:  # `compact` exits with it: said once, there
                 self.compacted.append(event)

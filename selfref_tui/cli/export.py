@@ -74,7 +74,8 @@ def _export(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     beside = f" and {len(images)} image{'s' if len(images) != 1 else ''} in " \
         f"{target.parent / images_folder(target.name)}" if images else ""
-    say(f"wrote {len(entries)} messages of '{name_line(key)}' to {written}{beside}")
+    count = f"{len(entries)} message{'' if len(entries) == 1 else 's'}"  # not "1 messages"
+    say(f"wrote {count} of '{name_line(key)}' to {written}{beside}")
     return EXIT_OK
 
 

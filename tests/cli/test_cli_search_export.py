@@ -166,6 +166,14 @@ def test_an_export_marks_the_pinned_messages():
     assert [m["n"] for m in messages if m["pinned"]] == [4]
 
 
+def test_an_export_of_one_message_says_one_message(tmp_path):
+    with SelfReference(os.environ["SELFREF_DATA_DIR"]) as store:
+        store.open("one").commit([UserMessageMutation({"role": "user", "content": "hi"})])
+    written = cli("export", "--key", "one", "-o", str(tmp_path / "one.md"))
+    assert written.returncode == 0, written.stderr
+    assert written.stdout.startswith("wrote 1 message of 'one' to ")  # not "1 messages"
+
+
 def test_export_takes_json_as_every_command_printing_json_does():
     """`export --json` was "unrecognized arguments" (history, search, refs list … take it)."""
     _seed()

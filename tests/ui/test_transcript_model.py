@@ -170,6 +170,8 @@ def test_finish_reasons_compaction_and_errors():
     assert answer.finished and not answer.interrupted and "cut off" in answer.marker
     assert answer.archived and not divider.archived
     assert divider.collapsed and "3 messages" in divider.title and "Goal: g" in divider.copy_text
+    model.apply(ev.CompactionApplied(key=K, summary={"goal": "g"}, messages_before=1))
+    assert model.items[-1].title.startswith("Compacted 1 message · ")  # not "1 messages"
     assert error.error_kind == "connection"
 
 

@@ -240,7 +240,8 @@ class DividerItem(Item):
     def title(self) -> str:
         title = "Compacted"
         if self.messages_before:
-            title += f" {self.messages_before} messages"
+            n = self.messages_before
+            title += f" {n} message{'' if n == 1 else 's'}"  # not "1 messages"
         return title + " · above is archived, the model now sees this summary"
 
     @property
