@@ -50,7 +50,8 @@ def _run(args: argparse.Namespace) -> int:
     from selfref_tui.selfref.keys import validate_key
 
     config = app_config(args)
-    keys = [validate_key(args.key)] if args.key else None
+    # `--key ""` is an empty name, refused: it searched every conversation
+    keys = [validate_key(args.key)] if args.key is not None else None
     program = bool(getattr(args, "program", False))
     # The caches a fold makes are written when the search closes: after the answer; as
     # the program, by a child process, so that the command exits with its answer.

@@ -520,7 +520,8 @@ def test_an_empty_key_is_refused_not_read_as_main(server):
     _, url = server([Reply(text="a1"), Reply(text="a2")])
     run(url, "ask", "q1")
     run(url, "ask", "q2")
-    for command in (("rewind", "3"), ("history", "--json"), ("pin", "1"), ("export",)):
+    for command in (("rewind", "3"), ("history", "--json"), ("pin", "1"), ("export",),
+                    ("search", "q1")):
         result = cli(*command, "--key", "")
         assert result.returncode == 2, command
         assert "conversation name is empty" in result.stderr and result.stdout == ""
