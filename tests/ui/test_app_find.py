@@ -207,3 +207,32 @@ async def test_an_occurrence_wrapped_over_two_lines_is_marked_on_both(tmp_path):
             assert split, "no pair was wrapped: choose other fillers"
             marked = "".join(lines).replace(" ", "")
             assert marked == "alphaomega" * 40  # every pair marked whole, split or not
+
+
+async def test_found_text_is_readable_on_its_marks_in_every_theme(tmp_path):
+    """The current occurrence was the background colour on the accent (1.5:1 on
+    textual-light: light on light orange), the others the row's text on a warning
+    tint (2.8:1 on solarized-light). Every letter on screen is read, in every theme."""
+    from textual.theme import BUILTIN_THEMES
+
+    from selfref_tui.demo.script import Reply
+    from tests.ui.contrast import describe, unreadable
+    from tests.ui.helpers import turn_done
+
+    failures = []
+    async with DemoServer([Reply(text="The fib function and fib again: fib.")]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "say fib")
+            await turn_done(pilot, app)
+            await pilot.press("ctrl+f", "f", "i", "b")
+            bar = app.query_one(FindBar)
+            await wait_until(pilot, lambda: bar.count.endswith(" of 4"), what="4 found")
+            for theme in [name for name in BUILTIN_THEMES if not name.startswith("ansi")]:
+                app.theme = theme
+                await pilot.pause()
+                bad = unreadable(app, region=app.transcript.region)
+                if bad:
+                    failures.append(f"{theme}:\n{describe(bad, app)}")
+    assert not failures, "\n".join(failures)

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
 from rich.segment import Segment
-from rich.style import Style
 from textual.strip import Strip
 
 from selfref_tui.ui.lazy_import import LazyModule
@@ -166,11 +165,9 @@ class FindMarks(RowLayout):
         text = strip.text
         current = self._hit_at
         here = current[1] if current is not None and current[0] is row else None
-        other = Style(bgcolor=palette.mix(palette.warning, 0.4))
         # an ANSI theme's background is the terminal's own ("ansi_default" has no hex):
         # the current one is drawn reversed, in the terminal's own colours
-        chosen = Style(reverse=True, bold=True) if palette.ansi else Style(
-            bgcolor=palette.accent.rich_color, color=palette.bg.rich_color, bold=True)
+        other, chosen = palette.find_marks
         cuts: list[int] = []
         for start, end, _number in marks:
             cuts += [cell_len(text[:left + start]), cell_len(text[:left + end])]

@@ -16,6 +16,8 @@ from rich.style import Style
 from rich.theme import Theme
 from textual.color import Color
 
+from selfref_tui.ui.theme_colors import readable
+
 #: how much of the text colour tints the background of code
 CODE_TINT = 0.07
 
@@ -60,6 +62,22 @@ class Palette:
         self.text_warning = color("text-warning", "#ffc473")
         #: code blocks and inline code sit on a tint of the text colour
         self.code_bg = self.tint(self.fg, CODE_TINT)
+
+    @cached_property
+    def find_marks(self) -> tuple[Style, Style]:
+        """(every occurrence, the current one) of the find text: text readable on each mark.
+
+        The current one is the accent colour under the background colour, which on a
+        light theme is light on light orange (1.5:1 on textual-light); the others kept
+        the row's colour on a warning tint (2.8:1 on solarized-light). Each text colour
+        is raised to the contrast floor on its mark (ui/theme_colors.py).
+        """
+        if self.ansi:  # the terminal's own colours: the current one reversed
+            return Style(bgcolor=self.mix(self.warning, 0.4)), Style(reverse=True, bold=True)
+        tint = self.bg.blend(self.warning, 0.4)
+        return (Style(bgcolor=tint.rich_color, color=readable(self.fg, [tint]).rich_color),
+                Style(bgcolor=self.accent.rich_color,
+                      color=readable(self.bg, [self.accent]).rich_color, bold=True))
 
     def mix(self, color: Color, alpha: float) -> RichColor:
         """``color`` over the background at ``alpha`` (an ANSI colour as it is)."""
