@@ -40,7 +40,7 @@ from typing import Any, NamedTuple, overload
 
 from ..context import history
 from .errors import StoreError
-from .fsutil import atomic_write, ensure_dir, open_regular, read_regular
+from .fsutil import atomic_write, check_dir, ensure_dir, open_regular, read_regular
 from .keys import key_dirname
 from .store import LOG_NAME
 
@@ -217,9 +217,24 @@ def _path(data_dir: Path, key: str) -> Path:
     return data_dir / CACHE_DIR / f"{key_dirname(key)}.txt"
 
 
+def _own_folders(data_dir: Path) -> bool:
+    """Whether ``cache/`` and ``cache/search/`` are real folders (or not made yet): a link
+    or anything else planted there is not followed, so no cache is written in the folder
+    it leads to (replacing a ``<key>.txt`` of someone's) or read from there."""
+    try:
+        check_dir(data_dir / CACHE_DIR.parent)
+        check_dir(data_dir / CACHE_DIR)
+    except StoreError as exc:
+        log.warning("search cache not used: %s", exc)
+        return False
+    return True
+
+
 def read(data_dir: Path, key: str) -> tuple[dict[str, Any], bytes] | None:
     """The key's cache (its header, and its bytes), whatever log it was made from; None
     when there is none of this version and key, or it was cut short."""
+    if not _own_folders(data_dir):
+        return None
     try:
         data = read_regular(_path(data_dir, key))
         if data is None:
@@ -287,6 +302,8 @@ def save(data_dir: Path, key: str, key_dir: Path, stamp: list[int] | None,
                          "size": len(columns) + len(texts)},
                         ensure_ascii=True, separators=(",", ":"))
     path = _path(data_dir, key)
+    if not _own_folders(data_dir):
+        return  # a cache: the search still answered
     try:
         ensure_dir(path.parent)
         atomic_write(path, [f"{header}\n".encode("ascii") + columns, texts], fsync=False)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from selfref_tui.context.mutations import AssistantMessageMutation, UserMessageMutation
 from selfref_tui.selfref.conversation_search import ConversationSearch
 from selfref_tui.selfref.reference import SelfReference
@@ -175,3 +177,33 @@ def test_a_cache_cut_short_is_never_believed(tmp_path):
         with ConversationSearch(data) as search:
             assert search.search("tea strong") == answer, cut
         assert path.read_bytes() == whole  # written again, whole
+
+
+@pytest.mark.parametrize("planted", ["cache", "cache/search"])
+def test_a_cache_folder_that_is_a_link_is_neither_written_nor_read_through(tmp_path, planted):
+    """The data folder is input: a link planted at ``cache`` or ``cache/search`` made every
+    search replace ``<key>.txt`` (made private) in the folder it led to, and read a cache
+    from there. The search still answers; nothing there is written or believed."""
+    from selfref_tui.selfref import search_cache
+
+    data = tmp_path / "data"
+    _say(data, "tea", "Green tea.")
+    with ConversationSearch(data) as search:
+        assert search.search("green").total == 1
+    real = search_cache._path(data, "tea")
+    made = real.read_bytes()  # a cache as this search writes it, to plant elsewhere
+    (data / "cache").rename(tmp_path / "cache-was")
+    elsewhere = tmp_path / "notes"
+    folder = elsewhere / "search" if planted == "cache" else elsewhere
+    folder.mkdir(parents=True)
+    mine = folder / real.name
+    mine.write_text("my own notes\n")
+    link = data / planted
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(elsewhere, target_is_directory=True)
+    with ConversationSearch(data) as search:
+        assert search.search("green").total == 1
+    assert mine.read_text() == "my own notes\n"
+    assert sorted(p.name for p in folder.iterdir()) == [real.name]
+    mine.write_bytes(made)  # a cache that would be believed, if read through the link
+    assert search_cache.load(data, "tea", SelfReference(data).key_dir("tea")) is None
