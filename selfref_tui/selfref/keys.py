@@ -30,7 +30,7 @@ from selfref_tui.safety import (
 from .checkpoints import FILES_DIR
 from .checksum import seal
 from .errors import InvalidKeyError, StoreError
-from .fsutil import atomic_write, ensure_dir, fsync_dir, read_regular
+from .fsutil import atomic_write, check_dir, ensure_dir, fsync_dir, read_regular
 from .images import copy_blobs, copy_images
 
 MAX_KEY_LENGTH = 128
@@ -291,10 +291,19 @@ def write_branch_dir(src: Path, dst: Path, log: bytes) -> None:
         raise
 
 
-def move_to_trash(key_dir: Path, data_dir: Path) -> Path:
-    """Move a key's folder into ``<data_dir>/trash/`` (time-stamped); returns where it went."""
+def trash_folder(data_dir: Path) -> Path:
+    """``<data_dir>/trash/``, made when missing. A link (or anything else) planted there is
+    refused (``UnsafeStoreFileError``), never followed: a deleted or renamed conversation
+    would be moved into the folder it leads to, out of the person's data folder."""
     trash = data_dir / TRASH_DIR
     ensure_dir(trash)
+    check_dir(trash)
+    return trash
+
+
+def move_to_trash(key_dir: Path, data_dir: Path) -> Path:
+    """Move a key's folder into ``<data_dir>/trash/`` (time-stamped); returns where it went."""
+    trash = trash_folder(data_dir)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     target = trash / f"{key_dir.name}.{stamp}"
     os.rename(key_dir, target)

@@ -32,6 +32,7 @@ from .keys import (
     key_dirname,
     key_from_dirname,
     move_to_trash,
+    trash_folder,
     validate_key,
     validate_name,
     write_branch_dir,
@@ -151,6 +152,7 @@ class SelfReference:
         if self.exists(new):
             raise InvalidKeyError(f"A conversation named '{name_line(new)}' already exists; "
                                   "pick another name.")
+        trash_folder(self.data_dir)  # refused before anything is copied
         with self._exclusive(old):
             copy_key_dir(src, dst, new)
             move_to_trash(src, self.data_dir)
@@ -163,6 +165,7 @@ class SelfReference:
         src = self.key_dir(key)
         if not src.exists():
             raise InvalidKeyError(f"There is no conversation named '{name_line(key)}'.")
+        trash_folder(self.data_dir)  # refused before anything moves (a fork's folder too)
         with self._exclusive(key):
             where = move_to_trash(src, self.data_dir)
         for info in self.keys():

@@ -278,3 +278,27 @@ def test_a_refusal_naming_a_lookalike_conversation_shows_its_telling_letter(tmp_
             store.branch(mixed, 9, "other")
         assert "conversation 'm\\u0430in'" in str(error.value), error.value
         assert mixed not in str(error.value)
+
+
+@pytest.mark.parametrize("how", ["trash", "rename"])
+def test_a_trash_folder_that_is_a_link_is_refused_and_nothing_moves(tmp_path, how):
+    """The data folder is input: a link planted at ``trash`` moved a deleted (or renamed)
+    conversation's folder into wherever it led, out of the data folder. Refused in one
+    line now, before anything is copied or moved."""
+    from selfref_tui.selfref.errors import UnsafeStoreFileError
+    from selfref_tui.selfref.reference import SelfReference
+    from tests.selfref.helpers import turn
+
+    data = tmp_path / "data"
+    with SelfReference(data) as store:
+        store.open("old").commit(turn(1))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (data / "trash").symlink_to(elsewhere, target_is_directory=True)
+    store = SelfReference(data)
+    with pytest.raises(UnsafeStoreFileError) as refused:
+        store.trash("old") if how == "trash" else store.rename("old", "new")
+    assert f"{data / 'trash'} is a symbolic link" in str(refused.value)
+    assert "\n" not in str(refused.value)
+    assert list(elsewhere.iterdir()) == []
+    assert {i.key for i in store.keys()} == {"old"}  # noqa: SIM118
