@@ -363,18 +363,28 @@ def _still(change: FileChange) -> Callable[[bytes | int | None], None]:
 def standing(change: FileChange, roots: Sequence[str | Path] | None) -> str:
     """Why restoring would leave ``change``'s file as it is, looked at on disk now, or ""
     when restoring would change it: what :meth:`FileChange.why_left` says, and first
-    whether the path is inside ``roots`` (None: not asked), so a list offers no file
-    that :func:`restore` would refuse."""
-    from .files import FileWriteError, PathNotAllowed, resolve_target
+    whether the path is inside ``roots`` (None: not asked) with no link on its way, so
+    a list offers no file that :func:`restore` would refuse."""
+    from .files import FileWriteError, LinkOnTheWay, PathNotAllowed, resolve_target
 
-    if roots is not None and change.before != TOO_LARGE:
-        try:
-            resolve_target(change.path, list(roots))
-        except PathNotAllowed:
-            return outside_roots(roots, done=False)
-        except FileWriteError:
-            pass  # not a path a write could use: the restore says why
-    return change.why_left(state_of(change.path))
+    if roots is None or change.before == TOO_LARGE:
+        return change.why_left(state_of(change.path))
+    try:
+        resolve_target(change.path, list(roots))
+    except PathNotAllowed:
+        return outside_roots(roots, done=False)
+    except FileWriteError:
+        pass  # not a path a write could use: the restore says why
+    why = change.why_left(state_of(change.path))
+    if why:
+        return why
+    try:  # as the model left it, but read through a folder that became a link: refused
+        resolve_target(change.path, list(roots), links=False)
+    except LinkOnTheWay as exc:
+        return str(exc)
+    except (PathNotAllowed, FileWriteError):
+        pass
+    return ""
 
 
 def too_large(size: int, *, redo: bool = False) -> str:

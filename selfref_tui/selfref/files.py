@@ -92,6 +92,11 @@ class FileWriteError(Exception):
         self.kind = kind
 
 
+class LinkOnTheWay(FileWriteError):
+    """A link is on the way where none may be (``links=False``: a restore), though it
+    stays inside the roots."""
+
+
 class _MissingDir(Exception):
     """A directory on the way does not exist and may not be created."""
 
@@ -277,7 +282,7 @@ def _descend(walk: _Walk, pending: list[str], real: list[tuple[str, ...]],
                 raise _os_error(walk.shown, exc) from None
             if st is None or not stat.S_ISLNK(st.st_mode):
                 if links and not follow:  # one that stayed inside (one leading out raised)
-                    raise FileWriteError(f"a link is on the way to {walk.shown} now, where "
+                    raise LinkOnTheWay(f"a link is on the way to {walk.shown} now, where "
                                          "the model's write met none: it was changed since, "
                                          "and the link was not followed")
                 return part, st
@@ -344,16 +349,17 @@ def _os_error(shown: str, exc: OSError) -> FileWriteError:
     return FileWriteError(f"cannot use {shown}: {exc.strerror or exc}; choose another path")
 
 
-def resolve_target(path: str | os.PathLike[str], roots: Sequence[str | os.PathLike[str]] | None
-                   ) -> Path:
+def resolve_target(path: str | os.PathLike[str], roots: Sequence[str | os.PathLike[str]] | None,
+                   *, links: bool = True) -> Path:
     """The real file a write to ``path`` would change; PathNotAllowed if outside ``roots``.
 
     A preview: nothing is created, and the answer can be stale by the time a
-    write happens; :func:`write_file` checks again as it writes.
+    write happens; :func:`write_file` checks again as it writes. ``links`` as
+    for :func:`write_file` (:class:`LinkOnTheWay` when one is met).
     """
     raw = _checked(path)
     try:
-        walk, name, _ = _resolve(raw, roots, make_dirs=False)
+        walk, name, _ = _resolve(raw, roots, make_dirs=False, links=links)
     except _MissingDir:
         if roots is None:
             return Path(os.path.realpath(os.path.expanduser(raw)))

@@ -241,3 +241,19 @@ def test_a_copy_that_is_a_fifo_or_a_link_is_one_file_left_not_a_failed_restore(
     assert out.startswith("<fd_error") and "nothing was written" in out
     assert first.read_bytes() == b"new\n" and records == []
     assert elsewhere.read_bytes() == b"old\n"
+
+
+def test_a_folder_on_the_way_that_became_a_link_inside_is_not_offered(place):
+    """The list says what the restore will do: a file reached through a link now (though
+    it stays inside the allowed folder) is one the restore leaves, and says so in both."""
+    checkpoints, work = place
+    old, new = checkpoints.keep(b"old\n"), checkpoints.keep(b"new\n")
+    (work / "real").mkdir()
+    (work / "real" / "a.txt").write_bytes(b"new\n")
+    (work / "sub").symlink_to("real")  # the model wrote work/sub/a.txt when sub was a folder
+    change = FileChange(str(work / "sub" / "a.txt"), old, new)
+    why = standing(change, [work])
+    assert why.startswith(f"a link is on the way to {work / 'sub' / 'a.txt'} now")
+    done = restore(checkpoints, [change], [work])
+    assert done.skipped == [(change.path, why)]
+    assert (work / "real" / "a.txt").read_bytes() == b"new\n"
