@@ -5,7 +5,8 @@ digit inside its box must stand at least :data:`~tests.ui.contrast.READABLE` fro
 its ground (tests/ui/contrast.py). Before: /mcp's picked server was its coloured
 words on the theme's strong cursor colour (1.0:1 on rose-pine-dawn: the name in
 the colour behind it), and the titles of the files-restore, compaction-review,
-confirm and choice dialogs were the raw border colour (1.4:1 on textual-light).
+confirm and choice dialogs were the raw border colour (1.4:1 on textual-light), and
+a file the restore dialog cannot put back was Textual's disabled grey (2.5:1).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ THEMES = [name for name in BUILTIN_THEMES if not name.startswith("ansi")]
 
 DIALOGS: dict[str, Callable[[], Screen]] = {
     "mcp": lambda: McpServersScreen(ROWS),  # the cursor starts on the failed server
-    "restore": lambda: RestoreFiles([("notes.txt", "put back as it was", "")]),
+    "restore": lambda: RestoreFiles([("notes.txt", "put back as it was", ""),
+                                     ("big.bin", "put back", "too large to restore")]),
     "compaction review": lambda: CompactionReviewScreen("## Summary\nThe person likes Python."),
     "confirm": lambda: ConfirmScreen("Delete conversation 'notes'?"),
     "choices": lambda: ChoiceList("Profiles", [("local", "llama.cpp"), ("demo", "offline")]),
