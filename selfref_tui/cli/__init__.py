@@ -46,6 +46,7 @@ from selfref_tui.cli.common import (
     app_config,
     common_flags,
     err,
+    key_of,
     formatter,
     provider_flags,
     silence_stdout,
@@ -141,6 +142,10 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _run_app(args: argparse.Namespace) -> int:
+    if getattr(args, "key", None) is not None:
+        # checked before the screen opens, as every command checks it: `--key ""` (a
+        # script's "$K" unset) opened a conversation that never loaded
+        key_of(args)
     config = app_config(args)
     try:
         from selfref_tui.ui.app import run_app

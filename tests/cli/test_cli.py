@@ -311,3 +311,14 @@ def test_a_base_url_without_http_is_a_usage_error_that_says_the_fix(tmp_path):
                 env={"OPENAI_BASE_URL": "https://user:secret@/v1"})
     assert shown.returncode == 2 and "secret" not in shown.stderr
     assert one_line(shown.stderr).startswith("selfref-tui: OPENAI_BASE_URL is ")
+
+
+@pytest.mark.parametrize("name", ["", "a/b"])
+def test_the_app_refuses_a_conversation_name_before_its_screen_opens(tmp_path, name):
+    """`selfref-tui --key ""` (a script's "$K" unset) opened a screen whose conversation
+    never loaded; like every command, the app says what is wrong with the name and exits 2."""
+    result = run("--key", name, "--demo", "--data-dir", str(tmp_path / "data"), stdin="",
+                 timeout=60)
+    assert result.returncode == 2, result
+    assert "Conversation name" in result.stderr or "conversation name" in result.stderr
+    assert "\x1b[" not in result.stdout  # no screen was drawn
