@@ -20,6 +20,7 @@ from selfref_tui.selfref.files import (
     write_file,
 )
 from selfref_tui.selfref.temp_files import machine_tag
+from tests.refs.helpers import write_past_a_size_limit
 
 
 @pytest.fixture
@@ -157,19 +158,7 @@ def test_write_failing_midway_keeps_the_old_file(root):
     """A real mid-write failure: a child process limited to 64 KiB files writes 1 MB."""
     f = root / "f.txt"
     f.write_text("old content\n")
-    script = textwrap.dedent(f"""
-        import resource, signal, sys
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
-        from selfref_tui.selfref.files import FileWriteError, write_file
-        try:
-            write_file({str(f)!r}, "x" * 1_000_000, roots=[{str(root)!r}])
-        except FileWriteError as exc:
-            print("refused:", exc)
-            sys.exit(3)
-    """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          cwd=Path(__file__).resolve().parents[2])
+    proc = write_past_a_size_limit(f, root)
     assert proc.returncode == 3, proc.stderr
     assert "nothing was changed" in proc.stdout
     assert f.read_text() == "old content\n"

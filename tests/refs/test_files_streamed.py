@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,6 +14,7 @@ from selfref_tui.refs.fds import FdTable
 from selfref_tui.selfref import files
 from selfref_tui.selfref.checkpoints import TOO_LARGE, Checkpoints, changes, restore
 from selfref_tui.selfref.files import FileWriteError, fd_to_file, write_file
+from tests.refs.helpers import write_past_a_size_limit
 
 
 def sha(data: bytes) -> str:
@@ -131,20 +128,7 @@ def test_an_append_that_fails_leaves_the_file_as_it_was(tmp_path):
     f = tmp_path / "f.txt"
     old = b"x" * 997 + b"\n\n\n"
     f.write_bytes(old)
-    script = textwrap.dedent(f"""
-        import resource, signal, sys
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
-        from selfref_tui.selfref.files import FileWriteError, write_file
-        try:
-            write_file({str(f)!r}, "y" * 1_000_000, mode="append", separate=True,
-                       roots=[{str(tmp_path)!r}])
-        except FileWriteError as exc:
-            print("refused:", exc)
-            sys.exit(3)
-    """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          cwd=Path(__file__).resolve().parents[2])
+    proc = write_past_a_size_limit(f, tmp_path, mode="append", separate=True)
     assert proc.returncode == 3, proc.stderr
     assert "it was left as it was" in proc.stdout
     assert f.read_bytes() == old
