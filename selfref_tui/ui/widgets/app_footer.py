@@ -7,8 +7,10 @@ style (no padding around a key), which with the short descriptions in
 ``keymap.py`` fits every key it shows in 80 columns. Narrower still (60
 columns) the row ran off the edge mid-word ("^o Conversati") and F1 was gone:
 there the keys that do not fit are hidden whole, from the end, but the last one
-(Help, which lists them all) stays. Only public Textual API: the ``Footer``
-widget, its ``compact`` reactive and its children's ``display``.
+(Help, which lists them all) stays. Public Textual API (the ``Footer`` widget,
+its ``compact`` reactive and its children's ``display``) plus one private name,
+``FooterLabel``, to keep a group's label with its keys; tests/ui/test_footer.py
+catches a Textual that moves it.
 """
 
 from __future__ import annotations
