@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from dataclasses import replace
 
-from selfref_tui.config import load_config
 from selfref_tui.demo.script import Reply, ToolCall
 from selfref_tui.demo.server import DemoServer
 from selfref_tui.ui.screens import question
@@ -32,9 +30,7 @@ args = [{json.dumps(str(SERVER))}]
     server = DemoServer(script)
     url = await server.start()
     try:
-        app = make_app(tmp_path, url)
-        app.config = replace(app.config, mcp_servers=load_config(
-            config_path=config_path, env={}).mcp_servers, config_path=config_path)
+        app = make_app(tmp_path, url, mcp_config=config_path)
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
             await wait_until(pilot, lambda: app.mcp is not None and app.mcp.handles(
@@ -77,9 +73,7 @@ args = [{json.dumps(str(SERVER))}, "--wait-for", {json.dumps(str(gate))}]
     server = DemoServer([])
     url = await server.start()
     try:
-        app = make_app(tmp_path, url)
-        app.config = replace(app.config, mcp_servers=load_config(
-            config_path=config_path, env={}).mcp_servers, config_path=config_path)
+        app = make_app(tmp_path, url, mcp_config=config_path)
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
             await wait_until(pilot, lambda: app.mcp is not None, 30, "the MCP manager")

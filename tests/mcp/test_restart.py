@@ -21,7 +21,7 @@ from textual.widgets import Static
 from selfref_tui.agent.mcp.approval import APPROVE_ALWAYS
 from selfref_tui.agent.mcp.manager import McpManager
 from selfref_tui.agent.tools.builtin import ToolError
-from selfref_tui.config import McpServerConfig, load_config
+from selfref_tui.config import McpServerConfig
 from selfref_tui.demo.server import DemoServer
 from selfref_tui.ui.screens.mcp_servers import McpServersScreen
 from tests.agent.helpers import wait_until
@@ -197,9 +197,7 @@ args = [{json.dumps(str(SERVER))}]
     server = DemoServer([])
     url = await server.start()
     try:
-        app = make_app(tmp_path, url)
-        app.config = replace(app.config, mcp_servers=load_config(
-            config_path=config_path, env={}).mcp_servers, config_path=config_path)
+        app = make_app(tmp_path, url, mcp_config=config_path)
         async with app.run_test(size=SIZE) as pilot:
             await app_started(pilot, app)
             await app_wait_until(pilot, lambda: app.mcp is not None and app.mcp.handles(

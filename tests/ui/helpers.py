@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
-from selfref_tui.config import AppConfig, ProviderConfig
+from selfref_tui.config import AppConfig, ProviderConfig, load_config
 from selfref_tui.demo.script import Script
 from selfref_tui.demo.server import DemoServer
 from selfref_tui.ui.app import SelfRefApp
@@ -143,9 +144,11 @@ def make_app(
     key: str = "main",
     clock: Callable[[], float] | None = None,
     context_window: int | None = 128_000,
+    mcp_config: Path | None = None,
 ) -> SelfRefApp:
     """The app on ``url``; ``context_window=None`` makes it ask the server
-    (agent/provider/window.py).
+    (agent/provider/window.py); ``mcp_config`` a config.toml whose MCP servers it
+    starts (and reads again on a restart).
 
     The provider waits as long as a person's would (:data:`STALL_PATIENCE_S`)
     for the next byte: a test holds an answer mid-stream with a ``Stall`` while
@@ -163,6 +166,9 @@ def make_app(
         context_window=context_window,
     )
     config = AppConfig(provider=provider, data_dir=tmp_path / "data", key=key)
+    if mcp_config is not None:
+        config = replace(config, config_path=mcp_config, mcp_servers=load_config(
+            config_path=mcp_config, env={}).mcp_servers)
     if clock is None:
         return PatientApp(config)
     return PatientApp(config, clock=clock)
