@@ -330,7 +330,9 @@ def _after_tools(messages: list[dict], tools: set[str]) -> Step:
             said = (f"Wrote {wrote.get('fd', 'the ref')} to {wrote['path']}: "
                     f"{wrote.get('chars', '?')} characters{fence}.")
         else:
-            said = f"The fd_to_file tool answered: {one_line(first, 300)}"
+            # nothing was written (the file was kept, the path refused): no file to put back
+            return Reply(text=f"{DEMO_TAG} The fd_to_file tool answered: "
+                         f"{one_line(first, 300)}")
         return Reply(text=f"{DEMO_TAG} {one_line(said, 400)}\n\n"
                      "Rewind to before your message (Esc Esc) and the app offers to put the "
                      "file back as it was.")

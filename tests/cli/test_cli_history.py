@@ -425,6 +425,9 @@ def test_the_demo_model_writes_a_ref_to_a_file_and_a_rewind_offers_it_back(work)
             "(its code fence left out).") in result.stdout
     assert "<fd_to_file_result" not in result.stdout
     assert (work / "fib_iterative.py").read_text().startswith("def fib_iterative(n: int)")
+    # asked again, `ask` keeps the file it wrote: no file to put back, so no rewind is offered
+    kept = cli("ask", "write the code to a file", "--demo")
+    assert "exists" in kept.stdout and "Rewind to before" not in kept.stdout, kept.stdout
     code, out, err = run("", "rewind", "5", "--restore-files")
     assert code == 0, err
     assert f"removed {work / 'fib_iterative.py'} (it did not exist before)" in out
