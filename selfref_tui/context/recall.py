@@ -513,6 +513,28 @@ def _window(text: str, start: int, end: int) -> str:
     return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
 
 
+def fit_snippet(snippet: str, query: str, width: int) -> str:
+    """``snippet`` (a search's, its match in the middle of up to 160 characters) cut to
+    ``width`` characters around the match of ``query``'s first term, "…" where cut.
+
+    Cut at its end only, a row narrower than the snippet showed the text before the
+    match and never the match. No match in it (a snippet of a message's start): as given.
+    """
+    if len(snippet) <= width:
+        return snippet
+    terms = parse_query(query)
+    found = next(spans(literal(terms[0]), snippet), None) if terms else None
+    if found is None:
+        return snippet
+    start, end = found
+    room = max(width - 2, 1)  # a "…" each side
+    begin = max(0, start - max(room - (end - start), 0) // 2)
+    stop = min(len(snippet), begin + room)
+    begin = max(0, stop - room)
+    return ("…" if begin > 0 else "") + snippet[begin:stop] + ("…" if stop < len(snippet)
+                                                             else "")
+
+
 def _head(text: str) -> str:
     """A snippet that has no match to show: the text's start."""
     return text[: 2 * SNIPPET_SIDE] + ("…" if len(text) > 2 * SNIPPET_SIDE else "")

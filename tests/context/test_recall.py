@@ -13,6 +13,7 @@ from selfref_tui.context.history import HistoryEntry
 from selfref_tui.context.recall import (
     HistoryIndex,
     RecallError,
+    fit_snippet,
     parse_query,
     read_history,
     render_search,
@@ -278,3 +279,17 @@ def test_every_snippet_is_the_text_around_the_first_term_with_white_space_made_s
                         + ("…" if end < len(text) else ""))
         assert hit.snippet == expected, (query, text)
     assert len(found.hits) == found.total
+
+
+def test_a_snippet_fits_a_width_around_its_match():
+    # a snippet is whitespace-folded (one space between words), as the search makes it
+    snippet = "…" + "x" * 80 + "the Blue button" + "y" * 80 + "…"
+    cut = fit_snippet(snippet, '"blue button" now', 30)
+    assert len(cut) == 30 and "Blue button" in cut
+    assert cut.startswith("…x") and cut.endswith("y…")
+    assert fit_snippet("short", "word", 30) == "short"
+    # the match at the start: nothing cut before it
+    assert fit_snippet("needle " + "z" * 100, "needle", 20) == "needle " + "z" * 11 + "…"
+    # no match in it (a message's start) or no term: as it is, for the caller to cut
+    assert fit_snippet("a" * 50, "zzz", 20) == "a" * 50
+    assert fit_snippet("a" * 50, "  ", 20) == "a" * 50

@@ -95,6 +95,33 @@ async def test_the_switcher_filters_by_content_and_finds_it_in_the_one_chosen(tm
                              what="the text found in it")
 
 
+async def test_the_switchers_content_row_shows_the_match_of_a_long_message(tmp_path):
+    """The row is narrower than the search's snippet (80 characters each side of the
+    match): cut at its end, it showed the words before the match and not the match."""
+    from selfref_tui.context.mutations import AssistantMessageMutation, UserMessageMutation
+    from selfref_tui.selfref.reference import SelfReference
+
+    before = " ".join(f"word{i}" for i in range(40))  # 300 characters
+    with SelfReference(tmp_path / "data") as store:
+        store.open("notes").commit([
+            UserMessageMutation({"role": "user", "content": f"{before} then the Compass "
+                                                            "points north, and more after"}),
+            AssistantMessageMutation(content="ok")])
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await pilot.press("ctrl+o")
+            await wait_until(pilot, lambda: _screen(app) == "KeySwitcher", what="switcher")
+            switcher = app.screen
+            await pilot.press("ctrl+f", *"compass")
+            await wait_until(pilot, lambda: switcher.visible_keys == ["key:notes"],
+                             what="notes found")
+            row = str(switcher.option_list.get_option_at_index(0).prompt)
+            assert row.startswith("  notes  1 match  …") and "the Compass points" in row, row
+            assert row.endswith("…") and len(row) < 80, row
+
+
 async def test_save_onto_a_link_says_where_it_leads_before_writing_there(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     _seed()

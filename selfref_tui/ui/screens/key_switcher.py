@@ -23,6 +23,7 @@ from textual.content import Content
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from selfref_tui.context.recall import fit_snippet
 from selfref_tui.safety import content, inert_line, name_line
 from selfref_tui.selfref.keys import without_hidden
 from selfref_tui.ui.screens.filtered_list import FilteredListScreen, FilterField, filter_by_name
@@ -226,7 +227,7 @@ class KeySwitcher(FilteredListScreen):
                     "  ",
                     (matches, "$text-accent"),
                     "  ",
-                    (inert_line(snippet, room), "$text-muted"),
+                    (inert_line(fit_snippet(snippet, text, room), room), "$text-muted"),
                 ),
                 id=KEY_PREFIX + key,
             ))
