@@ -46,7 +46,9 @@ Modes: ``write`` replaces the file; ``append`` adds bytes at the end;
 ``insert`` puts the content before 1-based ``insert_at_line`` (``lines + 1``
 appends), adding the newlines needed so lines do not run together.
 ``exist_ok=False`` refuses to change a file that exists, in every mode;
-``create=False`` refuses a missing file. Existing files are handled as bytes,
+``create=False`` refuses a missing file. A file this user may not write
+(read-only, or immutable) is refused in every mode, before anything is read.
+Existing files are handled as bytes,
 so a file that is not UTF-8 is not damaged by an append or insert.
 """
 
@@ -461,6 +463,9 @@ def write_file(
         if st is None and not create:
             raise FileWriteError(f"{raw} does not exist; pass create=true to create it",
                                  "not_found")
+        if st is not None and not os.access(name, os.W_OK, dir_fd=walk.fds[-1],
+                                            follow_symlinks=False):
+            raise _read_only(raw)
         limit = _limit(checkpoint)
         if st is not None and mode != "write":
             edit = _Edit(walk, name, raw, target, data, checkpoint, limit)
@@ -482,6 +487,22 @@ def write_file(
         return target
     finally:
         walk.close()
+
+
+def refuse_read_only(target: Path, shown: str) -> None:
+    """FileWriteError when the existing file ``target`` may not be written (by the
+    rule :func:`write_file` keeps), for a caller that asks the person first: a
+    question about a change that would be refused anyway is not put."""
+    if os.path.lexists(target) and not os.access(target, os.W_OK, follow_symlinks=False):
+        raise _read_only(shown)
+
+
+def _read_only(shown: str) -> FileWriteError:
+    """A file without write permission for this user, or immutable, is left alone by every
+    mode: an append opening it in place is refused anyway, and a write or insert
+    replacing it by rename (which needs only the folder's permission) would quietly
+    undo what the person meant by making it read-only."""
+    return FileWriteError(f"{shown} is read-only; nothing was changed; choose another path")
 
 
 def write_beside(files: Sequence[tuple[Path, bytes]]) -> None:

@@ -150,6 +150,32 @@ async def test_a_write_that_would_fail_anyway_is_not_asked_about(harness, work, 
     assert (work / "exists.txt").read_text() == "old\n"
 
 
+@pytest.mark.parametrize("mode", ["write", "append", "insert"])
+async def test_a_read_only_file_is_refused_before_the_person_is_asked(harness, work, mode):
+    """The person made the file read-only (for root: immutable): no mode changes it, so
+    nobody is asked to allow a change that would not happen; the model is told why."""
+    from tests.selfref.test_store_cli import denied
+
+    args = {"fd": "ref:note", "file_path": "exists.txt", "mode": mode}
+    if mode == "insert":
+        args["insert_at_line"] = 1
+    async with harness(writing(args)) as h:
+        h.agent.settings = h.with_settings(allowed_roots=(work,)).settings
+        h.agent.interactive = True
+        router = AgentInputRouter(h.agent)
+        with denied(work / "exists.txt", 0o444):
+            router.submit("save it")
+            await wait_until(lambda: h.of(ev.QuestionAsked) or h.of(ev.ToolCallEnded),
+                             what="the question or the tool's result")
+            asked = h.of(ev.QuestionAsked)
+            if asked:  # answered, so that a failing check does not leave the turn waiting
+                router.answer(asked[0].question_id, "keep")
+            await router.wait_idle()
+        assert asked == []
+        assert "exists.txt is read-only; nothing was changed" in tool_result(h)
+    assert (work / "exists.txt").read_text() == "old\n"
+
+
 async def test_a_new_file_needs_no_question(harness, work):
     async with harness(writing({"fd": "ref:note", "file_path": "new.txt"})) as h:
         await run(h, work, interactive=True)

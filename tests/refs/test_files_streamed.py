@@ -187,17 +187,19 @@ def test_an_insert_over_the_limit_keeps_its_size_not_its_bytes(tmp_path):
     assert record["after_size"] == 208 and not checkpoints.folder.exists()
 
 
-def test_an_append_refused_by_the_file_says_it_could_not_append(tmp_path):
-    """An append opens the file to write it in place: refused (no write permission, an
-    immutable file), it said "cannot read", telling the model it lacked a permission it
-    had."""
+@pytest.mark.parametrize("mode", ["write", "append", "insert"])
+def test_a_read_only_file_is_changed_by_no_mode(tmp_path, mode):
+    """A file the person made read-only (no write permission; for root, immutable) is
+    left as it is by every mode, with one line saying so. An append opened it in
+    place and was refused ("cannot read" at first), while a write or an insert
+    replaced it by rename, which needs only the folder's permission."""
     from tests.selfref.test_store_cli import denied
 
     target = tmp_path / "notes.txt"
     target.write_bytes(b"kept\n")
     with denied(target, 0o444), pytest.raises(FileWriteError) as refused:
-        write_file(target, "more\n", mode="append", roots=[tmp_path])
-    said = str(refused.value)
-    assert said.startswith(f"cannot append to {target}: "), said
-    assert said.endswith("; nothing was changed"), said
+        write_file("notes.txt", "more\n", mode=mode, roots=[tmp_path],
+                   insert_at_line=1 if mode == "insert" else None)
+    assert str(refused.value).startswith("notes.txt is read-only; nothing was changed")
     assert target.read_bytes() == b"kept\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]  # no temp file left

@@ -502,7 +502,7 @@ async def _fd_to_file(args: dict[str, Any], ctx: ToolContext) -> str:
     so a file appearing meanwhile is refused rather than overwritten unasked.
     """
     from ...refs.fds import FdError
-    from ...selfref.files import fd_to_file
+    from ...selfref.files import FileWriteError, fd_to_file, refuse_read_only
 
     fd = _need_str(args, "fd")
     file_path = _need_str(args, "file_path")
@@ -517,6 +517,10 @@ async def _fd_to_file(args: dict[str, Any], ctx: ToolContext) -> str:
     exist_ok = False
     target = _existing_target(file_path, ctx.roots)
     if target is not None and args.get("exist_ok") is not False:
+        try:  # a file the person made read-only stays so: refused, not asked about
+            refuse_read_only(target, file_path)
+        except FileWriteError as exc:
+            return FdError(exc.kind, str(exc)).xml()
         yes = mode if mode in ("append", "insert") else "overwrite"
         where = {"append": "append to", "insert": "insert into"}.get(mode, "overwrite")
         # The file that would change, as the write resolves it (a link inside
