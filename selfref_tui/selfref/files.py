@@ -510,24 +510,51 @@ def write_beside(files: Sequence[tuple[Path, bytes]]) -> None:
     ``NAME-images/``): each inside its folder, which is made when missing.
 
     The person chose the export's path, not this folder, and was asked before
-    only that file was replaced. So the folder itself may not be a link, and a
-    file in it is written only inside it (:func:`write_file` with the folder as
-    the one root): ``NAME-images`` linking elsewhere, or a ``1-1.png`` there
-    linking to another file, would have had that file overwritten without a
-    word. Raises FileWriteError naming the entry, with nothing written, when
-    the folder is refused; call it before writing the export itself.
+    only that file was replaced. So the folder itself may not be a link, nor
+    may any file name in it: ``NAME-images`` linking elsewhere, or a ``2-1.png``
+    there linking to another file, would have had that file overwritten without
+    a word. Every name is looked at before the first is written, so a refusal
+    leaves no export half-written (the first images new, the rest missing).
+    Raises FileWriteError naming the entry, with nothing written; call it before
+    writing the export itself.
     """
     made: set[Path] = set()
+    for path, _ in files:
+        if path.parent not in made:
+            _own_folder(path.parent)
+            made.add(path.parent)
+    for path, _ in files:
+        _beside_ok(path)
     for path, data in files:
-        folder = path.parent
-        if folder not in made:
-            _own_folder(folder)
-            made.add(folder)
-        try:
-            write_file(path, data, roots=[folder])
-        except PathNotAllowed:
-            raise FileWriteError(f"{path} is a link leading out of {folder}; it was not "
-                                 "followed: remove it, or export elsewhere") from None
+        try:  # still no link: one made since the look is refused, not followed
+            write_file(path, data, roots=[path.parent], links=False)
+        except (PathNotAllowed, LinkOnTheWay):
+            raise _beside_link(path) from None
+
+
+def _beside_ok(path: Path) -> None:
+    """Refuse an image name that is taken by a link, by something not a file, or by a
+    file that may not be written; a missing one or a plain file is fine."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise FileWriteError(f"cannot use {path}: {exc.strerror or exc}; nothing was "
+                             "written") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise _beside_link(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise FileWriteError(f"{path} exists and is not a file; the export's images go "
+                             "there: nothing was written — move it out of the way, or "
+                             "export elsewhere")
+    if not os.access(path, os.W_OK, follow_symlinks=False):
+        raise _read_only(str(path))
+
+
+def _beside_link(path: Path) -> FileWriteError:
+    return FileWriteError(f"{path} is a link; it was not followed and nothing was written: "
+                          "remove it, or export elsewhere")
 
 
 def _own_folder(folder: Path) -> None:

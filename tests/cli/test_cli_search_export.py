@@ -205,13 +205,39 @@ def test_an_export_never_writes_its_images_through_a_link_planted_beside_it(tmp_
     result = cli("export", "-o", str(target))
     assert result.returncode == 1
     said = one_line(result.stderr)
-    assert (f"{images / '1-1.png'} is a link leading out of {images}" if planted == "image"
-            else f"{images} is a link") in said
+    assert f"{images / '1-1.png' if planted == 'image' else images} is a link" in said
     assert victim.read_text() == "mine" and list(elsewhere.iterdir()) == []
     assert not target.exists()  # refused before the conversation's file was written
     (images / "1-1.png").unlink() if planted == "image" else images.unlink()
     assert cli("export", "-o", str(target)).returncode == 0  # out of the way: written
     assert (images / "1-1.png").read_bytes() == PNG and victim.read_text() == "mine"
+
+
+@pytest.mark.parametrize("leads", ["out", "inside"])
+def test_a_link_at_a_later_image_name_is_refused_before_any_image_is_written(tmp_path, leads):
+    """Every image name is looked at first: a link at the second one (leading out of the
+    folder, or to the first image inside it) refused the export only after the first
+    image had been written, leaving it half-made."""
+    with SelfReference(os.environ["SELFREF_DATA_DIR"]) as store:
+        picture = {"type": "image_url", "image_url": {"url": data_url("image/png", PNG)}}
+        store.open("main").commit([
+            UserMessageMutation({"role": "user", "content": [
+                {"type": "text", "text": "two pictures"}, picture, picture]}),
+            AssistantMessageMutation(content="Seen.")])
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine")
+    images = tmp_path / "out" / "chat-images"
+    images.mkdir(parents=True)
+    (images / "1-2.png").symlink_to(victim if leads == "out" else images / "1-1.png")
+    target = tmp_path / "out" / "chat.md"
+    result = cli("export", "-o", str(target))
+    assert result.returncode == 1
+    assert f"{images / '1-2.png'} is a link" in one_line(result.stderr)
+    assert sorted(p.name for p in images.iterdir()) == ["1-2.png"]  # no image written
+    assert victim.read_text() == "mine" and not target.exists()
+    (images / "1-2.png").unlink()
+    assert cli("export", "-o", str(target)).returncode == 0
+    assert sorted(p.name for p in images.iterdir()) == ["1-1.png", "1-2.png"]
 
 
 def test_the_program_answers_and_exits_and_a_child_of_its_own_keeps_the_cache():
