@@ -185,11 +185,11 @@ class KeyLoad:
         if schema < 1:
             return False, f"unknown schema version {schema}"
         if header.get("key") != self.key:
+            named = name_line(str(header.get("key")), 100)  # disk text, shown as a name
             raise CorruptStoreError(
                 f"Conversation '{name_line(self.key)}' cannot use {self.log_path}: line "
-                f"{lineno} says it "
-                f"holds key {header.get('key')!r}; nothing was changed — move that file back "
-                "to its own key's folder, or away.")
+                f"{lineno} says it holds key '{named}'; nothing was changed — move that file "
+                "back to its own key's folder, or away.")
         self.created = header.get("created") if isinstance(header.get("created"), str) else ""
         return bool(sealed), None
 

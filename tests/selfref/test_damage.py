@@ -188,6 +188,27 @@ def test_a_log_naming_another_key_is_refused_and_never_moved(tmp_path):
     assert sorted(p.name for p in log.parent.iterdir()) == before
 
 
+@pytest.mark.parametrize("named,shown", [
+    ("ot\x1b[2Jher\x1b]52;c;aGk=\x07", "ot\u241b[2Jher\u241b]52;c;aGk=\u2407"),
+    ("m\u0430in\u202e", "m\\u0430in\\u202e"),  # a Cyrillic "а", a hidden override
+    (7, "7"),
+], ids=["escape-sequences", "lookalike-and-override", "not-text"])
+def test_the_key_a_log_names_is_shown_as_a_name(tmp_path, named, shown):
+    """The key a moved log's header names is disk text: shown as every name is (control
+    characters visible, a lookalike letter or a hidden mark as its escape), not as
+    Python's repr, which let "m\u0430in" (Cyrillic "а") read as "main"."""
+    log = two_keys(tmp_path)
+    header = json.loads(log.read_text().splitlines()[0])
+    del header["c"]
+    header["key"] = named
+    replace_line(log, 1, seal(json.dumps(header, separators=(",", ":"))))
+    with pytest.raises(CorruptStoreError) as refused:
+        SelfReference(tmp_path).open("main", write=False)
+    said = str(refused.value)
+    assert_inert(said)
+    assert f"says it holds key '{shown}';" in said
+
+
 @pytest.mark.parametrize("line", [
     '{"t":"ref","ts":"x","id":"r","content":"c","message_index":' + "9" * 5000 + "}",
     '{"t":"m","ts":"x","m":' + "[" * 100_000 + "]" * 100_000 + "}",
