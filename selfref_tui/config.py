@@ -624,6 +624,12 @@ def _mcp_servers(path: Path, raw: dict[str, Any]) -> tuple[McpServerConfig, ...]
     return tuple(_mcp_server(path, name, table) for name, table in servers.items())
 
 
+def load_mcp_servers(path: Path) -> tuple[McpServerConfig, ...]:
+    """Every ``[mcp.servers.NAME]`` of ``path`` as it reads now (``/mcp reload``): the
+    whole ``[mcp]`` table must be right, as at start-up; ConfigError in its words."""
+    return _mcp_servers(path, _table(path, _read_toml(path), "mcp"))
+
+
 def load_mcp_server(path: Path, name: str) -> McpServerConfig | None:
     """``[mcp.servers.NAME]`` of ``path`` as it reads now, None when the file has no such
     table: a restart takes what the person fixed since the app started. Only that table

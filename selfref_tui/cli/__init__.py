@@ -47,6 +47,7 @@ from selfref_tui.cli.common import (
     common_flags,
     err,
     formatter,
+    is_terminal,
     key_of,
     provider_flags,
     silence_stdout,
@@ -146,6 +147,12 @@ def _run_app(args: argparse.Namespace) -> int:
         # checked before the screen opens, as every command checks it: `--key ""` (a
         # script's "$K" unset) opened a conversation that never loaded
         key_of(args)
+    if not is_terminal(sys.stdin):
+        # Textual would read its end over and over: the app drawn, no key ever read, a
+        # core spent until it is killed
+        raise CliError("the app reads its keys from a terminal, and standard input is not one "
+                       "(a pipe or a file); run it in a terminal, or send a message from a "
+                       "script with `selfref-tui ask \"...\"`", EXIT_USAGE)
     config = app_config(args)
     try:
         from selfref_tui.ui.app import run_app

@@ -135,7 +135,7 @@ def say(text: str, stream: TextIO | None = None, *, end: str = "\n",
     written exactly: it is the content a script asked for.
     """
     stream = sys.stdout if stream is None else stream
-    if always or _is_terminal(stream):
+    if always or is_terminal(stream):
         from selfref_tui.safety import inert
 
         text, end = inert(text), inert(end)
@@ -152,7 +152,7 @@ def say_lines(lines: Iterable[str], stream: TextIO | None = None) -> None:
     text): a line at a time is a write and a question to the terminal each, a tenth of a
     second at 100,000 lines."""
     stream = sys.stdout if stream is None else stream
-    terminal = _is_terminal(stream)
+    terminal = is_terminal(stream)
     if terminal:
         from selfref_tui.safety import inert
     block: list[str] = []
@@ -181,7 +181,7 @@ def exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
-def _is_terminal(stream: TextIO) -> bool:
+def is_terminal(stream: TextIO) -> bool:
     try:
         return stream.isatty()
     except (AttributeError, ValueError):  # no such method, or closed

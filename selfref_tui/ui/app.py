@@ -366,15 +366,20 @@ class SelfRefApp(
         servers = list(mcp.status) if mcp is not None else []
         completed, names = slash.complete(message.text, servers)
         words = any(c.isspace() for c in message.text)  # past the command's name
+        head, _, rest = message.text[1:].partition(" ")
+        naming = " " in rest.lstrip(" ")  # past its word too (restart): a server's name
         if completed != message.text:
             self.chat_input.complete_to(completed)
-        elif len(names) > 1 and words:
+        elif len(names) > 1 and naming:
             self.notify("  ".join(inert_line(n, 60) for n in names), title="MCP servers",
                         markup=False)
+        elif len(names) > 1 and words:
+            self.notify("  ".join(f"/{head.lower()} {name}" for name in names),
+                        title="Commands", markup=False)
         elif len(names) > 1:
             self.notify("  ".join(f"/{name}" for name in names), title="Commands")
         elif not names and words:
-            self.notify("Tab completes /mcp restart NAME, NAME one of: "
+            self.notify("Tab completes /mcp reload and /mcp restart NAME, NAME one of: "
                         f"{', '.join(inert_line(n, 60) for n in servers) or 'no servers'}",
                         severity="warning", markup=False)
         elif not names:

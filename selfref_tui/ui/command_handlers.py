@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from selfref_tui.safety import inert_line
 from selfref_tui.ui.commands import Command
 
 if TYPE_CHECKING:
@@ -177,20 +178,29 @@ async def _mcp(app: CommandHost, command: Command) -> bool:
 
 
 def _mcp_restart(app: CommandHost, command: Command) -> bool:
-    """``/mcp restart NAME``: the manager says when it is ready (or failed again)."""
-    if command.args[0].lower() != "restart" or len(command.args) < 2:
-        app.notify("Usage: /mcp [restart NAME] — /mcp lists the servers", severity="warning")
+    """``/mcp restart NAME`` and ``/mcp reload``: config.toml read again; the manager says
+    when each server is ready (or failed, or stopped)."""
+    word = command.args[0].lower()
+    if not ((word == "restart" and len(command.args) == 2)
+            or (word == "reload" and len(command.args) == 1)):
+        app.notify("Usage: /mcp [restart NAME | reload] — /mcp lists the servers",
+                   severity="warning")
         return False
-    mcp = app.controller.mcp
+    mcp = app.controller.mcp_from_file()  # made if the app started with no server
     if mcp is None:
         app.notify("No MCP servers are running: add an [mcp.servers.NAME] table to "
                    "config.toml.", severity="warning")
         return False
+    if word == "reload":
+        said, done = mcp.reload()
+        app.notify(inert_line(said, 600), severity="information" if done else "warning",
+                   timeout=8, markup=False)
+        return done
     name = command.args[1]
     refused = mcp.restart(name)
     if refused:
-        app.notify(refused, severity="warning", timeout=8)
-    return name in mcp.configs  # a name that is not one stays in the input, to fix
+        app.notify(inert_line(refused, 600), severity="warning", timeout=8, markup=False)
+    return not refused or name in mcp.configs  # a name that is not one stays, to fix
 
 
 @handler("retry")

@@ -117,9 +117,10 @@ COMMANDS: tuple[CommandSpec, ...] = (
     ),
     CommandSpec("unpin", "/unpin [N]", "Unpin message N (or the highlighted one)", max_args=1),
     CommandSpec("context", "/context", "Show exactly what the model will see next"),
-    CommandSpec("mcp", "/mcp [restart NAME]", "MCP servers: their state and tools (restart "
-                "NAME stops one and starts it again, its config.toml table read anew)",
-                max_args=2, rest_is_text=True),
+    CommandSpec("mcp", "/mcp [restart NAME | reload]", "MCP servers: their state and tools "
+                "(restart NAME stops one and starts it again, its config.toml table read anew; "
+                "reload reads every table: new ones start, removed ones stop, changed ones "
+                "restart)", max_args=2, rest_is_text=True),
     CommandSpec("retry", "/retry", "Send the message whose turn failed again (not typed twice)"),
     CommandSpec(
         "rewind",
@@ -195,7 +196,9 @@ def parse_command(text: str) -> Command:
 
 #: the words Tab completes after a command's name, then a name from the app (``/mcp
 #: restart`` and one of the MCP servers)
-SUBCOMMANDS: dict[str, tuple[str, ...]] = {"mcp": ("restart",)}
+SUBCOMMANDS: dict[str, tuple[str, ...]] = {"mcp": ("restart", "reload")}
+#: the words of :data:`SUBCOMMANDS` that a name follows
+NAMED = ("restart",)
 
 
 def completes(text: str) -> bool:
@@ -238,8 +241,11 @@ def _complete_words(text: str, names: Sequence[str]) -> tuple[str, list[str]]:
     word, space, typed = rest.lstrip(" ").partition(" ")
     if not space:  # the word itself being typed
         found = [w for w in words if w.startswith(word.lower())]
-        return (f"/{head} {found[0]} " if len(found) == 1 else text), found
-    if word.lower() not in words:
+        if len(found) == 1:
+            return f"/{head} {found[0]}" + (" " if found[0] in NAMED else ""), found
+        agreed = _agreed(found) if found else ""
+        return (f"/{head} {agreed}" if len(agreed) > len(word) else text), found
+    if word.lower() not in NAMED:
         return text, []
     typed = typed.lstrip(" ")
     found = [n for n in names if n.startswith(typed)] or \

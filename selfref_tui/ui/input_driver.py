@@ -36,6 +36,9 @@ ESC = "\x1b"
 SHOWN_ESC = "\u241b"
 PASTE_START = "\x1b[200~"
 PASTE_END = "\x1b[201~"
+#: what the app says when its input ends (``selfref-tui < file``, run without the CLI's check)
+INPUT_ENDED = ("selfref-tui: standard input ended (it is not a terminal), so no key can be "
+               "read; run the app in a terminal")
 
 
 def _partial_tail(text: str, mark: str) -> int:
@@ -95,6 +98,14 @@ class PasteGuard:
 class GuardedDriver(LinuxDriver):
     """Textual's Linux driver reading input through :class:`PasteGuard`, leniently decoded."""
 
+    def _input_ended(self, selector: selectors.BaseSelector) -> None:
+        """Standard input is at its end (a pipe or a file, not a terminal): no key will
+        come. Textual's loop went on asking it, each time told "readable", and spun a
+        core for as long as the app ran; it is no longer asked, and the app ends."""
+        selector.unregister(self.fileno)
+        self._loop.call_soon_threadsafe(self._app.call_after_refresh, self._app.exit, 2, 2,
+                                        INPUT_ENDED)
+
     def run_input_thread(self) -> None:
         """Wait for input and dispatch events (Textual's loop, guarded)."""
         selector = selectors.SelectSelector()
@@ -115,7 +126,8 @@ class GuardedDriver(LinuxDriver):
                 if mask & event_read:
                     raw = read(fileno, 1024 * 4)
                     if not raw:
-                        break  # stdin closed (piped)
+                        self._input_ended(selector)
+                        break
                     # "" (half a character, a held mark) would tell the parser it ended
                     if unicode_data := guard(decode(raw, final=final and last)):
                         for event in feed(unicode_data):
@@ -126,7 +138,8 @@ class GuardedDriver(LinuxDriver):
         try:
             while not self.exit_event.is_set():
                 process_selector_events(selector.select(0.1))
-            selector.unregister(self.fileno)
+            if selector.get_map():
+                selector.unregister(self.fileno)
             process_selector_events(selector.select(0.1), final=True)
         finally:
             selector.close()

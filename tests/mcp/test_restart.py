@@ -287,8 +287,8 @@ async def test_mcp_restart_name_as_a_command(tmp_path):
         assert app.chat_input.text == "/mcp restart nope"  # kept, to fix
         app.chat_input.clear()
         await type_and_send(pilot, "/mcp start h")
-        await app_wait_until(pilot, lambda: "Usage: /mcp [restart NAME] — /mcp lists the "
-                             "servers" in said(), 10, "the usage")
+        await app_wait_until(pilot, lambda: "Usage: /mcp [restart NAME | reload] — /mcp "
+                             "lists the servers" in said(), 10, "the usage")
         app.chat_input.clear()
 
         await fail(app.mcp)
@@ -305,7 +305,12 @@ async def test_tab_completes_mcp_restart_with_the_servers_names(tmp_path):
         def said() -> list[str]:
             return [str(n.message) for n in app._notifications]
 
-        await pilot.press(*"/mcp r", "tab")
+        await pilot.press(*"/mcp r", "tab")  # restart or reload: as far as they agree
+        await app_wait_until(pilot, lambda: box.text == "/mcp re", 10, "the agreed start")
+        await pilot.press("tab")
+        await app_wait_until(pilot, lambda: "/mcp restart  /mcp reload" in said(), 10,
+                             "the words")
+        await pilot.press(*"s", "tab")
         await app_wait_until(pilot, lambda: box.text == "/mcp restart ", 10, "the word")
         await pilot.press("tab")  # as far as the names agree
         await app_wait_until(pilot, lambda: box.text == "/mcp restart alp", 10, "the start")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from selfref_tui.demo.server import DemoServer
-from selfref_tui.ui.commands import complete
+from selfref_tui.ui.commands import complete, help_rows
 from tests.ui.helpers import SIZE, make_app, started, wait_until
 
 
@@ -19,7 +19,15 @@ def test_complete_finds_the_command_a_prefix_names():
 
 def test_mcp_restart_completes_its_word_then_a_servers_name():
     names = ["alpha", "alps", "My Server"]
-    assert complete("/mcp r", names) == ("/mcp restart ", ["restart"])
+    assert complete("/mcp r", names) == ("/mcp re", ["restart", "reload"])
+    assert complete("/mcp re", names) == ("/mcp re", ["restart", "reload"])
+    assert complete("/mcp res", names) == ("/mcp restart ", ["restart"])
+    assert complete("/mcp rel", names) == ("/mcp reload", ["reload"])  # takes no name
+    assert complete("/mcp reload ", names) == ("/mcp reload ", [])
+    assert [row for row in help_rows() if "reload" in row[0]] == [
+        ("/mcp [restart NAME | reload]", "MCP servers: their state and tools (restart NAME stops "
+         "one and starts it again, its config.toml table read anew; reload reads every table: "
+         "new ones start, removed ones stop, changed ones restart)")]
     assert complete("/mcp x", names) == ("/mcp x", [])
     assert complete("/mcp restart ", names) == ("/mcp restart ", names)  # they agree on nothing
     assert complete("/mcp restart al", names) == ("/mcp restart alp", ["alpha", "alps"])

@@ -14,11 +14,11 @@ screen (``key``) belongs to :mod:`~selfref_tui.agent.chat.key_lifecycle`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from selfref_tui.config import AppConfig, ProviderConfig
+from selfref_tui.config import AppConfig, McpServerConfig, ProviderConfig
 
 from .refusals import STARTING, Refused
 
@@ -52,6 +52,8 @@ class Startup:
         self.demo_server: DemoServer | None = None
         #: the MCP servers' manager, started with the runtime
         self.mcp: McpManager | None = None
+        #: where the MCP manager's events go, once the runtime runs (one made later)
+        self._mcp_emit: Callable[[AgentEvent], None] | None = None
         #: the demo server's provider, once it runs
         self._demo_provider: ProviderConfig | None = None
         #: the provider the key on screen chose (/model, /profile); None: the window's
@@ -129,8 +131,22 @@ class Startup:
 
     def _start_mcp(self, emit: Callable[[AgentEvent], None]) -> None:
         """MCP servers start in the background; their tools join as each is ready."""
+        self._mcp_emit = emit
         if not self.config.mcp_servers or self.agent is None:
             return
+        self._make_mcp(self.config.mcp_servers, emit).start()
+
+    def mcp_from_file(self) -> McpManager | None:
+        """The MCP manager, made (with no servers yet) if the app started without one:
+        ``/mcp restart NAME`` or ``/mcp reload`` starts a table added to config.toml
+        since. None before the runtime runs, or with no config file to read."""
+        if self.mcp is None and self.agent is not None and self.config.config_path is not None \
+                and self._mcp_emit is not None:
+            self._make_mcp((), self._mcp_emit).start()
+        return self.mcp
+
+    def _make_mcp(self, servers: Sequence[McpServerConfig],
+                  emit: Callable[[AgentEvent], None]) -> McpManager:
         from selfref_tui.agent.mcp.manager import McpManager
 
         path = self.config.config_path
@@ -142,13 +158,14 @@ class Startup:
                 add_trust(path, server, tool)
 
         # A notice concerns whichever key is shown, not the one open when it started.
-        self.mcp = McpManager(
-            self.config.mcp_servers, lambda e: emit(replace(e, key=self.key)), on_trust=save_trust
+        mcp = self.mcp = McpManager(
+            servers, lambda e: emit(replace(e, key=self.key)), on_trust=save_trust
         )
-        self.mcp.restart_hint = "/mcp restart {server}, or r on the /mcp screen"
-        self.mcp.config_path = path  # a restart reads the server's table again
-        self.agent.tool_sources.append(self.mcp)
-        self.mcp.start()
+        mcp.restart_hint = "/mcp restart {server}, or r on the /mcp screen"
+        mcp.config_path = path  # a restart reads the server's table again
+        if self.agent is not None:  # (both callers made sure)
+            self.agent.tool_sources.append(mcp)
+        return mcp
 
     @property
     def busy(self) -> bool:

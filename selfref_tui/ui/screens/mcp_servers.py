@@ -127,7 +127,7 @@ class McpServersScreen(ModalScreen[None]):
             dialog.border_subtitle = self._hint()
             if not self.rows:
                 yield Static("No MCP servers configured: add an [mcp.servers.NAME] table "
-                             "to config.toml (see the README).", classes="empty", markup=False)
+                             "to config.toml, then /mcp reload.", classes="empty", markup=False)
             else:
                 # what r could not do: said here, since a notice waits for the dialog to
                 # close; above the list, which may take all the room there is
