@@ -1,7 +1,7 @@
 """Terminal input that a paste or a stray byte cannot turn into key presses or a crash.
 
-Textual's Linux driver reads the terminal and feeds its key parser, and two
-kinds of input went wrong there:
+Textual's Linux driver reads the terminal and feeds its key parser, and these
+went wrong there:
 
 - **A paste holding ESC.** Inside a bracketed paste the parser still scans
   each ESC as the start of a key sequence and, when none matches, sends its
@@ -9,15 +9,29 @@ kinds of input went wrong there:
   ("^[31mred…" typed at the cursor, the paste's end lost), two ESCs were an
   Esc key press (an answer stopped) and ESC followed by a control character
   ran that key's binding (ESC ctrl+o opened the conversation switcher).
-  :class:`PasteGuard` shows every ESC between the paste's start and end marks
-  as ``␛`` — what the input shows for it anyway — so the parser sees no
-  sequence but the end mark.
+  :class:`PasteGuard` takes the paste's text out of what the parser reads,
+  every ESC in it shown as ``␛`` (what the input shows for it anyway).
+- **A paste holding the end mark itself** (``ESC[201~``, which a terminal
+  that does not filter it sends as it is): the paste ended there and the rest
+  of it was typed as keys, its line ends pressing Enter. An end mark is only
+  taken as the end once what follows it shows it was: a start mark, or no more
+  input for a moment (:meth:`PasteGuard.idle`). Another end mark before either
+  makes the earlier one part of the text. The terminal writes a paste in one
+  go, so its own end mark follows in that burst. Keys that come in the same
+  burst as a paste's end (a script's paste and Enter) wait for the pause,
+  0.1 s; a person's first key after a paste comes later than that.
+- **A large paste** went through Textual's parser a character at a time, a
+  Python generator step each: 2 MB took seconds of CPU. The paste's text goes
+  round it (:class:`TerminalInput`): the parser sees the marks alone and makes
+  the ``Paste`` event, whose text is put back.
 - **A byte that is not UTF-8** (a Latin-1 terminal, xterm's 8-bit Alt, a
   pasted binary) raised in the driver's thread and ended the app, draft and
   all, with a traceback. It is read as U+FFFD instead.
+- **Input that ends** (not a terminal): Textual's loop asked it again and
+  again and spun a core; the app ends instead.
 
-:class:`GuardedDriver` is Textual's driver with those two changes; the input
-loop is Textual's own (textual 8), and only that loop is replaced.
+:class:`GuardedDriver` is Textual's driver with those changes; the input loop is
+Textual's own (textual 8), and only that loop is replaced.
 """
 
 from __future__ import annotations
@@ -30,6 +44,8 @@ from textual._loop import loop_last
 from textual._parser import ParseError
 from textual._xterm_parser import XTermParser
 from textual.drivers.linux_driver import LinuxDriver
+from textual.events import Paste
+from textual.message import Message
 
 ESC = "\x1b"
 #: what :func:`selfref_tui.safety.inert` shows ESC as
@@ -49,54 +65,152 @@ def _partial_tail(text: str, mark: str) -> int:
     return 0
 
 
-class PasteGuard:
-    """Rewrites the terminal's input so no ESC is left inside a bracketed paste.
+class PastedText(str):
+    """A piece of a paste's text: for the ``Paste`` event, never for the key parser."""
 
-    Input arrives in chunks that may split a mark anywhere. Outside a paste
-    nothing is held back (a lone Esc key press must reach the parser now); the
-    last few characters are remembered so a start mark split over two chunks is
-    still seen. Inside a paste, a tail that could begin the end mark waits for
-    the next chunk.
+    __slots__ = ()
+
+
+class PasteGuard:
+    """Splits the terminal's input into what the key parser reads and a paste's text.
+
+    :meth:`feed` gives pieces in order: ``str`` for the parser (keys, and each
+    paste's start and end marks) and :class:`PastedText` between them, with no
+    ESC left in it (shown as ``␛``). Input arrives in chunks that may split a mark
+    anywhere. Outside a paste nothing is held back (a lone Esc key press must
+    reach the parser now); the last few characters are remembered so a start
+    mark split over two chunks is still seen. Inside a paste, a tail that could
+    begin the end mark waits for the next chunk; after an end mark, what follows
+    waits until it shows whether that mark was the end (see the module's
+    docstring), or :meth:`idle` says the input paused.
     """
 
     def __init__(self) -> None:
         self.pasting = False
         self._seen = ""  # outside a paste: the last characters passed on
         self._held = ""  # inside a paste: a possible beginning of the end mark
+        #: after an end mark: what came since (None: no end mark waits)
+        self._after: str | None = None
+        self._scanned = 0  # how much of ``_after`` holds no whole mark
 
-    def feed(self, text: str) -> str:
+    @property
+    def holding(self) -> bool:
+        """An end mark waits to be confirmed (:meth:`idle` releases it)."""
+        return self._after is not None
+
+    def feed(self, text: str) -> list[str]:
         out: list[str] = []
         while text:
-            if self.pasting:
+            if self._after is not None:
+                text = self._confirm(self._after + text, out)
+            elif self.pasting:
                 text = self._held + text
                 self._held = ""
                 end = text.find(PASTE_END)
                 if end < 0:
                     keep = _partial_tail(text, PASTE_END)
-                    out.append(text[:len(text) - keep].replace(ESC, SHOWN_ESC))
+                    out.append(PastedText(text[:len(text) - keep].replace(ESC, SHOWN_ESC)))
                     self._held = text[len(text) - keep:]
                     break
-                out.append(text[:end].replace(ESC, SHOWN_ESC) + PASTE_END)
+                out.append(PastedText(text[:end].replace(ESC, SHOWN_ESC)))
+                self._after, self._scanned = "", 0
                 text = text[end + len(PASTE_END):]
-                self.pasting = False
+            else:
+                joined = self._seen + text
+                start = joined.find(PASTE_START)
+                if start < 0:
+                    out.append(text)
+                    self._seen = joined[-(len(PASTE_START) - 1):]
+                    break
+                after = start + len(PASTE_START) - len(self._seen)  # in ``text``
+                out.append(text[:after])
+                text = text[after:]
+                self.pasting = True
                 self._seen = ""
+        return [piece for piece in out if piece]
+
+    def _confirm(self, after: str, out: list[str]) -> str:
+        """``after`` an end mark: another end mark before any start mark makes the first
+        one text; a start mark ends the paste. What is left to feed comes back."""
+        since = max(0, self._scanned - len(PASTE_END) + 1)
+        end, start = after.find(PASTE_END, since), after.find(PASTE_START, since)
+        if end >= 0 and (start < 0 or end < start):  # the mark was the paste's own text
+            out.append(PastedText((PASTE_END + after[:end]).replace(ESC, SHOWN_ESC)))
+            self._after, self._scanned = "", 0
+            return after[end + len(PASTE_END):]
+        if start >= 0:  # another paste: the first one ended at its mark
+            self._end(out)
+            return after
+        self._after, self._scanned = after, len(after)
+        return ""
+
+    def _end(self, out: list[str]) -> None:
+        out.append(PASTE_END)
+        self.pasting = False
+        self._seen = ""
+        self._after = None
+
+    def idle(self) -> list[str]:
+        """The input paused: an end mark waiting is the paste's end; what came after it
+        is read as typed."""
+        if self._after is None:
+            return []
+        out: list[str] = []
+        after = self._after
+        self._end(out)
+        return out + self.feed(after)
+
+
+class TerminalInput:
+    """The driver's input path, from the terminal's bytes to Textual's events.
+
+    Decoded leniently (a byte that is not UTF-8 is U+FFFD), split by
+    :class:`PasteGuard`, and parsed by Textual's key parser, which sees each
+    paste's marks but not its text: the ``Paste`` event it makes for them gets
+    the text back (NUL left out, as Textual does).
+    """
+
+    def __init__(self, debug: bool = False) -> None:
+        self._parser = XTermParser(debug)
+        self._decode = getincrementaldecoder("utf-8")(errors="replace").decode
+        self._guard = PasteGuard()
+        self._pasted: list[str] = []
+
+    def feed(self, raw: bytes, final: bool = False) -> list[Message]:
+        return self._parse(self._guard.feed(self._decode(raw, final=final)))
+
+    def idle(self) -> list[Message]:
+        """No input for a moment: what waited for it, then the parser's own timeouts (a
+        lone Esc)."""
+        return [*self._parse(self._guard.idle()), *self._parser.tick()]
+
+    def tick(self) -> list[Message]:
+        return list(self._parser.tick())
+
+    def close(self) -> None:
+        """The end of input: the parser told, what it held dropped."""
+        try:
+            for _event in self._parser.feed(""):
+                pass
+        except (EOFError, ParseError):
+            pass
+
+    def _parse(self, pieces: list[str]) -> list[Message]:
+        found: list[Message] = []
+        for piece in pieces:
+            if isinstance(piece, PastedText):
+                self._pasted.append(piece)
                 continue
-            joined = self._seen + text
-            start = joined.find(PASTE_START)
-            if start < 0:
-                out.append(text)
-                self._seen = joined[-(len(PASTE_START) - 1):]
-                break
-            after = start + len(PASTE_START) - len(self._seen)  # in ``text``
-            out.append(text[:after])
-            text = text[after:]
-            self.pasting = True
-            self._seen = ""
-        return "".join(out)
+            for event in self._parser.feed(piece):
+                if isinstance(event, Paste):
+                    event = Paste("".join(self._pasted).replace("\x00", ""))
+                    self._pasted.clear()
+                found.append(event)
+        return found
 
 
 class GuardedDriver(LinuxDriver):
-    """Textual's Linux driver reading input through :class:`PasteGuard`, leniently decoded."""
+    """Textual's Linux driver reading input through :class:`TerminalInput`."""
 
     def _input_ended(self, selector: selectors.BaseSelector) -> None:
         """Standard input is at its end (a pipe or a file, not a terminal): no key will
@@ -112,11 +226,7 @@ class GuardedDriver(LinuxDriver):
         selector.register(self.fileno, selectors.EVENT_READ)
         fileno = self.fileno
         event_read = selectors.EVENT_READ
-        parser = XTermParser(self._debug)
-        feed = parser.feed
-        tick = parser.tick
-        decode = getincrementaldecoder("utf-8")(errors="replace").decode
-        guard = PasteGuard().feed
+        terminal = TerminalInput(self._debug)
         read = os.read
 
         def process_selector_events(
@@ -124,15 +234,13 @@ class GuardedDriver(LinuxDriver):
         ) -> None:
             for last, (_key, mask) in loop_last(selector_events):
                 if mask & event_read:
-                    raw = read(fileno, 1024 * 4)
+                    raw = read(fileno, 1 << 16)  # a large paste in fewer rounds
                     if not raw:
                         self._input_ended(selector)
                         break
-                    # "" (half a character, a held mark) would tell the parser it ended
-                    if unicode_data := guard(decode(raw, final=final and last)):
-                        for event in feed(unicode_data):
-                            self.process_message(event)
-            for event in tick():
+                    for event in terminal.feed(raw, final=final and last):
+                        self.process_message(event)
+            for event in terminal.tick() if selector_events else terminal.idle():
                 self.process_message(event)
 
         try:
@@ -143,8 +251,4 @@ class GuardedDriver(LinuxDriver):
             process_selector_events(selector.select(0.1), final=True)
         finally:
             selector.close()
-            try:
-                for _event in feed(""):
-                    pass
-            except (EOFError, ParseError):
-                pass
+            terminal.close()

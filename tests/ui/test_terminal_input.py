@@ -20,7 +20,13 @@ import time
 
 import pytest
 
-from selfref_tui.ui.input_driver import PASTE_END, PASTE_START, PasteGuard
+from selfref_tui.ui.input_driver import (
+    PASTE_END,
+    PASTE_START,
+    PastedText,
+    PasteGuard,
+    TerminalInput,
+)
 from tests.cli.helpers import _env, cli
 
 PASTED = ("log [bold]x[/] \x1b[31mred\x1b[0m \x1b]52;c;SGVsbG8=\x07 two \x1b\x1b then "
@@ -29,25 +35,73 @@ PASTED = ("log [bold]x[/] \x1b[31mred\x1b[0m \x1b]52;c;SGVsbG8=\x07 two \x1b\x1b
 SHOWN = "log [bold]x[/] ␛[31mred␛[0m ␛]52;c;SGVsbG8=␇ two ␛␛ then ␛␏ end"
 
 
+def fed(guard: PasteGuard, *chunks: str) -> str:
+    """What the guard gives for ``chunks``, then for a pause in the input."""
+    return "".join([piece for chunk in chunks for piece in guard.feed(chunk)] + guard.idle())
+
+
 def test_the_guard_leaves_no_escape_inside_a_paste_however_the_input_is_cut():
     stream = f"a\x1b[A{PASTE_START}{PASTED}{PASTE_END}\x1b{PASTE_START}\x1b\x1b{PASTE_END}z"
-    whole = PasteGuard().feed(stream)
+    whole = fed(PasteGuard(), stream)
     assert whole == (f"a\x1b[A{PASTE_START}{PASTED.replace(chr(27), '␛')}{PASTE_END}"
                      f"\x1b{PASTE_START}␛␛{PASTE_END}z")
     for cut in range(1, len(stream)):
-        guard = PasteGuard()
-        assert guard.feed(stream[:cut]) + guard.feed(stream[cut:]) == whole, cut
-    one = PasteGuard()
-    assert "".join(one.feed(char) for char in stream) == whole
+        assert fed(PasteGuard(), stream[:cut], stream[cut:]) == whole, cut
+    assert fed(PasteGuard(), *stream) == whole
 
 
 def test_outside_a_paste_nothing_waits():
     guard = PasteGuard()
-    assert guard.feed("\x1b") == "\x1b"  # the Esc key, now
-    assert guard.feed("[20") == "[20"
-    assert guard.feed("0~hi\x1b") == "0~hi"  # the start mark came in three pieces
-    assert guard.feed("x") == "␛x"  # that ESC did not begin the end mark
-    assert guard.feed(PASTE_END + "\x1b") == PASTE_END + "\x1b"
+    assert guard.feed("\x1b") == ["\x1b"]  # the Esc key, now
+    assert guard.feed("[20") == ["[20"]
+    assert guard.feed("0~hi\x1b") == ["0~", "hi"]  # the start mark came in three pieces
+    text = guard.feed("x")
+    assert text == ["␛x"] and isinstance(text[0], PastedText)  # that ESC began no end mark
+    assert guard.feed(PASTE_END + "\x1b") == []  # is that the end? what follows says
+    assert guard.holding
+    assert guard.idle() == [PASTE_END, "\x1b"]  # the input paused: it was
+    assert guard.feed("q") == ["q"] and not guard.holding
+
+
+#: a paste that holds the end mark, then a line end and a command: a terminal that does
+#: not filter the mark sends it as it is, and the rest was typed as keys, Enter and all
+TRAP = f"one{PASTE_END}\rrm -rf ~\r"
+
+
+def kinds(events: list) -> list[tuple[str, str]]:
+    return [(type(e).__name__, getattr(e, "text", None) or getattr(e, "key", "")) for e in events]
+
+
+def test_an_end_mark_inside_a_paste_is_its_text_however_the_input_is_cut():
+    stream = (f"{PASTE_START}{TRAP}{PASTE_END}\r"  # the paste, then Enter typed after it
+              f"{PASTE_START}two{PASTE_END}{PASTE_START}{PASTE_END}")
+    expected = [("Paste", "one␛[201~\rrm -rf ~\r"), ("Key", "enter"), ("Paste", "two"),
+                ("Paste", "")]
+    whole = TerminalInput()
+    assert kinds(whole.feed(stream.encode()) + whole.idle()) == expected
+    data = stream.encode()
+    for cut in range(1, len(data)):
+        reader = TerminalInput()
+        assert kinds(reader.feed(data[:cut]) + reader.feed(data[cut:]) + reader.idle()) == \
+            expected, cut
+
+
+def test_keys_after_a_paste_wait_only_for_the_pause():
+    reader = TerminalInput()
+    assert reader.feed(f"{PASTE_START}a{PASTE_END}".encode()) == []  # was that the end?
+    assert kinds(reader.idle()) == [("Paste", "a")]
+    assert kinds(reader.feed(b"b")) == [("Key", "b")]  # no paste waits: at once
+    assert kinds(reader.feed(f"{PASTE_START}c{PASTE_END}d".encode()) + reader.idle()) == \
+        [("Paste", "c"), ("Key", "d")]
+
+
+def test_a_large_paste_goes_round_the_key_parser_whole():
+    text = ("x" * 79 + "\n") * 26_000 + "\x00end"
+    data = f"{PASTE_START}{text}{PASTE_END}".encode()
+    reader = TerminalInput()
+    events = [e for at in range(0, len(data), 4096) for e in reader.feed(data[at:at + 4096])]
+    events += reader.idle()
+    assert len(events) == 1 and events[0].text == text.replace("\x00", "")
 
 
 def _sent() -> list[str]:
@@ -88,6 +142,12 @@ def test_a_pasted_terminal_log_and_a_stray_byte_are_sent_as_shown(tmp_path):
         os.write(master, b"\xff and more\r")  # not UTF-8 (xterm's 8-bit Alt sends such bytes)
         read_until(lambda: len(_sent()) == 2, "second stored message")
         assert _sent()[1] == "\ufffd and more"
+        # the end mark inside a paste: one message, nothing of it typed as keys
+        os.write(master, f"{PASTE_START}{TRAP}{PASTE_END}\r".encode())
+        read_until(lambda: len(_sent()) >= 3, "the pasted message")
+        os.write(master, b"last\r")
+        read_until(lambda: _sent()[-1:] == ["last"], "the message after it")
+        assert _sent()[2:] == ["one␛[201~\nrm -rf ~", "last"]
         assert proc.poll() is None
     finally:
         proc.kill()
