@@ -14,10 +14,13 @@ went wrong there:
 - **A paste holding the end mark itself** (``ESC[201~``, which a terminal
   that does not filter it sends as it is): the paste ended there and the rest
   of it was typed as keys, its line ends pressing Enter. An end mark is only
-  taken as the end once what follows it shows it was: a start mark, or no more
-  input for a moment (:meth:`PasteGuard.idle`). Another end mark before either
-  makes the earlier one part of the text. The terminal writes a paste in one
-  go, so its own end mark follows in that burst. Keys that come in the same
+  taken as the end once no more input comes for a moment
+  (:meth:`PasteGuard.idle`); another end mark before that makes the earlier
+  one part of the text. The terminal writes a paste in one go, so its own end
+  mark follows in that burst. A start mark in the burst does not end the paste
+  either: the pasted text can hold one too (``ESC[201~`` Enter ``rm …`` Enter
+  ``ESC[200~``), and taken as another paste it had everything between typed as
+  keys; two pastes in one burst come as one, their marks shown. Keys that come in the same
   burst as a paste's end (a script's paste and Enter) wait for the pause,
   0.1 s; a person's first key after a paste comes later than that.
 - **A large paste** went through Textual's parser a character at a time, a
@@ -81,8 +84,8 @@ class PasteGuard:
     reach the parser now); the last few characters are remembered so a start
     mark split over two chunks is still seen. Inside a paste, a tail that could
     begin the end mark waits for the next chunk; after an end mark, what follows
-    waits until it shows whether that mark was the end (see the module's
-    docstring), or :meth:`idle` says the input paused.
+    waits until another end mark shows that one was text, or :meth:`idle` says
+    the input paused and it was the end (see the module's docstring).
     """
 
     def __init__(self) -> None:
@@ -130,17 +133,15 @@ class PasteGuard:
         return [piece for piece in out if piece]
 
     def _confirm(self, after: str, out: list[str]) -> str:
-        """``after`` an end mark: another end mark before any start mark makes the first
-        one text; a start mark ends the paste. What is left to feed comes back."""
+        """``after`` an end mark: another end mark makes the first one text, whatever
+        came between (a start mark too: the pasted text may hold one). Only a pause
+        (:meth:`idle`) ends the paste. What is left to feed comes back."""
         since = max(0, self._scanned - len(PASTE_END) + 1)
-        end, start = after.find(PASTE_END, since), after.find(PASTE_START, since)
-        if end >= 0 and (start < 0 or end < start):  # the mark was the paste's own text
+        end = after.find(PASTE_END, since)
+        if end >= 0:  # the mark was the paste's own text
             out.append(PastedText((PASTE_END + after[:end]).replace(ESC, SHOWN_ESC)))
             self._after, self._scanned = "", 0
             return after[end + len(PASTE_END):]
-        if start >= 0:  # another paste: the first one ended at its mark
-            self._end(out)
-            return after
         self._after, self._scanned = after, len(after)
         return ""
 

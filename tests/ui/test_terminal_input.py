@@ -35,19 +35,25 @@ PASTED = ("log [bold]x[/] \x1b[31mred\x1b[0m \x1b]52;c;SGVsbG8=\x07 two \x1b\x1b
 SHOWN = "log [bold]x[/] ␛[31mred␛[0m ␛]52;c;SGVsbG8=␇ two ␛␛ then ␛␏ end"
 
 
-def fed(guard: PasteGuard, *chunks: str) -> str:
-    """What the guard gives for ``chunks``, then for a pause in the input."""
-    return "".join([piece for chunk in chunks for piece in guard.feed(chunk)] + guard.idle())
+def fed(guard: PasteGuard, *chunks: str | None) -> str:
+    """What the guard gives for ``chunks`` (None: a pause in the input), then for a pause."""
+    return "".join([piece for chunk in chunks
+                    for piece in (guard.idle() if chunk is None else guard.feed(chunk))]
+                   + guard.idle())
 
 
 def test_the_guard_leaves_no_escape_inside_a_paste_however_the_input_is_cut():
-    stream = f"a\x1b[A{PASTE_START}{PASTED}{PASTE_END}\x1b{PASTE_START}\x1b\x1b{PASTE_END}z"
-    whole = fed(PasteGuard(), stream)
+    # two bursts (two pastes a moment apart), each cut anywhere
+    first = f"a\x1b[A{PASTE_START}{PASTED}{PASTE_END}"
+    then = f"\x1b{PASTE_START}\x1b\x1b{PASTE_END}z"
+    whole = fed(PasteGuard(), first, None, then)
     assert whole == (f"a\x1b[A{PASTE_START}{PASTED.replace(chr(27), '␛')}{PASTE_END}"
                      f"\x1b{PASTE_START}␛␛{PASTE_END}z")
-    for cut in range(1, len(stream)):
-        assert fed(PasteGuard(), stream[:cut], stream[cut:]) == whole, cut
-    assert fed(PasteGuard(), *stream) == whole
+    for cut in range(1, len(first)):
+        assert fed(PasteGuard(), first[:cut], first[cut:], None, then) == whole, cut
+    for cut in range(1, len(then)):
+        assert fed(PasteGuard(), first, None, then[:cut], then[cut:]) == whole, cut
+    assert fed(PasteGuard(), *first, None, *then) == whole
 
 
 def test_outside_a_paste_nothing_waits():
@@ -63,9 +69,10 @@ def test_outside_a_paste_nothing_waits():
     assert guard.feed("q") == ["q"] and not guard.holding
 
 
-#: a paste that holds the end mark, then a line end and a command: a terminal that does
-#: not filter the mark sends it as it is, and the rest was typed as keys, Enter and all
-TRAP = f"one{PASTE_END}\rrm -rf ~\r"
+#: a paste that holds the end mark, then a line end and a command, then a start mark: a
+#: terminal that does not filter the marks sends them as they are, and the rest was typed
+#: as keys, Enter and all
+TRAP = f"one{PASTE_END}\rrm -rf ~\r{PASTE_START}"
 
 
 def kinds(events: list) -> list[tuple[str, str]]:
@@ -73,10 +80,8 @@ def kinds(events: list) -> list[tuple[str, str]]:
 
 
 def test_an_end_mark_inside_a_paste_is_its_text_however_the_input_is_cut():
-    stream = (f"{PASTE_START}{TRAP}{PASTE_END}\r"  # the paste, then Enter typed after it
-              f"{PASTE_START}two{PASTE_END}{PASTE_START}{PASTE_END}")
-    expected = [("Paste", "one␛[201~\rrm -rf ~\r"), ("Key", "enter"), ("Paste", "two"),
-                ("Paste", "")]
+    stream = f"{PASTE_START}{TRAP}{PASTE_END}\r"  # the paste, then Enter typed after it
+    expected = [("Paste", "one␛[201~\rrm -rf ~\r␛[200~"), ("Key", "enter")]
     whole = TerminalInput()
     assert kinds(whole.feed(stream.encode()) + whole.idle()) == expected
     data = stream.encode()
@@ -84,6 +89,20 @@ def test_an_end_mark_inside_a_paste_is_its_text_however_the_input_is_cut():
         reader = TerminalInput()
         assert kinds(reader.feed(data[:cut]) + reader.feed(data[cut:]) + reader.idle()) == \
             expected, cut
+    # pastes a moment apart are each their own, an empty one too
+    later = TerminalInput()
+    events = later.feed(f"{PASTE_START}two{PASTE_END}".encode()) + later.idle()
+    events += later.feed(f"{PASTE_START}{PASTE_END}".encode()) + later.idle()
+    assert kinds(events) == [("Paste", "two"), ("Paste", "")]
+
+
+def test_two_pastes_in_one_burst_are_one_with_their_marks_shown():
+    """A start mark after an end mark may be the pasted text's own (:data:`TRAP`): taken
+    as a second paste, everything between the two was typed as keys, Enter and all."""
+    reader = TerminalInput()
+    assert kinds(reader.feed(f"{PASTE_START}a{PASTE_END}{PASTE_START}b{PASTE_END}x"
+                             .encode()) + reader.idle()) == \
+        [("Paste", "a␛[201~␛[200~b"), ("Key", "x")]
 
 
 def test_keys_after_a_paste_wait_only_for_the_pause():
@@ -147,7 +166,7 @@ def test_a_pasted_terminal_log_and_a_stray_byte_are_sent_as_shown(tmp_path):
         read_until(lambda: len(_sent()) >= 3, "the pasted message")
         os.write(master, b"last\r")
         read_until(lambda: _sent()[-1:] == ["last"], "the message after it")
-        assert _sent()[2:] == ["one␛[201~\nrm -rf ~", "last"]
+        assert _sent()[2:] == ["one␛[201~\nrm -rf ~\n␛[200~", "last"]
         assert proc.poll() is None
     finally:
         proc.kill()
