@@ -20,6 +20,7 @@ from selfref_tui.cli.common import (
     common_flags,
     conversation_provider,
     err,
+    existing_key,
     key_of,
     nowhere_to_send,
     provider_flags,
@@ -152,6 +153,9 @@ async def one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
         config = replace(config, agent=replace(config.agent, allow_memory=True))
     key = key_of(args)
     selfref = SelfReference(config.data_dir, source=config.data_dir_source)
+    if prompt is None and getattr(args, "key", None) is not None:
+        # `compact --key typo` made the conversation to compact its empty history
+        existing_key(selfref, args)
     if config.unconfigured and not config.provider.demo:
         # Nothing configured, unless the conversation chose a profile of its own: read what
         # it chose without taking its lock, so a refusal leaves no trace.

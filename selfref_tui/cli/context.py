@@ -14,6 +14,7 @@ from selfref_tui.cli.common import (
     common_flags,
     conversation_provider,
     err,
+    existing_key,
     key_of,
     nowhere_to_send,
     print_json,
@@ -44,8 +45,9 @@ def _context_show(args: argparse.Namespace) -> int:
     from selfref_tui.selfref.reference import ReadOnlyReference, SelfReference
 
     config = app_config(args)
-    key = key_of(args)
     store = ReadOnlyReference(SelfReference(config.data_dir, source=config.data_dir_source))
+    # a mistyped --key showed an empty conversation's request and exited 0
+    key = key_of(args) if getattr(args, "key", None) is None else existing_key(store, args)
     memory = store_notes(store.open(key))  # what loading found (skipped damaged records), once
     settings = getattr(memory, "settings", None)
     instructions = getattr(settings, "instructions", "")

@@ -496,11 +496,15 @@ def test_reading_a_conversation_that_does_not_exist_is_an_error_not_an_empty_one
     assert fresh.returncode == 0 and fresh.stdout.strip() == "[]"
     assert cli("ask", "--demo", "hello").returncode == 0
     for command in (("history", "--json"), ("history",), ("refs", "list", "--json"),
-                    ("experiences", "list")):
+                    ("experiences", "list"), ("context", "show", "--demo"),
+                    ("context", "show", "--json", "--demo"), ("compact", "--demo")):
         result = cli(*command, "--key", "mian")
         assert result.returncode == 1, command
         assert result.stdout == ""
         assert "no conversation 'mian'" in result.stderr and "keys list" in result.stderr
+    # nothing was made for the mistyped name (compact made it, to compact its empty history)
+    assert json.loads(cli("keys", "list", "--json").stdout)[0]["key"] == "main"
+    assert len(json.loads(cli("keys", "list", "--json").stdout)) == 1
     assert json.loads(cli("history", "--json", "--key", "main").stdout)[0]["content"] == "hello"
 
 
