@@ -351,7 +351,33 @@ async def test_key_switcher_renames_and_deletes_after_a_yes():
         await wait_for(pilot, lambda: len(calls) == 2)
         assert calls[-1] == ("delete", "notes")
         await wait_for(pilot, lambda: screen.visible_keys == ["key:main", "key:project-y"])
+        # the last row went: the highlight is on the row before it, not back on the first
+        await wait_for(pilot, lambda: screen.option_list.highlighted == 1)
         assert app.results == []  # still open: switching is a separate choice
+
+
+async def test_the_switchers_highlight_stays_in_place_when_a_row_is_deleted():
+    """Deleting several conversations in a row: each delete leaves the highlight on the
+    row that followed, not on the first (the conversation on screen, refused)."""
+    keys = [{"key": name, "messages": 1, "updated": ""} for name in ("main", "a", "b", "c")]
+
+    async def delete(key: str):
+        keys[:] = [k for k in keys if k["key"] != key]
+        return keys
+
+    app = HostApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open(pilot, KeySwitcher(keys, "main", delete=delete))
+        screen = app.screen
+        await pilot.press("down")
+        for left in (["main", "b", "c"], ["main", "c"], ["main"]):
+            await pilot.press("shift+delete")
+            await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
+            await pilot.press("y")
+            await wait_for(pilot, lambda left=left: screen.visible_keys
+                           == [f"key:{k}" for k in left])
+            await wait_for(pilot, lambda left=left: screen.option_list.highlighted
+                           == min(1, len(left) - 1))
 
 
 async def wait_for(pilot, predicate, tries: int = 100) -> None:

@@ -357,12 +357,22 @@ class KeySwitcher(FilteredListScreen):
         )
         if not confirmed:
             return
+        rows = self.row_ids
         try:
             self.keys = [dict(k) for k in await self._delete(key) if k.get("key")]
         except Exception as error:  # a one-line message meant for people
             self._say(str(error))
             return
         self._refilter(self.query_one(Input).value)
+        # The highlight stays where the deleted row was (on the row after it, else the one
+        # before): it went back to the first row, the conversation on screen, which the
+        # next shift+Delete of a tidy-up then aimed at.
+        at = rows.index(KEY_PREFIX + key) if KEY_PREFIX + key in rows else 0
+        now = self.row_ids
+        for row in rows[at + 1:] + rows[:at][::-1]:
+            if row in now:
+                self.option_list.highlighted = now.index(row)
+                break
         self._say(f"Deleted {name_line(key)}: its files are in the trash folder of the data dir.",
                   done=True)
 
