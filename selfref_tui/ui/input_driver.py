@@ -25,8 +25,11 @@ went wrong there:
   0.1 s; a person's first key after a paste comes later than that.
 - **A large paste** went through Textual's parser a character at a time, a
   Python generator step each: 2 MB took seconds of CPU. The paste's text goes
-  round it (:class:`TerminalInput`): the parser sees the marks alone and makes
-  the ``Paste`` event, whose text is put back.
+  round it (:class:`TerminalInput`), which makes the ``Paste`` event itself.
+  The parser still reads each start mark, so a key sequence it holds comes
+  out first, and is taken out of its paste at once: a start mark cut by a
+  pause, whose first part the parser had typed as keys by then, left it
+  outside a paste, and the paste's text was dropped, then added to the next.
 - **A byte that is not UTF-8** (a Latin-1 terminal, xterm's 8-bit Alt, a
   pasted binary) raised in the driver's thread and ended the app, draft and
   all, with a traceback. It is read as U+FFFD instead.
@@ -74,18 +77,31 @@ class PastedText(str):
     __slots__ = ()
 
 
+class PasteStarts(str):
+    """Input for the key parser that ends with a paste's start mark (or its last part)."""
+
+    __slots__ = ()
+
+
+class PasteEnds(str):
+    """A paste's end mark: its text is whole."""
+
+    __slots__ = ()
+
+
 class PasteGuard:
     """Splits the terminal's input into what the key parser reads and a paste's text.
 
-    :meth:`feed` gives pieces in order: ``str`` for the parser (keys, and each
-    paste's start and end marks) and :class:`PastedText` between them, with no
-    ESC left in it (shown as ``␛``). Input arrives in chunks that may split a mark
-    anywhere. Outside a paste nothing is held back (a lone Esc key press must
-    reach the parser now); the last few characters are remembered so a start
-    mark split over two chunks is still seen. Inside a paste, a tail that could
-    begin the end mark waits for the next chunk; after an end mark, what follows
-    waits until another end mark shows that one was text, or :meth:`idle` says
-    the input paused and it was the end (see the module's docstring).
+    :meth:`feed` gives pieces in order: ``str`` for the parser (keys, the last
+    ones of a piece before a paste a :class:`PasteStarts`), :class:`PastedText`
+    with no ESC left in it (shown as ``␛``), and :class:`PasteEnds` after it.
+    Input arrives in chunks that may split a mark anywhere. Outside a paste
+    nothing is held back (a lone Esc key press must reach the parser now); the
+    last few characters are remembered so a start mark split over two chunks is
+    still seen. Inside a paste, a tail that could begin the end mark waits for
+    the next chunk; after an end mark, what follows waits until another end mark
+    shows that one was text, or :meth:`idle` says the input paused and it was the
+    end (see the module's docstring).
     """
 
     def __init__(self) -> None:
@@ -126,7 +142,7 @@ class PasteGuard:
                     self._seen = joined[-(len(PASTE_START) - 1):]
                     break
                 after = start + len(PASTE_START) - len(self._seen)  # in ``text``
-                out.append(text[:after])
+                out.append(PasteStarts(text[:after]))
                 text = text[after:]
                 self.pasting = True
                 self._seen = ""
@@ -146,7 +162,7 @@ class PasteGuard:
         return ""
 
     def _end(self, out: list[str]) -> None:
-        out.append(PASTE_END)
+        out.append(PasteEnds(PASTE_END))
         self.pasting = False
         self._seen = ""
         self._after = None
@@ -167,8 +183,10 @@ class TerminalInput:
 
     Decoded leniently (a byte that is not UTF-8 is U+FFFD), split by
     :class:`PasteGuard`, and parsed by Textual's key parser, which sees each
-    paste's marks but not its text: the ``Paste`` event it makes for them gets
-    the text back (NUL left out, as Textual does).
+    paste's start mark, then an end mark at once, and never its text. The
+    ``Paste`` event is made here from the guard's pieces (NUL left out, as
+    Textual does), not from the parser's, which the parser makes only if it
+    took the start mark whole.
     """
 
     def __init__(self, debug: bool = False) -> None:
@@ -201,13 +219,19 @@ class TerminalInput:
         for piece in pieces:
             if isinstance(piece, PastedText):
                 self._pasted.append(piece)
-                continue
-            for event in self._parser.feed(piece):
-                if isinstance(event, Paste):
-                    event = Paste("".join(self._pasted).replace("\x00", ""))
-                    self._pasted.clear()
-                found.append(event)
+            elif isinstance(piece, PasteEnds):
+                found.append(Paste("".join(self._pasted).replace("\x00", "")))
+                self._pasted.clear()
+            else:
+                found += self._keys(piece)
+                if isinstance(piece, PasteStarts):
+                    found += self._keys(PASTE_END)  # the parser's own paste, if any, ends
         return found
+
+    def _keys(self, text: str) -> list[Message]:
+        """The parser's events for ``text``; it reads no paste's text, so a ``Paste`` of
+        its own (for a start mark and the end mark given after it) is empty."""
+        return [event for event in self._parser.feed(text) if not isinstance(event, Paste)]
 
 
 class GuardedDriver(LinuxDriver):

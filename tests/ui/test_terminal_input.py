@@ -19,6 +19,7 @@ import termios
 import time
 
 import pytest
+from textual.events import Paste
 
 from selfref_tui.ui.input_driver import (
     PASTE_END,
@@ -112,6 +113,26 @@ def test_keys_after_a_paste_wait_only_for_the_pause():
     assert kinds(reader.feed(b"b")) == [("Key", "b")]  # no paste waits: at once
     assert kinds(reader.feed(f"{PASTE_START}c{PASTE_END}d".encode()) + reader.idle()) == \
         [("Paste", "c"), ("Key", "d")]
+
+
+def test_a_start_mark_cut_by_a_pause_loses_no_paste(monkeypatch):
+    """The parser gives up on a sequence after a pause and types what it has as keys. A
+    start mark cut there is the start to the guard, not to the parser: the paste's text
+    was dropped, then came out at the front of the next paste."""
+    now = [0.0]
+    monkeypatch.setattr("textual._parser.get_time", lambda: now[0])
+    data = f"{PASTE_START}hello\r{PASTE_END}".encode()
+    for cut in range(1, len(PASTE_START)):
+        reader = TerminalInput()
+        events = reader.feed(data[:cut])
+        now[0] += 1  # a pause: the parser's escape delay has passed
+        events += reader.idle()
+        events += reader.feed(data[cut:]) + reader.idle()
+        events += reader.feed(f"{PASTE_START}second{PASTE_END}".encode()) + reader.idle()
+        pasted = [e.text for e in events if isinstance(e, Paste)]
+        assert pasted == ["hello\r", "second"], cut
+        assert ("Key", "enter") not in kinds(events), cut  # nothing of the paste typed
+        assert kinds(events)[-2:] == [("Paste", "hello\r"), ("Paste", "second")], cut
 
 
 def test_a_large_paste_goes_round_the_key_parser_whole():
