@@ -9,8 +9,9 @@ opens (the last 200 shown, the rest behind the "earlier messages" banner).
 What is printed: how long ``find_hits`` takes to find every occurrence, for a
 frequent word, a phrase and text that is nowhere; and how long ``line_marks`` takes to place
 the occurrences on one drawn row of 40 lines (done once per row drawn while
-the find bar is open). Times are wall-clock; CPU time is printed beside them,
-since the machine may be shared.
+the find bar is open); and how long a long pasted query that nearly matches takes
+over a 100 KB run of one character (a near miss at every place). Times are
+wall-clock; CPU time is printed beside them, since the machine may be shared.
 """
 
 from __future__ import annotations
@@ -61,6 +62,35 @@ def main() -> None:
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     print(f"marks on a row of 40 drawn lines: {wall * 1000 / runs:.2f} ms "
           f"(cpu {cpu * 1000 / runs:.2f} ms)")
+    near_misses()
+
+
+def near_misses() -> None:
+    """A long pasted query that nearly matches, over a long run of one character: each
+    place the text could start an occurrence is a near miss, the case whose cost
+    grows with the text's length times the query's (what the find bar does on each
+    key while it is open)."""
+    run = "a" * 100_000
+    cases = (
+        ("one word", "a" * 3_000 + "b", run),
+        ("one word, lines folded", "a" * 3_000 + "b", "\n".join(run[i:i + 80]
+                                                                 for i in range(0, len(run), 80))),
+        ("words", "a " * 1_500 + "b", "a " * 50_000),
+        # what stays slow: the words glued somewhere, and nearly there at every place
+        ("words, the text also holding them glued", "a " * 1_500 + "b",
+         "a " * 50_000 + "a" * 1_500 + "b"),
+    )
+    for name, query, text in cases:
+        found = pattern(query)
+        assert found is not None
+        model = TranscriptModel()
+        model.load_history([{"role": "user", "content": text}])
+        wall, cpu = time.perf_counter(), time.process_time()
+        hits = find_hits(model.items, model.older, found)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        print(f"near misses ({name}): a {len(query):,}-character query over "
+              f"{len(text) // 1000} KB: {len(hits)} hits in {wall * 1000:.1f} ms "
+              f"(cpu {cpu * 1000:.1f} ms)")
 
 
 if __name__ == "__main__":

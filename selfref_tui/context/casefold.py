@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Protocol
 
 #: the characters whose folded form holds ASCII (so a plain ASCII word may match text
 #: that holds none of its letters as they are): ß, İ, ŉ, ſ, ǰ, ẖ–ẚ, ẞ, the Kelvin sign and
@@ -32,7 +33,17 @@ def fold(text: str) -> str:
     return text.replace("\u0130", "i").casefold()
 
 
-def spans(found: re.Pattern[str], text: str) -> Iterator[tuple[int, int]]:
+class _Span(Protocol):
+    def span(self) -> tuple[int, int]: ...
+
+
+class Finder(Protocol):
+    """What finds folded text: a compiled pattern, or the find bar's phrase."""
+
+    def finditer(self, text: str, /) -> Iterator[_Span]: ...
+
+
+def spans(found: Finder, text: str) -> Iterator[tuple[int, int]]:
     """Where ``found`` (a pattern of folded text) occurs in ``text``, as (start, end) in
     ``text`` itself, in order. Two matches inside one character's folded form (an "s"
     twice in "ß") are one occurrence: a person sees one character."""

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from selfref_tui.context.casefold import fold, spans
+from selfref_tui.ui.transcript import find
 from selfref_tui.ui.transcript.find import find_hits, line_marks, message_text, pattern
 from selfref_tui.ui.transcript.reducer import TranscriptModel
 
@@ -105,3 +113,46 @@ def test_letters_whose_lower_case_changes_length_are_found_and_marked_where_they
     # wrapped in the middle of a folded word: marked on both lines
     assert line_marks([("Stra", False), ("ße", True)], pattern("strasse")) == [
         [(0, 4, 0)], [(0, 2, 0)]]
+
+
+def _one_expression(query: str) -> re.Pattern[str]:
+    """The rule as one regular expression (each word's characters with an optional line
+    break between them, the words with spaces or line breaks between): what the find
+    bar matches, written the slow way."""
+    return re.compile("\\s+".join("\n?".join(re.escape(c) for c in word)
+                                   for word in fold(query).split()))
+
+
+@pytest.mark.parametrize("glued_first", [False, True], ids=["as-it-comes", "glued-first"])
+@settings(max_examples=400, deadline=None)
+@given(text=st.text(alphabet="ab A\n\n\r\t\u00a0ß", max_size=16),
+       query=st.text(alphabet="abs \nß", min_size=1, max_size=6))
+def test_the_find_text_is_found_where_the_one_expression_finds_it(glued_first, text, query):
+    """The words are matched as plain text over the text with its in-word line breaks taken
+    out: the same occurrences, at the same places, as the one expression (which took the
+    text's length times the query's). ``glued-first``: the glued words looked for
+    first, as for long texts, whatever the length."""
+    found = pattern(query)
+    if found is None:
+        assert not query.split()
+        return
+    if glued_first:
+        saved, find._NEAR_MISSES = find._NEAR_MISSES, -1
+    try:
+        assert list(spans(found, text)) == list(spans(_one_expression(query), text))
+    finally:
+        if glued_first:
+            find._NEAR_MISSES = saved
+
+
+def test_a_long_near_miss_is_answered_and_a_long_occurrence_found():
+    """A pasted query that nearly matches a long run everywhere, and one that matches at
+    the end of it, over a line broken every 80 characters."""
+    run = "a" * 20_000
+    text = "\n".join(run[i:i + 80] for i in range(0, len(run), 80))
+    found = pattern("a" * 3_000 + "b")
+    assert found is not None and list(spans(found, text)) == []
+    assert list(spans(found, text + "b")) == [(len(text) - 3_037, len(text) + 1)]
+    words = pattern("a " * 1_500 + "b")
+    assert words is not None and list(spans(words, "a " * 5_000)) == []
+    assert list(spans(words, "a " * 5_000 + "b")) == [(7_000, 10_001)]

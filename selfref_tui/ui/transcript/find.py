@@ -57,15 +57,98 @@ class Hit:
     sealed: bool = False
 
 
-def pattern(query: str) -> re.Pattern[str] | None:
-    """The query, case-folded, as a literal pattern that lets lines break inside it (see
-    the module's docstring); None for an empty (or blank) one. It matches folded text:
-    ``casefold.spans`` finds it in a text and says where, in that text's own offsets."""
+def _lone_breaks(text: str) -> list[int]:
+    """Where a line break may fall inside a word: one alone between two characters that
+    are not spaces (a line folded in a word; between two words it is also their space).
+    Found with ``str.find``: a pattern looking around each place took ten times longer."""
+    found: list[int] = []
+    at = text.find("\n", 1)
+    while 0 < at < len(text) - 1:
+        if not text[at - 1].isspace() and not text[at + 1].isspace():
+            found.append(at)
+        at = text.find("\n", at + 1)
+    return found
+
+
+#: a text's length times the query's past which trying every place could be slow (a
+#: few milliseconds): several words are looked for glued first
+_NEAR_MISSES = 1 << 20
+
+
+class Span(tuple):
+    """(start, end) of an occurrence, read as a match is (``span()``) by ``casefold.spans``."""
+
+    def span(self) -> tuple[int, int]:
+        return self[0], self[1]
+
+
+class Phrase:
+    """The find text: its words (case-folded), matched literally in folded text, a space
+    between them standing for any run of spaces and line breaks, and a line break
+    allowed between any two characters of a word (see the module's docstring).
+
+    Why not only one regular expression with an optional line break after each
+    character: the engine then has no literal start to skip ahead with, and
+    tries the query at every place of the text, as far as it matches there. A
+    long pasted query over a long run of one character took the text's length
+    times the query's, 6 s of CPU for 3,000 characters over 100 KB, on the UI
+    thread. So one word is looked for as plain text (the engine's literal
+    search, linear in the text) in the text with its line breaks that may fall
+    inside a word taken out. Several words keep the expression (a line break
+    there may be a word's seam or the space between two words), but over a
+    long text they are first looked for glued, in the text with its spaces
+    taken out (linear too): every occurrence is there, so a text without them
+    is answered at once, near misses or not.
+    """
+
+    def __init__(self, words: Sequence[str]) -> None:
+        self.words = tuple(words)
+        #: the same query, whatever spaces were typed between the words
+        self.pattern = " ".join(self.words)
+        #: the words with nothing between: in every text that holds the phrase, once
+        #: its spaces and line breaks are taken out
+        self._glued = "".join(self.words)
+        if len(self.words) == 1:
+            self._found = re.compile(re.escape(self._glued))
+        else:
+            seam = "\\n?"  # a line folded inside a word
+            self._found = re.compile("\\s+".join(seam.join(re.escape(c) for c in word)
+                                                for word in self.words))
+
+    def finditer(self, text: str) -> Iterator[Span]:
+        """Every occurrence in folded ``text``, in order, not overlapping (as a pattern's
+        ``finditer``): where each starts and ends in ``text`` itself."""
+        if len(self.words) > 1:
+            if (len(text) * len(self._glued) > _NEAR_MISSES
+                    and self._glued not in "".join(text.split())):
+                return  # not even glued: nowhere spaced
+            for match in self._found.finditer(text):
+                yield Span(match.span())
+            return
+        breaks = _lone_breaks(text)
+        if not breaks:
+            for match in self._found.finditer(text):
+                yield Span(match.span())
+            return
+        # the text without them; where each was, as an offset in what is left
+        joined = "".join(text[a + 1:b] for a, b in zip([-1, *breaks], [*breaks, len(text)],
+                                                       strict=True))
+        cuts = [at - n for n, at in enumerate(breaks)]
+        for match in self._found.finditer(joined):
+            start, end = match.span()
+            yield Span((start + bisect_right(cuts, start), end + bisect_right(cuts, end - 1)))
+
+    def search(self, text: str) -> Span | None:
+        """The first occurrence in folded ``text``, or None."""
+        return next(self.finditer(text), None)
+
+
+def pattern(query: str) -> Phrase | None:
+    """The query as a :class:`Phrase`; None for an empty (or blank) one. It matches
+    folded text: ``casefold.spans`` finds it in a text and says where, in that
+    text's own offsets."""
     words = fold(query).split()
-    if not words:
-        return None
-    seam = "\n?"  # a line folded inside a word
-    return re.compile("\\s+".join(seam.join(re.escape(c) for c in word) for word in words))
+    return Phrase(words) if words else None
 
 
 def item_parts(item: Item) -> Iterator[tuple[str, bool]]:
@@ -116,7 +199,7 @@ def message_text(message: dict[str, Any]) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def find_hits(items: Sequence[Item], older: Sequence[dict], found: re.Pattern[str]
+def find_hits(items: Sequence[Item], older: Sequence[dict], found: Phrase
               ) -> list[Hit]:
     """Every occurrence, in reading order: the older messages first, then the items."""
     hits: list[Hit] = []
@@ -154,7 +237,7 @@ def open_for(item: Item) -> None:
     item.touch()
 
 
-def line_marks(lines: Sequence[tuple[str, bool]], found: re.Pattern[str]
+def line_marks(lines: Sequence[tuple[str, bool]], found: Phrase
                ) -> list[list[tuple[int, int, int]]]:
     """Where each occurrence sits on a row's drawn lines, given as (text, continues the
     line above): for each line, (start, end, which occurrence in the row) of every

@@ -11,7 +11,6 @@ lines, not once per frame.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -43,7 +42,7 @@ class FindMarks(RowLayout):
     def _init_find(self) -> None:
         """Nothing found yet (the widget's ``__init__`` calls this)."""
         #: what is highlighted on screen, every occurrence, and the one gone to
-        self._found: re.Pattern[str] | None = None
+        self._found: fnd.Phrase | None = None
         self._hits: list[Hit] = []
         self._hit = -1
         #: where the current occurrence is drawn: (row, which occurrence in the row)
