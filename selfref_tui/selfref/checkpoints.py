@@ -365,7 +365,13 @@ def standing(change: FileChange, roots: Sequence[str | Path] | None) -> str:
     when restoring would change it: what :meth:`FileChange.why_left` says, and first
     whether the path is inside ``roots`` (None: not asked) with no link on its way, so
     a list offers no file that :func:`restore` would refuse."""
-    from .files import FileWriteError, LinkOnTheWay, PathNotAllowed, resolve_target
+    from .files import (
+        FileWriteError,
+        LinkOnTheWay,
+        PathNotAllowed,
+        refuse_read_only,
+        resolve_target,
+    )
 
     if roots is None or change.before == TOO_LARGE:
         return change.why_left(state_of(change.path))
@@ -379,11 +385,16 @@ def standing(change: FileChange, roots: Sequence[str | Path] | None) -> str:
     if why:
         return why
     try:  # as the model left it, but read through a folder that became a link: refused
-        resolve_target(change.path, list(roots), links=False)
+        target = resolve_target(change.path, list(roots), links=False)
     except LinkOnTheWay as exc:
         return str(exc)
     except (PathNotAllowed, FileWriteError):
-        pass
+        return ""
+    try:  # made read-only since: a write leaves it (a removal needs only the folder)
+        if change.before is not None:
+            refuse_read_only(target, change.path)
+    except FileWriteError as exc:
+        return str(exc)
     return ""
 
 

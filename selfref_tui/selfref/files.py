@@ -502,7 +502,7 @@ def _read_only(shown: str) -> FileWriteError:
     mode: an append opening it in place is refused anyway, and a write or insert
     replacing it by rename (which needs only the folder's permission) would quietly
     undo what the person meant by making it read-only."""
-    return FileWriteError(f"{shown} is read-only; nothing was changed; choose another path")
+    return FileWriteError(f"{shown} is read-only; nothing was changed")
 
 
 def write_beside(files: Sequence[tuple[Path, bytes]]) -> None:

@@ -257,3 +257,22 @@ def test_a_folder_on_the_way_that_became_a_link_inside_is_not_offered(place):
     done = restore(checkpoints, [change], [work])
     assert done.skipped == [(change.path, why)]
     assert (work / "real" / "a.txt").read_bytes() == b"new\n"
+
+
+def test_a_file_made_read_only_since_is_not_offered_and_left(place):
+    """The person made the model's file read-only after it was written (for root:
+    immutable): the list says a restore leaves it, and the restore does, saying the same."""
+    from tests.selfref.test_store_cli import denied
+
+    checkpoints, work = place
+    old, new = checkpoints.keep(b"old\n"), checkpoints.keep(b"new\n")
+    target = work / "notes.txt"
+    target.write_bytes(b"new\n")
+    change = FileChange(str(target), old, new)
+    with denied(target, 0o444):
+        why = standing(change, [work])
+        assert why == f"{target} is read-only; nothing was changed"
+        done = restore(checkpoints, [change], [work])
+        assert done.skipped == [(change.path, why)] and done.restored == []
+    assert target.read_bytes() == b"new\n"
+    assert standing(change, [work]) == ""  # writable again: offered
