@@ -490,11 +490,15 @@ def write_file(
 
 
 def refuse_read_only(target: Path, shown: str) -> None:
-    """FileWriteError when the existing file ``target`` may not be written (by the
-    rule :func:`write_file` keeps), for a caller that asks the person first: a
-    question about a change that would be refused anyway is not put."""
-    if os.path.lexists(target) and not os.access(target, os.W_OK, follow_symlinks=False):
-        raise _read_only(shown)
+    """FileWriteError when the existing file ``target`` (or the one a link there leads
+    to) may not be written, by the rule :func:`write_file` keeps, for a caller that
+    asks the person first: a question about a change that would be refused anyway is
+    not put. A preview, as :func:`resolve_target` is: the write checks again."""
+    try:
+        if os.path.exists(target) and not os.access(target, os.W_OK):
+            raise _read_only(shown)
+    except (OSError, ValueError):
+        pass  # a path that cannot be looked at: the write says why
 
 
 def _read_only(shown: str) -> FileWriteError:

@@ -167,7 +167,12 @@ class RefActions:
         links its images by the file's name), with files to write beside it; it is
         written whole (no append)."""
         from selfref_tui.selfref.export_path import export_target, is_file, link_note
-        from selfref_tui.selfref.files import write_beside, write_file
+        from selfref_tui.selfref.files import (
+            FileWriteError,
+            refuse_read_only,
+            write_beside,
+            write_file,
+        )
         from selfref_tui.ui.screens.export_dialog import ExportDialog
         from selfref_tui.ui.screens.overwrite_prompt import OverwritePrompt
 
@@ -199,6 +204,11 @@ class RefActions:
                 note = link_note(target)
             except OSError as exc:  # a link to a path that cannot be looked at: as the write
                 error = f"Cannot use {target}: {exc.strerror or exc}; choose another path"
+                continue
+            try:  # refused whatever the answer: not asked about
+                refuse_read_only(target, str(target))
+            except FileWriteError as exc:
+                error = str(exc)
                 continue
             if is_file(target) or note:
                 mode = await self.push_screen_wait(OverwritePrompt(

@@ -183,6 +183,36 @@ async def test_save_to_a_path_that_cannot_be_looked_at_says_why_in_the_dialog(tm
     assert sorted(p.name for p in tmp_path.iterdir()) == left
 
 
+async def test_save_onto_a_read_only_file_says_so_before_asking_to_replace_it(tmp_path,
+                                                                              monkeypatch):
+    """The person made the file read-only (for root: immutable): no answer would let the
+    save replace it, so the dialog says why (the path kept to change) instead of the
+    question to replace it, and the file is as it was."""
+    from tests.selfref.test_store_cli import denied
+
+    monkeypatch.chdir(tmp_path)
+    _seed()
+    target = tmp_path / "chat.md"
+    target.write_text("kept\n")
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            with denied(target, 0o444):
+                await paste_and_send(pilot, f"/save {target}")
+                await wait_until(pilot, lambda: _screen(app) in ("ExportDialog",
+                                                                 "OverwritePrompt"),
+                                 what="the dialog or the question")
+                assert _screen(app) == "ExportDialog"
+                await wait_until(pilot, lambda: f"{target} is read-only" in str(
+                    app.screen.query_one("#error").render()), what="the reason")
+                assert app.screen.query_one(Input).value == str(target)
+                await pilot.press("escape")
+                await wait_until(pilot, lambda: _screen(app) == "Screen", what="closed")
+    assert target.read_text() == "kept\n"
+    assert not (tmp_path / "chat-images").exists()
+
+
 async def test_save_never_writes_its_images_through_a_link_planted_beside_it(tmp_path,
                                                                             monkeypatch):
     """The images folder beside the file is not the path the person chose: a link there
