@@ -1,6 +1,6 @@
 """Search and export benchmark: prints figures, asserts nothing.
 
-    python bench/conversation_bench.py [--runs N] [--quick] [--source]
+    python bench/conversation_bench.py [--runs N] [--quick] [--source] [--export-only]
 
 In a temporary data dir, through the public API:
   * ``selfref-tui search`` over 100,000 stored messages (goal <= 1 s): one conversation of
@@ -12,7 +12,9 @@ In a temporary data dir, through the public API:
     folded), and the whole command as a process (Python's start and imports included;
     answered, exited, and the cache kept by the child it leaves writing it), for a word
     in every message also with every match printed (``--limit 0``);
-  * ``selfref-tui export`` of 20,000 messages as Markdown (goal <= 2 s), and as JSON.
+  * ``selfref-tui export`` of 20,000 messages as Markdown (goal <= 2 s), and as JSON; the
+    conversation was compacted about every 2,000 messages (each compaction is exported
+    with its summary, where it happened). ``--export-only`` measures only this.
 
 Wall seconds are medians of ``--runs``; CPU seconds beside them are what a busy machine
 cannot inflate (compare those on a shared machine). The package is compiled first, as an
@@ -62,7 +64,19 @@ def turn(i: int) -> list:
     return out
 
 
-def build(store: SelfReference, key: str, messages: int) -> None:
+def summary(i: int) -> list:
+    """A compaction whose summary is the size a real one is (a few hundred words)."""
+    from selfref_tui.context.summary import Summary, summary_mutation
+
+    return [summary_mutation(Summary.from_dict({
+        "goal": f"Goal {i}: {FILLER}", "current_status": FILLER,
+        "discoveries": [f"discovery {k}: {FILLER}" for k in range(5)],
+        "completed": [f"done {k}" for k in range(5)],
+        "relevant_files_directories": [f"src/f{k}.py" for k in range(5)]}))]
+
+
+def build(store: SelfReference, key: str, messages: int, compact: bool = False) -> None:
+    """``messages`` messages in turns; ``compact``: a compaction after every batch."""
     memory = store.open(key)
     batch: list = []
     count = 0
@@ -75,6 +89,8 @@ def build(store: SelfReference, key: str, messages: int) -> None:
         if len(batch) >= 2000:
             memory.commit(batch)
             batch = []
+            if compact:
+                memory.commit(summary(i))
     if batch:
         memory.commit(batch)
     store.release(key)
@@ -179,6 +195,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a tenth of the sizes")
     parser.add_argument("--source", action="store_true",
                         help="the package's modules compiled at each start, not from .pyc")
+    parser.add_argument("--export-only", action="store_true", help="only the export figures")
     args = parser.parse_args()
     compile_package(args.source)
     if not adopt_orphans():
@@ -188,58 +205,15 @@ def main() -> None:
     runs = args.runs
     with tempfile.TemporaryDirectory() as tmp:
         one, many, export = Path(tmp, "one"), Path(tmp, "many"), Path(tmp, "export")
-        with SelfReference(one) as store:
-            build(store, "big", 100_000 // scale)
-        with SelfReference(many) as store:
-            for k in range(100):
-                build(store, f"conversation-{k:03d}", 1_000 // scale)
         with SelfReference(export) as store:
-            build(store, "main", 20_000 // scale)
-        n = 100_000 // scale
-        print(f"search over {n:,} stored messages (goal <= 1 s), median of {runs}; selfref_tui "
-              f"{'from source' if args.source else 'compiled (.pyc)'}:")
-        for label, data_dir, key in (("1 conversation", one, "big"),
-                                     ("100 conversations", many, "conversation-042")):
-            for query, what in (("question 4242", "a few matches"),
-                                ("ordinary chat", "every message matches"),
-                                ("nowhere-to-be-found", "no match")):
-                total = search_once(data_dir, query)
-                wall, cpu = timed(lambda d=data_dir, q=query: search_once(d, q), runs)
-                grown, grown_cpu = changed(data_dir, key, query, runs)
-                cold, cold_cpu = timed(lambda d=data_dir, q=query: (
-                    shutil.rmtree(d / "cache", ignore_errors=True), search_once(d, q)), runs)
-                print(f"  {label:<18} {what:<22} {total:>7,} hits  cached {wall:6.3f} s "
-                      f"(CPU {cpu:.3f} s)  changed {grown:6.3f} s (CPU {grown_cpu:.3f} s)  "
-                      f"cold {cold:6.3f} s (CPU {cold_cpu:.3f} s)")
-                search_once(data_dir, query)  # cached again for what follows
-            search_once(data_dir, "question 4242")  # the cache as a first search leaves it
-            args = ["search", "question 4242"]
-            wall, cpu, said, _ = command(args, data_dir, max(1, runs // 2))
-            grown, grown_cpu, grown_said, grown_kept = command(
-                args, data_dir, max(1, runs // 2),
-                lambda i, d=data_dir, k=key: grow(d, k, 100 + i))
-            cold, cold_cpu, cold_said, cold_kept = command(
-                args, data_dir, max(1, runs // 2),
-                lambda i, d=data_dir: shutil.rmtree(d / "cache", ignore_errors=True))
-            print(f"  {label:<18} `selfref-tui search` as a process (answered / exited / "
-                  f"cache kept): cached {said:5.3f} / {wall:5.3f} s (CPU {cpu:.3f} s), changed "
-                  f"{grown_said:5.3f} / {grown:5.3f} / {grown_kept:5.3f} s (CPU "
-                  f"{grown_cpu:.3f} s), cold {cold_said:5.3f} / {cold:5.3f} / {cold_kept:5.3f} s "
-                  f"(CPU {cold_cpu:.3f} s)")
-            search_once(data_dir, "ordinary chat")  # every key cached (not only those above)
-            every, every_cpu, _, _ = command(["search", "ordinary chat"], data_dir,
-                                             max(1, runs // 2))
-            first, first_cpu, first_said, first_kept = command(
-                ["search", "ordinary chat"], data_dir, max(1, runs // 2),
-                lambda i, d=data_dir: shutil.rmtree(d / "cache", ignore_errors=True))
-            whole, whole_cpu, _, _ = command(["search", "ordinary chat", "--limit", "0"],
-                                             data_dir, max(1, runs // 2))
-            print(f"  {label:<18} a word in every message as a process: cached {every:5.3f} s "
-                  f"(CPU {every_cpu:.3f} s), cold {first_said:5.3f} / {first:5.3f} / "
-                  f"{first_kept:5.3f} s (CPU {first_cpu:.3f} s), every match printed "
-                  f"(--limit 0) {whole:5.3f} s (CPU {whole_cpu:.3f} s)")
+            build(store, "main", 20_000 // scale, compact=True)
+        if not args.export_only:
+            searches(one, many, scale, args.source, runs)
         m = 20_000 // scale
-        print(f"export of {m:,} messages (goal <= 2 s), median of {runs}:")
+        with SelfReference(export) as store:
+            marks = len(store.open("main", write=False).compactions())
+        print(f"export of {m:,} messages, {marks} compactions (goal <= 2 s), median of "
+              f"{runs}:")
         out = Path(tmp, "out")
         out.mkdir()
         for fmt in ("md", "json"):
@@ -249,6 +223,58 @@ def main() -> None:
             size = target.stat().st_size
             print(f"  {fmt:<4} `selfref-tui export -o` as a process {wall:6.3f} s  "
                   f"(CPU {cpu:.3f} s)  {size / 1e6:.1f} MB")
+
+
+def searches(one: Path, many: Path, scale: int, source: bool, runs: int) -> None:
+    """The search figures (see the module's docstring)."""
+    with SelfReference(one) as store:
+        build(store, "big", 100_000 // scale)
+    with SelfReference(many) as store:
+        for k in range(100):
+            build(store, f"conversation-{k:03d}", 1_000 // scale)
+    n = 100_000 // scale
+    print(f"search over {n:,} stored messages (goal <= 1 s), median of {runs}; selfref_tui "
+          f"{'from source' if source else 'compiled (.pyc)'}:")
+    for label, data_dir, key in (("1 conversation", one, "big"),
+                                 ("100 conversations", many, "conversation-042")):
+        for query, what in (("question 4242", "a few matches"),
+                            ("ordinary chat", "every message matches"),
+                            ("nowhere-to-be-found", "no match")):
+            total = search_once(data_dir, query)
+            wall, cpu = timed(lambda d=data_dir, q=query: search_once(d, q), runs)
+            grown, grown_cpu = changed(data_dir, key, query, runs)
+            cold, cold_cpu = timed(lambda d=data_dir, q=query: (
+                shutil.rmtree(d / "cache", ignore_errors=True), search_once(d, q)), runs)
+            print(f"  {label:<18} {what:<22} {total:>7,} hits  cached {wall:6.3f} s "
+                  f"(CPU {cpu:.3f} s)  changed {grown:6.3f} s (CPU {grown_cpu:.3f} s)  "
+                  f"cold {cold:6.3f} s (CPU {cold_cpu:.3f} s)")
+            search_once(data_dir, query)  # cached again for what follows
+        search_once(data_dir, "question 4242")  # the cache as a first search leaves it
+        args = ["search", "question 4242"]
+        wall, cpu, said, _ = command(args, data_dir, max(1, runs // 2))
+        grown, grown_cpu, grown_said, grown_kept = command(
+            args, data_dir, max(1, runs // 2),
+            lambda i, d=data_dir, k=key: grow(d, k, 100 + i))
+        cold, cold_cpu, cold_said, cold_kept = command(
+            args, data_dir, max(1, runs // 2),
+            lambda i, d=data_dir: shutil.rmtree(d / "cache", ignore_errors=True))
+        print(f"  {label:<18} `selfref-tui search` as a process (answered / exited / "
+              f"cache kept): cached {said:5.3f} / {wall:5.3f} s (CPU {cpu:.3f} s), changed "
+              f"{grown_said:5.3f} / {grown:5.3f} / {grown_kept:5.3f} s (CPU "
+              f"{grown_cpu:.3f} s), cold {cold_said:5.3f} / {cold:5.3f} / {cold_kept:5.3f} s "
+              f"(CPU {cold_cpu:.3f} s)")
+        search_once(data_dir, "ordinary chat")  # every key cached (not only those above)
+        every, every_cpu, _, _ = command(["search", "ordinary chat"], data_dir,
+                                         max(1, runs // 2))
+        first, first_cpu, first_said, first_kept = command(
+            ["search", "ordinary chat"], data_dir, max(1, runs // 2),
+            lambda i, d=data_dir: shutil.rmtree(d / "cache", ignore_errors=True))
+        whole, whole_cpu, _, _ = command(["search", "ordinary chat", "--limit", "0"],
+                                         data_dir, max(1, runs // 2))
+        print(f"  {label:<18} a word in every message as a process: cached {every:5.3f} s "
+              f"(CPU {every_cpu:.3f} s), cold {first_said:5.3f} / {first:5.3f} / "
+              f"{first_kept:5.3f} s (CPU {first_cpu:.3f} s), every match printed "
+              f"(--limit 0) {whole:5.3f} s (CPU {whole_cpu:.3f} s)")
 
 
 if __name__ == "__main__":

@@ -44,12 +44,15 @@ def _export(args: argparse.Namespace) -> int:
         if key not in {info.key for info in store.keys(forks=True)}:
             raise CliError(f"there is no conversation '{name_line(key)}'; see "
                            "`selfref-tui keys list`")
-        entries = store_notes(store.open(key, write=False)).entries()
+        memory = store_notes(store.open(key, write=False))
+        entries, compactions = memory.entries(), memory.compactions()
     finally:
         store.close()
     if args.output is None:  # stdout: the text as it is (images are named, not written)
-        text = json_inert(to_json(key, entries)) if fmt == "json" else to_markdown(
-            key, entries, images_dir=None).text
+        if fmt == "json":
+            text = json_inert(to_json(key, entries, compactions=compactions))
+        else:
+            text = to_markdown(key, entries, images_dir=None, compactions=compactions).text
         say(text, end="")  # on a terminal, control characters shown, not sent
         return EXIT_OK
     try:
@@ -61,10 +64,11 @@ def _export(args: argparse.Namespace) -> int:
                        "overwrite it")
     images = []
     if fmt == "json":
-        text = json_inert(to_json(key, entries))  # no raw control character, same value
+        # no raw control character, same value
+        text = json_inert(to_json(key, entries, compactions=compactions))
     else:
         folder = images_folder(target.name)
-        exported = to_markdown(key, entries, images_dir=folder)
+        exported = to_markdown(key, entries, images_dir=folder, compactions=compactions)
         text = exported.text
         images = [(target.parent / folder / image.name, image.data) for image in exported.images]
     try:

@@ -13,6 +13,17 @@ excerpt (the summary a reader needs; the whole is in the JSON); images
 written beside the file and linked. JSON: the messages as stored, with their
 number, time and flags.
 
+Each compaction stands where it happened (``MemoryKey.compactions()``: the
+markers the transcript shows as dividers), with the summary the model read
+instead of the messages before it, as the transcript's divider shows it
+(:func:`~.summary_text.summary_text`). Markdown: a ``Compacted (N messages
+summarised)`` heading and the summary in a fence (inert: nothing in it renders
+as Markdown, no control character is sent). JSON: an item ``{"n": null, "role":
+"compaction", "time", "rewound", "summarised": N, "content": the summary's text,
+"summary": the stored fields}``; ``n`` is null because numbers belong to messages
+(the ones ``search``, ``history`` and the recall tools use), and a compaction is
+not one.
+
 Pure: the caller writes the text and the images (selfref/files.py).
 """
 
@@ -20,15 +31,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ..safety.inert import name_line, writable
+from ..safety.inert import inert, name_line, writable
 from .history import EntryLike
+from .history_reads import CompactionMark
 from .images import EXTENSIONS, image_urls, parse_data_url, sniff_mime, text_of
 from .local_time import SECOND_ZONE, shown_time
+from .summary_text import summary_text
 from .tool_errors import tool_failed
 
 #: a tool result's excerpt in Markdown: at most this many lines and characters
@@ -68,11 +81,21 @@ def images_folder(file_name: str) -> str:
     return f"{stem}-images"
 
 
-def to_json(key: str, entries: Sequence[EntryLike], *, now: str | None = None) -> str:
+def to_json(key: str, entries: Sequence[EntryLike], *,
+            compactions: Sequence[CompactionMark] = (), now: str | None = None) -> str:
     """The messages as stored (images as ``data:`` URLs), numbered, timed and flagged
-    (a tool result also says whether its call failed)."""
+    (a tool result also says whether its call failed); each compaction where it
+    happened (see the module's docstring)."""
     messages = [
         {
+            "n": None,
+            "role": "compaction",
+            "time": e.time,
+            "rewound": e.rewound,
+            "summarised": e.summarised,
+            "content": summary_text(e.summary),
+            "summary": e.summary,
+        } if isinstance(e, CompactionMark) else {
             "n": e.n,
             "role": e.role,
             "time": e.time,
@@ -82,28 +105,49 @@ def to_json(key: str, entries: Sequence[EntryLike], *, now: str | None = None) -
             **({"error": tool_failed(e.message)} if e.role == "tool" else {}),
             "message": e.message,
         }
-        for e in entries
+        for e in in_order(entries, compactions)
     ]
     body = {"key": key, "exported": now or _now(), "messages": messages}
     return json.dumps(body, ensure_ascii=False, indent=1) + "\n"
 
 
 def to_markdown(key: str, entries: Sequence[EntryLike], *, images_dir: str | None,
-                now: str | None = None) -> Exported:
+                compactions: Sequence[CompactionMark] = (), now: str | None = None
+                ) -> Exported:
     """The conversation as Markdown; ``images_dir`` None: images are named, not written
     (an export to stdout has nowhere beside it)."""
     out = _Markdown(images_dir)
     count = len(entries)
+    compacted = len(compactions)
     out.lines += [
         f"# Conversation {name_line(key)}",  # "ma\u200bin" never reads as "main"
         "",
-        f"{count} message{'s' if count != 1 else ''} · exported {_short(now or _now())} "
-        "· selfref-tui",
+        f"{count} message{'s' if count != 1 else ''}"
+        + (f" · {compacted} compaction{'s' if compacted != 1 else ''}" if compacted else "")
+        + f" · exported {_short(now or _now())} · selfref-tui",
     ]
-    for entry in entries:
-        out.entry(entry)
+    for item in in_order(entries, compactions):
+        if isinstance(item, CompactionMark):
+            out.compaction(item)
+        else:
+            out.entry(item)
     # a lone surrogate (half an emoji's pair a server cut) has no UTF-8: as its escape
     return Exported(writable("\n".join(out.lines).rstrip("\n") + "\n"), out.images)
+
+
+def in_order(entries: Sequence[EntryLike], compactions: Sequence[CompactionMark]
+             ) -> Iterator[EntryLike | CompactionMark]:
+    """The entries with each compaction before the first message numbered after it."""
+    marks = iter(compactions)
+    mark = next(marks, None)
+    for entry in entries:
+        while mark is not None and mark.after < entry.n:
+            yield mark
+            mark = next(marks, None)
+        yield entry
+    while mark is not None:
+        yield mark
+        mark = next(marks, None)
 
 
 class _Markdown:
@@ -147,6 +191,21 @@ class _Markdown:
             if text:
                 self.lines.append(text)
         self.pictures(entry.n, content)
+
+    def compaction(self, mark: CompactionMark) -> None:
+        n = mark.summarised
+        head = "## Compacted"
+        if n:
+            head += f" ({n} message{'' if n == 1 else 's'} summarised)"
+        head += f" · {_short(mark.time)}" if mark.time else ""
+        if mark.rewound:
+            head += " · rewound"
+        # the model's words, shown as written: a fence nothing in them closes, and no
+        # control character (the summary is read text here; the JSON keeps it as stored)
+        text = inert(summary_text(mark.summary))
+        fence = _fence(text)
+        self.lines += ["", head, "", "The model read this summary instead of the messages "
+                       "before it:", "", f"{fence}text", text, fence]
 
     def answer(self, message: dict[str, Any]) -> None:
         reasoning = message.get("reasoning_details") or message.get("reasoning_content")

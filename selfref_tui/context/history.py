@@ -132,6 +132,8 @@ class HistoryBuilder(NumberedReads, Journal, TranscriptBuilder):
         self._slot_of: list[int] = []
         self._patch_of: list[int] = []
         self._time_of: list[str] = []
+        #: the slot of each compaction marker, in order (see :meth:`compactions`)
+        self._markers: list[int] = []
         #: the highest experience number ever handed out (ids are never reused,
         #: even when a rewind takes their experience away)
         self._exp_high = 0
@@ -291,6 +293,7 @@ class HistoryBuilder(NumberedReads, Journal, TranscriptBuilder):
     def add_marker(self, marker: dict[str, Any]) -> None:
         """A compaction marker in the person's history, undone with its compaction."""
         sid = len(self._msg)
+        self._markers.append(sid)
         self._msg.append(marker)
         self._state.append(WORKING)
         self.journal.append((self._undo_state, sid, REWOUND))

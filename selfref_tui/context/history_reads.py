@@ -11,6 +11,7 @@ of every list and refused by every read by number.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,24 @@ class HistoryEntry:
     pinned: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class CompactionMark:
+    """Where a compaction happened, as the person reads it: the marker the transcript
+    shows as its divider, placed by the numbers around it.
+
+    ``after`` is the number of the last message that entered before it (0: none);
+    ``summary`` the stored summary (empty for a replace, which has none);
+    ``summarised`` how many messages it took out of the model's view; ``time`` the
+    time of its record ("" when not known); ``rewound`` a rewind took it back.
+    """
+
+    after: int
+    summary: dict[str, Any]
+    summarised: int
+    time: str
+    rewound: bool = False
+
+
 class NumberedReads:
     """Messages by number, and the lists the person, a search or a rewind read."""
 
@@ -46,6 +65,7 @@ class NumberedReads:
         _slot_of: list[int]
         _patch_of: list[int]
         _time_of: list[str]
+        _markers: list[int]
 
     def patch_of(self, n: int) -> int:
         """The position of the patch that brought message ``n`` (IndexError when none)."""
@@ -75,6 +95,28 @@ class NumberedReads:
         """Every numbered message, in order, hidden ones left out."""
         state, slot_of, make = self._state, self._slot_of, self._entry
         return [make(n) for n in range(1, len(slot_of) + 1) if state[slot_of[n - 1]] != HIDDEN]
+
+    def compactions(self) -> list[CompactionMark]:
+        """Every compaction marker, in order, each placed after the message before it.
+
+        Read from the markers :meth:`history` holds (the transcript's dividers), so
+        an export puts a compaction where the person saw it. A fold resumed from a
+        cached state (``HistoryBuilder.resumed``) knows none before it.
+        """
+        state, msg, slot_of = self._state, self._msg, self._slot_of
+        marks = []
+        for sid in self._markers:
+            marker = msg[sid]
+            summary = marker.get("summary")
+            time = marker.get("time", "")
+            marks.append(CompactionMark(
+                after=bisect_left(slot_of, sid),
+                summary=summary if isinstance(summary, dict) else {},
+                summarised=int(marker.get("messages_before") or 0),
+                time=time if type(time) is str else "",
+                rewound=state[sid] == REWOUND,
+            ))
+        return marks
 
     def numbered_messages(self, first: int = 1, last: int | None = None
                           ) -> tuple[list[int], list[dict[str, Any]]]:

@@ -94,7 +94,8 @@ class KeyFold:
         builder.journal_entry(self._undo_attr, "last_compacted", self.last_compacted)
         self.last_compacted = hidden
         builder.add_marker(
-            {"role": "compaction", "summary": summary, "messages_before": self.last_compacted}
+            {"role": "compaction", "summary": summary, "messages_before": self.last_compacted,
+             "time": builder.stamp}
         )
 
     def _undo_ref(self, entry: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..context.experiences import experiences_of
 from ..context.history import HistoryBuilder, HistoryEntry
+from ..context.history_reads import CompactionMark
 from ..context.mutations import (
     MUTATION_TYPES,
     ContextMutation,
@@ -300,6 +301,11 @@ class MemoryKey(KeyLoad, KeyFold):
     def file_writes(self) -> list[tuple[int, dict[str, Any]]]:
         """The model's file writes, oldest first: (its tool result's number, ``file`` record)."""
         return list(self._file_writes)
+
+    def compactions(self) -> list[CompactionMark]:
+        """Where each compaction happened, with its summary (see ``context.history_reads``):
+        what an export puts between the :meth:`entries`."""
+        return self._builder.compactions()
 
     def history_numbers(self) -> list[int]:
         """The number of each item of :attr:`history` (0 for unnumbered ones and markers)."""

@@ -292,3 +292,50 @@ def test_an_export_onto_a_link_says_where_it_leads_and_asks_for_force(tmp_path):
     assert not (tmp_path / "elsewhere").exists()
     assert cli("export", "-o", str(dangling), "--force").returncode == 0
     assert (tmp_path / "elsewhere" / "new.md").read_text().startswith("# Conversation main")
+
+
+def _seed_compacted() -> None:
+    """Two messages, a compaction whose summary holds fences and an escape, two more."""
+    from selfref_tui.context.summary import Summary, summary_mutation
+
+    with SelfReference(os.environ["SELFREF_DATA_DIR"]) as store:
+        main = store.open("main")
+        main.commit([UserMessageMutation({"role": "user", "content": "find the needle"}),
+                     AssistantMessageMutation(content="Looking in the hay.")])
+        main.commit([summary_mutation(Summary.from_dict({
+            "goal": "Find the needle",
+            "discoveries": ["it is under ``` the hay", "\x1b[31mred\x1b[0m straw"]}))])
+        main.commit([UserMessageMutation({"role": "user", "content": "and now?"}),
+                     AssistantMessageMutation(content="Found it.")])
+
+
+def test_an_export_shows_each_compaction_where_it_happened_with_its_summary():
+    """The export had the messages the person read, not the summary the model read
+    instead of them: a compaction is now there, between the messages around it."""
+    _seed_compacted()
+    text = cli("export").stdout
+    assert text.startswith("# Conversation main\n\n4 messages · 1 compaction · exported ")
+    heading = re.search(r"^## Compacted \(2 messages summarised\) · [^\n]+$", text, re.MULTILINE)
+    assert heading is not None
+    assert text.index("## 2 · Assistant") < heading.start() < text.index("## 3 · You")
+    # the summary as the transcript's divider shows it, in a fence its own ``` cannot close
+    block = re.search(r"^(`{4,})text\nGoal: Find the needle\nDiscoveries:\n  • it is under "
+                      r"``` the hay\n  • ␛\[31mred␛\[0m straw\n\1$", text, re.MULTILINE)
+    assert block is not None and "\x1b" not in text
+    data = json.loads(cli("export", "--json").stdout)["messages"]
+    assert [(m["n"], m["role"]) for m in data] == [
+        (1, "user"), (2, "assistant"), (None, "compaction"), (3, "user"), (4, "assistant")]
+    mark = data[2]
+    assert mark["summarised"] == 2 and not mark["rewound"]
+    assert mark["content"].startswith("Goal: Find the needle\nDiscoveries:\n")
+    assert mark["summary"]["goal"] == "Find the needle"
+    assert data[1]["time"] <= mark["time"] <= data[3]["time"] and mark["time"]
+    # a rewind to before it: still there, marked as the messages it took back are
+    with SelfReference(os.environ["SELFREF_DATA_DIR"]) as store:
+        main = store.open("main")
+        main.commit([main.rewind_patch(2)])
+    data = json.loads(cli("export", "--json").stdout)["messages"]
+    assert [(m["n"], m["rewound"]) for m in data] == [
+        (1, False), (2, True), (None, True), (3, True), (4, True)]
+    assert re.search(r"^## Compacted \(2 messages summarised\) · [^\n]+ · rewound$",
+                     cli("export").stdout, re.MULTILINE)

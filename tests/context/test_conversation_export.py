@@ -112,3 +112,35 @@ def test_a_failed_tool_call_is_marked_by_its_flag_or_an_older_records_text():
     assert [h.endswith(" · the call failed") for h in heads] == [False, False, True, True]
     data = json.loads(to_json("main", entries, now=TIME))
     assert [m.get("error") for m in data["messages"]] == [None, False, True, True]
+
+
+def test_compactions_stand_between_the_messages_around_them_in_both_formats():
+    from selfref_tui.context.history_reads import CompactionMark
+
+    entries = [Entry(2, "user", {"role": "user", "content": "b"}),
+               Entry(5, "assistant", {"role": "assistant", "content": "e"})]
+    marks = [CompactionMark(after=0, summary={}, summarised=0, time=""),
+             CompactionMark(after=2, summary={"goal": "g"}, summarised=1, time=TIME),
+             CompactionMark(after=4, summary={"goal": "h"}, summarised=3, time=TIME,
+                            rewound=True),
+             CompactionMark(after=5, summary={"goal": "last"}, summarised=2, time=TIME)]
+    text = to_markdown("main", entries, images_dir=None, compactions=marks, now=TIME).text
+    heads = [line for line in text.splitlines() if line.startswith("## ")]
+    assert heads == [
+        "## Compacted",
+        "## 2 · You · 2026-05-01 10:02:03 UTC",
+        "## Compacted (1 message summarised) · 2026-05-01 10:02:03 UTC",
+        "## Compacted (3 messages summarised) · 2026-05-01 10:02:03 UTC · rewound",
+        "## 5 · Assistant · 2026-05-01 10:02:03 UTC",
+        "## Compacted (2 messages summarised) · 2026-05-01 10:02:03 UTC",
+    ]
+    assert "2 messages · 4 compactions · exported" in text
+    assert "```text\n(empty summary)\n```" in text and text.endswith("```text\nGoal: last\n```\n")
+    data = json.loads(to_json("main", entries, compactions=marks, now=TIME))["messages"]
+    assert [(m["n"], m["role"], m.get("summarised")) for m in data] == [
+        (None, "compaction", 0), (2, "user", None), (None, "compaction", 1),
+        (None, "compaction", 3), (5, "assistant", None), (None, "compaction", 2)]
+    assert data[3] == {"n": None, "role": "compaction", "time": TIME, "rewound": True,
+                       "summarised": 3, "content": "Goal: h", "summary": {"goal": "h"}}
+    # without compactions, nothing about them
+    assert "compaction" not in to_markdown("main", entries, images_dir=None).text

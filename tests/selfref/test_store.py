@@ -107,8 +107,10 @@ def test_compaction_archives_history_and_keeps_the_summary(tmp_path):
         "answer 2",
     ]
     assert all(m["archived"] is True for m in history[:4])
-    # The marker says how many messages it took out of the model's view.
-    assert history[4] == {"role": "compaction", "summary": {"goal": "answer"}, "messages_before": 4}
+    # The marker says how many messages it took out of the model's view, and when.
+    marker = dict(history[4])
+    assert memory.entry(4).time <= marker.pop("time") <= memory.entry(5).time
+    assert marker == {"role": "compaction", "summary": {"goal": "answer"}, "messages_before": 4}
     assert memory.last_compacted == 4
     assert [m["content"] for m in history[5:]] == [
         "Summary: two questions",
@@ -122,7 +124,8 @@ def test_compaction_archives_history_and_keeps_the_summary(tmp_path):
     assert [(e.n, e.compacted) for e in memory.entries()] == [
         (1, True), (2, True), (3, True), (4, True), (5, False), (6, False)]
     memory.commit([ContextReplaceMutation([{"role": "user", "content": "fresh"}])])
-    assert memory.history[-2] == {"role": "compaction", "summary": {}, "messages_before": 3}
+    assert {**memory.history[-2], "time": ""} == {
+        "role": "compaction", "summary": {}, "messages_before": 3, "time": ""}
     seeded = SelfReference(tmp_path).open("main::fork::1")
     seeded.commit([ContextReplaceMutation([{"role": "user", "content": "seed"}])])
     assert [m["role"] for m in seeded.history] == ["user"]  # nothing hidden: no marker

@@ -9,7 +9,7 @@ from textual.widgets import Input
 
 from selfref_tui.demo.server import DemoServer
 from selfref_tui.ui.widgets.find_bar import FindBar
-from tests.cli.test_cli_search_export import _seed
+from tests.cli.test_cli_search_export import _seed, _seed_compacted
 from tests.context.test_conversation_export import PNG
 from tests.ui.helpers import SIZE, make_app, paste_and_send, started, type_and_send, wait_until
 
@@ -57,6 +57,33 @@ async def test_save_writes_markdown_with_its_images_and_asks_before_replacing(
             await wait_until(pilot, (tmp_path / "chat.json").exists, what="json written")
             data = json.loads((tmp_path / "chat.json").read_text())
             assert [m["n"] for m in data["messages"]] == [1, 2, 3, 4, 5, 6]
+
+
+async def test_save_puts_the_compaction_the_transcript_shows_between_its_messages(tmp_path):
+    from selfref_tui.ui.transcript.model import DividerItem
+
+    _seed_compacted()
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            dividers = [i for i in app.transcript.model.items if isinstance(i, DividerItem)]
+            assert len(dividers) == 1
+            target = tmp_path / "chat.md"
+            await paste_and_send(pilot, f"/save {target}")
+            await wait_until(pilot, target.exists, what="written")
+            text = target.read_text()
+            at = text.index("## Compacted (2 messages summarised) · ")
+            assert text.index("## 2 · Assistant") < at < text.index("## 3 · You")
+            # the text the divider opens to (its copy), control characters shown
+            shown = dividers[0].copy_text.replace("\x1b", "\u241b")
+            assert f"````text\n{shown}\n````" in text
+            await paste_and_send(pilot, f"/save {tmp_path / 'chat.json'}")
+            await wait_until(pilot, (tmp_path / "chat.json").exists, what="json written")
+            data = json.loads((tmp_path / "chat.json").read_text())["messages"]
+            assert [m["role"] for m in data] == ["user", "assistant", "compaction", "user",
+                                                  "assistant"]
+            assert data[2]["content"] == dividers[0].copy_text
 
 
 async def test_the_switcher_filters_by_content_and_finds_it_in_the_one_chosen(tmp_path):

@@ -260,7 +260,7 @@ def test_reasoning_words_are_counted_as_they_arrive():
 
 
 def test_the_divider_says_which_of_your_messages_the_summary_kept_word_for_word():
-    from selfref_tui.ui.transcript.model import summary_text
+    from selfref_tui.context.summary_text import summary_text
 
     text = summary_text({"goal": "Ship it", "verbatim": {
         "person": [9, 5, 3], "left_out": [1, 2], "exchange": [10, 11], "pinned": [4]}})

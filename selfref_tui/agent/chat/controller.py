@@ -246,13 +246,13 @@ class ChatController(Startup, KeyLifecycle, ConversationSettings, Steering):
         memory = self._agent().memory(key)
 
         def render() -> tuple[str, list[tuple[Path, bytes]]]:
-            entries = memory.entries()
+            entries, compactions = memory.entries(), memory.compactions()
             if target.suffix.lower() == ".json":
                 from selfref_tui.safety import json_inert
 
-                return json_inert(to_json(key, entries)), []
+                return json_inert(to_json(key, entries, compactions=compactions)), []
             folder = images_folder(target.name)
-            exported = to_markdown(key, entries, images_dir=folder)
+            exported = to_markdown(key, entries, images_dir=folder, compactions=compactions)
             return exported.text, [(target.parent / folder / image.name, image.data)
                                    for image in exported.images]
 

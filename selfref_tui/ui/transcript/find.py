@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from selfref_tui.context.casefold import fold, spans
+from selfref_tui.context.summary_text import summary_text
 from selfref_tui.ui.transcript.answer import AnswerItem
 from selfref_tui.ui.transcript.model import (
     DividerItem,
@@ -38,7 +39,6 @@ from selfref_tui.ui.transcript.model import (
     ToolItem,
     UserItem,
     pretty_arguments,
-    summary_text,
 )
 
 

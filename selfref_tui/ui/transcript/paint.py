@@ -24,6 +24,7 @@ from textual.color import Color
 from textual.content import Content
 from textual.strip import Strip
 
+from selfref_tui.context.summary_text import summary_text
 from selfref_tui.safety import content, inert, inert_line, redact
 from selfref_tui.ui.theme_colors import fade
 from selfref_tui.ui.transcript.image import ImageItem, decode_in_thread, picture
@@ -35,7 +36,6 @@ from selfref_tui.ui.transcript.model import (
     ToolItem,
     UserItem,
     pretty_arguments,
-    summary_text,
 )
 from selfref_tui.ui.transcript.paint_answer import AnswerPainter
 from selfref_tui.ui.transcript.palette import Palette
