@@ -309,9 +309,16 @@ class EventBridge:
         asker = "" if event.key == self.key else event.key
         screen = question_screen(event.prompt, event.choices, asker)
         self._questions[event.question_id] = (event.key, screen)
+        # the turn on screen (or a fork it waits for) waits for the person: not the
+        # model's time, so the sidebar's speed line leaves it out
+        meter = self.sidebar.meter if key_place(self.key, event.key) is not None else None
+        if meter is not None:
+            meter.hold()
 
         def answered(choice: str | None) -> None:
             self._questions.pop(event.question_id, None)
+            if meter is not None:
+                meter.release()
             if choice is not None:
                 self.controller.answer(event.question_id, choice)
 

@@ -82,3 +82,41 @@ async def test_typing_into_the_chat_never_approves_a_question(tmp_path):
         assert target.read_text() == "old text"
         card = next(c for c in app.transcript.items_of("tool") if c.tool_name == "fd_to_file")
         assert card.status == "error"
+
+
+async def test_the_sidebar_speed_leaves_out_the_time_a_question_waits_for_the_person(tmp_path):
+    """"last answer · 4 tok/s · 12.9s" after a reviewed compaction: the 12 s were the
+    person's, reading the dialog. The meter's clock stops while a question of the turn
+    is open; only the model's time (here 3 s, its second call) is counted."""
+    from .helpers import FakeClock
+
+    clock = FakeClock()
+
+    def model(body: dict, index: int) -> Reply:
+        if (body.get("messages") or [])[-1].get("role") == "tool":
+            clock.now += 3  # the model's time, after the person answered
+        return overwriting_model(body, index)
+
+    target = tmp_path / "work" / "notes.txt"
+    target.parent.mkdir()
+    target.write_text("old text")
+    async with DemoServer(model) as url:
+        app = make_app(tmp_path, url, clock=clock)
+        app.config = replace(
+            app.config, agent=replace(app.config.agent, allowed_roots=(target.parent,))
+        )
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            meter = app.sidebar.meter
+            await type_and_send(pilot, "save the note")
+            await wait_until(
+                pilot, lambda: isinstance(app.screen, QuestionScreen), what="the question"
+            )
+            clock.now += 100  # the person reads the question
+            assert meter.streaming and meter.elapsed == 0
+            await pilot.pause(GRACE_S)
+            await pilot.press("left", "enter")
+            await turn_done(pilot, app)
+            assert target.read_text() == "new text"
+            assert not meter.streaming and meter.elapsed == 3
+            assert meter.render().plain.endswith(" · 3.0s")

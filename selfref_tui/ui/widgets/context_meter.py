@@ -96,6 +96,11 @@ class ContextMeter(Widget):
         self._clock = clock
         self._stream_start: float | None = None
         self._stream_end: float | None = None
+        #: dialogs open that wait for the person (:meth:`hold`), since when, and the
+        #: seconds the answer already waited for them: not the model's time
+        self._holds = 0
+        self._held_since: float | None = None
+        self._waited = 0.0
         self._ticker: Timer | None = None
         #: seconds between redraws while streaming (tests slow it down to count redraws)
         self.tick_s = TICK_S
@@ -179,10 +184,33 @@ class ContextMeter(Widget):
             self.remove_class(f"-{old}")
         self.add_class(f"-{new}")  # costs nothing when the class is there
 
+    def hold(self) -> None:
+        """A dialog of this turn waits for the person: the clock stops until :meth:`release`.
+
+        The speed line says how fast the model answered; the seconds a question
+        (an overwrite, a memory write, a summary to review) stood open are the
+        person's, and made a reviewed compaction read "4 tok/s".
+        """
+        self._holds += 1
+        if self._holds == 1:
+            self._held_since = self._clock()
+
+    def release(self) -> None:
+        """The dialog :meth:`hold` stopped the clock for was answered (or closed)."""
+        if not self._holds:
+            return
+        self._holds -= 1
+        if not self._holds and self._held_since is not None:
+            end = self._stream_end if self._stream_end is not None else self._clock()
+            self._waited += max(0.0, end - self._held_since)
+            self._held_since = None
+
     def watch_streaming(self, streaming: bool) -> None:
         if streaming:
             self._stream_start = self._clock()
             self._stream_end = None
+            self._waited = 0.0
+            self._held_since = self._stream_start if self._holds else None
             self.stream_tokens = 0
             if self._ticker is None and self.is_mounted:
                 # Elapsed time must move even while the model is thinking silently.
@@ -190,6 +218,9 @@ class ContextMeter(Widget):
         else:
             if self._stream_start is not None and self._stream_end is None:
                 self._stream_end = self._clock()
+                if self._held_since is not None:  # the turn ended with a dialog open
+                    self._waited += max(0.0, self._stream_end - self._held_since)
+                    self._held_since = None
             if self._ticker is not None:
                 self._ticker.stop()
                 self._ticker = None
@@ -211,10 +242,14 @@ class ContextMeter(Widget):
     # -- figures ---------------------------------------------------------------------
     @property
     def elapsed(self) -> float:
+        """Seconds of the answer, less those a dialog waited for the person (:meth:`hold`)."""
         if self._stream_start is None:
             return 0.0
         end = self._stream_end if self._stream_end is not None else self._clock()
-        return max(0.0, end - self._stream_start)
+        waited = self._waited
+        if self._held_since is not None:
+            waited += max(0.0, end - self._held_since)
+        return max(0.0, end - self._stream_start - waited)
 
     @property
     def tokens_per_second(self) -> float:
