@@ -29,6 +29,8 @@ TEXT_ON: dict[str, tuple[str, ...]] = {
     "footer-key-foreground": ("footer-background",),
     "footer-description-foreground": ("footer-background",),
     "footer-foreground": ("footer-background",),
+    # a plain button's label, at rest and hovered (the coloured ones: button_labels)
+    "button-foreground": ("surface", "surface-darken-1"),
 }
 
 
@@ -86,9 +88,59 @@ def fade(color: Color, ground: Color) -> Color:
     return color
 
 
+#: Textual's coloured buttons: their label is ``$button-color-foreground`` ("auto 87%": off-white
+#: or off-black by the colour's brightness) on the variant's colour, and hovered on this shade
+BUTTON_VARIANTS = {"primary": "-darken-2", "success": "-darken-2", "warning": "-darken-2",
+                   "error": "-darken-1"}
+#: how opaque Textual draws a button's label ("auto 87%")
+_LABEL_ALPHA = 0.87
+
+
+def button_labels(variables: Mapping[str, str]) -> dict[str, str]:
+    """``button-VARIANT-foreground`` and ``button-VARIANT-hover-foreground`` for each of
+    :data:`BUTTON_VARIANTS` (app.tcss draws the labels in them).
+
+    The theme's own label colour where it reads at :data:`MIN_CONTRAST` on the button
+    (or its hover shade); else black or white, whichever reads better there, drawn as
+    Textual draws its own (87 %) when that still reaches the floor. Textual's brightness
+    rule put off-white on catppuccin-latte's orange: "Restore ticked files" at 2.3:1.
+    """
+    own = variables.get("button-color-foreground", f"auto {_LABEL_ALPHA:.0%}")
+    out = {}
+    for variant, hovered in BUTTON_VARIANTS.items():
+        for state, shade in (("", ""), ("-hover", hovered)):
+            name = f"button-{variant}{state}-foreground"
+            ground = _parse(variables.get(f"{variant}{shade}"))
+            if ground is None or _reads(own, ground):
+                out[name] = own
+                continue
+            best = max((Color(0, 0, 0), Color(255, 255, 255)),
+                       key=lambda c, g=ground: contrast(c, g))
+            soft = f"{best.hex} {_LABEL_ALPHA:.0%}"
+            out[name] = soft if _reads(soft, ground) else best.hex
+    return out
+
+
+def _reads(label: str, ground: Color) -> bool:
+    """Whether a CSS label colour (``auto 87%``, ``#000000 87%``) reaches
+    :data:`MIN_CONTRAST` on ``ground``, as Textual paints it there."""
+    colour, _, percent = label.partition(" ")
+    alpha = float(percent.rstrip("%")) / 100 if percent else 1.0
+    if colour == "auto":
+        painted = ground + ground.get_contrast_text(alpha)
+    else:
+        parsed = _parse(colour)
+        if parsed is None:
+            return True  # not ours to judge (an ANSI colour): left as the theme has it
+        painted = ground + parsed.with_alpha(alpha)
+    return contrast(painted, ground) >= MIN_CONTRAST
+
+
 def readable_variables(variables: Mapping[str, str]) -> dict[str, str]:
-    """``variables`` with each text colour of :data:`TEXT_ON` raised to :data:`MIN_CONTRAST`."""
+    """``variables`` with each text colour of :data:`TEXT_ON` raised to :data:`MIN_CONTRAST`,
+    and the coloured buttons' labels (:func:`button_labels`)."""
     out = dict(variables)
+    out.update(button_labels(variables))
     for name, ground_names in TEXT_ON.items():
         color = _parse(out.get(name))
         grounds = [_parse(out.get(ground)) for ground in ground_names]

@@ -76,3 +76,15 @@ async def test_dialog_fits_a_60_by_20_terminal(name):
         screen = app.screen.region
         assert box.width > 0 and box.height > 0
         assert screen.contains_region(box), f"{name}: {box} runs past the screen {screen}"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_the_restore_dialogs_keys_stay_on_one_line(size):
+    """At 80 columns the hint wrapped, "all" of "esc keep them all" alone on a line."""
+    app = Host()
+    async with app.run_test(size=size) as pilot:
+        app.push_screen(DIALOGS["restore"]())
+        await pilot.pause()
+        hint = app.screen.query_one("#hint", Static)
+        assert hint.region.height == 1, hint.render()
+        assert str(hint.render()).endswith("esc keep all")

@@ -268,3 +268,32 @@ async def test_the_body_never_says_no_forks_while_forks_are_listed():
         assert "Forks the agent spawns appear here." not in _placeholder_texts(panel)
         # Caught up, the view's worker has ended (it never runs on with nothing to do).
         await workers_done(pilot, app, "fork-view")
+
+
+async def test_a_long_task_ends_in_an_ellipsis_and_the_highlighted_one_is_shown_whole():
+    """The task column is cut (the panel is 60 cells wide): the cell ends in "…", takes
+    the room the other columns leave, and the fork the cursor is on has its whole task
+    in the heading under the list."""
+    tasks = {"fork_1": "Demo fork task A: name three uses of memoization",
+             "fork_2": "Demo fork task B: explain tail calls in one paragraph"}
+
+    class Narrow(ForkApp):
+        CSS = "ForkPanel { width: 60; border-left: vkey $foreground 10%; }"
+
+    app = Narrow()
+    async with app.run_test(size=(80, 24)) as pilot:
+        panel = app.query_one(ForkPanel)
+        for n, (fork_id, task) in enumerate(tasks.items(), 1):
+            panel.fork_spawned(fork_id, f"main::fork::{n}", task)
+        await pilot.pause()
+        table = panel.table
+        for fork_id, task in tasks.items():
+            cell = _cells(panel, fork_id)[1]
+            assert cell.endswith("…") and task.startswith(cell[:-1]) and len(cell) > 17
+        # every column in view, with room for the list's scrollbar
+        assert table.virtual_size.width + 1 <= table.scrollable_content_region.width
+        heading = panel.query_one(".fork-heading", Static)
+        await wait_until(pilot, lambda: tasks["fork_1"] in str(heading.render()), what="A")
+        table.focus()
+        await pilot.press("down")
+        await wait_until(pilot, lambda: tasks["fork_2"] in str(heading.render()), what="B")

@@ -51,3 +51,20 @@ def test_light_theme(snap_compare, tmp_path):
 
 def test_dark_theme(snap_compare, tmp_path):
     assert _themed(snap_compare, tmp_path, "nord")
+
+
+def test_files_restore_dialog_in_catppuccin_latte_at_80_columns(snap_compare):
+    """The restore dialog at 80x24: its keys on one line ("all" had wrapped alone), and
+    "Restore ticked files" readable on catppuccin-latte's orange (it was 2.3:1)."""
+    from selfref_tui.ui.screens.restore_files import RestoreFiles
+    from tests.ui.test_dialog_themes import Host
+
+    app = Host()
+
+    async def run_before(pilot) -> None:
+        app.theme = "catppuccin-latte"
+        app.push_screen(RestoreFiles([("notes.txt", "put back as it was", ""),
+                                      ("big.bin", "put back", "too large to restore")]))
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

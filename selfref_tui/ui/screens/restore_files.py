@@ -91,10 +91,12 @@ class RestoreFiles(ModalScreen[list[int] | None]):
                 for index, (path, what, why) in enumerate(self.rows)
             ])
             yield Static(id="detail")  # the highlighted row whole: a long one is cut above
+            # one line in the 70 columns the dialog has at 80 ("… keep them all" left
+            # "all" alone on a second line)
             yield Static(Content.assemble(
                 ("space", "bold $text-primary"), " tick / untick   ",
-                ("enter", "bold $text-primary"), " restore the ticked files   ",
-                ("esc", "bold $text-primary"), " keep them all"), id="hint")
+                ("enter", "bold $text-primary"), " restore ticked files   ",
+                ("esc", "bold $text-primary"), " keep all"), id="hint")
             with Horizontal(id="buttons"):
                 yield Button("Restore ticked files", id="restore", variant="warning")
                 yield Button("Keep files as they are", id="keep")

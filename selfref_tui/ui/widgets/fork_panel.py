@@ -38,7 +38,11 @@ if TYPE_CHECKING:
 FINISHED = frozenset({"completed", "done", "error", "cancelled"})
 #: a tool line's statuses while its call runs
 OPEN_TOOL = frozenset({"running", "started"})
-TASK_WIDTH = 17  # the panel is 60 cells wide: the columns must fit without a scrollbar
+#: the panel is 60 cells wide (59 inside its border): fork 7, task, status 18 (its longest
+#: state, "● running · step 12"), elapsed 7, each with a cell of padding either side, and
+#: a column for the list's scrollbar past 8 forks. A longer task ends in "…"; the
+#: highlighted fork's whole task is the heading under the list.
+TASK_WIDTH = 18
 
 
 def format_elapsed(seconds: float | None) -> str:

@@ -102,9 +102,11 @@ def _shown() -> tuple[type, ...]:
 
 
 class Transcript(ShownLines, FindMarks, ScrollView, can_focus=False):
+    # No right padding: every row keeps a blank column at its right end (the painter's),
+    # so a ref box or an answer ends under the input box's right border, not 2 short.
     DEFAULT_CSS = """
     Transcript {
-        height: 1fr; padding: 0 1 1 1; scrollbar-size-vertical: 1; overflow-x: hidden;
+        height: 1fr; padding: 0 0 1 1; scrollbar-size-vertical: 1; overflow-x: hidden;
     }
     """
     ALLOW_SELECT = True
