@@ -83,7 +83,8 @@ async def test_a_wide_image_fits_the_width_and_keeps_its_shape():
         screen = await shown(pilot, app.t)
         rows = [line for line in screen.splitlines() if "▀" in line]
         width = rows[0].count("▀")
-        assert width <= 50 - 7 and abs(len(rows) * 2 / width - 100 / 400) < 0.1
+        # the transcript's left padding (1), then the image's inset (2 + 3) in its rows
+        assert width <= 50 - 1 - 5 and abs(len(rows) * 2 / width - 100 / 400) < 0.1
 
 
 async def test_hostile_images_say_why_they_are_not_shown():

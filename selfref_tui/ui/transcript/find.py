@@ -168,7 +168,7 @@ def item_parts(item: Item) -> Iterator[tuple[str, bool]]:
         yield item.detail if item.has_detail else "", True
     elif isinstance(item, DividerItem):
         yield item.title, False
-        yield summary_text(item.summary), True
+        yield item.copy_text, True
     else:  # an image's title; another kind of item: its title, and what copying it takes
         title = str(getattr(item, "title", "") or "")
         yield title, False

@@ -16,8 +16,6 @@ from typing import Any
 
 from rich.cells import cell_len
 
-from selfref_tui.context.summary_text import summary_text
-
 _serial = itertools.count(1)
 
 
@@ -202,6 +200,10 @@ class DividerItem(Item):
 
     @property
     def copy_text(self) -> str:
+        """The summary as a person reads it (the export writes the same text)."""
+        # here: importing selfref_tui.context would load the runtime's modules at start
+        from selfref_tui.context.summary_text import summary_text
+
         return summary_text(self.summary)
 
 

@@ -24,7 +24,6 @@ from textual.color import Color
 from textual.content import Content
 from textual.strip import Strip
 
-from selfref_tui.context.summary_text import summary_text
 from selfref_tui.safety import content, inert, inert_line, redact
 from selfref_tui.ui.theme_colors import fade
 from selfref_tui.ui.transcript.image import ImageItem, decode_in_thread, picture
@@ -282,7 +281,7 @@ class Painter(AnswerPainter):
         arrow = "▼ " if item.expanded else "▶ "
         body = self._text(arrow + item.title, self.width - 2, "$text-accent")
         if item.expanded:
-            body += self._text(summary_text(item.summary), self.width - 4)
+            body += self._text(item.copy_text, self.width - 4)
         lines = [
             Line(
                 Strip([pad(1), *s.crop_extend(0, self.width - 2, None), pad(1)], self.width),
