@@ -30,6 +30,7 @@ def _export(args: argparse.Namespace) -> int:
     from selfref_tui.selfref.files import (
         FileWriteError,
         PathNotAllowed,
+        refuse_read_only,
         write_beside,
         write_file,
     )
@@ -72,6 +73,7 @@ def _export(args: argparse.Namespace) -> int:
         text = exported.text
         images = [(target.parent / folder / image.name, image.data) for image in exported.images]
     try:
+        refuse_read_only(target, str(target))  # before its images: nothing half-written
         write_beside(images)  # first: a folder refused leaves the export unwritten
         written = write_file(target, text, roots=None)
     except (FileWriteError, PathNotAllowed) as exc:
