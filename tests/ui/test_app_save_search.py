@@ -18,6 +18,16 @@ def _screen(app) -> str:
     return type(app.screen).__name__
 
 
+async def _by_content(pilot, app, text: str, keys: list[str]):
+    """ctrl+o, then ctrl+f and ``text``: the switcher, once it lists ``keys`` alone."""
+    await pilot.press("ctrl+o")
+    await wait_until(pilot, lambda: _screen(app) == "KeySwitcher", what="switcher")
+    switcher = app.screen
+    await pilot.press("ctrl+f", *text)
+    await wait_until(pilot, lambda: switcher.visible_keys == keys, what=f"{keys} found")
+    return switcher
+
+
 def _said(app, text: str) -> bool:
     return any(text in n.message for n in app._notifications)
 
@@ -92,12 +102,7 @@ async def test_the_switcher_filters_by_content_and_finds_it_in_the_one_chosen(tm
         app = make_app(tmp_path, url)
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
-            await pilot.press("ctrl+o")
-            await wait_until(pilot, lambda: _screen(app) == "KeySwitcher", what="switcher")
-            switcher = app.screen
-            await pilot.press("ctrl+f", *"haystack")
-            await wait_until(pilot, lambda: switcher.visible_keys == ["key:work"],
-                             what="only work says haystack")
+            switcher = await _by_content(pilot, app, "haystack", ["key:work"])
             hint = str(switcher.query_one("#hint").render())
             assert "enter open and find" in hint and "ctrl+f names  esc cancel" in hint
             assert "create" not in hint  # a text to find is no new conversation's name
@@ -138,12 +143,7 @@ async def test_the_switchers_content_row_shows_the_match_of_a_long_message(tmp_p
         app = make_app(tmp_path, url)
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
-            await pilot.press("ctrl+o")
-            await wait_until(pilot, lambda: _screen(app) == "KeySwitcher", what="switcher")
-            switcher = app.screen
-            await pilot.press("ctrl+f", *"compass")
-            await wait_until(pilot, lambda: switcher.visible_keys == ["key:notes"],
-                             what="notes found")
+            switcher = await _by_content(pilot, app, "compass", ["key:notes"])
             row = str(switcher.option_list.get_option_at_index(0).prompt)
             assert row.startswith("  notes  1 match  …") and "the Compass points" in row, row
             assert row.endswith("…") and len(row) < 80, row
