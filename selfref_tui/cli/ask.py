@@ -221,7 +221,10 @@ async def one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
     if outcome == "aborted" and output.closed:
         return EXIT_ERROR  # the reader left (`| head`): nothing to say, the part is stored
     if outcome == "aborted":
-        err("interrupted: the partial answer was kept, marked as truncated")
+        # Ctrl+C while MCP servers start or the model thinks: no answer to keep, and saying
+        # "the partial answer was kept" sent the person looking for one in `history`
+        err("interrupted: the partial answer was kept, marked as truncated" if output.wrote
+            else "interrupted before any answer arrived: your message is kept, unanswered")
         return EXIT_INTERRUPTED
     if outcome == "step_limit":
         raise CliError(f"stopped after {config.agent.step_limit} steps (the step limit); "

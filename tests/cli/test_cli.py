@@ -8,6 +8,7 @@ real process (``python -m selfref_tui``) and why.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -186,6 +187,40 @@ def test_sigint_aborts_keeps_partial_and_exits_130():
     assert len(last["content"]) < 8_000  # cut well before the end
     again = cli("ask", "--demo", "hi")  # the next turn is a normal one
     assert again.returncode == 0 and "Try one of these" in again.stdout
+
+
+def test_sigint_before_any_answer_says_there_is_none():
+    """Ctrl+C while the model had not answered yet (MCP servers starting, a slow first
+    token): "the partial answer was kept" sent the person looking for an answer that
+    never came."""
+    from selfref_tui.demo.script import Stall
+
+    stall = Stall(event=asyncio.Event())  # holds the answer before its first word
+    server = DemoServer([stall], api_key="sk-test", models=("m1",), context_window=32000)
+    url = server.start_in_thread()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "selfref_tui", "ask", "hello",
+                                 "--base-url", url, "--model", "m1"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=_env({"OPENAI_API_KEY": "sk-test"}), cwd=ROOT)
+        deadline = time.monotonic() + 60
+        while not stall.reached.is_set():  # the request is at the server, unanswered
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        server.stop_thread()
+    assert proc.returncode == 130, err
+    assert out == b""
+    assert one_line(err.decode()) == ("selfref-tui: interrupted before any answer arrived: "
+                                      "your message is kept, unanswered")
+    with SelfReference(os.environ["SELFREF_DATA_DIR"]) as store:
+        messages = store.open("main", write=False).messages
+    # the message, and an empty answer marked interrupted: nothing partial to look for
+    assert [(m["role"], m["content"]) for m in messages if m["role"] != "system"] == [
+        ("user", "hello"), ("assistant", "")]
+    assert messages[-1].get("truncated")
 
 
 def test_ask_into_a_reader_that_leaves_stops_quietly_and_keeps_the_part(tmp_path):
