@@ -242,6 +242,10 @@ async def one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
                    or "the turn failed; see the messages above")
 
 
+#: seconds of MCP servers starting before `ask` says what it waits for
+STARTING_NOTE_S = 1.0
+
+
 async def _start_mcp(config: AppConfig, key: str, emit: Any, allow: str, abort: Any,
                      allow_flag: str = "") -> Any:
     """The configured MCP servers, started before the turn (a one-shot has no first frame).
@@ -261,7 +265,17 @@ async def _start_mcp(config: AppConfig, key: str, emit: Any, allow: str, abort: 
     started = asyncio.create_task(manager.wait_started())
     stopped = asyncio.create_task(abort.wait())  # Ctrl+C while a server starts
     try:
-        await asyncio.wait({started, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait({started, stopped}, timeout=STARTING_NOTE_S,
+                                     return_when=asyncio.FIRST_COMPLETED)
+        if not done and (names := manager.starting()):
+            # a slow server kept `ask` silent for many seconds, as if it hung
+            from selfref_tui.agent.events import Notice
+
+            several = len(names) > 1
+            emit(Notice(key=key, severity="information", message=(
+                f"waiting for the MCP server{'s' if several else ''} {', '.join(names)} "
+                "to start (Ctrl+C stops)")))
+            await asyncio.wait({started, stopped}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         started.cancel()
         stopped.cancel()

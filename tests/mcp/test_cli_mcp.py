@@ -115,3 +115,35 @@ args = [{json.dumps(str(SERVER))}]
     assert result.stdout == "Compacted.\n"
     tools = [t["function"]["name"] for t in server.requests[1]["tools"]]
     assert "compact" in tools and "mcp__test__echo" in tools
+
+
+def test_ask_says_what_it_waits_for_while_a_server_starts(tmp_path):
+    """A server slow to start kept `ask` silent (14 s on a loaded machine), as if it hung:
+    it says once which servers it waits for, and goes on when they are up."""
+    import subprocess
+
+    from tests.cli.helpers import ROOT, _env
+
+    config, gate = tmp_path / "config.toml", tmp_path / "start"
+    config.write_text(f'''
+[mcp.servers.slow]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(SERVER))}, "--wait-for", {json.dumps(str(gate))}]
+''', encoding="utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "selfref_tui", "ask", "hi", "--demo", "--config", str(config),
+         "--data-dir", str(tmp_path / "data")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(), cwd=ROOT, text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()  # the server waits for the gate: the note comes first
+        assert line == ("[information] waiting for the MCP server slow to start "
+                        "(Ctrl+C stops)\n"), line
+        gate.touch()
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert out.startswith("[demo model]")
+    assert "waiting for" not in err  # said once
