@@ -307,6 +307,8 @@ class SelfRefApp(
         if slash.is_command(text):
             if await self.run_command(text):
                 message.chat_input.accept(text, keep_images=True)
+            else:
+                message.chat_input.settled()
             return
         text = slash.unescape(text)
         images = message.images
@@ -316,6 +318,7 @@ class SelfRefApp(
         try:
             outcome = self.controller.submit(text, urls, [image.name for image in images])
         except Refused as exc:
+            message.chat_input.settled()
             self.refused(exc, " Your text is still in the input.")
             return
         message.chat_input.accept(message.text)

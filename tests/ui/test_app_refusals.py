@@ -85,3 +85,21 @@ async def test_refused_early_input_goes_back_ahead_of_a_draft_typed_since(tmp_pa
         assert app.chat_input.text == "typed early\n\ndraft!"
         assert not app.router.busy
     assert server.requests == []
+
+
+async def test_a_refused_command_finished_at_its_end_is_sent_by_the_next_enter(tmp_path):
+    """A command the app refused stays in the input; what is typed onto its end and sent
+    with Enter goes (an Enter is held back only while the app has not yet taken the text
+    of the one before)."""
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.ready, what="started")
+            await type_and_send(pilot, "/remember")
+            await wait_until(pilot, lambda: app._notifications, what="the usage said")
+            assert app.chat_input.text == "/remember"
+            await type_and_send(pilot, " I use tabs")
+            await wait_until(pilot, lambda: app.chat_input.text == "", what="taken")
+            await wait_until(pilot, lambda: [e["text"] for e in app.agent.memory("main")
+                                             .experiences] == ["I use tabs"],
+                             what="remembered")

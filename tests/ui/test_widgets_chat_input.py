@@ -196,6 +196,63 @@ async def test_keys_typed_after_enter_before_the_app_took_the_text_are_kept():
         assert chat.text == ""
 
 
+async def test_a_second_enter_before_the_app_took_the_first_sends_only_what_came_after():
+    """A burst of keys (a fast typist, a busy app): "hi" Enter "more" Enter all reach the
+    input before its first Submitted reaches the app. The second Enter held "himore" and
+    sent it as the second message; now it waits for the first to be taken and sends
+    "more". Enter twice on the same text sends it once."""
+    from textual import events
+
+    app = InputApp()
+    async with app.run_test() as pilot:
+        chat = app.query_one(ChatInput)
+        chat.focus()
+        for key in [*"hi", "enter", *"more", "enter", "enter"]:
+            chat.post_message(events.Key(key, "\r" if key == "enter" else key))
+        for _ in range(100):
+            if len(app.sent) >= 2 and not chat.text:
+                break
+            await pilot.pause(0.02)
+        await pilot.pause()
+        assert app.sent == ["hi", "more"] and chat.text == ""
+        assert chat.sent_history == ["hi", "more"]
+
+
+async def test_an_enter_kept_waiting_is_dropped_when_the_app_refuses_the_text():
+    """The app did not take the text (a command it refused): it stays to be fixed, and
+    the Enter pressed meanwhile sends nothing of it again."""
+    from textual import events
+
+    class Refusing(App[None]):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sent: list[str] = []
+
+        def compose(self) -> ComposeResult:
+            yield ChatInput()
+
+        @on(ChatInput.Submitted)
+        def _sent(self, message: ChatInput.Submitted) -> None:
+            self.sent.append(message.text)
+            message.chat_input.settled()
+
+    app = Refusing()
+    async with app.run_test() as pilot:
+        chat = app.query_one(ChatInput)
+        chat.focus()
+        for key in [*"/x", "enter", "enter"]:
+            chat.post_message(events.Key(key, "\r" if key == "enter" else key))
+        for _ in range(100):
+            if app.sent:
+                break
+            await pilot.pause(0.02)
+        await pilot.pause()
+        assert app.sent == ["/x"] and chat.text == "/x"
+        await pilot.press("y", "enter")  # fixed and sent again: not held back
+        await pilot.pause()
+        assert app.sent == ["/x", "/xy"]
+
+
 def png(name: str, size: int = 64) -> Attachment:
     """An attachment of ``size`` bytes that reads as a PNG (its magic bytes, then zeros)."""
     return Attachment(name, "image/png", b"\x89PNG" + b"\x00" * (size - 4))

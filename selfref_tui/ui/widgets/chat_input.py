@@ -160,6 +160,8 @@ class ChatInput(TextArea):
         self.images: dict[int, Attachment] = {}
         #: the input's text when Enter was pressed, until the app accepts it
         self._at_enter: str | None = None
+        #: Enter pressed again before the app took the text of the one before
+        self._enter_waiting = False
 
     def on_resize(self, event: events.Resize) -> None:
         room = self.content_size.width - 1  # the cursor's cell stays free
@@ -171,11 +173,14 @@ class ChatInput(TextArea):
         if event.key == "enter":
             event.stop()
             event.prevent_default()
-            text = self.full_text.strip()
-            images = self.attached
-            if text or images:
-                self._at_enter = self.text
-                self.post_message(self.Submitted(self, text, images))
+            if self._at_enter is not None and self.text.startswith(self._at_enter):
+                # The app has not taken the text sent by the last Enter yet (a busy app,
+                # a fast typist): sent now, this one would hold that text again, and
+                # "hi" Enter "more" Enter went out as "hi" and "himore". It is sent once
+                # the app took the last: what was typed since, alone (see accept).
+                self._enter_waiting = True
+                return
+            self._submit()
             return
         if event.key == "tab" and self._typing_a_command():
             event.stop()
@@ -196,6 +201,21 @@ class ChatInput(TextArea):
             self._replace_via_keyboard("\n", start, end)
             return
         await super()._on_key(event)
+
+    def _submit(self) -> None:
+        """What the input holds goes to the app (Enter)."""
+        text = self.full_text.strip()
+        images = self.attached
+        if text or images:
+            self._at_enter = self.text
+            self.post_message(self.Submitted(self, text, images))
+
+    def settled(self) -> None:
+        """The app is done with the last Enter's text without taking it (a command it
+        refused, a message it could not send): the text stays to be fixed, and an Enter
+        pressed meanwhile is dropped (it would send the same again)."""
+        self._at_enter = None
+        self._enter_waiting = False
 
     def _typing_a_command(self) -> bool:
         """A command word (or the words after ``/mcp``) with the cursor at its end: Tab
@@ -230,6 +250,10 @@ class ChatInput(TextArea):
             self._insert(self._chip_of(number) + " ")
         if typed_since:
             self._insert(typed_since)
+        if self._enter_waiting:  # Enter was pressed after typing it: it goes now
+            self._enter_waiting = False
+            if typed_since:
+                self._submit()
 
     def _typed_since_enter(self) -> str:
         """The text typed at the end of the input since Enter sent what was before it.
