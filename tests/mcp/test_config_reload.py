@@ -13,7 +13,9 @@ import asyncio
 import json
 from pathlib import Path
 
+from selfref_tui.agent.mcp.approval import APPROVE_ALWAYS
 from selfref_tui.agent.mcp.manager import McpManager
+from selfref_tui.agent.mcp.trust import add_trust
 from selfref_tui.demo.server import DemoServer
 from selfref_tui.ui.screens.mcp_servers import McpServersScreen
 from tests.hostile_servers import alive, mcp_stdio_command, read_pids, wait_gone
@@ -22,6 +24,7 @@ from tests.ui.helpers import started as app_started
 from tests.ui.helpers import wait_until as app_wait_until
 
 from .test_hostile_mcp import notices
+from .test_manager import Ctx
 from .test_restart_any import from_file
 
 
@@ -134,6 +137,36 @@ async def test_reload_starts_new_stops_removed_restarts_changed_and_leaves_the_r
             "tools are no longer offered" in notices(events)
         assert f"MCP server 'off' was removed from {config_path}; it was not running" in \
             await said(events, "'off' was removed")
+    finally:
+        await manager.aclose()
+
+
+async def test_a_trust_list_changed_is_taken_without_a_restart(tmp_path):
+    """"Always allow" writes the tool into its server's trust list in the file, which then
+    differs from the table the server started with: a reload restarted that server (its
+    process, and any call on it, dropped) though the person changed nothing. A change to
+    the trust list alone is taken as it is, the server left running."""
+    config_path, pids = tmp_path / "config.toml", tmp_path / "pids"
+    config_path.write_text(table("h", pids), encoding="utf-8")
+    manager, events = await from_file(config_path)
+    manager.on_trust = lambda server, tool: add_trust(config_path, server, tool)  # the app's
+    try:
+        run = manager.changes()
+        old = await asyncio.to_thread(read_pids, pids, 2)
+        assert await manager.call("mcp__h__echo", {"text": "hi"},
+                                  Ctx(answer=APPROVE_ALWAYS)) == "echo: hi"
+        assert 'trust = ["echo"]' in config_path.read_text(encoding="utf-8")
+        assert manager.reload() == (
+            f"MCP servers reloaded from {config_path}: trust updated 'h'", True)
+        assert manager.changes() == run and all(alive(p) for p in old)
+        assert manager.is_trusted("mcp__h__echo") and not manager.is_trusted("mcp__h__hang")
+
+        config_path.write_text(table("h", pids, 'trust = ["echo", "hang"]'), encoding="utf-8")
+        assert manager.reload()[1] and manager.is_trusted("mcp__h__hang")  # by hand: the same
+        assert manager.reload() == (f"MCP servers reloaded from {config_path}: unchanged 'h'",
+                                    True)
+        assert manager.changes() == run and all(alive(p) for p in old)
+        assert notices(events) == []  # nothing started or stopped
     finally:
         await manager.aclose()
 

@@ -23,7 +23,7 @@ import shutil
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -245,7 +245,7 @@ class McpManager:
         except ConfigError as exc:
             return f"MCP servers were not reloaded, none changed: {exc}", False
         done: dict[str, list[str]] = {"started": [], "restarted": [], "stopped": [],
-                                      "removed": [], "unchanged": []}
+                                      "removed": [], "trust updated": [], "unchanged": []}
         for name in [n for n in self.status if n not in servers]:
             self._remove(name)
             done["removed"].append(name)
@@ -255,6 +255,12 @@ class McpManager:
                 done["started" if config.enabled else "unchanged"].append(name)
             elif config == self.configs[name]:
                 done["unchanged"].append(name)
+            elif replace(config, trust=()) == replace(self.configs[name], trust=()):
+                # the trust list alone (an "always allow" writes there): no restart needed,
+                # and one dropped the server's calls though nobody changed it
+                self.configs[name] = config
+                self._trusted[name] = set(config.trust) | self._answered.get(name, set())
+                done["trust updated"].append(name)
             else:
                 was = self.status[name].state
                 self._apply(config)
