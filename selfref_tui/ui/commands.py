@@ -136,9 +136,12 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("branch", "/branch [NAME]", "A new conversation from here (before the highlighted "
                 "message, or all of it); this one is unchanged", max_args=1),
     CommandSpec("help", "/help", "Keys and commands"),
+    CommandSpec("quit", "/quit", "Quit selfref-tui, as ctrl+q does (/exit too)"),
 )
 
 _BY_NAME = {spec.name: spec for spec in COMMANDS}
+#: other names people type for a command, from other chat apps (Claude Code, Codex, aider)
+ALIASES = {"exit": "quit"}
 
 
 @dataclass(frozen=True)
@@ -173,7 +176,7 @@ def parse_command(text: str) -> Command:
     if not is_command(stripped):
         raise CommandError("Not a command; commands start with /, for example /help.")
     head, _, rest = stripped[1:].partition(" ")
-    name = head.lower()
+    name = ALIASES.get(head.lower(), head.lower())
     spec = _BY_NAME.get(name)
     if spec is None:
         names = " ".join(f"/{s.name}" for s in COMMANDS)

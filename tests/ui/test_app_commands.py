@@ -23,6 +23,8 @@ from selfref_tui.ui.keymap import BINDINGS, RESERVED_KEYS, check_keymap, is_key
         ("  /HELP ", Command("help")),
         ("/new", Command("new")),
         ("/context", Command("context")),
+        ("/exit", Command("quit")),  # as in other chat apps
+        ("/Quit", Command("quit")),
         # a path quoted as in a shell is the path (a folder named '"' was made)
         ('/save "/tmp/my notes.md"', Command("save", ("/tmp/my notes.md",))),
         ("/export fib 'out/my file.py'", Command("export", ("fib", "out/my file.py"))),

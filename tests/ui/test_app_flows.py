@@ -612,3 +612,16 @@ async def test_quit_with_an_empty_input_does_not_ask(tmp_path):
             await started(pilot, app)
             await pilot.press("ctrl+q")
             await wait_until(pilot, lambda: not app.is_running, what="exit")
+
+
+@pytest.mark.parametrize("command", ["/quit", "/exit"])
+async def test_quit_and_exit_as_commands_quit_as_the_quit_key_does(tmp_path, command):
+    """People come from chat apps where /quit or /exit ends them: "Unknown command /quit"
+    it said. The command's own text is no unsent draft to ask about."""
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, command)
+            await wait_until(pilot, lambda: not app.is_running, what="exit")
+        assert app.return_code == 0
