@@ -41,3 +41,24 @@ async def test_ticked_boxes_hold_a_mark_and_unticked_ones_are_empty():
         await pilot.press("space", "enter")
         await pilot.pause()
     assert chosen == [[0]]
+
+
+async def test_a_file_that_cannot_be_restored_is_shown_whole():
+    """A row that cannot be ticked is never highlighted, so the line under the list that
+    shows the highlighted row whole stayed empty, and the reason was only seen cut
+    short. With no row to highlight, each is shown whole there."""
+    from textual.widgets import Static
+
+    path = "/tmp/" + "deep/" * 20 + "fib_iterative.py"
+    why = "changed since the model wrote it: left as it is"
+
+    class Host(App):
+        def on_mount(self) -> None:
+            self.push_screen(RestoreFiles([(path, "", why)]))
+
+    app = Host()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.screen.query_one(TickList).highlighted is None
+        detail = str(app.screen.query_one("#detail", Static).render())
+        assert detail == f"{path}\n{why}"

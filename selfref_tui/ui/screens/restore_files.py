@@ -102,13 +102,22 @@ class RestoreFiles(ModalScreen[list[int] | None]):
                 yield Button("Keep files as they are", id="keep")
 
     def on_mount(self) -> None:
-        self.query_one(SelectionList).focus()
+        files = self.query_one(SelectionList)
+        files.focus()
+        if files.highlighted is None:
+            # Every row is one that cannot be restored, and such a row is never
+            # highlighted: its reason was only ever seen cut short ("changed since the
+            # model wrote it: left…"). Each is shown whole instead.
+            self._show_rows(self.rows)
 
     @on(SelectionList.SelectionHighlighted)
     def _show_whole(self, event: SelectionList.SelectionHighlighted[int]) -> None:
-        path, what, why = self.rows[event.selection.value]
-        self.query_one("#detail", Static).update(
-            content(f"{inert_line(path, 4000)}\n{inert_line(why or what, 1000)}"))
+        self._show_rows([self.rows[event.selection.value]])
+
+    def _show_rows(self, rows: Sequence[tuple[str, str, str]]) -> None:
+        self.query_one("#detail", Static).update(content("\n".join(
+            f"{inert_line(path, 4000)}\n{inert_line(why or what, 1000)}"
+            for path, what, why in rows)))
 
     def on_key(self, event: events.Key) -> None:
         # Enter in the list restores what is ticked, as the hint says (space ticks):
