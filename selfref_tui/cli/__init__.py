@@ -66,6 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="selfref-tui", formatter_class=formatter, epilog=EPILOG,
         description="A terminal chat app whose agent manages its own context. "
                     "Without a command, starts the app.")
+    from selfref_tui import __version__
+
+    # what a bug report names first; other chat apps' CLIs answer it too
+    parser.add_argument("--version", action="version", version=f"selfref-tui {__version__}")
     common_flags(parser, top=True)
     provider_flags(parser, top=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")

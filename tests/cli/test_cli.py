@@ -357,3 +357,16 @@ def test_the_app_refuses_a_conversation_name_before_its_screen_opens(tmp_path, n
     assert result.returncode == 2, result
     assert "Conversation name" in result.stderr or "conversation name" in result.stderr
     assert "\x1b[" not in result.stdout  # no screen was drawn
+
+
+def test_version_prints_the_programs_version():
+    """A bug report names the version first; `--version` said "unrecognized arguments"."""
+    import selfref_tui
+
+    result = cli("--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"selfref-tui {selfref_tui.__version__}\n"
+    import tomllib  # the version said is the one the package is built with
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["version"] == selfref_tui.__version__
