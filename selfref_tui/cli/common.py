@@ -38,7 +38,8 @@ exit codes:
        in it, a log of another conversation, or from a newer version
   4    incomplete answer: cut off at the output limit or stopped by the provider's
        filter (what arrived is printed and kept, marked)
-  130  interrupted (Ctrl+C): the partial answer is kept, marked as truncated
+  130  interrupted (Ctrl+C): what part of the answer arrived is kept, marked as
+       truncated
 
 environment: OPENAI_API_KEY, OPENAI_BASE_URL, SELFREF_MODEL, SELFREF_DATA_DIR,
 SELFREF_CONFIG (path of config.toml)."""
