@@ -356,6 +356,23 @@ async def test_key_switcher_renames_and_deletes_after_a_yes():
         assert app.results == []  # still open: switching is a separate choice
 
 
+async def test_the_switchers_names_are_a_column_so_counts_and_times_line_up():
+    """'main  42 messages' above 'project-x  7 messages': the counts stood wherever each
+    name ended. A name longer than the column keeps its length."""
+    long = "a-conversation-with-a-very-long-name"
+    keys = [*KEYS, {"key": long, "messages": 3, "updated": ""}]
+    app = HostApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open(pilot, KeySwitcher(keys, "main"))
+        screen = app.screen
+        rows = [str(screen.option_list.get_option_at_index(i).prompt) for i in range(4)]
+        starts = [len(row) - len(row.lstrip("● ").split("  ", 1)[1].lstrip())
+                  for row in rows]
+        assert rows[0].startswith("● main ") and rows[1].startswith("  project-x ")
+        assert starts[0] == starts[1] == starts[2], rows  # 42, 7 and 0 in one column
+        assert rows[3] == f"  {long}  3 messages", rows
+
+
 async def test_the_switchers_highlight_stays_in_place_when_a_row_is_deleted():
     """Deleting several conversations in a row: each delete leaves the highlight on the
     row that followed, not on the first (the conversation on screen, refused)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from rich.cells import cell_len
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -30,6 +31,8 @@ from selfref_tui.ui.screens.filtered_list import FilteredListScreen, FilterField
 
 NEW_PREFIX = "new:"
 KEY_PREFIX = "key:"
+#: the widest the names' column grows to line up what follows them
+NAME_COLUMN = 24
 
 #: ``rename(old, new)`` / ``delete(key)``: do it, return the fresh key list, or raise an
 #: Exception whose message is one line for the person
@@ -139,6 +142,11 @@ class KeySwitcher(FilteredListScreen):
         matches = filter_keys(self.keys, query)
         options: list[Option] = []
         name = query.strip()
+        names = {str(k["key"]): name_line(str(k["key"]), 60) for k in matches}
+        # the names in a column, so the counts and times below one another line up
+        # (a ragged column read as one list of "name  N messages" sentences); a name
+        # longer than NAME_COLUMN keeps its length
+        column = min(NAME_COLUMN, max((cell_len(n) for n in names.values()), default=0))
         for k in matches:
             key = str(k["key"])
             count = k.get("messages", 0)
@@ -150,8 +158,8 @@ class KeySwitcher(FilteredListScreen):
                 details += f" · {k['origin']}"
             label = Content.assemble(
                 ("● " if key == self.current else "  ", "$text-primary"),
-                (name_line(key, 60), "bold"),
-                "  ",
+                (names[key], "bold"),
+                " " * (max(column - cell_len(names[key]), 0) + 2),
                 (inert_line(details), "$text-muted"),
             )
             options.append(Option(label, id=KEY_PREFIX + key))
