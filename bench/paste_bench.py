@@ -12,6 +12,9 @@ Three figures for a paste of ``--mb`` megabytes (80-column lines):
   driver fed it before.
 - **Paste event → input (Pilot):** the ``Paste`` event posted to the app's input,
   to the input holding its chip (before it is drawn).
+- **the same paste with an end mark near its start** (``ESC[201~``, sent as it is
+  by a terminal that does not filter it), on the pty: the rest of the paste is
+  held until it shows the mark was text, and was joined again at each read.
 
     python bench/paste_bench.py [--mb 2] [--runs 3]
 """
@@ -96,6 +99,10 @@ def on_a_pty(text: str, timeout: float = 300) -> float:
             os.close(master)
 
 
+#: what a paste holding an end mark begins with, in the last figure
+MARKED = f"a{PASTE_END}\n"
+
+
 def through_the_driver(text: str) -> float:
     """CPU seconds from the bytes to the Paste event, 4 KiB at a time as the driver reads."""
     data = (PASTE_START + text + PASTE_END).encode()
@@ -163,7 +170,9 @@ def main() -> None:
                            lambda: through_textuals_parser(text)),
                           ("Paste event -> input (Pilot)",
                            lambda: asyncio.run(into_the_input(text))),
-                          ("terminal -> input (real app on a pty)", lambda: on_a_pty(text))]:
+                          ("terminal -> input (real app on a pty)", lambda: on_a_pty(text)),
+                          ("  the same, an end mark near its start",
+                           lambda: on_a_pty(MARKED + text))]:
         runs = [measure() for _ in range(args.runs)]
         print(f"{name:58} median {statistics.median(runs) * 1000:8.0f} ms   "
               f"max {max(runs) * 1000:8.0f} ms   ({args.runs} runs)")

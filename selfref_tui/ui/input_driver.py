@@ -108,9 +108,11 @@ class PasteGuard:
         self.pasting = False
         self._seen = ""  # outside a paste: the last characters passed on
         self._held = ""  # inside a paste: a possible beginning of the end mark
-        #: after an end mark: what came since (None: no end mark waits)
-        self._after: str | None = None
-        self._scanned = 0  # how much of ``_after`` holds no whole mark
+        #: after an end mark: what came since, as it came (None: no end mark waits).
+        #: Kept in pieces, joined once: a paste of megabytes holding an end mark near
+        #: its start was joined again at each read, hours of copying for 50 MB.
+        self._after: list[str] | None = None
+        self._tail = ""  # the last characters of ``_after``: an end mark cut across reads
 
     @property
     def holding(self) -> bool:
@@ -121,7 +123,7 @@ class PasteGuard:
         out: list[str] = []
         while text:
             if self._after is not None:
-                text = self._confirm(self._after + text, out)
+                text = self._confirm(text, out)
             elif self.pasting:
                 text = self._held + text
                 self._held = ""
@@ -132,7 +134,7 @@ class PasteGuard:
                     self._held = text[len(text) - keep:]
                     break
                 out.append(PastedText(text[:end].replace(ESC, SHOWN_ESC)))
-                self._after, self._scanned = "", 0
+                self._after, self._tail = [], ""
                 text = text[end + len(PASTE_END):]
             else:
                 joined = self._seen + text
@@ -148,18 +150,25 @@ class PasteGuard:
                 self._seen = ""
         return [piece for piece in out if piece]
 
-    def _confirm(self, after: str, out: list[str]) -> str:
-        """``after`` an end mark: another end mark makes the first one text, whatever
+    def _confirm(self, text: str, out: list[str]) -> str:
+        """``text`` after an end mark: another end mark makes the first one text, whatever
         came between (a start mark too: the pasted text may hold one). Only a pause
         (:meth:`idle`) ends the paste. What is left to feed comes back."""
-        since = max(0, self._scanned - len(PASTE_END) + 1)
-        end = after.find(PASTE_END, since)
-        if end >= 0:  # the mark was the paste's own text
-            out.append(PastedText((PASTE_END + after[:end]).replace(ESC, SHOWN_ESC)))
-            self._after, self._scanned = "", 0
-            return after[end + len(PASTE_END):]
-        self._after, self._scanned = after, len(after)
-        return ""
+        assert self._after is not None
+        probe = self._tail + text
+        end = probe.find(PASTE_END)
+        if end < 0:
+            self._after.append(text)
+            self._tail = probe[-(len(PASTE_END) - 1):]
+            return ""
+        # the mark was the paste's own text; the second one begins at ``cut`` in ``text``
+        # (below 0: in what was held already)
+        cut = end - len(self._tail)
+        held = "".join(self._after)
+        between = held + text[:cut] if cut >= 0 else held[:len(held) + cut]
+        out.append(PastedText((PASTE_END + between).replace(ESC, SHOWN_ESC)))
+        self._after, self._tail = [], ""
+        return text[cut + len(PASTE_END):]
 
     def _end(self, out: list[str]) -> None:
         out.append(PasteEnds(PASTE_END))
@@ -173,7 +182,7 @@ class PasteGuard:
         if self._after is None:
             return []
         out: list[str] = []
-        after = self._after
+        after = "".join(self._after)
         self._end(out)
         return out + self.feed(after)
 
