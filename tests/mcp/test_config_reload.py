@@ -13,9 +13,12 @@ import asyncio
 import json
 from pathlib import Path
 
-from selfref_tui.agent.mcp.approval import APPROVE_ALWAYS
+import pytest
+
+from selfref_tui.agent.mcp.approval import APPROVE_ALWAYS, APPROVE_ONCE
 from selfref_tui.agent.mcp.manager import McpManager
 from selfref_tui.agent.mcp.trust import add_trust
+from selfref_tui.agent.tools.builtin import ToolError
 from selfref_tui.demo.server import DemoServer
 from selfref_tui.ui.screens.mcp_servers import McpServersScreen
 from tests.hostile_servers import alive, mcp_stdio_command, read_pids, wait_gone
@@ -196,6 +199,38 @@ async def test_a_server_removed_while_it_starts_is_stopped(tmp_path):
         await said(events, "'slow' was removed")
         await manager.wait_started(timeout=60)
         assert list(manager.status) == ["ok"] and manager.status["ok"].state == "ready"
+    finally:
+        await manager.aclose()
+
+
+async def test_a_server_removed_while_the_person_is_asked_runs_no_call(tmp_path):
+    """The approval question stays up while the table is removed and the servers are
+    reloaded; allowing the call then is told the server is gone (it raised KeyError, which
+    the model read as "the tool failed: 'h'")."""
+    config_path = tmp_path / "config.toml"
+    config_path.write_text(table("h"), encoding="utf-8")
+    manager, _events = await from_file(config_path)
+    asked, answer = asyncio.Event(), asyncio.Event()
+
+    class Person:
+        fds, records = None, []
+
+        async def ask(self, prompt, choices, default):
+            asked.set()
+            await answer.wait()
+            return APPROVE_ONCE
+
+    try:
+        call = asyncio.create_task(manager.call("mcp__h__echo", {"text": "hi"}, Person()))
+        await asyncio.wait_for(asked.wait(), 30)
+        config_path.write_text("", encoding="utf-8")
+        assert manager.reload()[1] and "h" not in manager.status
+        answer.set()
+        with pytest.raises(ToolError) as error:
+            await call
+        assert str(error.value) == (
+            "the MCP server 'h' was removed from the config by the person, so this tool did "
+            "not run; its tools are no longer offered")
     finally:
         await manager.aclose()
 

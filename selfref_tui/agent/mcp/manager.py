@@ -581,7 +581,10 @@ class McpManager:
                 f"({self.restart_hint.replace('{server}', server)})")
 
     def _unavailable(self, server: str) -> str:
-        status = self.status[server]
+        status = self.status.get(server)
+        if status is None:  # its table left the file while the person was asked to allow it
+            return (f"the MCP server '{server}' was removed from the config by the person, so "
+                    "this tool did not run; its tools are no longer offered")
         why = f" ({one_line(status.error, 200)})" if status.error else ""
         return f"the MCP server '{server}' is {status.state}{why}; this tool is unavailable"
 
