@@ -12,8 +12,8 @@ the transcript must be drawn on the new theme's background: it once kept the
 first theme's colours until each row was drawn again.
 
 Themes of ANSI colours (``ansi-dark``, ``ansi-light``) use the terminal's own
-palette, which no test can read; they are checked to draw no colour of their
-own behind the transcript.
+palette, which no test can read; at the end of each run, one of them is checked
+to draw no colour of its own behind the transcript.
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ PROMPTS = ["show me everything", "remember that I like Python", "rewrite the not
            "this one fails", "compact now"]
 
 THEMES = [name for name in BUILTIN_THEMES if not name.startswith("ansi")]
+ANSI_THEMES = [name for name in BUILTIN_THEMES if name.startswith("ansi")]
 
 
 async def _conversation(pilot, app) -> None:
@@ -115,18 +116,22 @@ async def _pages(pilot, app):
 #: the themes in two runs of the app (each switching through its share in turn), so that
 #: pytest-xdist spreads them over two workers (its file is handed out first,
 #: tests/conftest.py); each run first holds the whole conversation (about 3 s of CPU, then
-#: about 1 s per theme), so more runs cost a conversation each
+#: about 1 s per theme), so more runs cost a conversation each; an ANSI theme ends each run
 THEME_RUNS = [THEMES[start::2] for start in range(2)]
+ANSI_RUNS = [ANSI_THEMES[start::2] for start in range(2)]
 
 
 def test_the_runs_go_through_every_theme_once():
     assert sorted(name for run in THEME_RUNS for name in run) == sorted(THEMES)
+    assert sorted(name for run in ANSI_RUNS for name in run) == sorted(ANSI_THEMES)
     assert len(THEMES) >= 8
+    assert all(ANSI_RUNS)
 
 
-@pytest.mark.parametrize("themes", THEME_RUNS, ids=lambda run: run[0])
+@pytest.mark.parametrize(("themes", "ansi"), list(zip(THEME_RUNS, ANSI_RUNS, strict=True)),
+                         ids=[run[0] for run in THEME_RUNS])
 async def test_every_builtin_theme_is_readable_in_the_transcript_and_the_dialogs(
-    tmp_path, themes
+    tmp_path, themes, ansi
 ):
     async with DemoServer(SCRIPT) as url:
         app = make_app(tmp_path, url)
@@ -156,25 +161,23 @@ async def test_every_builtin_theme_is_readable_in_the_transcript_and_the_dialogs
                 await pilot.press("escape")
                 await wait_until(pilot, lambda: app.screen is app.screen_stack[0],
                                  what="context view closed")
+            for name in ansi:
+                await _leaves_the_terminal_its_own_colours(pilot, app, name)
 
 
-async def test_ansi_themes_leave_the_terminal_its_own_colours(tmp_path):
-    async with DemoServer(SCRIPT) as url:
-        app = make_app(tmp_path, url)
-        async with app.run_test(size=SIZE) as pilot:
-            await _conversation(pilot, app)
-            for name in ("ansi-dark", "ansi-light"):
-                app.theme = name
-                await pilot.pause()
-                await app.transcript.settle()
-                await pilot.pause()
-                region = app.transcript.scrollable_content_region
-                rows = screen_cells(app)[region.y : region.y + region.height]
-                # the terminal's background behind every cell: no tint of a colour guessed
-                # for a palette nobody can see (the code block's and the cards' included)
-                backgrounds = {bg.hex for row in rows
-                               for _, _, bg in row[region.x : region.x + region.width]}
-                assert backgrounds == {Color.parse(app.current_theme.background).hex}, name
+async def _leaves_the_terminal_its_own_colours(pilot, app, name: str) -> None:
+    """An ANSI theme draws the terminal's background behind every cell of the transcript:
+    no tint of a colour guessed for a palette nobody can see (the code block's and the
+    cards' included), and none left from the theme before it."""
+    app.theme = name
+    await pilot.pause()
+    await app.transcript.settle()
+    await pilot.pause()
+    region = app.transcript.scrollable_content_region
+    rows = screen_cells(app)[region.y : region.y + region.height]
+    backgrounds = {bg.hex for row in rows
+                   for _, _, bg in row[region.x : region.x + region.width]}
+    assert backgrounds == {Color.parse(app.current_theme.background).hex}, name
 
 
 CONFIG = """# my settings: kept as they are
