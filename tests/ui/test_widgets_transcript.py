@@ -6,8 +6,10 @@ from textual.app import App, ComposeResult
 from textual.color import Color
 from textual.geometry import Offset
 from textual.selection import Selection
+from textual.strip import Strip
 
 from selfref_tui.agent import events as ev
+from selfref_tui.safety import content
 from selfref_tui.ui.theme_colors import contrast
 from selfref_tui.ui.transcript import layout
 from selfref_tui.ui.transcript.layout import KEEP_LINES
@@ -563,6 +565,32 @@ async def test_a_new_width_draws_again():
         assert len([x for x in narrow.splitlines() if x.strip()]) > len(
             [x for x in wide.splitlines() if x.strip()]
         )
+
+
+async def test_plain_text_drawn_line_by_line_looks_as_wrapped_text_does():
+    """Lines that fit are drawn without wrapping: each looks as ``Content`` draws it."""
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 30)):
+        t = app.t
+
+        def looks(strips) -> list[str]:
+            """What reaches the terminal (an empty segment sends its style for nothing)."""
+            return [Strip([seg for seg in strip if seg.text]).render(app.console)
+                    for strip in strips]
+
+        texts = [text for _, text in CORPUS] + [
+            "", "\n", "short", "  indented\n\ttabbed\ntrailing   \n\n\nend",
+            "x" * 40, "x" * 41, "word " * 30, "日本語のテキスト" * 4, "emoji 🎉 and é, ç — “q”",
+            "\n".join(f"line {i}: some pasted log output" for i in range(50)),
+            "fits\n" + "wraps " * 20 + "\nfits again\n\u200bzero width\u200d",
+        ]
+        for width in (40, 7):
+            painter = t._painter_for(width)
+            for text in texts:
+                fast = painter._text(text, width)
+                wrapped = painter._content(content(text), width)
+                assert looks(fast) == looks(wrapped), text
+                assert all(s.cell_length == width for s in fast)
 
 
 async def test_a_highlighted_tool_call_or_error_shows_the_highlight_bar_like_a_message():
