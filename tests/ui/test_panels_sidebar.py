@@ -9,6 +9,7 @@ from selfref_tui.ui.widgets.context_meter import ContextMeter, format_seconds, f
 from selfref_tui.ui.widgets.experience_list import ExperienceList
 from selfref_tui.ui.widgets.ref_list import RefList, RefRow
 from selfref_tui.ui.widgets.sidebar import Sidebar
+from selfref_tui.ui.widgets.sidebar_section import LONG
 from tests.ui.helpers import FakeClock
 
 EXPERIENCES = [
@@ -263,3 +264,26 @@ async def test_on_a_small_window_the_tick_is_where_the_runtime_asks():
         assert meter.level == "over"
         meter.tokens = 5_500  # 67 %: within 10 points of 75 %
         assert meter.level == "near"
+
+
+async def test_a_long_list_of_experiences_takes_its_half_and_scrolls_to_its_last():
+    """Past ``LONG`` rows the list is not measured row by row: it looks the same."""
+    app = SidebarApp()
+    async with app.run_test(size=(80, 30)) as pilot:
+        sidebar = pilot.app.query_one(Sidebar)
+        section = sidebar.experience_list
+        heights = []
+        for count in (3, LONG - 1, LONG + 50):
+            sidebar.experiences = [{"id": f"exp_{k:04d}", "text": f"fact {k}"}
+                                   for k in range(count)]
+            await pilot.pause()
+            heights.append(section.region.height)
+        assert heights[0] < heights[1] == heights[2]
+        assert heights[2] >= sidebar.region.height // 2 - 1
+        option_list = section.option_list
+        option_list.focus()
+        await pilot.press("end")
+        await pilot.pause()
+        assert section.highlighted_id == f"exp_{LONG + 49:04d}"
+        assert 0 < option_list.scroll_y == option_list.max_scroll_y
+        assert option_list.max_scroll_y == LONG + 50 - option_list.scrollable_content_region.height

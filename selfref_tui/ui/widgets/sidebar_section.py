@@ -19,6 +19,12 @@ from textual.widgets import OptionList, Static
 
 from selfref_tui.ui.widgets.option_rows import sync_options
 
+#: Rows past which the list takes all the room its section has (half the sidebar)
+#: instead of the height of its rows: every row is a line at least, so that many rows
+#: fill any screen's half. "auto" measured every row at each layout: with 1,000
+#: experiences, seconds of CPU to open a conversation.
+LONG = 200
+
 
 class SidebarSection(Vertical):
     """Rows with a ``prompt`` (a ``Content``) and an ``id``, under a counted title.
@@ -46,6 +52,9 @@ class SidebarSection(Vertical):
         background: transparent;
         scrollbar-size-vertical: 1;
     }
+    /* Past LONG rows the list fills the section's room without measuring every row
+       (see _show): the height "auto" would come to, found for nothing at each layout. */
+    SidebarSection > OptionList.-long { height: 100vh; }
     SidebarSection > OptionList:focus { border: none; background-tint: transparent; }
     SidebarSection > OptionList > .option-list--option-highlighted {
         background: $boost;
@@ -133,6 +142,7 @@ class SidebarSection(Vertical):
         previous = self.highlighted_row
         index = option_list.highlighted
         sync_options(option_list, self._shown, rows, lambda row: row.prompt)
+        option_list.set_class(len(rows) >= LONG, "-long")
         self._shown = rows
         self.rehighlight(previous, index)
         figures = "…" if loading else self.figures(rows)
