@@ -479,12 +479,18 @@ class SelfRefApp(
         self.chat_input.focus()
         now = self.clock()
         if now - self._stopped_at < ESC_REPEAT_S:
-            # A double press stops once: the turn running now is the message the
-            # person queued before, started by the first Esc's stop.
+            # A double press stops once: a turn running now is a message sent after
+            # the first press, and the second press meant that first stop.
             return
-        if self.controller.abort():
+        left = self.controller.abort()
+        if left is not None:
             self._stopped_at = now
             self.header.status = "stopping…"
+            if left:
+                # Esc means stop: what the person queued and the model never saw goes
+                # back into the input, to send again or not (as a rewind during an
+                # answer does), instead of starting a turn the person just stopped.
+                self.queued_back(left)
         elif self.fork_panel.display and not self.controller.busy:
             # nothing to stop: Esc puts the fork panel away, as ctrl+t does (an overlay
             # is what a person closes with Esc), and starts no Esc Esc

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from selfref_tui.agent.chat.controller import ChatController
+    from selfref_tui.agent.turn.inbox import Message
     from selfref_tui.selfref.rewind import RewindReport
     from selfref_tui.ui.transcript.model import Item
     from selfref_tui.ui.widgets.chat_input import ChatInput
@@ -145,8 +146,7 @@ class SteerActions:
         """The transcript again from the store, what changed said, files offered."""
         self._put_back = None  # a rewind after it: an undo now undoes that one
         await self.reload_transcript()
-        for text in self.controller.unsent:  # queued for the stopped turn, never sent
-            self._into_input(text, [])
+        self._queued_into_input(self.controller.unsent)  # queued for the stopped turn
         self.controller.unsent = []
         lines: list[str] = []
         undo: list[str] = []
@@ -171,6 +171,26 @@ class SteerActions:
         self._refresh_sidebar(memory)
         self._refresh_usage()
         self.transcript.scroll_bottom()
+
+    def queued_back(self, messages: Sequence[Message]) -> None:
+        """Esc stopped a turn before the model saw these queued messages: they were never
+        sent (the store never held them), so their rows leave the transcript and they go
+        back into the input, as Esc means stop and no turn starts with them."""
+        self.transcript.unqueue(len(messages))
+        self._queued_into_input(messages)
+        self.notify("Stopped; your queued message is back in the input." if len(messages) == 1
+                    else "Stopped; your queued messages are back in the input.")
+
+    def _queued_into_input(self, messages: Sequence[Message]) -> None:
+        """Messages queued and never sent, back in the input ahead of the draft: their
+        texts in the order they were sent, a blank line between, and their images."""
+        from selfref_tui.context.images import named_images, text_of
+
+        texts = [text for text in map(text_of, messages) if text]
+        images = [pair for message in messages for pair in named_images(message)]
+        if texts or images:
+            self._into_input("\n\n".join(texts), [url for url, _ in images],
+                             [name for _, name in images])
 
     def _into_input(self, text: str, images: list[str], names: Sequence[str] = (), *,
                     undone_with: bool = False) -> None:

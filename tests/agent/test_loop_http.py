@@ -270,6 +270,39 @@ async def test_message_typed_mid_turn_is_delivered_at_next_step(harness):
     assert h.reload().messages[-2] == {"role": "user", "content": "and also this"}
 
 
+
+async def test_interrupt_hands_back_only_the_messages_the_model_has_not_seen(harness):
+    """Esc: a message taken in at a step stays delivered; one still waiting comes back
+    (no turn starts with it); one sent while the turn stops starts the next turn."""
+    words = " ".join(f"w{i}" for i in range(30))
+    release = asyncio.Event()
+    held = Stall(release, text_before="Reading", text_after=" never sent")
+    script = [
+        Reply(text=words, tokens_per_s=60, tool_calls=[ToolCall("inspect_context", {}, id="i")]),
+        held,
+        Reply(text="Next one."),
+    ]
+    async with harness(script) as h:
+        router = AgentInputRouter(h.agent)
+        router.submit("first")
+        await wait_until(lambda: h.of(ev.TextDelta))
+        assert router.submit("and also this") == "queued"
+        await wait_until(lambda: held.reached.is_set())
+        assert [e.text for e in h.of(ev.QueuedMessageDelivered)] == ["and also this"]
+        assert router.submit("and one more") == "queued"
+        assert router.interrupt("Esc") == ["and one more"]
+        assert router.interrupt("Esc") is None  # already stopping
+        assert router.submit("after the stop") == "queued"  # the next turn's
+        await router.wait_idle()
+        assert router.outcomes == ["aborted", "done"]
+        assert len(h.server.requests) == 3
+        assert h.server.requests[2]["messages"][-1] == {"role": "user",
+                                                        "content": "after the stop"}
+        release.set()
+    contents = [m.get("content") for m in h.reload().messages if m["role"] == "user"]
+    assert contents == ["first", "and also this", "after the stop"]
+
+
 _COMPACT_ARGS = {
     "goal": "Test compaction", "instruction": "Be brief", "discoveries": ["d1"],
     "completed": ["c1"], "current_status": "summarised", "likely_next_work": "continue",

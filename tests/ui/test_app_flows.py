@@ -464,38 +464,73 @@ async def test_a_compaction_reads_the_same_after_a_reload(tmp_path):
             assert not any("selfref-tui runtime" in text for text in reloaded_users)
 
 
-async def test_a_double_esc_stops_the_answer_but_not_the_message_queued_behind_it(tmp_path):
-    first, second = asyncio.Event(), asyncio.Event()
-    script = [
-        Stall(first, text_before="A long answer", text_after=" never sent"),
-        Stall(second, text_before="Answering the", text_after=" queued message."),
-    ]
-    async with DemoServer(script) as url:
+def _said(app) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+async def test_esc_puts_the_queued_message_back_in_the_input_ahead_of_the_draft(tmp_path):
+    """Esc means stop: the message queued behind the answer starts no turn; it goes
+    back into the input, ahead of what the person is typing, and its row leaves."""
+    release = asyncio.Event()
+    server = DemoServer([Stall(release, text_before="A long answer", text_after=" never sent")])
+    async with server as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "write a lot")
+            await wait_until(pilot, lambda: app.transcript.current is not None, what="stream")
+            await type_and_send(pilot, "also mention pandas")
+            await wait_until(pilot, lambda: app.router.queued == ["also mention pandas"],
+                             what="queued")
+            await pilot.press(*"and numpy")  # a draft, not sent
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: idle(app) and app.header.status == "stopped",
+                             what="stopped")
+            await wait_until(pilot, lambda: "pandas" in app.chat_input.text, what="put back")
+            assert app.chat_input.text == "also mention pandas\n\nand numpy"
+            assert [m.text for m in app.transcript.items_of("user")] == ["write a lot"]
+            assert not app.transcript.queued_messages()
+            assert app.transcript.items_of("answer")[0].interrupted  # kept, marked
+            assert "Stopped; your queued message is back in the input." in _said(app)
+            await pilot.pause()
+            assert not app.router.busy and len(server.requests) == 1  # no turn started
+        release.set()
+    said = [(m["role"], m["content"]) for m in stored(tmp_path)]
+    assert said[0] == ("user", "write a lot") and said[-1][0] == "assistant"
+    assert not any("pandas" in str(content) for _, content in said)  # never stored
+
+
+async def test_esc_puts_several_queued_messages_back_in_order_and_enter_sends_them(tmp_path):
+    release = asyncio.Event()
+    server = DemoServer([Stall(release, text_before="A long answer", text_after=" never sent"),
+                         Reply(text="Both noted.")])
+    async with server as url:
         # A clock that never moves: the second Esc is always "right after" the first.
         app = make_app(tmp_path, url, clock=fixed_clock)
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
             await type_and_send(pilot, "write a lot")
             await wait_until(pilot, lambda: app.transcript.current is not None, what="stream")
-            await type_and_send(pilot, "and then this")
-            await wait_until(pilot, lambda: app.transcript.queued_messages(), what="queued")
+            await type_and_send(pilot, "first thing")
+            await type_and_send(pilot, "second thing")
+            await wait_until(pilot, lambda: len(app.transcript.queued_messages()) == 2,
+                             what="two queued")
             await pilot.press("escape")
-            await wait_until(
-                pilot,
-                lambda: (
-                    not app.transcript.queued_messages()
-                    and app.transcript.current is not None
-                    and "Answering" in app.transcript.current.text
-                ),
-                what="the queued message's turn",
-            )
             await pilot.press("escape")  # the same press, repeated: ignored
-            second.set()
-            await wait_until(pilot, lambda: idle(app) and app.header.status == "ready")
-            answers = list(app.transcript.items_of("answer"))
-            assert answers[0].interrupted and not answers[-1].interrupted
-        first.set()
-    assert stored(tmp_path)[-1]["content"] == "Answering the queued message."
+            await wait_until(pilot, lambda: idle(app) and app.header.status == "stopped",
+                             what="stopped")
+            await wait_until(pilot, lambda: app.chat_input.text, what="put back")
+            assert app.chat_input.text == "first thing\n\nsecond thing"
+            assert "Stopped; your queued messages are back in the input." in _said(app)
+            assert type(app.screen).__name__ != "ChoiceList"  # no rewind list
+            assert len(server.requests) == 1
+            await pilot.press("enter")  # sent again, as one message
+            await wait_until(pilot, lambda: idle(app) and app.header.status == "ready",
+                             what="the next turn")
+            assert len(server.requests) == 2
+        release.set()
+    assert [m["content"] for m in stored(tmp_path)][-2:] == [
+        "first thing\n\nsecond thing", "Both noted."]
 
 
 async def test_the_key_switcher_lists_the_persons_keys_and_the_one_on_screen(tmp_path):

@@ -18,6 +18,7 @@ from tests.ui.helpers import (
     fixed_clock,
     make_app,
     started,
+    stored,
     turn_done,
     type_and_send,
     wait_until,
@@ -191,3 +192,46 @@ async def test_a_tool_call_a_fork_never_ended_does_not_run_on_in_the_panel(tmp_p
 
             await wait_until(pilot, lambda: tools() == ["⚙ read_fd  ⊘ cancelled"],
                              what="the call shown as ended with its fork")
+
+
+class HeldForks:
+    """The demo model, each fork's answer held (a Stall) until ``release`` is set, so
+    the parent waits in ``fork_gather_all``; ``held`` lists the forks' stalls."""
+
+    def __init__(self, release: asyncio.Event) -> None:
+        self.release = release
+        self.held: list[Stall] = []
+
+    def __call__(self, body: dict, index: int):
+        step = demo_script(body, index)
+        if isinstance(step, Reply) and "(child agent)" in step.text:
+            stall = Stall(self.release, text_before="Working on it", text_after=" done.")
+            self.held.append(stall)
+            return stall
+        return step
+
+
+async def test_esc_while_the_turn_waits_for_its_forks_puts_the_queued_message_back(tmp_path):
+    release = asyncio.Event()
+    script = HeldForks(release)
+    server = DemoServer(script)
+    async with server as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, "fork two helpers")
+            await wait_until(pilot, lambda: len(script.held) == 2
+                             and all(s.reached.is_set() for s in script.held), timeout=30,
+                             what="both forks working")
+            await type_and_send(pilot, "and a third one")
+            await wait_until(pilot, lambda: app.router.queued == ["and a third one"],
+                             what="queued")
+            asked = len(server.requests)  # the parent's two steps and the two forks'
+            await pilot.press("escape")
+            await turn_done(pilot, app, status="stopped", timeout=20)
+            await wait_until(pilot, lambda: app.chat_input.text, what="put back")
+            assert app.chat_input.text == "and a third one"
+            assert not app.transcript.queued_messages()
+            assert len(server.requests) == asked  # no turn started with it
+        release.set()
+    assert not any("third" in str(m.get("content")) for m in stored(tmp_path))

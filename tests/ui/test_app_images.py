@@ -145,3 +145,32 @@ async def test_the_export_key_writes_a_highlighted_images_bytes(tmp_path, monkey
             await wait_until(pilot, lambda: any("Wrote image to" in m for m in _said(app)),
                              what="written again")
             assert target.read_bytes() == png()
+
+
+async def test_esc_puts_a_queued_message_back_with_its_image(tmp_path):
+    import asyncio
+
+    from selfref_tui.demo.script import Stall
+
+    picture = tmp_path / "red square.png"
+    picture.write_bytes(png())
+    release = asyncio.Event()
+    server = DemoServer([Stall(release, text_before="A long answer", text_after=" never sent")])
+    async with server as server_url:
+        app = make_app(tmp_path, server_url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await pilot.press(*"write a lot", "enter")
+            await wait_until(pilot, lambda: app.transcript.current is not None, what="stream")
+            await command(pilot, app, f"/attach {picture}")
+            await pilot.press(*"what is it?", "enter")
+            await wait_until(pilot, lambda: app.router.queued == ["what is it?"], what="queued")
+            assert app.transcript.items_of("image")  # shown under the queued message
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: app.chat_input.images, what="put back")
+            (image,) = app.chat_input.attached
+            assert image.name == "red square.png" and image.data == png()
+            assert app.chat_input.text.startswith("what is it?")
+            assert not app.transcript.items_of("image")  # its row left with the message
+            assert len(server.requests) == 1
+        release.set()

@@ -374,3 +374,18 @@ def test_the_runtimes_flag_decides_a_reloaded_cards_status_not_the_text():
     found, failed = model.of_kind("tool")
     assert (found.status, found.result) == ("done", "Error: 3 lines matched")
     assert (failed.status, failed.result) == ("error", "no such file")
+
+
+def test_unqueue_takes_the_last_queued_messages_and_their_images_only():
+    model = TranscriptModel()
+    model.add_user("running")
+    model.add_user("taken in already", queued=True)
+    model.add_user("with a picture", queued=True, images=[("data:image/png;base64,AA", "a.png")])
+    model.add_user("last", queued=True)
+    before = model.structure
+    gone = model.unqueue(2)
+    assert [m.text for m in gone] == ["with a picture", "last"]
+    assert [(i.kind, getattr(i, "text", "")) for i in model.items] == [
+        ("user", "running"), ("user", "taken in already")]
+    assert model.structure > before
+    assert model.unqueue(0) == []

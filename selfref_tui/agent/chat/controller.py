@@ -38,6 +38,7 @@ from .steering import Rewound, Steering
 
 if TYPE_CHECKING:
     from selfref_tui.agent.protocols import MemoryLike
+    from selfref_tui.agent.turn.inbox import Message
 
 
 @dataclass(frozen=True)
@@ -97,9 +98,13 @@ class ChatController(Startup, KeyLifecycle, ConversationSettings, Steering):
         self.check_ready()
         return self._router().retry()
 
-    def abort(self) -> bool:
-        """Stop the running turn (its partial answer is kept); False when none runs."""
-        return self.router is not None and self.router.abort()
+    def abort(self) -> list[Message] | None:
+        """Stop the running turn (its partial answer is kept); None when none runs.
+
+        The messages queued for it that the model has not seen yet, oldest first:
+        they are not sent (Esc means stop); the app puts them back in the input.
+        """
+        return None if self.router is None else self.router.interrupt()
 
     def answer(self, question_id: str, choice: str) -> None:
         """A tool's question answered by the person."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .refusals import Refused
 
 if TYPE_CHECKING:
+    from selfref_tui.agent.turn.inbox import Message
     from selfref_tui.agent.turn.loop import Agent
     from selfref_tui.agent.turn.router import AgentInputRouter
     from selfref_tui.config import AppConfig
@@ -46,8 +47,9 @@ class Rewound:
 class Steering:
     """Rewind, undo, edit, regenerate and branch the key on screen."""
 
-    #: messages queued for a turn a rewind stopped, never sent (for the input)
-    unsent: list[str]
+    #: messages queued for a turn a rewind stopped, never sent (for the input): each its
+    #: text, or its content parts (text and images)
+    unsent: list[Message]
 
     if TYPE_CHECKING:  # from Startup and KeyLifecycle
         config: AppConfig
@@ -228,11 +230,8 @@ class Steering:
         Messages the person queued for it and the model never saw are kept in
         :attr:`unsent` (the app puts them back in the input).
         """
-        from selfref_tui.context.images import text_of
-
         self.check_ready()
         self.check_writable(what)
         router = self.router
         if router is not None and router.busy:
-            left = await router.stop("the person rewound the conversation")
-            self.unsent = [text_of(m) for m in left]
+            self.unsent = await router.stop("the person rewound the conversation")

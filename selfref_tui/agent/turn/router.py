@@ -3,8 +3,9 @@
 The same keystroke means different things depending on whether a turn is
 running: idle input starts a turn; input during a turn is queued and reaches
 the model at its next step (never restarting the turn, never lost); Esc
-aborts. Keeping that decision here, with no UI import, lets the terminal app,
-the command line and the tests share it and test it without a screen.
+aborts, and hands back what the model has not seen yet (:meth:`~AgentInputRouter.interrupt`).
+Keeping that decision here, with no UI import, lets the terminal app, the
+command line and the tests share it and test it without a screen.
 """
 
 from __future__ import annotations
@@ -56,6 +57,11 @@ class AgentInputRouter:
         self._idle.set()
         #: /compact came during a turn: see that it is not left waiting for the next message
         self._compaction_after = False
+        #: sent after the running turn stopped taking messages (an Esc, a stop):
+        #: the next turn's, once this one has ended
+        self._after: list[Message] = []
+        #: a :meth:`stop` waits for the turn: what came meanwhile is handed back, not started
+        self._holding = False
         #: outcome of every finished turn, in order ("done", "aborted", ...)
         self.outcomes: list[str] = []
 
@@ -90,6 +96,9 @@ class AgentInputRouter:
         """
         message = user_content(text, images, names)
         if self._inbox is not None and self._inbox.put(message):
+            return "queued"
+        if self.busy:  # the turn is stopping: this one starts the next
+            self._after.append(message)
             return "queued"
         self._start(message, [])
         return "started"
@@ -139,6 +148,20 @@ class AgentInputRouter:
         self._abort.fire(reason)
         return True
 
+    def interrupt(self, reason: str = DEFAULT_REASON) -> list[Message] | None:
+        """Esc: fire the running turn's abort signal and take back the messages queued
+        for it that the model has not seen yet (oldest first), so no turn follows with
+        them: Esc means stop, and the front end puts them back in the input.
+
+        A message the model already took in at a step stays delivered. None when
+        nothing runs (or it is already stopping).
+        """
+        if self._abort is None or self._abort.fired:
+            return None
+        leftover = self._inbox.close() if self._inbox is not None else []
+        self._abort.fire(reason)
+        return leftover
+
     def answer(self, question_id: str, choice: str) -> None:
         """Answer a question a tool asked the person (``QuestionAsked``)."""
         self._agent.answer_question(question_id, choice)
@@ -152,12 +175,17 @@ class AgentInputRouter:
         leftover = self._inbox.close() if self._inbox is not None else []
         self.abort(reason)
         task = self._task
-        if task is not None:
-            try:
-                await task
-            except (asyncio.CancelledError, Exception):
-                pass
-        return leftover
+        self._holding = True
+        try:
+            if task is not None:
+                try:
+                    await task
+                except (asyncio.CancelledError, Exception):
+                    pass
+        finally:
+            self._holding = False
+        later, self._after = self._after, []
+        return leftover + later
 
     async def wait_idle(self) -> None:
         """Return when no turn runs and none is about to start."""
@@ -197,6 +225,9 @@ class AgentInputRouter:
         finally:
             self.outcomes.append(outcome)
             leftover = inbox.close()
+            if not self._holding:
+                leftover += self._after
+                self._after = []
             self._task = None
             self._abort = None
             self._inbox = None

@@ -125,6 +125,15 @@ class TranscriptModel:
                 return message
         return None
 
+    def unqueue(self, count: int) -> list[UserItem]:
+        """The last ``count`` queued messages leave (a stop took them back, never sent),
+        with the images shown under them; the ones taken out."""
+        gone = self.queued_messages()[-count:] if count > 0 else []
+        if gone:
+            self.items = [i for i in self.items if i not in gone and i.owner not in gone]
+            self.structure += 1
+        return gone
+
     def _awaiting_start(self, text: str) -> bool:
         """The app already showed this message when it was sent (claimed once, oldest first)."""
         for item in self.of_kind("user"):

@@ -284,6 +284,13 @@ class Transcript(ShownLines, FindMarks, ScrollView, can_focus=False):
         self._changed()
         return message
 
+    def unqueue(self, count: int) -> list[UserItem]:
+        """The last ``count`` queued messages leave the transcript (never sent)."""
+        gone = self.model.unqueue(count)
+        if gone:
+            self._changed()
+        return gone
+
     async def finish_answer(self, *, interrupted: bool = False, reason: str = "") -> None:
         self.model.finish_answer(interrupted=interrupted, reason=reason)
         self._changed()
