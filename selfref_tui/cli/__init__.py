@@ -157,6 +157,12 @@ def _run_app(args: argparse.Namespace) -> int:
         raise CliError("the app reads its keys from a terminal, and standard input is not one "
                        "(a pipe or a file); run it in a terminal, or send a message from a "
                        "script with `selfref-tui ask \"...\"`", EXIT_USAGE)
+    if not is_terminal(sys.__stderr__):
+        # Textual draws the screen there (standard output stays free to redirect): into a
+        # file, the app ran unseen while the keys typed blind were sent
+        raise CliError("the app draws its screen on standard error, and it is not a terminal "
+                       "(2> FILE); leave standard error on the terminal, or send a message "
+                       "from a script with `selfref-tui ask \"...\"`", EXIT_USAGE)
     config = app_config(args)
     try:
         from selfref_tui.ui.app import run_app

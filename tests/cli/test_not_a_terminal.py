@@ -9,6 +9,7 @@ time (``wait4``), which a spinning loop runs up whatever the machine's load.
 from __future__ import annotations
 
 import os
+import pty
 import signal
 import subprocess
 import sys
@@ -70,6 +71,24 @@ def test_the_app_without_a_terminal_ends_at_once_with_exit_2(tmp_path, source):
         '`selfref-tui ask "..."`')
     assert cpu < CPU_LIMIT_S
     assert not (tmp_path / "d").exists()  # refused before anything was made
+
+
+def test_the_app_with_its_screen_redirected_ends_at_once_with_exit_2(tmp_path):
+    """Keys from a terminal, the screen (standard error) into a file: the app ran unseen,
+    and what was typed blind was sent. Standard output alone may be redirected."""
+    master, slave = pty.openpty()
+    try:
+        code, said, _cpu = finish([sys.executable, "-m", "selfref_tui", "--demo", "--data-dir",
+                                   str(tmp_path / "d")], slave, tmp_path)
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert code == 2, said[-300:]
+    assert said.strip() == (
+        "selfref-tui: the app draws its screen on standard error, and it is not a terminal "
+        "(2> FILE); leave standard error on the terminal, or send a message from a script "
+        'with `selfref-tui ask "..."`')
+    assert not (tmp_path / "d").exists()
 
 
 def test_the_app_whose_input_ends_stops_reading_it_and_ends(tmp_path):
