@@ -50,6 +50,7 @@ from selfref_tui.cli.common import (
     is_terminal,
     key_of,
     provider_flags,
+    say,
     silence_stdout,
     store_exit_code,
 )
@@ -160,9 +161,12 @@ def _run_app(args: argparse.Namespace) -> int:
     if not is_terminal(sys.__stderr__):
         # Textual draws the screen there (standard output stays free to redirect): into a
         # file, the app ran unseen while the keys typed blind were sent
-        raise CliError("the app draws its screen on standard error, and it is not a terminal "
-                       "(2> FILE); leave standard error on the terminal, or send a message "
-                       "from a script with `selfref-tui ask \"...\"`", EXIT_USAGE)
+        refused = CliError("the app draws its screen on standard error, and it is not a "
+                           "terminal (2> FILE); leave standard error on the terminal, or send a "
+                           "message from a script with `selfref-tui ask \"...\"`", EXIT_USAGE)
+        if is_terminal(sys.stdout):  # typed at a terminal: said where the person looks too
+            say(f"selfref-tui: {refused}", sys.stdout, always=True)
+        raise refused
     config = app_config(args)
     try:
         from selfref_tui.ui.app import run_app

@@ -91,6 +91,40 @@ def test_the_app_with_its_screen_redirected_ends_at_once_with_exit_2(tmp_path):
     assert not (tmp_path / "d").exists()
 
 
+def test_the_refusal_of_a_redirected_screen_is_seen_on_the_terminal(tmp_path):
+    """`selfref-tui 2> FILE` typed at a terminal: the refusal went into FILE alone, and the
+    person saw the prompt come back with no word. Standard output on the terminal says it
+    too."""
+    import select
+
+    master, slave = pty.openpty()
+    err = tmp_path / "stderr"
+    with err.open("wb") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "selfref_tui", "--demo", "--data-dir",
+                                 str(tmp_path / "d")], stdin=slave, stdout=slave, stderr=sink,
+                                env=_env({"TERM": "xterm-256color"}), cwd=tmp_path,
+                                start_new_session=True)
+    os.close(slave)
+    shown = bytearray()
+    try:
+        assert proc.wait(DEADLINE_S) == 2
+        while select.select([master], [], [], 0)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child's end closed: all was read
+                break
+            if not chunk:
+                break
+            shown.extend(chunk)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        os.close(master)
+    said = " ".join(shown.decode(errors="replace").split())
+    assert "selfref-tui: the app draws its screen on standard error" in said, said
+    assert "the app draws its screen on standard error" in err.read_text()
+
+
 def test_the_app_whose_input_ends_stops_reading_it_and_ends(tmp_path):
     """Past the command line's check (the app started from Python): the driver's loop
     meets the input's end, stops asking it and ends the app with exit 2."""
