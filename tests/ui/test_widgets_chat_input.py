@@ -24,6 +24,8 @@ class InputApp(App[None]):
         self.sent.append(message.text)
         if self.accept:
             message.chat_input.accept(message.text)
+        else:  # refused, as the app refuses a command: the text stays to be fixed
+            message.chat_input.settled()
 
     @on(ChatInput.ScrollToBottom)
     def _bottom(self) -> None:
@@ -223,20 +225,7 @@ async def test_an_enter_kept_waiting_is_dropped_when_the_app_refuses_the_text():
     the Enter pressed meanwhile sends nothing of it again."""
     from textual import events
 
-    class Refusing(App[None]):
-        def __init__(self) -> None:
-            super().__init__()
-            self.sent: list[str] = []
-
-        def compose(self) -> ComposeResult:
-            yield ChatInput()
-
-        @on(ChatInput.Submitted)
-        def _sent(self, message: ChatInput.Submitted) -> None:
-            self.sent.append(message.text)
-            message.chat_input.settled()
-
-    app = Refusing()
+    app = InputApp(accept=False)
     async with app.run_test() as pilot:
         chat = app.query_one(ChatInput)
         chat.focus()
