@@ -7,9 +7,9 @@ from textual.app import App, ComposeResult
 
 from selfref_tui.ui.widgets.context_meter import ContextMeter, format_seconds, format_tokens
 from selfref_tui.ui.widgets.experience_list import ExperienceList
+from selfref_tui.ui.widgets.option_rows import LONG
 from selfref_tui.ui.widgets.ref_list import RefList, RefRow
 from selfref_tui.ui.widgets.sidebar import Sidebar
-from selfref_tui.ui.widgets.sidebar_section import LONG
 from tests.ui.helpers import FakeClock
 
 EXPERIENCES = [

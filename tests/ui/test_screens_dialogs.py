@@ -18,6 +18,7 @@ from selfref_tui.ui.screens import (
     OverwritePrompt,
     WelcomeScreen,
 )
+from selfref_tui.ui.widgets.option_rows import LONG
 
 KEYS = [
     {"key": "main", "messages": 42, "updated": "2025-03-01T10:22:33"},
@@ -146,6 +147,26 @@ async def test_key_switcher_filters_and_chooses():
         await pilot.press("enter")
         await pilot.pause()
         assert app.results == ["notes"]
+
+
+async def test_a_switcher_of_many_conversations_is_as_tall_and_reaches_the_last():
+    """Past ``LONG`` rows the list is not measured row by row: it looks the same."""
+    app = HostApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        heights = []
+        for count in (LONG - 1, LONG + 50):
+            keys = [{"key": f"k-{k:04d}", "messages": 2, "updated": ""} for k in range(count)]
+            await _open(pilot, KeySwitcher(keys, "k-0000"))
+            option_list = app.screen.option_list
+            heights.append((app.screen.query_one("#dialog").region.height,
+                            option_list.region.height))
+            app.screen.action_move(count)  # down, held until the last row
+            await pilot.pause()
+            assert option_list.highlighted == count - 1
+            assert 0 < option_list.scroll_y == option_list.max_scroll_y
+            await pilot.press("escape")
+            await pilot.pause()
+        assert heights[0] == heights[1]
 
 
 async def test_key_switcher_counts_one_message_as_one():

@@ -18,6 +18,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
+from selfref_tui.ui.widgets.option_rows import LONG
+
 T = TypeVar("T")
 
 
@@ -89,6 +91,8 @@ class FilteredListScreen(ModalScreen[str | None]):
     FilteredListScreen OptionList {
         height: auto; border: none; background: transparent; padding: 0;
     }
+    /* Past LONG rows: the room the dialog gives, without measuring every row. */
+    FilteredListScreen OptionList.-long { height: 100vh; }
     FilteredListScreen OptionList:focus { border: none; }
     FilteredListScreen #hint { color: $text-muted; padding: 0 1; }
     """
@@ -133,6 +137,7 @@ class FilteredListScreen(ModalScreen[str | None]):
         whose id is ``select`` when it is listed, else on the first."""
         option_list = self.option_list
         option_list.set_options(options)
+        option_list.set_class(len(options) >= LONG, "-long")
         option_list.display = bool(options)
         if options:
             rows = self.row_ids

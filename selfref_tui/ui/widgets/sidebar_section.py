@@ -17,13 +17,7 @@ from textual.content import Content
 from textual.reactive import var
 from textual.widgets import OptionList, Static
 
-from selfref_tui.ui.widgets.option_rows import sync_options
-
-#: Rows past which the list takes all the room its section has (half the sidebar)
-#: instead of the height of its rows: every row is a line at least, so that many rows
-#: fill any screen's half. "auto" measured every row at each layout: with 1,000
-#: experiences, seconds of CPU to open a conversation.
-LONG = 200
+from selfref_tui.ui.widgets.option_rows import LONG, sync_options
 
 
 class SidebarSection(Vertical):
