@@ -52,7 +52,9 @@ class KeySwitcher(FilteredListScreen):
     """Dismisses with the chosen key name, a newly typed one, or None (Esc)."""
 
     DEFAULT_CSS = """
-    KeySwitcher OptionList { max-height: 16; }
+    /* what the dialog (80% of the screen) has left under its field and over its hint: 16
+       rows ran past it at 80x24, the hint and the highlighted row out of sight */
+    KeySwitcher OptionList { max-height: 28vh; }
     KeySwitcher OptionList > .option-list--option { padding: 0 1; }
     KeySwitcher OptionList > .option-list--option-highlighted {
         background: $primary 30%;
