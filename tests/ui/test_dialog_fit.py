@@ -88,3 +88,28 @@ async def test_the_restore_dialogs_keys_stay_on_one_line(size):
         hint = app.screen.query_one("#hint", Static)
         assert hint.region.height == 1, hint.render()
         assert str(hint.render()).endswith("esc keep all")
+
+
+MANY_FILES = [(f"notes/file-{n}.txt", "restoring writes it back as it was", "") for n in range(8)]
+NONE_RESTORABLE = [(f"notes/file-{n}.txt", "", "changed since the model wrote it: left as it is")
+                   for n in range(6)]
+
+
+@pytest.mark.parametrize("rows", [MANY_FILES, NONE_RESTORABLE],
+                         ids=["eight files", "none restorable"])
+@pytest.mark.parametrize("size", [(80, 24), (120, 24)], ids=["80x24", "120x24"])
+async def test_the_restore_dialogs_buttons_and_hint_stay_inside_it(rows, size):
+    """With many files the list and the detail under it grew past the dialog's
+    bottom, and the hint and the buttons were cut off: the list gives up its rows
+    (it scrolls) before the keys and buttons do."""
+    app = Host()
+    async with app.run_test(size=size) as pilot:
+        app.push_screen(RestoreFiles(rows))
+        await pilot.pause()
+        await pilot.pause()
+        dialog = app.screen.query_one("#dialog").region
+        for part in ("#hint", "#restore", "#keep"):
+            region = app.screen.query_one(part).region
+            assert region.height > 0 and dialog.contains_region(region), (
+                f"{part} {region} is outside the dialog {dialog}")
+        assert app.screen.region.contains_region(dialog)

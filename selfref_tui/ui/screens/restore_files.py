@@ -71,6 +71,8 @@ class RestoreFiles(ModalScreen[list[int] | None]):
         #: offered after an undo: restoring mostly writes the model's version again,
         #: so "put back as they were before the model wrote them" said the opposite
         self.undo = undo
+        #: what the line under the list shows (the highlighted row, or every row)
+        self._detail_text = ""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
@@ -109,15 +111,41 @@ class RestoreFiles(ModalScreen[list[int] | None]):
             # highlighted: its reason was only ever seen cut short ("changed since the
             # model wrote it: left…"). Each is shown whole instead.
             self._show_rows(self.rows)
+        self.call_after_refresh(self._fit)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.call_after_refresh(self._fit)
+
+    def _fit(self) -> None:
+        """The list and the detail share what the dialog has left, the keys and buttons first.
+
+        Both grew with the files (auto height), and at 80x24 four files pushed the hint
+        and the buttons past the dialog's bottom, cut off; now the list scrolls instead.
+        """
+        about, hint, buttons = (self.query_one(part) for part in ("#about", "#hint", "#buttons"))
+        detail = self.query_one("#detail", Static)
+        files = self.query_one(SelectionList)
+        # border and padding (4), and the margins above detail, hint and buttons and below about
+        fixed = 4 + 4 + sum(part.outer_size.height for part in (about, hint, buttons))
+        room = max(4, int(self.size.height * 0.85) - fixed)
+        rows = len(self.rows)
+        wanted = max(1, len(self._detail_text.split("\n"))) if self._detail_text else 1
+        frame = files.styles.gutter.height  # the list's own padding or border, outside its rows
+        detail_room = max(2, min(wanted, room - frame - min(rows, 3)))
+        list_room = frame + max(2, min(16, rows, room - frame - detail_room))
+        if detail.styles.max_height != detail_room or files.styles.max_height != list_room:
+            detail.styles.max_height = detail_room
+            files.styles.max_height = list_room
 
     @on(SelectionList.SelectionHighlighted)
     def _show_whole(self, event: SelectionList.SelectionHighlighted[int]) -> None:
         self._show_rows([self.rows[event.selection.value]])
 
     def _show_rows(self, rows: Sequence[tuple[str, str, str]]) -> None:
-        self.query_one("#detail", Static).update(content("\n".join(
+        self._detail_text = "\n".join(
             f"{inert_line(path, 4000)}\n{inert_line(why or what, 1000)}"
-            for path, what, why in rows)))
+            for path, what, why in rows)
+        self.query_one("#detail", Static).update(content(self._detail_text))
 
     def on_key(self, event: events.Key) -> None:
         # Enter in the list restores what is ticked, as the hint says (space ticks):
