@@ -14,7 +14,7 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.screen import Screen
-from textual.widgets import Static
+from textual.widgets import OptionList, Static
 
 from selfref_tui.agent.mcp.approval import Approval
 from selfref_tui.agent.tools.consent import Consent
@@ -113,3 +113,28 @@ async def test_the_restore_dialogs_buttons_and_hint_stay_inside_it(rows, size):
             assert region.height > 0 and dialog.contains_region(region), (
                 f"{part} {region} is outside the dialog {dialog}")
         assert app.screen.region.contains_region(dialog)
+
+
+LONG_LISTS: dict[str, Callable[[], Screen]] = {
+    "models": lambda: ModelPicker([f"model-{n}" for n in range(40)], "model-1"),
+    "message actions": lambda: ChoiceList(
+        "Rewind to", [(f"#{n}", f"message {n}") for n in range(40)],
+        about="The context goes back to just before the message you choose; its text comes "
+              "back into the input. Nothing is deleted."),
+}
+
+
+@pytest.mark.parametrize("name", list(LONG_LISTS))
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_a_long_list_scrolls_inside_its_dialog_and_leaves_the_hint_in_view(name, size):
+    """Forty models or messages: the list (14 and 20 rows high) ran past the dialog's
+    bottom at 80x24, the hint and the highlighted row out of sight."""
+    app = Host()
+    async with app.run_test(size=size) as pilot:
+        app.push_screen(LONG_LISTS[name]())
+        await pilot.pause()
+        inside = app.screen.children[0].content_region
+        for part in (app.screen.query_one(OptionList), app.screen.query_one("#hint")):
+            region = part.region
+            assert region.height and inside.y <= region.y, (name, part, region, inside)
+            assert region.bottom <= inside.bottom, (name, part, region, inside)

@@ -39,7 +39,9 @@ class ChoiceList(ModalScreen[str | None]):
         background: $surface;
     }
     ChoiceList #about { color: $text-muted; margin-bottom: 1; height: auto; }
-    ChoiceList OptionList { height: auto; max-height: 20; }
+    /* what the dialog (80% of the screen) has left under its words and over its hint: 20
+       rows ran past it at 80x24 */
+    ChoiceList OptionList { height: auto; max-height: 33vh; }
     /* as the conversation switcher's: Textual's strong cursor colour under the theme's
        text was 2.4:1 on gruvbox */
     ChoiceList OptionList > .option-list--option-highlighted,

@@ -39,7 +39,9 @@ class ModelPicker(FilteredListScreen):
 
     DEFAULT_CSS = """
     ModelPicker > #dialog { max-width: 100%; }
-    ModelPicker OptionList { max-height: 14; }
+    /* as the conversation switcher's: what the dialog has left under its field; 14 rows ran
+       past it at 80x24, the hint and the highlighted row out of sight */
+    ModelPicker OptionList { max-height: 28vh; }
     ModelPicker OptionList > .option-list--option-highlighted {
         background: $primary 30%; text-style: none;
     }
