@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+from rich.cells import cell_len
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -129,7 +130,9 @@ class RestoreFiles(ModalScreen[list[int] | None]):
         fixed = 4 + 4 + sum(part.outer_size.height for part in (about, hint, buttons))
         room = max(4, int(self.size.height * 0.85) - fixed)
         rows = len(self.rows)
-        wanted = max(1, len(self._detail_text.split("\n"))) if self._detail_text else 1
+        width = max(1, detail.content_size.width)
+        wanted = sum(max(1, -(-cell_len(line) // width))  # as wrapped at its width
+                     for line in self._detail_text.split("\n"))
         frame = files.styles.gutter.height  # the list's own padding or border, outside its rows
         detail_room = max(2, min(wanted, room - frame - min(rows, 3)))
         list_room = frame + max(2, min(16, rows, room - frame - detail_room))
