@@ -14,6 +14,7 @@ as markup.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
@@ -118,16 +119,13 @@ class Painter(AnswerPainter):
             strips += self._content(Content("\n".join(wrapped)), width)
         return strips
 
-    @property
+    @cached_property
     def _plain_style(self) -> Style:
-        """The rich style ``_content`` gives plain text: the widget's foreground."""
-        style = self.__dict__.get("_plain_rich")
-        if style is None:
-            from textual.style import Style as VisualStyle
+        """The rich style ``_content`` gives plain text: the widget's foreground (a painter
+        lives for one theme and width)."""
+        from textual.style import Style as VisualStyle
 
-            style = VisualStyle(foreground=self.widget.visual_style.foreground).rich_style
-            self.__dict__["_plain_rich"] = style
-        return style
+        return VisualStyle(foreground=self.widget.visual_style.foreground).rich_style
 
     def _indented(self, text: str, width: int) -> list[Strip]:
         """Plain untrusted text, wrapped under each line's own indentation.
