@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from hypothesis import given, settings
@@ -123,26 +125,49 @@ def _one_expression(query: str) -> re.Pattern[str]:
                                    for word in fold(query).split()))
 
 
-@pytest.mark.parametrize("glued_first", [False, True], ids=["as-it-comes", "glued-first"])
+@pytest.mark.parametrize("all_at_once", [False, True], ids=["as-it-comes", "all-at-once"])
 @settings(max_examples=400, deadline=None)
-@given(text=st.text(alphabet="ab A\n\n\r\t\u00a0ß", max_size=16),
+@given(text=st.text(alphabet="ab A\n\n\r\t\u00a0\u2028\x1cß", max_size=16),
        query=st.text(alphabet="abs \nß", min_size=1, max_size=6))
-def test_the_find_text_is_found_where_the_one_expression_finds_it(glued_first, text, query):
+def test_the_find_text_is_found_where_the_one_expression_finds_it(all_at_once, text, query):
     """The words are matched as plain text over the text with its in-word line breaks taken
     out: the same occurrences, at the same places, as the one expression (which took the
-    text's length times the query's). ``glued-first``: the glued words looked for
-    first, as for long texts, whatever the length."""
+    text's length times the query's). ``all-at-once``: several words matched at every
+    place at once, as for long words over a long text, whatever the lengths."""
     found = pattern(query)
     if found is None:
         assert not query.split()
         return
-    if glued_first:
-        saved, find._NEAR_MISSES = find._NEAR_MISSES, -1
-    try:
+    with _all_at_once(all_at_once):
         assert list(spans(found, text)) == list(spans(_one_expression(query), text))
+
+
+@contextmanager
+def _all_at_once(on: bool = True) -> Iterator[None]:
+    """Several words matched at every place at once, whatever the text's length and theirs."""
+    saved = find._NEAR_MISSES, find._SHORT
+    if on:
+        find._NEAR_MISSES, find._SHORT = -1, 0
+    try:
+        yield
     finally:
-        if glued_first:
-            find._NEAR_MISSES = saved
+        find._NEAR_MISSES, find._SHORT = saved
+
+
+@settings(max_examples=300, deadline=None)
+@given(unit=st.text(alphabet="ab \n", min_size=1, max_size=5), times=st.integers(1, 40),
+       glued=st.text(alphabet="ab\n", max_size=8), query=st.lists(
+           st.text(alphabet="ab", min_size=1, max_size=3), min_size=2, max_size=12))
+def test_words_over_a_text_that_repeats_are_found_where_the_one_expression_finds_them(
+        unit, times, glued, query):
+    """A text that repeats itself (where the words nearly match at many places, and
+    occurrences overlap) with something glued on: every occurrence is where the one
+    expression finds it, matched at every place at once."""
+    text = unit * times + glued + unit * (times // 2)
+    with _all_at_once():
+        found = pattern(" ".join(query))
+        assert found is not None
+        assert list(spans(found, text)) == list(spans(_one_expression(" ".join(query)), text))
 
 
 def test_a_long_near_miss_is_answered_and_a_long_occurrence_found():
