@@ -7,6 +7,8 @@ written with one ``write`` of bytes, so a test controls each byte on the wire.
 
 Start-up switches:
   --pids FILE          write this server's pid, then each helper's, one a line
+  --alive-at-start F   first write to F one line: the pids already in the --pids file
+                       that are still running (an earlier start's server or helpers)
   --helpers N          start N helper processes (stdio on /dev/null, same process group)
   --setsid-helpers N   start N helpers that leave the process group (setsid)
   --stubborn-helpers   helpers ignore SIGTERM (only SIGKILL ends them)
@@ -236,8 +238,26 @@ def serve() -> None:
                   "error": {"code": -32601, "message": "Method not found"}})
 
 
+def running(pid: int) -> bool:
+    """Running, not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
 def main() -> None:
     pids = option("--pids")
+    seen = option("--alive-at-start")
+    if seen:
+        try:
+            with open(str(pids)) as f:
+                earlier = [int(p) for p in f.read().split()]
+        except OSError:
+            earlier = []
+        with open(seen, "a") as f:
+            f.write(" ".join(str(p) for p in earlier if running(p)) + "\n")
     if pids:
         with open(pids, "a") as f:
             f.write(f"{os.getpid()}\n")

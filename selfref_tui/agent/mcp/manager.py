@@ -39,6 +39,9 @@ from .naming import exposed_name, server_tag, server_tags
 from .results import MappedResult, map_result
 from .stdio import Link, stdio_transport
 
+#: seconds a server's new process waits for its old one to be gone (see McpManager._begin)
+STOP_WAIT_S = 10.0
+
 
 @dataclass(frozen=True)
 class McpTool:
@@ -141,20 +144,26 @@ class McpManager:
         #: tools whose "not allowed here" hint the person was given (once per tool per run)
         self._hinted: set[str] = set()
         self._trusted: dict[str, set[str]] = {s.name: set(s.trust) for s in servers}
-        #: the tools the person answered "always allow" for in this run, by server (a
-        #: restart that reads a changed trust list keeps them)
-        self._answered: dict[str, set[str]] = {s.name: set() for s in servers}
+        #: the tools the person answered "always allow" for in this run, by the server
+        #: they were asked about: its name and what it runs (:func:`approved_as`). A
+        #: restart that reads a changed trust list keeps them; a table pointed at another
+        #: command does not inherit them, and a table removed takes them with it.
+        self._answered: dict[tuple, set[str]] = {}
         self._tools: dict[str, McpTool] = {}
         #: each started server's current run
         self._runs: dict[str, _Run] = {}
         self._run_count = 0
         #: set by aclose(quitting=True), for a link made after it (a task not started yet)
         self._quitting = False
-        #: the tasks of servers restarted since, still stopping their processes
-        self._retired: set[asyncio.Task] = set()
+        #: the runs of servers restarted or removed since, still stopping their processes,
+        #: by server: a new run of the same name starts only once they have ended
+        self._stopping: dict[str, set[_Run]] = {}
         #: calls whose caller stopped waiting, still sending the protocol's cancellation
         self._leaving: set[asyncio.Future] = set()
         self._stop = asyncio.Event()
+        #: seconds a new run of a server waits for its earlier one to stop its process
+        #: (stdio's own bounds end it within ~7 s); then it does not start
+        self.stop_wait_s = STOP_WAIT_S
         self._started = False
         self._settled: dict[str, asyncio.Event] = {}
 
@@ -172,15 +181,17 @@ class McpManager:
                 continue
             self._begin(config)
 
-    def _begin(self, config: McpServerConfig, *, after: asyncio.Task | None = None,
-               again: str = "") -> None:
+    def _begin(self, config: McpServerConfig, *, again: str = "") -> None:
         """A new run of ``config``'s server, its status fresh: an old run still ending
-        writes to its own."""
+        writes to its own. The new process starts once every earlier run of the same
+        name has stopped its own (restarted, removed and added back, disabled and
+        enabled again): two of one server at once may clash over its files or ports."""
         name = config.name
         self._run_count += 1
         status = self.status[name] = ServerStatus(name, config.transport)
         settled = self._settled[name] = asyncio.Event()
         run = self._runs[name] = _Run(self._run_count, config, status, settled)
+        after = [old for old in self._stopping.get(name, ()) if old.task is not None]
         run.task = asyncio.create_task(self._run(run, after=after, again=again),
                                        name=f"mcp:{name}")
 
@@ -195,7 +206,8 @@ class McpManager:
         are gone before the new one starts. Its state goes to "starting", then
         "ready" (its tools offered from the next request) or "failed" with the new
         error; the person gets one notice either way. What the person answered
-        "always allow" for stays trusted. The file decides what the server is: a
+        "always allow" for stays trusted while the table runs the same program
+        (:func:`approved_as`). The file decides what the server is: a
         table added since the app started is started, one removed (or now
         ``enabled = false``) is stopped and said so once its process is gone.
         """
@@ -259,7 +271,7 @@ class McpManager:
                 # the trust list alone (an "always allow" writes there): no restart needed,
                 # and one dropped the server's calls though nobody changed it
                 self.configs[name] = config
-                self._trusted[name] = set(config.trust) | self._answered.get(name, set())
+                self._trusted[name] = self._trust_of(config)
                 done["trust updated"].append(name)
             else:
                 was = self.status[name].state
@@ -276,7 +288,7 @@ class McpManager:
         """``config`` for its known server, now: started again, or stopped if disabled."""
         name = config.name
         self.configs[name] = config
-        self._trusted[name] = set(config.trust) | self._answered.get(name, set())
+        self._trusted[name] = self._trust_of(config)
         if not config.enabled:
             run = self._runs.get(name)
             offered = len(run.status.tools) if run and run.status.state == "ready" else 0
@@ -290,8 +302,8 @@ class McpManager:
                                           f"now{_stopped(task, offered)}")
             return
         old = self._runs.get(name)
-        after = self._retire(name)
-        self._begin(config, after=after, again="restarted" if old else "started")
+        self._retire(name)
+        self._begin(config, again="restarted" if old else "started")
 
     def _add(self, config: McpServerConfig) -> None:
         """A server whose table was added to the file since the app started; its tools'
@@ -305,9 +317,8 @@ class McpManager:
                 n += 1
                 tag = f"{base}_{n}"
             self._tags[name] = tag
-        self._answered.setdefault(name, set())
         self.configs[name] = config
-        self._trusted[name] = set(config.trust) | self._answered[name]
+        self._trusted[name] = self._trust_of(config)
         if config.enabled:
             self._begin(config, again="started")
             return
@@ -323,6 +334,8 @@ class McpManager:
         task = self._retire(name)
         for table in (self._runs, self.status, self.configs, self._settled, self._trusted):
             table.pop(name, None)
+        for key in [k for k in self._answered if k[0] == name]:  # asked of what was removed
+            del self._answered[key]
         self._say_when_gone(task, f"MCP server '{name}' was removed from {self.config_path}"
                                   f"{_stopped(task, offered)}")
 
@@ -341,8 +354,9 @@ class McpManager:
             return None
         if old.status.state == "starting":
             task.cancel()  # its start waits for nothing we set; the SDK still stops it
-        self._retired.add(task)
-        task.add_done_callback(self._retired.discard)
+        stopping = self._stopping.setdefault(name, set())
+        stopping.add(old)
+        task.add_done_callback(lambda _task: stopping.discard(old))
         return task
 
     def _say_when_gone(self, task: asyncio.Task | None, message: str) -> None:
@@ -392,8 +406,8 @@ class McpManager:
         for run in self._runs.values():
             if run.status.state == "starting" and run.task is not None:
                 run.task.cancel()
-        tasks = [t for t in [*(r.task for r in self._runs.values()), *self._retired]
-                 if t is not None and not t.done()]
+        runs = [*self._runs.values(), *(r for runs in self._stopping.values() for r in runs)]
+        tasks = [r.task for r in runs if r.task is not None and not r.task.done()]
         if tasks:
             await asyncio.wait(tasks)
         for status in self.status.values():  # a task cancelled before it ran said nothing
@@ -588,9 +602,24 @@ class McpManager:
         why = f" ({one_line(status.error, 200)})" if status.error else ""
         return f"the MCP server '{server}' is {status.state}{why}; this tool is unavailable"
 
+    def _trust_of(self, config: McpServerConfig) -> set[str]:
+        """What runs without asking on ``config``'s server: its table's trust list, and
+        what the person answered "always allow" for on this very server in this run."""
+        return set(config.trust) | self._answered.get(approved_as(config), set())
+
     async def _approve(self, tool: McpTool, args: dict[str, Any], ctx: Any) -> None:
         prompt = approval_prompt(tool.server, tool.name, args)
+        config = self.configs.get(tool.server)
+        asked = approved_as(config) if config is not None else None
         choice = await ctx.ask(prompt, APPROVAL_CHOICES, NOT_ASKED)
+        now = self.configs.get(tool.server)
+        if choice != NOT_ASKED and now is not None and approved_as(now) != asked:
+            # its table now runs something else: the answer was about what ran before
+            raise ToolError(
+                f"the MCP server '{tool.server}' was changed in the config by the person "
+                f"while they were asked about {tool.name} (it runs something else now), so "
+                "the call did not run and the answer was not kept; call the tool again if "
+                "it is still needed, and the person is asked about the server as it is now")
         if choice == NOT_ASKED:
             how = self._allow_how(tool)
             if tool.exposed not in self._hinted:  # the person hears it once per tool per run
@@ -602,8 +631,10 @@ class McpManager:
                 "and nobody could be asked to allow it, so it did not run. Carry on without "
                 f"it; if it is needed, tell the person that to allow it they can {how}")
         if choice == APPROVE_ALWAYS:
+            if now is None:  # removed meanwhile: nothing to trust, and the call says so
+                return
             self._trusted.setdefault(tool.server, set()).add(tool.name)
-            self._answered.setdefault(tool.server, set()).add(tool.name)
+            self._answered.setdefault(approved_as(now), set()).add(tool.name)
             if self.on_trust is not None:
                 try:
                     self.on_trust(tool.server, tool.name)
@@ -623,16 +654,14 @@ class McpManager:
 
     # --------------------------------------------------------------- servers
 
-    async def _run(self, run: _Run, *, after: asyncio.Task | None = None,
-                   again: str = "") -> None:
-        """One run of a server from its start to its end. ``after``: the task of the
-        server's previous run, whose process must be gone first; ``again``: what the
-        person is told of when it is ready ("restarted"; "" at the app's start)."""
+    async def _run(self, run: _Run, *, after: Sequence[_Run] = (), again: str = "") -> None:
+        """One run of a server from its start to its end. ``after``: the server's earlier
+        runs, whose processes must be gone first; ``again``: what the person is told of
+        when it is ready ("restarted"; "" at the app's start)."""
         config, status, link = run.config, run.status, run.link
         ready = False
         try:
-            if after is not None:
-                await asyncio.wait({after})
+            await self._wait_gone(config.name, after)
             link.quitting = link.quitting or self._quitting
             started = time.perf_counter()
             await _import_sdk()
@@ -688,6 +717,24 @@ class McpManager:
             run.client = None
             self._drop(run)
             run.settled.set()
+
+    async def _wait_gone(self, name: str, runs: Sequence[_Run]) -> None:
+        """Until ``runs`` (earlier runs of server ``name``) have stopped their processes,
+        at most :attr:`stop_wait_s`; a ToolError saying so if one has not by then."""
+        tasks = {run.task for run in runs if run.task is not None and not run.task.done()}
+        if not tasks:
+            return
+        _done, pending = await asyncio.wait(tasks, timeout=self.stop_wait_s)
+        if not pending:
+            return
+        pids = ", ".join(str(run.link.pid) for run in runs
+                         if run.task in pending and run.link.pid is not None)
+        how = self.restart_hint.replace("{server}", name) if self.restart_hint else \
+            "start it again"
+        raise ToolError(
+            f"its previous process{f' (pid {pids})' if pids else ''} was still stopping "
+            f"{self.stop_wait_s:g} s after it was told to, and a second one beside it could "
+            f"clash over the same files or ports; once it is gone, {how}")
 
     def _failed(self, status: ServerStatus, error: str, what: str) -> None:
         status.state = "failed"
@@ -853,6 +900,13 @@ async def _watched(transport: Any, link: Link) -> AsyncIterator:
                 yield receive, write
             finally:
                 group.cancel_scope.cancel()
+
+
+def approved_as(config: McpServerConfig) -> tuple:
+    """What an "always allow" answer is tied to: the server's name and what it runs (its
+    command, arguments and folder, or its URL). The same name running another program
+    is another server, which the person was never asked about."""
+    return (config.name, config.command, config.args, config.cwd, config.url)
 
 
 def _retrieve(call: asyncio.Future) -> None:

@@ -1,0 +1,198 @@
+"""A server's table removed and added back at once, and what "always allow" was said to.
+
+Real subprocesses: the hostile server (tests/hostile_servers/mcp_stdio.py) keeps
+running after its stdin closes (``--linger``) and has a helper deaf to SIGTERM, so
+stopping it takes the whole grace and a SIGKILL; each start writes down which
+processes of the earlier starts it found still running (``--alive-at-start``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from selfref_tui.agent.mcp.approval import APPROVE_ALWAYS, APPROVE_ONCE
+from selfref_tui.agent.mcp.manager import McpManager
+from selfref_tui.agent.tools.builtin import ToolError
+from selfref_tui.config import load_config
+from tests.agent.helpers import wait_until
+from tests.hostile_servers import mcp_stdio_command, read_pids, wait_gone
+
+from .test_config_reload import said, table
+from .test_hostile_mcp import notices
+from .test_manager import Ctx
+
+
+def slow_to_stop(name: str, pids: Path, seen: Path, *extra: str) -> str:
+    """The table of a server that takes a while to stop: it outlives its stdin, and its
+    helper ignores SIGTERM."""
+    command, args = mcp_stdio_command("--pids", str(pids), "--helpers", "1",
+                                      "--stubborn-helpers", "--linger",
+                                      "--alive-at-start", str(seen))
+    return "\n".join([f"[mcp.servers.{json.dumps(name)}]", f"command = {json.dumps(command)}",
+                      f"args = {json.dumps(list(args))}", *extra, ""]) + "\n"
+
+
+async def manager_of(config_path: Path) -> tuple[McpManager, list]:
+    events: list = []
+    manager = McpManager(load_config(config_path=config_path, env={}).mcp_servers,
+                         events.append)
+    manager.config_path = config_path
+    await manager.wait_started(timeout=60)
+    return manager, events
+
+
+def starts(seen: Path) -> list[str]:
+    """One line per start of the server: the earlier processes it found running."""
+    return seen.read_text().splitlines() if seen.exists() else []
+
+
+async def ready(manager: McpManager, name: str) -> None:
+    await wait_until(lambda: manager.status.get(name) is not None
+                     and manager.status[name].state not in ("starting",), timeout=60,
+                     what=f"{name} started")
+    status = manager.status[name]
+    assert status.state == "ready", status.error
+
+
+async def test_a_table_removed_and_added_back_at_once_starts_once_the_old_group_is_gone(
+        tmp_path):
+    """Removed and added back by two reloads, by two restarts, disabled and enabled again:
+    each time the new process started while the old one and its helper still ran."""
+    config_path, pids, seen = tmp_path / "config.toml", tmp_path / "pids", tmp_path / "seen"
+    server = slow_to_stop("h", pids, seen)
+    config_path.write_text(server, encoding="utf-8")
+    manager, events = await manager_of(config_path)
+    try:
+        assert manager.status["h"].state == "ready", manager.status["h"].error
+        count = 2
+        for how in ("reload", "restart", "enabled"):
+            old = await asyncio.to_thread(read_pids, pids, count)
+            config_path.write_text(server + "enabled = false\n" if how == "enabled" else "",
+                                   encoding="utf-8")
+            assert (manager.reload()[1] if how != "restart" else manager.restart("h") == "")
+            config_path.write_text(server, encoding="utf-8")
+            assert (manager.reload()[1] if how != "restart" else manager.restart("h") == "")
+            assert manager.status["h"].state == "starting"  # waiting for the old one
+            await ready(manager, "h")
+            count += 2
+            await asyncio.to_thread(read_pids, pids, count)
+            assert starts(seen) == [""] * (count // 2), how  # none found the old running
+            assert await asyncio.to_thread(wait_gone, old) == []
+        assert not [n for n in notices(events) if "did not" in n or "failed" in n]
+    finally:
+        await manager.aclose()
+    assert await asyncio.to_thread(wait_gone, read_pids(pids, count)) == []
+
+
+async def test_an_old_process_slower_than_the_bound_leaves_the_new_one_unstarted(tmp_path):
+    """The wait is bounded: past it the server is failed, saying so, and no second process
+    is started beside the first; a restart once the old one is gone starts it."""
+    config_path, pids, seen = tmp_path / "config.toml", tmp_path / "pids", tmp_path / "seen"
+    server = slow_to_stop("h", pids, seen)
+    config_path.write_text(server, encoding="utf-8")
+    manager, events = await manager_of(config_path)
+    manager.restart_hint = "/mcp restart {server}"
+    manager.stop_wait_s = 0.05  # its stop takes its grace and a SIGKILL: longer than that
+    try:
+        old = await asyncio.to_thread(read_pids, pids, 2)
+        supervisor = manager._runs["h"].link.pid
+        config_path.write_text("", encoding="utf-8")
+        assert manager.reload()[1]
+        config_path.write_text(server, encoding="utf-8")
+        assert manager.reload()[1]
+        lines = await said(events, "did not start")
+        assert [n for n in lines if "did not start" in n] == [
+            f"MCP server 'h' did not start: its previous process (pid {supervisor}) was still "
+            "stopping 0.05 s after it was told to, and a second one beside it could clash "
+            "over the same files or ports; once it is gone, /mcp restart h"]
+        assert manager.status["h"].state == "failed" and not manager.handles("mcp__h__echo")
+        assert await asyncio.to_thread(wait_gone, old) == []
+        assert starts(seen) == [""]  # only the first start: no second process was started
+
+        manager.stop_wait_s = 10.0
+        await said(events, "'h' was removed")  # the old run has ended
+        assert manager.restart("h") == ""
+        await ready(manager, "h")
+        assert starts(seen) == ["", ""]
+    finally:
+        await manager.aclose()
+
+
+async def test_always_allow_holds_for_the_server_approved_not_for_its_name(tmp_path):
+    """An answer kept in memory alone (a config that cannot be written): a table removed
+    takes it with it, and another command under the same name is asked about anew."""
+    config_path = tmp_path / "config.toml"
+    config_path.write_text(table("h"), encoding="utf-8")
+    manager, _events = await manager_of(config_path)
+    try:
+        ask = Ctx(answer=APPROVE_ALWAYS)
+        assert await manager.call("mcp__h__echo", {"text": "a"}, ask) == "echo: a"
+        assert len(ask.asked) == 1 and manager.is_trusted("mcp__h__echo")
+        assert manager.restart("h") == ""  # the same server again: still trusted
+        await ready(manager, "h")
+        assert manager.is_trusted("mcp__h__echo")
+
+        # the same name, another program (other arguments)
+        config_path.write_text(table("h", tmp_path / "pids"), encoding="utf-8")
+        assert manager.reload()[1]
+        await ready(manager, "h")
+        assert not manager.is_trusted("mcp__h__echo")  # never approved for this one
+        other = Ctx(answer=APPROVE_ONCE)
+        assert await manager.call("mcp__h__echo", {"text": "b"}, other) == "echo: b"
+        assert len(other.asked) == 1
+
+        config_path.write_text(table("h"), encoding="utf-8")  # the approved one back
+        assert manager.reload()[1]
+        await ready(manager, "h")
+        assert manager.is_trusted("mcp__h__echo")
+
+        config_path.write_text("", encoding="utf-8")
+        assert manager.reload()[1] and "h" not in manager.status
+        config_path.write_text(table("h"), encoding="utf-8")  # back at once, the same table
+        assert manager.reload()[1]
+        await ready(manager, "h")
+        assert not manager.is_trusted("mcp__h__echo")  # removed: its answers went with it
+    finally:
+        await manager.aclose()
+
+
+async def test_an_answer_given_while_the_table_changed_is_not_kept_and_runs_nothing(tmp_path):
+    """The question stays up while the table is pointed at another command and reloaded:
+    "always allow" then was about the server that ran before, so it is neither kept nor
+    saved, and the tool does not run on the new one."""
+    config_path = tmp_path / "config.toml"
+    config_path.write_text(table("h"), encoding="utf-8")
+    manager, _events = await manager_of(config_path)
+    saved: list = []
+    manager.on_trust = lambda server, tool: saved.append((server, tool))
+    asked, answer = asyncio.Event(), asyncio.Event()
+
+    class Person:
+        fds, records = None, []
+
+        async def ask(self, prompt, choices, default):
+            asked.set()
+            await answer.wait()
+            return APPROVE_ALWAYS
+
+    try:
+        call = asyncio.create_task(manager.call("mcp__h__echo", {"text": "hi"}, Person()))
+        await asyncio.wait_for(asked.wait(), 30)
+        config_path.write_text(table("h", tmp_path / "pids"), encoding="utf-8")  # another
+        assert manager.reload()[1]
+        await ready(manager, "h")
+        answer.set()
+        with pytest.raises(ToolError) as error:
+            await call
+        assert str(error.value) == (
+            "the MCP server 'h' was changed in the config by the person while they were asked "
+            "about echo (it runs something else now), so the call did not run and the answer "
+            "was not kept; call the tool again if it is still needed, and the person is asked "
+            "about the server as it is now")
+        assert saved == [] and not manager.is_trusted("mcp__h__echo")
+    finally:
+        await manager.aclose()
