@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from textual import on
 from textual.app import App, ComposeResult
 from textual.widgets import Markdown, Static
@@ -297,3 +298,54 @@ async def test_a_long_task_ends_in_an_ellipsis_and_the_highlighted_one_is_shown_
         table.focus()
         await pilot.press("down")
         await wait_until(pilot, lambda: tasks["fork_2"] in str(heading.render()), what="B")
+
+
+class DockedForkApp(ForkApp):
+    """The panel as the app shows it: 60 columns at the right, a border on its left."""
+
+    CSS = "ForkPanel { dock: right; width: 60; max-width: 100%; border-left: vkey $primary; }"
+
+
+def _line(panel: ForkPanel, row: int) -> str:
+    """What the table draws on ``row`` (0: the headings)."""
+    return "".join(segment.text for segment in panel.table.render_line(row)).rstrip()
+
+
+LONG_TASK = "Read the three config files and list every option that changes the model's context"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (50, 20)], ids=["80x24", "120x40", "50x20"])
+async def test_the_task_column_takes_what_the_status_leaves(size):
+    """The status column was 18 cells whatever it said, so a task got 18 cells beside
+    "✓ done": the status is as wide as what it says, and the task takes the rest of the
+    panel (its end cut with "…"); a running fork's "step 12" is never cut."""
+    app = DockedForkApp()
+    async with app.run_test(size=size) as pilot:
+        panel = app.query_one(ForkPanel)
+        panel.fork_spawned("fork_1", "main::fork::1", LONG_TASK)
+        panel.fork_spawned("fork_2", "main::fork::2", "Short one")
+        panel.fork_progress("fork_1", "running", 12)
+        await pilot.pause()
+        inside = panel.content_size.width
+        table = panel.table
+
+        def widths() -> int:
+            return sum(c.get_render_width(table) for c in table.columns.values())
+
+        running = "● running · step 12"
+        assert running in _line(panel, 1)
+        assert _line(panel, 1).split(" ● ")[0].rstrip().endswith("…")
+        if inside >= 59:
+            assert widths() + 1 == inside  # the scrollbar's column kept, the rest used
+        panel.fork_finished("fork_1", "completed", "done")
+        panel.fork_finished("fork_2", "completed", "done")
+        await pilot.pause()
+        task = _line(panel, 1).split("✓ done")[0].split("fork_1", 1)[1].strip()
+        assert task.endswith("…") and LONG_TASK.startswith(task[:-1])
+        assert "Short one" in _line(panel, 2) and "✓ done" in _line(panel, 2)
+        if inside >= 59:
+            assert widths() + 1 == inside
+            # the task got the 13 cells "● running · step 12" no longer needs
+            assert len(task) == inside - 1 - 8 - 7 - 7 - len("✓ done")
+        else:  # too narrow for all: the task keeps a few cells, the table scrolls sideways
+            assert len(task) >= 8

@@ -127,30 +127,42 @@ def test_sidebar_with_experiences(snap_compare, tmp_path, utc_clock):
         assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
+def _two_finished_forks(app):
+    """The demo's two forks, finished, and the panel shown again (ctrl+t)."""
+
+    async def run_before(pilot) -> None:
+        await started(pilot, app)
+        await type_and_send(pilot, "fork two helpers")
+        await turn_done(pilot, app, timeout=30)
+        panel = app.fork_panel
+        await wait_until(
+            pilot,
+            lambda: (
+                len(panel.forks) == 2
+                and all(f["status"] in ("completed", "done") for f in panel.forks)
+            ),
+            timeout=30,
+            what="two finished forks",
+        )
+        await wait_until(pilot, lambda: not panel.display, what="the panel gone by itself")
+        await pilot.press("ctrl+t")  # the person looks at the forks again
+        steady_durations(app)
+        await steady_usage(pilot, app)
+
+    return run_before
+
+
 def test_fork_panel_with_two_forks(snap_compare, tmp_path):
+    """The tasks take what "✓ done" leaves of the panel's width, cut with "…"."""
     with thread_server(DEMO_SCRIPT) as url:
         app = make_app(tmp_path, url, clock=fixed_clock)
+        assert snap_compare(app, terminal_size=SIZE, run_before=_two_finished_forks(app))
 
-        async def run_before(pilot) -> None:
-            await started(pilot, app)
-            await type_and_send(pilot, "fork two helpers")
-            await turn_done(pilot, app, timeout=30)
-            panel = app.fork_panel
-            await wait_until(
-                pilot,
-                lambda: (
-                    len(panel.forks) == 2
-                    and all(f["status"] in ("completed", "done") for f in panel.forks)
-                ),
-                timeout=30,
-                what="two finished forks",
-            )
-            await wait_until(pilot, lambda: not panel.display, what="the panel gone by itself")
-            await pilot.press("ctrl+t")  # the person looks at the forks again
-            steady_durations(app)
-            await steady_usage(pilot, app)
 
-        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+def test_fork_panel_at_80x24(snap_compare, tmp_path):
+    with thread_server(DEMO_SCRIPT) as url:
+        app = make_app(tmp_path, url, clock=fixed_clock)
+        assert snap_compare(app, terminal_size=(80, 24), run_before=_two_finished_forks(app))
 
 
 def test_export_dialog(snap_compare, tmp_path, monkeypatch):

@@ -28,6 +28,7 @@ from textual.reactive import var
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import DataTable, Static
+from textual.widgets.data_table import ColumnKey
 
 from selfref_tui.safety import inert, inert_line
 from selfref_tui.ui.stream_stop import stop_stream
@@ -38,11 +39,15 @@ if TYPE_CHECKING:
 FINISHED = frozenset({"completed", "done", "error", "cancelled"})
 #: a tool line's statuses while its call runs
 OPEN_TOOL = frozenset({"running", "started"})
-#: the panel is 60 cells wide (59 inside its border): fork 7, task, status 18 (its longest
-#: state, "● running · step 12"), elapsed 7, each with a cell of padding either side, and
-#: a column for the list's scrollbar past 8 forks. A longer task ends in "…"; the
-#: highlighted fork's whole task is the heading under the list.
+#: the columns' widths but the task's: fork 7, elapsed 7 ("1h 05m"); status is as wide as
+#: the widest shown ("✓ done" 6, "● running · step 12" 18, never under its heading's 6)
+FORK_WIDTH, ELAPSED_WIDTH, STATUS_MIN = 7, 7, 6
+#: what else a row takes: a cell of padding either side of its 4 columns, and a column
+#: for the list's scrollbar past 8 forks
+ROW_EXTRA = 4 * 2 + 1
+#: the task's width before the panel has a size, and the least it gets in a narrow one
 TASK_WIDTH = 18
+TASK_MIN = 8
 
 
 def format_elapsed(seconds: float | None) -> str:
@@ -108,11 +113,12 @@ class ForkRow:
             return None
         return (self.ended if self.ended is not None else now) - self.started
 
-    def cells(self, now: float) -> dict[str, Content | str]:
+    def cells(self, now: float, task_width: int = TASK_WIDTH) -> dict[str, Content | str]:
+        """The row's cells, its task cut to ``task_width`` (ending in "…")."""
         return {
             # Content, never str: a DataTable parses a str cell as markup.
             "fork": Content.styled(inert_line(self.fork_id), "bold"),
-            "task": Content(inert_line(self.task, TASK_WIDTH)),
+            "task": Content(inert_line(self.task, task_width)),
             "status": status_content(self.status, self.step),
             "elapsed": format_elapsed(self.elapsed(now)),
         }
@@ -198,17 +204,21 @@ class ForkPanel(Vertical):
         #: the view worker is under way (it takes whatever comes due meanwhile)
         self._view_running = False
         self._ticker: Timer | None = None
+        #: the task's and the status's columns' widths, as the table has them
+        self._widths = (TASK_WIDTH, 18)
         # is_mounted only turns true after on_mount returns; this is set inside it.
         self._ready = False
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="section-title")
         table: DataTable[Any] = DataTable(cursor_type="row", zebra_stripes=False)
-        # Fixed widths: cells change as forks progress and must not shift the columns.
-        table.add_column("fork", key="fork", width=7)
-        table.add_column("task", key="task", width=TASK_WIDTH)
-        table.add_column("status", key="status", width=18)
-        table.add_column("elapsed", key="elapsed", width=7)
+        # Widths set here, not measured by the table from the cells: the task takes what
+        # the others leave (_fit_columns), and elapsed times ticking never shift a column.
+        task, status = self._widths
+        table.add_column("fork", key="fork", width=FORK_WIDTH)
+        table.add_column("task", key="task", width=task)
+        table.add_column("status", key="status", width=status)
+        table.add_column("elapsed", key="elapsed", width=ELAPSED_WIDTH)
         yield table
         yield Static("", classes="fork-heading")
         yield VerticalScroll(id="fork-transcript")
@@ -406,23 +416,55 @@ class ForkPanel(Vertical):
         self._schedule_sync()
 
     # -- table ----------------------------------------------------------------------------
+    def on_resize(self) -> None:
+        if self._ready and self.rows and self._fit_columns():
+            self._show_rows({}, self.rows)
+
+    def _fit_columns(self) -> bool:
+        """Give the task column what the others leave of the panel's width: True when the
+        widths changed (every task is then cut again).
+
+        The status column is as wide as the widest status shown, and does not
+        narrow while a fork still runs (a step going from 12 to 9 would shift the
+        task's end back and forth); once all have finished it fits what they say.
+        """
+        rows = self.rows.values()
+        status = max([STATUS_MIN, *(status_content(f.status, f.step).cell_length
+                                    for f in rows)])
+        if any(not f.finished for f in rows):
+            status = max(status, self._widths[1])
+        room = self.content_size.width or 59  # before the first layout: 60 less the border
+        task = max(TASK_MIN, room - ROW_EXTRA - FORK_WIDTH - ELAPSED_WIDTH - status)
+        if (task, status) == self._widths:
+            return False
+        self._widths = task, status
+        columns = self.table.columns
+        columns[ColumnKey("task")].width = task
+        columns[ColumnKey("status")].width = status
+        return True
+
     def _show_rows(self, old: Mapping[str, ForkRow], new: Mapping[str, ForkRow]) -> None:
-        """Only the rows that changed, and in them only the cells that changed."""
+        """Only the rows that changed, and in them only the cells that changed (every
+        row's when the columns' widths changed: each task is cut again)."""
         table = self.table
         if not new:
             table.clear()
             return
-        now = self._clock()
+        refit = self._fit_columns()
+        if refit:
+            old = {}
+        now, width = self._clock(), self._widths[0]
         for fork_id, fork in new.items():
             if old.get(fork_id) == fork and fork_id in table.rows:
                 continue
-            cells = fork.cells(now)
+            cells = fork.cells(now, width)
             if fork_id in table.rows:
                 before = old.get(fork_id)
-                shown = before.cells(now) if before is not None else {}
+                shown = before.cells(now, width) if before is not None else {}
                 for column, value in cells.items():
                     if column == "elapsed" or shown.get(column) != value:
-                        table.update_cell(fork_id, column, value)
+                        # the new widths measured with the cells (the table's size)
+                        table.update_cell(fork_id, column, value, update_width=refit)
             else:
                 table.add_row(*cells.values(), key=fork_id)
                 if fork_id == self.chosen:
