@@ -23,6 +23,13 @@ went wrong there:
   keys; two pastes in one burst come as one, their marks shown. Keys that come in the same
   burst as a paste's end (a script's paste and Enter) wait for the pause,
   0.1 s; a person's first key after a paste comes later than that.
+- **The mouse moving right after a paste.** A terminal reports each move, many
+  a second, and that input was no pause: the paste waited until the mouse
+  rested. Mouse reports are not taken to continue a paste: 0.1 s with nothing
+  else after its end mark is the pause (:attr:`PasteGuard.moved_only`). They
+  count as input again past :data:`MOUSE_HELD_CHARS`, more than a hand moves
+  in that time, so a paste padded with text that reads as mouse reports after
+  an end mark of its own does not end there.
 - **A large paste** went through Textual's parser a character at a time, a
   Python generator step each: 2 MB took seconds of CPU. The paste's text goes
   round it (:class:`TerminalInput`), which makes the ``Paste`` event itself.
@@ -43,7 +50,9 @@ Textual's own (textual 8), and only that loop is replaced.
 from __future__ import annotations
 
 import os
+import re
 import selectors
+import time
 from codecs import getincrementaldecoder
 
 from textual._loop import loop_last
@@ -58,6 +67,16 @@ ESC = "\x1b"
 SHOWN_ESC = "\u241b"
 PASTE_START = "\x1b[200~"
 PASTE_END = "\x1b[201~"
+#: seconds without input (mouse reports aside) after an end mark that make it the end
+PAUSE_S = 0.1
+#: SGR mouse reports (``ESC[<button;x;yM``, ``m`` for a release), as many as there are,
+#: then maybe the first part of one more (the rest in the next read)
+_MOUSE_RUN = re.compile(r"(?:\x1b\[<\d+;\d+;\d+[Mm])*"
+                        r"(\x1b(?:\[(?:<(?:\d+(?:;(?:\d+(?:;\d*)?)?)?)?)?)?)?")
+#: characters held after an end mark up to which mouse reports are still taken as a hand
+#: on the mouse (a move is about 12; a terminal reports a move per cell, some hundreds a
+#: second at most)
+MOUSE_HELD_CHARS = 8_192
 #: what the app says when its input ends (``selfref-tui < file``, run without the CLI's check)
 INPUT_ENDED = ("selfref-tui: standard input ended (it is not a terminal), so no key can be "
                "read; run the app in a terminal")
@@ -113,6 +132,11 @@ class PasteGuard:
         #: its start was joined again at each read, hours of copying for 50 MB.
         self._after: list[str] | None = None
         self._tail = ""  # the last characters of ``_after``: an end mark cut across reads
+        #: the last :meth:`feed` brought only mouse reports after an end mark that waits:
+        #: no input that keeps the paste open (see :data:`PAUSE_S`)
+        self.moved_only = False
+        self._mouse_part = ""  # the first part of a mouse report cut across reads
+        self._mouse_chars = 0  # characters held since the end mark
 
     @property
     def holding(self) -> bool:
@@ -121,6 +145,7 @@ class PasteGuard:
 
     def feed(self, text: str) -> list[str]:
         out: list[str] = []
+        self.moved_only = self._after is not None and bool(text)
         while text:
             if self._after is not None:
                 text = self._confirm(text, out)
@@ -134,7 +159,8 @@ class PasteGuard:
                     self._held = text[len(text) - keep:]
                     break
                 out.append(PastedText(text[:end].replace(ESC, SHOWN_ESC)))
-                self._after, self._tail = [], ""
+                self._hold()
+                self.moved_only = False  # the end mark itself: input
                 text = text[end + len(PASTE_END):]
             else:
                 joined = self._seen + text
@@ -160,6 +186,7 @@ class PasteGuard:
         if end < 0:
             self._after.append(text)
             self._tail = probe[-(len(PASTE_END) - 1):]
+            self._moved(text)
             return ""
         # the mark was the paste's own text; the second one begins at ``cut`` in ``text``
         # (below 0: in what was held already)
@@ -167,14 +194,34 @@ class PasteGuard:
         held = "".join(self._after)
         between = held + text[:cut] if cut >= 0 else held[:len(held) + cut]
         out.append(PastedText((PASTE_END + between).replace(ESC, SHOWN_ESC)))
-        self._after, self._tail = [], ""
+        self._hold()
+        self.moved_only = False
         return text[cut + len(PASTE_END):]
+
+    def _hold(self) -> None:
+        """An end mark came: what follows waits until it is known to be the end."""
+        self._after, self._tail = [], ""
+        self._mouse_part, self._mouse_chars = "", 0
+
+    def _moved(self, text: str) -> None:
+        """Whether ``text``, held after an end mark, was mouse reports alone (and not
+        more of them than a hand makes), for :attr:`moved_only`."""
+        self._mouse_chars += len(text)
+        found = None
+        if self._mouse_chars <= MOUSE_HELD_CHARS:  # (a paste held back: no scan, no copy)
+            found = _MOUSE_RUN.fullmatch(self._mouse_part + text)
+        if found is None:
+            self.moved_only = False
+            self._mouse_part = ""
+            return
+        self._mouse_part = found.group(1) or ""
 
     def _end(self, out: list[str]) -> None:
         out.append(PasteEnds(PASTE_END))
         self.pasting = False
         self._seen = ""
         self._after = None
+        self.moved_only = False
 
     def idle(self) -> list[str]:
         """The input paused: an end mark waiting is the paste's end; what came after it
@@ -206,6 +253,17 @@ class TerminalInput:
 
     def feed(self, raw: bytes, final: bool = False) -> list[Message]:
         return self._parse(self._guard.feed(self._decode(raw, final=final)))
+
+    @property
+    def holding(self) -> bool:
+        """A paste's end mark waits for a pause (:meth:`idle`)."""
+        return self._guard.holding
+
+    @property
+    def moved_only(self) -> bool:
+        """The last :meth:`feed` was mouse reports alone after an end mark that waits: no
+        input that puts the pause off."""
+        return self._guard.moved_only
 
     def idle(self) -> list[Message]:
         """No input for a moment: what waited for it, then the parser's own timeouts (a
@@ -262,10 +320,13 @@ class GuardedDriver(LinuxDriver):
         event_read = selectors.EVENT_READ
         terminal = TerminalInput(self._debug)
         read = os.read
+        clock = time.monotonic
+        stirred = clock()  # the last input that was not mouse reports after an end mark
 
         def process_selector_events(
             selector_events: list[tuple[selectors.SelectorKey, int]], final: bool = False
         ) -> None:
+            nonlocal stirred
             for last, (_key, mask) in loop_last(selector_events):
                 if mask & event_read:
                     raw = read(fileno, 1 << 16)  # a large paste in fewer rounds
@@ -274,15 +335,19 @@ class GuardedDriver(LinuxDriver):
                         break
                     for event in terminal.feed(raw, final=final and last):
                         self.process_message(event)
-            for event in terminal.tick() if selector_events else terminal.idle():
+                    if not terminal.moved_only:
+                        stirred = clock()
+            # a pause, the mouse's reports aside (a hand on it never rests for long)
+            paused = not selector_events or (terminal.holding and clock() - stirred >= PAUSE_S)
+            for event in terminal.idle() if paused else terminal.tick():
                 self.process_message(event)
 
         try:
             while not self.exit_event.is_set():
-                process_selector_events(selector.select(0.1))
+                process_selector_events(selector.select(PAUSE_S))
             if selector.get_map():
                 selector.unregister(self.fileno)
-            process_selector_events(selector.select(0.1), final=True)
+            process_selector_events(selector.select(PAUSE_S), final=True)
         finally:
             selector.close()
             terminal.close()

@@ -7,6 +7,7 @@ what it did is read back from the store.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -16,7 +17,9 @@ import struct
 import subprocess
 import sys
 import termios
+import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 from textual.events import Paste
@@ -115,6 +118,43 @@ def test_keys_after_a_paste_wait_only_for_the_pause():
         [("Paste", "c"), ("Key", "d")]
 
 
+def test_mouse_reports_after_an_end_mark_do_not_put_the_pause_off():
+    """The driver takes 0.1 s with only mouse reports after an end mark as the pause
+    (:attr:`PasteGuard.moved_only`); they are held with the rest and come after the paste."""
+    guard = PasteGuard()
+    assert guard.feed(f"{PASTE_START}a{PASTE_END}\x1b[<35;1;5M") == [PASTE_START, "a"]
+    assert not guard.moved_only  # the end mark came in this read: input
+    for read in ("\x1b[<35;2;5M\x1b[<35;3;5M", "\x1b[<35;1", "0;5M", "\x1b[<0;10;5M\x1b[<0;10;5m"):
+        assert guard.feed(read) == [] and guard.moved_only, read
+    assert guard.feed("x") == [] and not guard.moved_only  # a key: input
+    assert guard.feed("\x1b[<35;4;5M") == [] and guard.moved_only
+    assert guard.feed("\x1b[<35;4;") == [] and guard.moved_only  # cut: the rest comes next
+    assert guard.feed("5Mz") == [] and not guard.moved_only
+    assert guard.idle() == [PASTE_END, "\x1b[<35;1;5M\x1b[<35;2;5M\x1b[<35;3;5M\x1b[<35;10;5M"
+                            "\x1b[<0;10;5M\x1b[<0;10;5mx\x1b[<35;4;5M\x1b[<35;4;5Mz"]
+    assert not guard.moved_only and guard.feed("\x1b[<35;5;5M") and not guard.moved_only
+
+    reader = TerminalInput()  # through the key parser: the paste, then the mouse's moves
+    assert reader.feed(f"{PASTE_START}b{PASTE_END}".encode()) == [] and reader.holding
+    assert reader.feed(b"\x1b[<35;7;3M") == [] and reader.moved_only
+    assert kinds(reader.idle()) == [("Paste", "b"), ("MouseMove", "")]
+
+
+def test_text_that_reads_as_mouse_reports_in_a_paste_stays_its_text():
+    """After an end mark of the paste's own, text shaped as mouse reports is held as any
+    other: a second end mark makes it all text, and past what a hand makes in a moment
+    it is input that puts the pause off."""
+    reports = "".join(f"\x1b[<0;{x % 200 + 1};1M" for x in range(900))  # clicks
+    guard = PasteGuard()
+    guard.feed(f"{PASTE_START}a{PASTE_END}")
+    for at in range(0, len(reports), 4096):  # read as a terminal gives it
+        guard.feed(reports[at:at + 4096])
+    assert not guard.moved_only  # more than a hand makes: it counts as input
+    assert guard.feed(f"\rrm -rf ~\r{PASTE_END}") == [
+        PastedText(f"{PASTE_END}{reports}\rrm -rf ~\r".replace("\x1b", "␛"))]
+    assert guard.holding and guard.idle() == [PASTE_END]
+
+
 def test_a_start_mark_cut_by_a_pause_loses_no_paste(monkeypatch):
     """The parser gives up on a sequence after a pause and types what it has as keys. A
     start mark cut there is the start to the guard, not to the parser: the paste's text
@@ -156,8 +196,32 @@ def _sent() -> list[str]:
     return [m["content"] for m in json.loads(result.stdout) if m["role"] == "user"]
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX terminal")
-def test_a_pasted_terminal_log_and_a_stray_byte_are_sent_as_shown(tmp_path):
+class PtyApp:
+    """The real program on a real pseudo-terminal: what it draws is read (and kept) as it
+    comes, so its writes never wait on us."""
+
+    def __init__(self, master: int, proc: subprocess.Popen) -> None:
+        self.master, self.proc = master, proc
+        self.screen = bytearray()
+
+    def write(self, data: bytes) -> None:
+        os.write(self.master, data)
+
+    def read_until(self, done, what: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while not done():
+            assert self.proc.poll() is None, f"the app ended: {bytes(self.screen[-400:])!r}"
+            assert time.monotonic() < deadline, f"no {what} within {timeout} s"
+            if select.select([self.master], [], [], 0.2)[0]:
+                try:
+                    self.screen.extend(os.read(self.master, 65536))
+                except OSError:
+                    pass
+
+
+@contextlib.contextmanager
+def pty_app(tmp_path) -> Iterator[PtyApp]:
+    """``selfref-tui --demo`` at 120x40 on a pty, once it drew its first frame."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     proc = subprocess.Popen(
@@ -165,35 +229,61 @@ def test_a_pasted_terminal_log_and_a_stray_byte_are_sent_as_shown(tmp_path):
         stderr=slave, env=_env({"TERM": "xterm-256color"}), cwd=tmp_path,
         start_new_session=True)
     os.close(slave)
-    screen = bytearray()
-
-    def read_until(done, what: str, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while not done():
-            assert proc.poll() is None, f"the app ended: {bytes(screen[-400:])!r}"
-            assert time.monotonic() < deadline, f"no {what} within {timeout} s"
-            if select.select([master], [], [], 0.2)[0]:
-                try:
-                    screen.extend(os.read(master, 65536))
-                except OSError:
-                    pass
-
+    app = PtyApp(master, proc)
     try:
-        read_until(lambda: b"F1 help" in screen, "first frame")
-        os.write(master, f"{PASTE_START}{PASTED}{PASTE_END}\r".encode())
-        read_until(lambda: len(_sent()) == 1, "stored message")
-        assert _sent() == [SHOWN]
-        os.write(master, b"\xff and more\r")  # not UTF-8 (xterm's 8-bit Alt sends such bytes)
-        read_until(lambda: len(_sent()) == 2, "second stored message")
-        assert _sent()[1] == "\ufffd and more"
-        # the end mark inside a paste: one message, nothing of it typed as keys
-        os.write(master, f"{PASTE_START}{TRAP}{PASTE_END}\r".encode())
-        read_until(lambda: len(_sent()) >= 3, "the pasted message")
-        os.write(master, b"last\r")
-        read_until(lambda: _sent()[-1:] == ["last"], "the message after it")
-        assert _sent()[2:] == ["one␛[201~\nrm -rf ~\n␛[200~", "last"]
+        app.read_until(lambda: b"F1 help" in app.screen, "first frame")
+        yield app
         assert proc.poll() is None
     finally:
         proc.kill()
         proc.wait(30)
         os.close(master)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX terminal")
+def test_a_pasted_terminal_log_and_a_stray_byte_are_sent_as_shown(tmp_path):
+    with pty_app(tmp_path) as app:
+        app.write(f"{PASTE_START}{PASTED}{PASTE_END}\r".encode())
+        app.read_until(lambda: len(_sent()) == 1, "stored message")
+        assert _sent() == [SHOWN]
+        app.write(b"\xff and more\r")  # not UTF-8 (xterm's 8-bit Alt sends such bytes)
+        app.read_until(lambda: len(_sent()) == 2, "second stored message")
+        assert _sent()[1] == "\ufffd and more"
+        # the end mark inside a paste: one message, nothing of it typed as keys
+        app.write(f"{PASTE_START}{TRAP}{PASTE_END}\r".encode())
+        app.read_until(lambda: len(_sent()) >= 3, "the pasted message")
+        app.write(b"last\r")
+        app.read_until(lambda: _sent()[-1:] == ["last"], "the message after it")
+        assert _sent()[2:] == ["one␛[201~\nrm -rf ~\n␛[200~", "last"]
+
+
+def move(x: int, y: int = 5) -> str:
+    """What a terminal sends as the mouse moves over cell (x, y), no button held (SGR)."""
+    return f"\x1b[<35;{x};{y}M"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX terminal")
+def test_a_paste_is_sent_while_the_mouse_never_rests(tmp_path):
+    """A hand moving the mouse right after a paste (the terminal reporting a move every few
+    milliseconds) is no input that keeps the paste open: the paste, and Enter typed after
+    it, went through only once the mouse rested."""
+    with pty_app(tmp_path) as app:
+        resting = threading.Event()
+        moves = [0]
+
+        def mouse() -> None:
+            while not resting.wait(0.01):
+                moves[0] += 1
+                app.write(move(10 + moves[0] % 50).encode())
+
+        mover = threading.Thread(target=mouse, daemon=True)
+        mover.start()
+        try:
+            app.read_until(lambda: moves[0] > 5, "the mouse moving")
+            app.write(f"{PASTE_START}pasted as the mouse moved{PASTE_END}\r".encode())
+            app.read_until(lambda: _sent() == ["pasted as the mouse moved"],
+                           "the paste sent while the mouse moved")
+            assert mover.is_alive()  # it never rested
+        finally:
+            resting.set()
+            mover.join(10)
