@@ -14,6 +14,12 @@ then; "settled" first waits for the old process to be gone, so it times the star
 would time out), with a call waiting on it, and also times ``call ends``: from
 ``restart`` to that call's error saying the server was restarted.
 
+"removed and added back" takes a ready server's table out of config.toml and puts it
+back at once, two ``/mcp reload``s ("slow to stop": a server that outlives its stdin
+with a helper deaf to SIGTERM); it times ``ready`` and ``old gone`` from the second
+reload and counts the new starts that found a process of the old one still running
+(the server writes that down as it starts: ``--alive-at-start``).
+
     python bench/mcp_restart_bench.py [--runs 5]
 """
 
@@ -32,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from selfref_tui.agent.mcp.manager import McpManager  # noqa: E402
 from selfref_tui.agent.tools.builtin import ToolError  # noqa: E402
-from selfref_tui.config import McpServerConfig  # noqa: E402
+from selfref_tui.config import McpServerConfig, load_config  # noqa: E402
 from tests.hostile_servers import alive, mcp_stdio_command, read_pids, wait_gone  # noqa: E402
 
 
@@ -84,6 +90,44 @@ async def one(mode: str) -> tuple[float, float, float]:
             await manager.aclose(quitting=True)
 
 
+async def readded(slow: bool) -> tuple[float, float, bool]:
+    """One table removed and added back at once: (ready, old gone, the new start found
+    a process of the old one running)."""
+    import json
+
+    with tempfile.TemporaryDirectory() as tmp:
+        pids, seen, path = Path(tmp) / "pids", Path(tmp) / "seen", Path(tmp) / "config.toml"
+        extra = ("--stubborn-helpers", "--linger") if slow else ()
+        command, argv = mcp_stdio_command("--pids", str(pids), "--helpers", "1",
+                                          "--alive-at-start", str(seen), *extra)
+        table = (f"[mcp.servers.h]\ncommand = {json.dumps(command)}\n"
+                 f"args = {json.dumps(list(argv))}\n")
+        path.write_text(table, encoding="utf-8")
+        manager = McpManager(load_config(config_path=path, env={}).mcp_servers)
+        manager.config_path = path
+        await manager.wait_started(timeout=60)
+        try:
+            old = await asyncio.to_thread(read_pids, pids, 2)
+            path.write_text("", encoding="utf-8")
+            assert manager.reload()[1]
+            path.write_text(table, encoding="utf-8")
+            started = time.perf_counter()
+            assert manager.reload()[1]
+            gone: float | None = None
+            while manager.status["h"].state == "starting":
+                if gone is None and not any(alive(p) for p in old):
+                    gone = time.perf_counter() - started
+                await asyncio.sleep(0.005)
+            ready = time.perf_counter() - started
+            assert manager.status["h"].state == "ready", manager.status["h"].error
+            if gone is None:
+                gone = 0.0 if not any(alive(p) for p in old) else float("nan")
+            overlap = seen.read_text().splitlines()[1] != ""
+            return ready, gone, overlap
+        finally:
+            await manager.aclose(quitting=True)
+
+
 async def main(runs: int) -> None:
     for mode in ("at once", "settled", "deaf"):
         readies, gones, ends = [], [], []
@@ -97,6 +141,14 @@ async def main(runs: int) -> None:
         print(f"  restart {mode:<8} ready: median {statistics.median(readies) * 1000:6.0f} ms  "
               f"max {max(readies) * 1000:6.0f} ms   old gone: median "
               f"{statistics.median(gones) * 1000:6.0f} ms{call}   (n={runs})")
+    for slow in (False, True):
+        found = [await readded(slow) for _ in range(runs)]
+        readies, gones = [f[0] for f in found], [f[1] for f in found]
+        label = "removed and added back" + (", slow to stop" if slow else "")
+        print(f"  {label:<36} ready: median {statistics.median(readies) * 1000:6.0f} ms  "
+              f"max {max(readies) * 1000:6.0f} ms   old gone: median "
+              f"{statistics.median(gones) * 1000:6.0f} ms   new start found the old running: "
+              f"{sum(f[2] for f in found)} of {runs}")
 
 
 if __name__ == "__main__":

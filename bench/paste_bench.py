@@ -15,6 +15,9 @@ Three figures for a paste of ``--mb`` megabytes (80-column lines):
 - **the same paste with an end mark near its start** (``ESC[201~``, sent as it is
   by a terminal that does not filter it), on the pty: the rest of the paste is
   held until it shows the mark was text, and was joined again at each read.
+- **the same paste, the mouse moving right after it**, on the pty: a mouse report
+  (SGR, a move over the next cell) written every 10 ms from the paste's last byte
+  until the chip shows; they once held the paste back until the mouse rested.
 
     python bench/paste_bench.py [--mb 2] [--runs 3]
 """
@@ -50,8 +53,9 @@ def pasted(mb: float) -> str:
     return LINE * int(mb * 2**20 / len(LINE))
 
 
-def on_a_pty(text: str, timeout: float = 300) -> float:
-    """Seconds from the paste's first byte written to the app's screen showing its chip."""
+def on_a_pty(text: str, timeout: float = 300, mouse: bool = False) -> float:
+    """Seconds from the paste's first byte written to the app's screen showing its chip;
+    ``mouse``: the mouse reported moving every 10 ms from the paste's last byte on."""
     chip = f"pasted {text.count(chr(10))} lines".encode()
     data = (PASTE_START + text + PASTE_END).encode()
     with tempfile.TemporaryDirectory(prefix="paste-bench-") as tmp:
@@ -86,12 +90,27 @@ def on_a_pty(text: str, timeout: float = 300) -> float:
                 while view:
                     view = view[os.write(master, view[:65536]):]
 
+            shown = threading.Event()
+
+            def move() -> None:  # after the paste, as a hand on the mouse would
+                writer.join(timeout)
+                x = 0
+                while not shown.wait(0.01):
+                    x = x % 100 + 1
+                    os.write(master, f"\x1b[<35;{x};5M".encode())
+
             started = time.perf_counter()
             writer = threading.Thread(target=write, daemon=True)
             writer.start()
+            mover = threading.Thread(target=move, daemon=True)
+            if mouse:
+                mover.start()
             read_until(chip, mark)
             took = time.perf_counter() - started
+            shown.set()
             writer.join(timeout)
+            if mouse:
+                mover.join(timeout)
             return took
         finally:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -172,7 +191,9 @@ def main() -> None:
                            lambda: asyncio.run(into_the_input(text))),
                           ("terminal -> input (real app on a pty)", lambda: on_a_pty(text)),
                           ("  the same, an end mark near its start",
-                           lambda: on_a_pty(MARKED + text))]:
+                           lambda: on_a_pty(MARKED + text)),
+                          ("  the same, the mouse moving right after it",
+                           lambda: on_a_pty(text, timeout=60, mouse=True))]:
         runs = [measure() for _ in range(args.runs)]
         print(f"{name:58} median {statistics.median(runs) * 1000:8.0f} ms   "
               f"max {max(runs) * 1000:8.0f} ms   ({args.runs} runs)")
