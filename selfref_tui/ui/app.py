@@ -287,7 +287,7 @@ class SelfRefApp(
             from selfref_tui.ui.screens.welcome import WelcomeScreen
 
             self.header.status = "not configured"
-            self.push_screen(WelcomeScreen(), self._welcome_done)
+            self.push_screen(WelcomeScreen(self.config.config_path), self._welcome_done)
         else:
             # After the first frame: the runtime's imports run in a thread, and a
             # thread importing openai holds the GIL the first frame is drawn with.

@@ -312,6 +312,22 @@ async def test_welcome_names_the_config_file_in_use(tmp_path):
         assert str(tmp_path / "config.toml") in app.screen.query_one("Markdown").source
 
 
+async def test_the_apps_welcome_names_the_config_given_with_dash_dash_config(tmp_path):
+    """``--config FILE``: the welcome tells the person to edit that file, not the default."""
+    from selfref_tui.config import load_config
+    from selfref_tui.ui.app import SelfRefApp
+
+    given = tmp_path / "elsewhere" / "mine.toml"
+    config = load_config(config_path=given, data_dir=tmp_path / "data", env={})
+    assert config.unconfigured
+    app = SelfRefApp(config)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, WelcomeScreen)
+        source = app.screen.query_one("Markdown").source
+        assert str(given) in source and str(tmp_path / "config.toml") not in source
+
+
 async def test_new_key_prompt_suggests_a_name_and_refuses_one_in_use():
     from selfref_tui.ui.screens.new_key_prompt import NewKeyPrompt
 
