@@ -27,6 +27,7 @@ from selfref_tui.ui.screens import (
 )
 from selfref_tui.ui.screens.approval import ApprovalScreen
 from selfref_tui.ui.screens.choice_list import ChoiceList
+from selfref_tui.ui.screens.compaction_review import CompactionReviewScreen
 from selfref_tui.ui.screens.memory_consent import MemoryConsentScreen
 from selfref_tui.ui.screens.model_picker import ModelPicker
 from selfref_tui.ui.screens.new_key_prompt import NewKeyPrompt
@@ -138,3 +139,79 @@ async def test_a_long_list_scrolls_inside_its_dialog_and_leaves_the_hint_in_view
             region = part.region
             assert region.height and inside.y <= region.y, (name, part, region, inside)
             assert region.bottom <= inside.bottom, (name, part, region, inside)
+
+
+ACTIONS = [
+    ("rewind", "Rewind to here: the context goes back to just before message 12 (its text "
+               "comes back to edit)"),
+    ("edit", "Edit and resend this message"),
+    ("branch", "Branch from here: a new conversation from before message 12"),
+    ("pin", "Pin: every compaction keeps it verbatim"),
+    ("regenerate", "Regenerate the last answer (the old one is kept, rewound)"),
+    ("undo", "Undo the last rewind"),
+]
+LONG_ARGUMENTS = '{"path": "notes.txt", "text": "' + "lorem ipsum " * 80 + '"}'
+FILES = [(f"notes/file-{n}.txt", "restoring writes it back as it was", "") for n in range(8)]
+
+#: each dialog as it opens with much to show, and the parts that must stay in view: its
+#: keys and buttons (a list's highlighted row is looked at too)
+CROWDED: dict[str, tuple[Callable[[], Screen], tuple[str, ...]]] = {
+    "conversations": (lambda: KeySwitcher(
+        [{"key": f"conv-{n}", "messages": n, "updated": "2025-03-01T10:22:33"}
+         for n in range(40)], "conv-3"), ("#hint",)),
+    "models": (lambda: ModelPicker([f"model-{n}" for n in range(40)], "model-3"), ("#hint",)),
+    "message actions": (lambda: ChoiceList(
+        "Message", ACTIONS, about="#12 user: please write a function that computes the "
+                                  "fibonacci numbers and explain it"), ("#hint",)),
+    "rewind picker": (LONG_LISTS["message actions"], ("#hint",)),
+    "restore": (lambda: RestoreFiles(FILES), ("#hint", "#restore", "#keep")),
+    "restore after an undo": (lambda: RestoreFiles(
+        FILES, undo=True, note="Two files changed since: they are left as they are."),
+        ("#hint", "#restore", "#keep")),
+    "compaction review": (lambda: CompactionReviewScreen(
+        "## Goal\nPlan a trip\n## Facts\n" + "\n".join(f"- fact {n}" for n in range(40))),
+        ("#summary", "#accept", "#cancel")),
+    "approval": (lambda: ApprovalScreen(Approval("files", "write_file", LONG_ARGUMENTS)),
+                 ("#arguments", "#hint", "#choice-0", "#choice-2")),
+    "memory consent": (lambda: MemoryConsentScreen(Consent("remember", "I like Python " * 40)),
+                       ("#text", "#hint", "#choice-0", "#choice-1")),
+    "new conversation": (lambda: NewKeyPrompt("project-y"), ("#hint",)),
+}
+
+
+def _drawn(widget) -> str:
+    """The lines ``widget`` draws where it is scrolled to."""
+    return "\n".join("".join(segment.text for segment in widget.render_line(y))
+                     for y in range(widget.size.height))
+
+
+@pytest.mark.parametrize("name", list(CROWDED))
+@pytest.mark.parametrize("size", [(60, 20), (80, 24), (120, 40)], ids=["60x20", "80x24", "120x40"])
+async def test_a_crowded_dialog_keeps_its_list_keys_and_buttons_in_view(name, size):
+    """At 60x20 the margins, the paragraph about the dialog and the blank lines took the
+    height: the switcher's and the model picker's keys, the restore dialog's buttons, an
+    approval's buttons under long arguments were cut off at the dialog's bottom. Each
+    part that must be seen is inside the dialog's box (its border and padding left
+    out), and a list shows rows, its highlighted one among them."""
+    make, parts = CROWDED[name]
+    app = Host()
+    async with app.run_test(size=size) as pilot:
+        app.push_screen(make())
+        await pilot.pause()
+        await pilot.pause()
+        dialog = app.screen.children[0]
+        inside = dialog.content_region
+        assert app.screen.region.contains_region(dialog.region), (name, dialog.region)
+        for selector in parts:
+            region = app.screen.query_one(selector).region
+            assert region.height > 0 and inside.contains_region(region), (
+                f"{name}: {selector} {region} is not inside the dialog {inside}")
+        for options in app.screen.query(OptionList):
+            if not options.display:
+                continue
+            assert inside.contains_region(options.region), (name, options.region, inside)
+            assert options.content_size.height >= 2, (name, options.content_size)
+            highlighted = options.highlighted_option
+            assert highlighted is not None
+            label = str(highlighted.prompt).strip()[:12]
+            assert label in _drawn(options), (name, label, _drawn(options))

@@ -21,6 +21,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from selfref_tui.safety import content, inert_line
+from selfref_tui.ui.screens.short import BREAKPOINTS
 
 
 class ChoiceList(ModalScreen[str | None]):
@@ -51,7 +52,16 @@ class ChoiceList(ModalScreen[str | None]):
         text-style: none;
     }
     ChoiceList #hint { color: $text-muted; margin-top: 1; }
+    /* under 24 rows (short.py): the about line one line, no blank lines, and the list
+       taking what is left of the screen's height */
+    ChoiceList.-short > #dialog { height: 100%; max-height: 100%; padding: 0 1; }
+    ChoiceList.-short #dialog > #about { margin-bottom: 0; height: 1; text-wrap: nowrap;
+                                         text-overflow: ellipsis; }
+    ChoiceList.-short #dialog > OptionList { height: 1fr; max-height: 100%; }
+    ChoiceList.-short #dialog > #hint { margin-top: 0; }
     """
+
+    VERTICAL_BREAKPOINTS = BREAKPOINTS
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="choice_list.cancel"),

@@ -28,6 +28,7 @@ from textual.widgets import Button, Static, TextArea
 from selfref_tui.agent.tools.review import CANCEL, accept_answer
 from selfref_tui.safety import content, inert
 from selfref_tui.ui.screens import question
+from selfref_tui.ui.screens.short import BREAKPOINTS
 
 
 class CompactionReviewScreen(ModalScreen[str]):
@@ -47,7 +48,15 @@ class CompactionReviewScreen(ModalScreen[str]):
     CompactionReviewScreen #summary { height: 1fr; }
     CompactionReviewScreen #buttons { height: auto; align-horizontal: right; margin-top: 1; }
     CompactionReviewScreen Button { margin-left: 1; min-width: 10; }
+    /* under 24 rows (short.py): the paragraph on one line and no blank line, the summary
+       taking the rows (its four lines of about left it seven at 60x20) */
+    CompactionReviewScreen.-short > #dialog { height: 100%; }
+    CompactionReviewScreen.-short #dialog > #about { margin-bottom: 0; height: 1;
+                                                     text-wrap: nowrap; text-overflow: ellipsis; }
+    CompactionReviewScreen.-short #dialog > #buttons { margin-top: 0; }
     """
+
+    VERTICAL_BREAKPOINTS = BREAKPOINTS
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "accept", "Accept", id="review.accept",

@@ -18,6 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
+from selfref_tui.ui.screens.short import BREAKPOINTS
 from selfref_tui.ui.widgets.option_rows import LONG
 
 T = TypeVar("T")
@@ -95,7 +96,16 @@ class FilteredListScreen(ModalScreen[str | None]):
     FilteredListScreen OptionList.-long { height: 100vh; }
     FilteredListScreen OptionList:focus { border: none; }
     FilteredListScreen #hint { color: $text-muted; padding: 0 1; }
+    /* under 24 rows (short.py): the whole height, the list taking what the field and the
+       keys leave (a margin, blank lines and 28vh left it 5 rows and the keys cut off) */
+    FilteredListScreen.-short > #dialog { margin-top: 0; height: 100%; max-height: 100%;
+                                          padding: 0 1; }
+    FilteredListScreen.-short #dialog > Input { margin-bottom: 0; }
+    FilteredListScreen.-short #dialog > OptionList { height: 1fr; max-height: 100%; }
+    FilteredListScreen.-short #dialog > #hint { margin-top: 0; }
     """
+
+    VERTICAL_BREAKPOINTS = BREAKPOINTS
 
     def on_mount(self) -> None:
         field = self.query_one(Input)

@@ -21,6 +21,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from selfref_tui.safety import content, inert_line
+from selfref_tui.ui.screens.short import BREAKPOINTS
 
 #: keys this soon after the dialog opened were meant for the chat input
 GRACE_S = 0.5
@@ -46,7 +47,15 @@ class QuestionScreen(ModalScreen[str]):
     QuestionScreen #buttons { height: auto; align-horizontal: right; margin-top: 1; }
     QuestionScreen Button { margin-left: 1; min-width: 10; }
     QuestionScreen #hint { color: $text-muted; }
+    /* under 24 rows (short.py): no blank lines, the screen's height (_fit_body gives a
+       scrolled body what is left) */
+    QuestionScreen.-short > #dialog { padding: 0 1; max-height: 100%; }
+    QuestionScreen.-short #dialog > #buttons, QuestionScreen.-short #dialog > VerticalScroll {
+        margin-top: 0;
+    }
     """
+
+    VERTICAL_BREAKPOINTS = BREAKPOINTS
 
     def __init__(self, prompt: str, choices: tuple[str, ...], *, asker: str = "") -> None:
         super().__init__()
@@ -92,6 +101,7 @@ class QuestionScreen(ModalScreen[str]):
     def on_mount(self) -> None:
         self._opened = time.monotonic()
         self._body_not_focusable()
+        self.call_after_refresh(self._fit_body)
         # The safe choice has the focus: an Enter typed for the chat picks it.
         self.query_one(f"#choice-{len(self.choices) - 1}", Button).focus()
 
@@ -108,6 +118,28 @@ class QuestionScreen(ModalScreen[str]):
 
     #: the id of a scrolled body (a subclass's arguments, say): the scroll keys move it
     SCROLLS = ""
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.call_after_refresh(self._fit_body)
+
+    def _fit_body(self) -> None:
+        """A scrolled body (the arguments, the experience) gets at most what the dialog's
+        other parts leave it: long, its 16 rows took a 20-row screen's dialog, and the
+        buttons and the keys under it were cut off."""
+        if not self.SCROLLS or not self.is_mounted:
+            return
+        body = self.query_one(f"#{self.SCROLLS}")
+        dialog = self.query_one("#dialog")
+        size = self.size
+        shown = [part for part in dialog.children if part.display]
+        limit = dialog.styles.max_height
+        height = int(limit.resolve(size, size)) if limit is not None else size.height
+        room = height - dialog.styles.gutter.height - sum(
+            part.styles.margin.top + part.styles.margin.bottom
+            + (0 if part is body else part.outer_size.height) for part in shown)
+        cap = body.styles.base.max_height  # the CSS's, not the one set here before
+        most = int(cap.resolve(size, size)) if cap is not None else room
+        body.styles.max_height = max(3, min(most, room))
 
     def _body_not_focusable(self) -> None:
         """Tab goes round the choices only: on a focusable body, Enter did nothing."""

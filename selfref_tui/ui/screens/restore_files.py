@@ -23,6 +23,7 @@ from textual.widgets import Button, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
 from selfref_tui.safety import content, inert_line
+from selfref_tui.ui.screens.short import BREAKPOINTS
 from selfref_tui.ui.widgets.tick_list import TickList
 
 
@@ -58,7 +59,16 @@ class RestoreFiles(ModalScreen[list[int] | None]):
     RestoreFiles #hint { height: auto; color: $text-muted; margin-top: 1; }
     RestoreFiles #buttons { height: auto; align-horizontal: right; margin-top: 1; }
     RestoreFiles Button { margin-left: 1; }
+    /* under 24 rows (short.py): the paragraph on one line, no blank lines, the screen's
+       height (its blank lines left the list two rows at 60x20, and the buttons cut off) */
+    RestoreFiles.-short > #dialog { max-height: 100%; padding: 0 1; }
+    RestoreFiles.-short #dialog > #about { margin-bottom: 0; height: 1; text-wrap: nowrap;
+                                           text-overflow: ellipsis; }
+    RestoreFiles.-short #dialog > #detail, RestoreFiles.-short #dialog > #hint,
+    RestoreFiles.-short #dialog > #buttons { margin-top: 0; }
     """
+
+    VERTICAL_BREAKPOINTS = BREAKPOINTS
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "keep", "Keep files", id="restore_files.keep"),
@@ -126,15 +136,22 @@ class RestoreFiles(ModalScreen[list[int] | None]):
         about, hint, buttons = (self.query_one(part) for part in ("#about", "#hint", "#buttons"))
         detail = self.query_one("#detail", Static)
         files = self.query_one(SelectionList)
-        # border and padding (4), and the margins above detail, hint and buttons and below about
-        fixed = 4 + 4 + sum(part.outer_size.height for part in (about, hint, buttons))
-        room = max(4, int(self.size.height * 0.85) - fixed)
+        dialog = self.query_one("#dialog")
+        # its border and padding, every part's margins, and the parts that keep their height
+        fixed = dialog.styles.gutter.height + sum(
+            part.styles.margin.top + part.styles.margin.bottom
+            for part in (about, files, detail, hint, buttons)
+        ) + sum(part.outer_size.height for part in (about, hint, buttons))
+        height = self.size.height if self.has_class("-short") else int(self.size.height * 0.85)
+        room = max(4, height - fixed)
         rows = len(self.rows)
         width = max(1, detail.content_size.width)
         wanted = sum(max(1, -(-cell_len(line) // width))  # as wrapped at its width
                      for line in self._detail_text.split("\n"))
         frame = files.styles.gutter.height  # the list's own padding or border, outside its rows
-        detail_room = max(2, min(wanted, room - frame - min(rows, 3)))
+        # the detail gives up its second line before the list its second row (a note over
+        # the list at 80x24 pushed the buttons a row past the bottom)
+        detail_room = max(1, min(wanted, room - frame - min(rows, 3)))
         list_room = frame + max(2, min(16, rows, room - frame - detail_room))
         if detail.styles.max_height != detail_room or files.styles.max_height != list_room:
             detail.styles.max_height = detail_room
