@@ -64,15 +64,26 @@ def slices(text: str, size: int = SLICE_CHARS) -> list[str]:
     end_of_text = len(text)
     while end_of_text - start > size:
         end = start + size
-        cut = text.rfind(" ", start + size // 2, end)
-        while cut > start and (text[cut - 1].isspace() or text[cut + 1].isspace()):
-            cut = text.rfind(" ", start + size // 2, cut)
+        cut = space_cut(text, start + size // 2, end)
         if cut <= start:
             cut = end
         out.append(text[start:cut])
         start = cut
     out.append(text[start:])
     return out
+
+
+def space_cut(text: str, low: int, high: int) -> int:
+    """The last single space in ``text[low:high]`` with a non-space on both sides (-1: none).
+
+    The encoders' pre-tokenizers end a piece before such a space whatever follows,
+    so a text counts as the sum of its two sides cut there (see :func:`slices`).
+    """
+    cut = text.rfind(" ", low, high)
+    while cut > 0 and (cut + 1 >= len(text) or text[cut - 1].isspace()
+                       or text[cut + 1].isspace()):
+        cut = text.rfind(" ", low, cut)
+    return cut
 
 
 #: how many times too few tokens :func:`estimate_tokens` can say. A byte-level BPE
@@ -102,6 +113,9 @@ class TokenCounter:
         #: objects come with every request, and encoding each as JSON to find its cached
         #: count cost more than the rest of the counting at every model call
         self._tool_memo: dict[int, tuple[Any, Any, int]] = {}
+        #: (a long text, where it was cut, the count of what is before the cut): the
+        #: start :meth:`count_appended` keeps while a text is counted with many endings
+        self._head: tuple[str, int, int] | None = None
         self.hits = 0
         self.misses = 0
 
@@ -115,6 +129,7 @@ class TokenCounter:
         self._encode = encode
         self._cache.clear()
         self._tool_memo.clear()
+        self._head = None
 
     def count_text(self, text: str) -> int:
         if not text:
@@ -140,6 +155,40 @@ class TokenCounter:
         if len(cache) > self._max_entries:
             cache.popitem(last=False)
         return count
+
+    def count_appended(self, message: dict[str, Any], ending: str) -> int:
+        """:meth:`count_message` of ``message`` with ``ending`` added to its text content,
+        neither cached (each ending is counted once) nor encoding the content again.
+
+        Fitting a request into the window tries the system message with one marker
+        after another ("the N oldest messages are left out"): with a large system
+        message (a thousand experiences is ~130 kB) encoding it whole for each of
+        hundreds of tries cost seconds. The content is cut at its last space that
+        ends a pre-tokenizer piece (:func:`space_cut`), the count before the cut is
+        kept, and only the rest with the ending is encoded.
+        """
+        content = message.get("content")
+        if content is None:
+            content = ""
+        if not isinstance(content, str):  # (parts: as the whole would be counted)
+            return self._count_uncached({**message, "content": f"{content}{ending}"})
+        head = self._head
+        if self._encode is None or len(content) <= SLICE_CHARS // 4:
+            head = None
+        elif head is None or not (head[0] is content or head[0] == content):
+            cut = space_cut(content, max(0, len(content) - SLICE_CHARS), len(content))
+            head = self._head = (content, cut, self.count_text(content[:cut])) if cut > 0 \
+                else None
+        if head is None:
+            return self._count_uncached({**message, "content": content + ending})
+        return head[2] + self._count_uncached({**message, "content": content[head[1]:] + ending})
+
+    def remember(self, message: dict[str, Any], count: int) -> None:
+        """Cache ``count`` as ``message``'s (a count :meth:`count_appended` made), so
+        the message is not encoded again when the request it went into is counted."""
+        self._cache[_cache_key(message)] = count
+        if len(self._cache) > self._max_entries:
+            self._cache.popitem(last=False)
 
     def count_messages(self, messages: list[dict[str, Any]]) -> int:
         """Tokens the provider will count for ``messages`` as a prompt (an estimate

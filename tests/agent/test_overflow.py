@@ -159,6 +159,12 @@ async def test_what_still_does_not_fit_is_left_out_of_the_request_only(harness):
         plan = h.agent.preview_request("main")
         assert plan.left_out > 0 and plan.fits
         assert LEFT_OUT_MARKER.format(count=plan.left_out) in plan.messages[0]["content"]
+        # the marked system message's count is kept: counting the request again encodes
+        # nothing (the step's fixed part, the calibration count it)
+        misses = h.agent.tokens.misses
+        assert h.agent.tokens.count_message(plan.messages[0]) == TokenCounter().count_message(
+            plan.messages[0])
+        assert h.agent.tokens.misses == misses
         h.agent._left_out.clear()
         assert await h.agent.run_turn("main", "last question") == "done"
         sent = h.server.requests[0]["messages"]
@@ -215,3 +221,35 @@ async def test_calibration_counts_the_request_again_when_the_encoding_arrives_du
                      + estimate.count_tools(body["tools"]))
         assert counted != estimated
         assert h.agent.calibration.factor == 3000 / counted
+
+
+def test_fitting_behind_a_long_system_message_encodes_it_once_and_fits_the_same():
+    from selfref_tui.selfref.encodings import load_encoder
+
+    encode = load_encoder("gpt-4o")
+    encoded: list[int] = []
+
+    def counting(text: str) -> list[int]:
+        encoded.append(len(text))
+        return encode(text)
+
+    system = {"role": "system", "content": "An experience worth keeping, in words. " * 2000}
+    body = []
+    for i in range(300):
+        body += [{"role": "user", "content": f"q{i} {LONG}"},
+                 {"role": "assistant", "content": f"a{i} {LONG}"}]
+    msgs = [system, *body]
+    plain = TokenCounter(encode)
+    expected = fit_request(msgs, plain.count_message, 10, 40_000)
+    counter = TokenCounter(counting)
+    fitted = fit_request(msgs, counter.count_message, 10, 40_000,
+                         count_appended=counter.count_appended)
+    assert expected is not None and fitted is not None and fitted.left_out > 400
+    assert (fitted.messages, fitted.left_out, fitted.tokens) == (
+        expected.messages, expected.left_out, expected.tokens)
+    assert fitted.system_tokens == plain.count_message(fitted.messages[0])
+    # every message once, then per marker tried only the system message's last stretch
+    # (encoding it whole for each would be ~17 MB here)
+    tried = fitted.left_out // 2
+    whole = len(system["content"]) + sum(len(m["content"]) for m in body)
+    assert sum(encoded) < whole + tried * (16_384 + 300) < tried * len(system["content"])

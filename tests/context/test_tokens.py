@@ -185,3 +185,65 @@ def test_a_tool_schema_counts_the_same_held_or_fresh_and_anew_once_changed(offli
     counter.set_encoder(lambda text: [0] * len(text))  # another encoding: counted again
     assert counter.count_tools(held) == TokenCounter(
         lambda text: [0] * len(text)).count_tools(held) != grown
+
+
+PROSE = "Some ordinary text about the work at hand, with a word or two more. " * 2_000
+LONG_TEXTS = [
+    PROSE,
+    "".join(f"def f_{i}(a, b):\n    return a{i} + b  # note\t{i}\n" for i in range(3000)),
+    "x" * 60_000,  # no space to cut at: counted whole
+    PROSE + "   \n\n",  # ends in spaces
+]
+ENDINGS = ["\n\n[runtime] The 12 oldest messages are left out.", "", " tail", "\n", "7"]
+
+
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+@pytest.mark.parametrize("text", [*LONG_TEXTS, "short system prompt", ""],
+                         ids=["prose", "code", "one-run", "spaces", "short", "empty"])
+def test_a_message_with_an_ending_counts_as_the_whole_message(offline_encoders, encoding,
+                                                               text):
+    counter = TokenCounter(offline_encoders[encoding])
+    message = {"role": "system", "content": text, "name": "base"}
+    for ending in ENDINGS:
+        whole = TokenCounter(offline_encoders[encoding]).count_message(
+            {**message, "content": text + ending})
+        assert counter.count_appended(message, ending) == whole
+
+
+def test_a_message_with_an_ending_counts_as_the_whole_message_on_estimates():
+    counter = TokenCounter()
+    for text in [PROSE, "a b", None]:
+        message = {"role": "system", "content": text}
+        assert counter.count_appended(message, " end") == counter.count_message(
+            {"role": "system", "content": (text or "") + " end"})
+
+
+def test_a_long_text_with_many_endings_is_encoded_once(offline_encoders):
+    encode = offline_encoders["o200k_base"]
+    encoded: list[int] = []
+
+    def counting(text: str) -> list[int]:
+        encoded.append(len(text))
+        return encode(text)
+
+    counter = TokenCounter(counting)
+    message = {"role": "system", "content": PROSE}
+    counter.count_appended(message, " the first ending")
+    first = sum(encoded)
+    assert first < len(PROSE) + 2 * SLICE_CHARS
+    for k in range(100):
+        encoded.clear()
+        counter.count_appended({"role": "system", "content": PROSE}, f" ending {k}")
+        assert sum(encoded) <= SLICE_CHARS + 40  # the content's last stretch, not all of it
+    assert len(counter) == 0  # each ending counted once: nothing cached for it
+
+
+def test_a_remembered_count_is_a_hit(offline_encoders):
+    counter = TokenCounter(offline_encoders["o200k_base"])
+    message = {"role": "system", "content": PROSE + " end"}
+    counter.remember(message, counter.count_appended({"role": "system", "content": PROSE},
+                                                     " end"))
+    before = counter.misses
+    assert counter.count_message(message) == TokenCounter(
+        offline_encoders["o200k_base"]).count_message(message)
+    assert counter.misses == before

@@ -84,6 +84,8 @@ class Fitted:
     messages: list[dict[str, Any]]
     left_out: int
     tokens: int
+    #: the count of the marked system message (``messages[0]``)
+    system_tokens: int = 0
 
 
 def fit_request(
@@ -93,6 +95,7 @@ def fit_request(
     budget: int,
     *,
     compact: bool = True,
+    count_appended: Callable[[dict[str, Any], str], int] | None = None,
 ) -> Fitted | None:
     """Leave out the oldest working messages until the request fits ``budget``.
 
@@ -101,6 +104,9 @@ def fit_request(
     gets the marker. ``fixed_tokens`` is what does not shrink (tool schemas,
     reply priming). None when even the last user-led part does not fit. ``compact``:
     the request offers the compact tool, so the marker may point to it.
+    ``count_appended(message, ending)``: the count of ``message`` with ``ending``
+    after its content (``TokenCounter.count_appended`` encodes a long system
+    message once for all the markers tried, not once per marker).
     """
     if not messages or messages[0].get("role") != "system":
         return None
@@ -110,12 +116,17 @@ def fit_request(
     for i in range(len(body) - 1, -1, -1):
         suffix[i] = suffix[i + 1] + counts[i]
     starts = [i for i, m in enumerate(body) if i > 0 and m.get("role") == "user"]
+    text = f"{system.get('content') or ''}"
+    head = {**system, "content": text}
+    if count_appended is None:
+        def count_appended(message: dict[str, Any], ending: str) -> int:
+            return count_message({**message, "content": message["content"] + ending})
     for start in starts:
-        marked = dict(system)
-        marked["content"] = f"{system.get('content') or ''}\n\n" + LEFT_OUT_MARKER.format(
-            count=start
-        ) + (LEFT_OUT_COMPACT if compact else "")
-        total = count_message(marked) + suffix[start] + fixed_tokens
+        ending = "\n\n" + LEFT_OUT_MARKER.format(count=start) + (
+            LEFT_OUT_COMPACT if compact else "")
+        system_tokens = count_appended(head, ending)
+        total = system_tokens + suffix[start] + fixed_tokens
         if total <= budget:
-            return Fitted([marked, *body[start:]], start, total)
+            return Fitted([{**system, "content": text + ending}, *body[start:]], start, total,
+                          system_tokens)
     return None

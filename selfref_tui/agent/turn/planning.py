@@ -217,9 +217,13 @@ class RequestPlanning:
             return RequestPlan(messages, tools, tokens, counted, estimated=estimated)
         own_budget = int(budget / calibration.factor) if calibration.calibrated else budget
         fitted = fit_request(messages, self.tokens.count_message, tool_tokens + REPLY_PRIMING,
-                             own_budget, compact=self._offers_compact(tools))
+                             own_budget, compact=self._offers_compact(tools),
+                             count_appended=self.tokens.count_appended)
         if fitted is None:
             return RequestPlan(messages, tools, tokens, counted, fits=False, estimated=estimated)
+        # the marked system message is counted again with the request (the step's fixed
+        # part, the calibration): from the cache, not by encoding it whole once more
+        self.tokens.remember(fitted.messages[0], fitted.system_tokens)
         return RequestPlan(fitted.messages, tools, tokens, fitted.tokens, fitted.left_out,
                            estimated=estimated)
 
