@@ -119,11 +119,16 @@ async def test_find_in_an_ansi_theme_marks_in_the_terminals_own_colours(tmp_path
             bar = app.query_one(FindBar)
             await wait_until(pilot, lambda: bar.count == "3 of 3", what="three found")
             transcript = app.transcript
-            styles = [segment.style
-                      for y in range(transcript.scrollable_content_region.height)
-                      for segment in transcript.render_line(y)
-                      if segment.text.lower() == "needle" and segment.style is not None]
-            assert any(style.reverse and style.bold for style in styles)
+
+            def current_reversed() -> bool:
+                """The current occurrence drawn reversed (once the transcript repaints:
+                the count may come a frame before the marks, on a busy machine)."""
+                return any(segment.style.reverse and segment.style.bold
+                           for y in range(transcript.scrollable_content_region.height)
+                           for segment in transcript.render_line(y)
+                           if segment.text.lower() == "needle" and segment.style is not None)
+
+            await wait_until(pilot, current_reversed, what="the current one drawn reversed")
             await pilot.press("enter")
             await wait_until(pilot, lambda: bar.count == "2 of 3", what="the next one")
             await pilot.pause()
