@@ -349,3 +349,28 @@ async def test_the_task_column_takes_what_the_status_leaves(size):
             assert len(task) == inside - 1 - 8 - 7 - 7 - len("✓ done")
         else:  # too narrow for all: the task keeps a few cells, the table scrolls sideways
             assert len(task) >= 8
+
+
+async def test_a_panel_narrowed_and_widened_again_scrolls_only_over_its_columns():
+    """The terminal narrowed under the panel's 60 columns, then widened: the task column
+    is cut again each time, and the table's scrolled width follows its columns (it kept
+    the width it had before, so a narrow panel scrolled sideways over blank cells)."""
+    app = DockedForkApp()
+    async with app.run_test(size=(120, 30)) as pilot:
+        panel = app.query_one(ForkPanel)
+        panel.fork_spawned("fork_1", "main::fork::1", LONG_TASK)
+        panel.fork_finished("fork_1", "completed", "done")
+        await pilot.pause()
+        table = panel.table
+
+        def columns() -> int:
+            return sum(c.get_render_width(table) for c in table.columns.values())
+
+        for width in (45, 120, 30):
+            await pilot.resize_terminal(width, 30)
+            await wait_until(pilot, lambda w=width: panel.content_size.width == min(59, w - 1),
+                             what=f"the panel at {width} columns")
+            await pilot.pause()
+            assert table.virtual_size.width == columns(), width
+            assert "✓ done" in _line(panel, 1) or columns() > panel.content_size.width, width
+            assert table.max_scroll_x == max(0, columns() - table.scrollable_content_region.width)

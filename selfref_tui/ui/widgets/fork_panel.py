@@ -417,8 +417,11 @@ class ForkPanel(Vertical):
 
     # -- table ----------------------------------------------------------------------------
     def on_resize(self) -> None:
-        if self._ready and self.rows and self._fit_columns():
-            self._show_rows({}, self.rows)
+        # _show_rows fits the columns and, if their widths changed, gives every cell
+        # again with the table's size measured anew (widths set alone left the table
+        # scrolling over the width it had)
+        if self._ready and self.rows:
+            self._show_rows(self.rows, self.rows)
 
     def _fit_columns(self) -> bool:
         """Give the task column what the others leave of the panel's width: True when the
