@@ -176,6 +176,10 @@ CROWDED: dict[str, tuple[Callable[[], Screen], tuple[str, ...]]] = {
     "memory consent": (lambda: MemoryConsentScreen(Consent("remember", "I like Python " * 40)),
                        ("#text", "#hint", "#choice-0", "#choice-1")),
     "new conversation": (lambda: NewKeyPrompt("project-y"), ("#hint",)),
+    # the question's start went past the screen's top
+    "question": (lambda: QuestionScreen("Which of these should I do next? " * 40,
+                                        ("yes", "no", "later")),
+                 ("#question", "#hint", "#choice-0", "#choice-2")),
 }
 
 
@@ -192,7 +196,8 @@ async def test_a_crowded_dialog_keeps_its_list_keys_and_buttons_in_view(name, si
     height: the switcher's and the model picker's keys, the restore dialog's buttons, an
     approval's buttons under long arguments were cut off at the dialog's bottom. Each
     part that must be seen is inside the dialog's box (its border and padding left
-    out), and a list shows rows, its highlighted one among them."""
+    out), and a list shows rows, its highlighted one among them. A long question was
+    cut at the top at every size: it scrolls, its start in view."""
     make, parts = CROWDED[name]
     app = Host()
     async with app.run_test(size=size) as pilot:

@@ -15,7 +15,7 @@ import time
 
 from textual import events, on
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
@@ -38,12 +38,14 @@ class QuestionScreen(ModalScreen[str]):
         width: 70;
         max-width: 100%;
         height: auto;
+        max-height: 90%;
         padding: 1 2;
         border: round $warning;
         border-title-color: $text-warning;
         background: $surface;
     }
     QuestionScreen #prompt { text-style: bold; }
+    QuestionScreen #question { height: auto; }
     QuestionScreen #buttons { height: auto; align-horizontal: right; margin-top: 1; }
     QuestionScreen Button { margin-left: 1; min-width: 10; }
     QuestionScreen #hint { color: $text-muted; }
@@ -72,7 +74,10 @@ class QuestionScreen(ModalScreen[str]):
             dialog.border_title = content(
                 f"{self.asker} asks" if self.asker else "The agent asks", line=True
             )
-            yield Static(content(self.prompt), id="prompt")
+            # scrolled: a long question grew the dialog past the screen's top, its start
+            # out of sight (the arrows and page keys scroll it, the focus on the choices)
+            with VerticalScroll(id="question"):
+                yield Static(content(self.prompt), id="prompt")
             yield from self.compose_choices()
 
     def compose_choices(self) -> ComposeResult:
@@ -116,8 +121,9 @@ class QuestionScreen(ModalScreen[str]):
             return  # an Enter typed for the chat, on a button focused a moment ago
         self.dismiss(choice)
 
-    #: the id of a scrolled body (a subclass's arguments, say): the scroll keys move it
-    SCROLLS = ""
+    #: the id of the scrolled body (the question; a subclass's arguments, say): the scroll
+    #: keys move it
+    SCROLLS = "question"
 
     def on_resize(self, event: events.Resize) -> None:
         self.call_after_refresh(self._fit_body)
