@@ -101,3 +101,29 @@ async def test_a_fifo_as_the_last_key_file_is_told_once_and_the_default_opens(tm
             assert len(told()) == 1
             await pilot.press("ctrl+q")
     assert os.path.exists(fifo) and not os.path.isfile(fifo)  # left as it was
+
+
+async def test_a_tool_call_cut_short_by_a_crash_is_not_running_after_a_restart(tmp_path):
+    """Killed while a tool ran (an overwrite question open, say), the log ends with the
+    call and no result: reopened, its card says it ended with no result, as the model is
+    told, and not "running" for ever."""
+    from selfref_tui.context.builder import NO_RESULT_TEXT
+    from selfref_tui.context.mutations import AssistantMessageMutation, UserMessageMutation
+
+    call = {"id": "c1", "type": "function",
+            "function": {"name": "fd_to_file",
+                         "arguments": '{"fd": "ref:fib", "file_path": "fib.py"}'}}
+    with SelfReference(tmp_path / "data") as store:
+        store.open("main").commit([
+            UserMessageMutation({"role": "user", "content": "write the code to a file"}),
+            AssistantMessageMutation(content="Writing it.", tool_calls=[call]),
+        ])
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await wait_until(pilot, lambda: app.transcript.items_of("tool"), what="the card")
+            card = app.transcript.items_of("tool")[0]
+            assert card.status == "cancelled", card.title
+            assert card.result == NO_RESULT_TEXT
+            assert "running" not in card.title

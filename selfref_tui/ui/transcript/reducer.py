@@ -432,6 +432,7 @@ class TranscriptModel:
 
     def _build_items(self, messages: Sequence[dict], numbers: Sequence[int]) -> list[Item]:
         # here: the app's import stays light
+        from selfref_tui.context.builder import NO_RESULT_TEXT
         from selfref_tui.context.images import text_of
         from selfref_tui.context.tool_errors import failure_reason, tool_failed
 
@@ -497,6 +498,12 @@ class TranscriptModel:
                 if not item.number:
                     item.number = number
                 item.pinned = _pinnable(item) and item.number in self.pinned
+        # A stored call with no result is from a run that ended before it did (the app
+        # was killed mid-call): it is over, not "running" for ever; the model read the
+        # same words in its place.
+        for card in cards.values():
+            if card.status == "running":
+                card.end("cancelled", NO_RESULT_TEXT, None)
         return items
 
     def set_pinned(self, numbers: frozenset[int]) -> list[Item]:
