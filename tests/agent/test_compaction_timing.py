@@ -128,3 +128,30 @@ async def test_a_compaction_that_leaves_the_context_full_is_not_asked_for_again(
         for request in h.server.requests[1:]:
             assert _asked(request) == 0  # the summary replaced the note; none came after
         assert len(h.of(ev.CompactionApplied)) == 1 and not h.of(ev.CompactionFailed)
+
+
+async def test_a_reminder_whose_compaction_a_crash_cut_short_is_given_again(harness, tmp_path):
+    """Killed while the reminder's `compact` call ran (a review dialog open, say), the
+    log ends with the call and no result. Nobody decided against compacting: the next
+    turn asks again, where a spent reminder would leave the context past the point, never
+    compacted."""
+    from selfref_tui.agent.turn.compaction import AUTO_COMPACT_NOTE, AUTO_NOTE_KIND, runtime_note
+    from selfref_tui.context.mutations import AssistantMessageMutation, UserMessageMutation
+    from selfref_tui.selfref import SelfReference
+
+    big = "lorem ipsum dolor sit amet " * 680  # past 80 % of 6,000 with the tools
+    call = {"id": "k1", "type": "function",
+            "function": {"name": "compact", "arguments": '{"goal": "g"}'}}
+    with SelfReference(tmp_path / "data") as store:  # the harness's store
+        store.open("main").commit([
+            UserMessageMutation({"role": "user", "content": big}),
+            runtime_note(AUTO_COMPACT_NOTE.format(tokens=5000, window=6000, percent=83),
+                         AUTO_NOTE_KIND),
+            AssistantMessageMutation(tool_calls=[call]),
+        ])
+    script = [Reply(tool_calls=[ToolCall("compact", SUMMARY, id="k2")]), Reply(text="Done.")]
+    async with harness(script, context_window=6000) as h:
+        _exact(h)
+        assert await h.agent.run_turn("main", "and now?") == "done"
+        assert _asked(h.server.requests[0]) == 2  # the crashed one's note, and a new one
+        assert len(h.of(ev.CompactionApplied)) == 1 and not h.of(ev.CompactionFailed)

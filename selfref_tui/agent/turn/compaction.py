@@ -11,7 +11,10 @@ in the store, so the transcript can tell them from the person's words):
   compaction replaces that transcript, so the next crossing asks again while
   two ``ask`` processes in a row do not both ask (the overflow note, when a
   request no longer fits the window at all, is stored the same way and counts
-  as the same crossing's reminder);
+  as the same crossing's reminder). A reminder whose ``compact`` call never
+  got a result — the process was killed while it ran, a review dialog open —
+  is not spent: nobody decided against compacting, so the next request asks
+  again (a call the person stopped or refused stays their decision);
 * a compaction was applied: continue from the summary.
 
 The automatic reminder comes early enough for the compaction call itself to
@@ -34,8 +37,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ...context.builder import NO_RESULT_TEXT
 from ...context.compaction_point import threshold
 from ...context.mutations import ContextMutation, ContextSummaryMutation, UserMessageMutation
+from ..tools.offer import COMPACT_TOOL
 
 RUNTIME_NOTE = "runtime_note"
 #: the ``runtime_note`` value of the automatic reminder (other notes store ``True``)
@@ -96,7 +101,7 @@ class CompactionPolicy:
         self._requested: dict[str, str] = {}
         # Per key: (the stored message list itself, messages scanned, note found),
         # so the store is scanned once per message rather than once per step.
-        self._scan: dict[str, tuple[Sequence[dict] | None, int, bool]] = {}
+        self._scan: dict[str, tuple[Sequence[dict] | None, int, _Reminded]] = {}
 
     def threshold(self, window: int) -> int:
         """The count at which the model is reminded to compact (0: auto-compaction is off);
@@ -180,14 +185,42 @@ class CompactionPolicy:
     def already_reminded(self, key: str, stored: Sequence[dict]) -> bool:
         """Whether the working transcript already holds an automatic reminder."""
         # The list itself, not its id(): a new list may reuse a freed one's address.
-        seen, scanned, found = self._scan.get(key, (None, 0, False))
-        if seen is not stored or scanned > len(stored):
-            scanned, found = 0, False
-        if not found:
-            found = any(m.get(RUNTIME_NOTE) == AUTO_NOTE_KIND for m in stored[scanned:])
-        self._scan[key] = (stored, len(stored), found)
-        return found
+        seen, scanned, state = self._scan.get(key, (None, 0, None))
+        if seen is not stored or scanned > len(stored) or state is None:
+            scanned, state = 0, _Reminded()
+        for message in stored[scanned:]:
+            state.read(message)
+        self._scan[key] = (stored, len(stored), state)
+        return state.spent
 
     def forget(self, key: str) -> None:
         """Drop what is cached for ``key`` (released, or compacted)."""
         self._scan.pop(key, None)
+
+
+class _Reminded:
+    """Whether the working transcript's automatic reminder is spent, read message by
+    message (the loop asks at every step of a long turn; each message is read once).
+
+    Spent once given, unless the ``compact`` call that answered it has "no result was
+    recorded" for a result: the process ended while it ran (killed with a review
+    dialog open, say), and nobody decided against compacting.
+    """
+
+    __slots__ = ("calls", "spent")
+
+    def __init__(self) -> None:
+        self.spent = False
+        self.calls: set[str] = set()  # the ids of compact calls since the reminder
+
+    def read(self, message: dict) -> None:
+        if message.get(RUNTIME_NOTE) == AUTO_NOTE_KIND:
+            self.spent, self.calls = True, set()
+        elif not self.spent:
+            return
+        elif message.get("role") == "assistant":
+            self.calls.update(str(c.get("id", "")) for c in message.get("tool_calls") or ()
+                              if (c.get("function") or {}).get("name") == COMPACT_TOOL)
+        elif (message.get("role") == "tool" and message.get("tool_call_id") in self.calls
+              and message.get("content") == NO_RESULT_TEXT):
+            self.spent = False
