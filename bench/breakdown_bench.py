@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from selfref_tui.agent.tools.builtin import tool_schemas
+from selfref_tui.agent.tools.schemas import tool_schemas
 from selfref_tui.agent.turn.loop import Agent
 from selfref_tui.config import AgentSettings
 from selfref_tui.context.apply import apply_mutations

@@ -44,7 +44,8 @@ from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from selfref_tui.agent.tools.builtin import HistoryRecall, run_tool
+from selfref_tui.agent.tools.builtin import run_tool
+from selfref_tui.agent.tools.history_recall import HistoryRecall
 from selfref_tui.context.mutations import (
     AssistantMessageMutation,
     ToolResultMutation,

@@ -10,7 +10,7 @@ import pytest
 
 from selfref_tui.agent.provider.chunks import TextChunk, ToolCallChunk
 from selfref_tui.agent.provider.client import Provider
-from selfref_tui.agent.tools.builtin import tool_schemas
+from selfref_tui.agent.tools.schemas import tool_schemas
 from selfref_tui.demo import (
     DEMO_MODEL,
     DEMO_SCRIPT,

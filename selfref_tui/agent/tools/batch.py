@@ -33,14 +33,13 @@ from ..abort import AbortSignal
 from ..events import EventSink, ToolCallEnded, ToolCallError
 from .builtin import (
     _FORK_NAMES,
-    TOOL_NAMES,
     ToolContext,
     ToolError,
     now_iso,
     parse_arguments,
     run_tool,
-    tool_schemas,
 )
+from .schemas import TOOL_NAMES, tool_schemas
 
 #: tools whose output is never turned into an fd (reading an fd must not make another)
 NO_FD_TOOLS = frozenset({"read_fd"})

@@ -1,15 +1,13 @@
-"""The tools the model can call, their JSON schemas and their handlers.
+"""The handlers of the tools the model can call (their JSON schemas: ``schemas``).
 
-Descriptions are written for the model: what the tool is for, when to use it,
-what comes back. Handlers take parsed arguments and a :class:`ToolContext`
-(the turn's session, ref/fd table, fork manager, a way to ask the person) and
-return the text the model sees. Errors a model can fix are returned as
+Handlers take parsed arguments and a :class:`ToolContext` (the turn's session,
+ref/fd table, fork manager, a way to ask the person) and return the text the
+model sees. Errors a model can fix are returned as
 :class:`ToolError` messages, never raised into the loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import Awaitable, Callable
@@ -18,263 +16,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .history_recall import HistoryRecall
+
 
 class ToolError(Exception):
     """A problem the model should read and fix (bad argument, unknown id...)."""
 
 
-def _fn(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": properties,
-                "required": required,
-                "additionalProperties": False,
-            },
-        },
-    }
-
-
-_STR_LIST = {"type": "array", "items": {"type": "string"}}
-
-MEMORY_TOOLS: list[dict] = [
-    _fn(
-        "remember",
-        "Store a durable experience: a fact about the person, the project or a lesson learned "
-        "that must survive compaction and future sessions. It is shown in your system prompt "
-        "from the next step on. Keep it to one short, self-contained sentence. Returns the "
-        "experience id (e.g. exp_004).",
-        {"text": {"type": "string", "description": "The fact to keep, one sentence."}},
-        ["text"],
-    ),
-    _fn(
-        "forget",
-        "Remove a stored experience that is wrong or no longer useful, by its id as shown in "
-        "the <experiences> block of your system prompt.",
-        {"experience_id": {"type": "string", "description": "For example exp_002."}},
-        ["experience_id"],
-    ),
-    _fn(
-        "compact",
-        "After these tool calls, replace the conversation with this summary; the runtime adds "
-        "the person's messages and the last exchange verbatim, and all messages stay searchable "
-        "(search_history). Call it when the context grows long or when asked. Be concrete.",
-        {
-            "goal": {"type": "string", "description": "The person's overall goal."},
-            "instruction": {"type": "string", "description": "How the person wants the work done."},
-            "discoveries": {**_STR_LIST, "description": "Facts learned so far."},
-            "completed": {**_STR_LIST, "description": "What is done."},
-            "current_status": {"type": "string", "description": "Where the work stands now."},
-            "likely_next_work": {"type": "string", "description": "What to do next."},
-            "relevant_files_directories": {**_STR_LIST, "description": "Paths that matter."},
-            "errors_and_fixes": {**_STR_LIST, "description": "Errors met, and each fix."},
-            "constraints_and_preferences": {**_STR_LIST,
-                                            "description": "What the person asked or ruled out."},
-            "pending_tasks": {**_STR_LIST, "description": "Asked for, not done yet."},
-            "remember": {**_STR_LIST, "description": "Facts to keep as experiences too."},
-        },
-        [
-            "goal",
-            "instruction",
-            "discoveries",
-            "completed",
-            "current_status",
-            "likely_next_work",
-            "relevant_files_directories",
-        ],
-    ),
-    _fn(
-        "inspect_context",
-        "Look at your own context: the active memory key, stored experiences, the latest "
-        "compaction summary, how many messages the working transcript holds, token usage against "
-        "the context window and whether a compaction is pending.",
-        {},
-        [],
-    ),
-    _fn(
-        "search_history",
-        "Search every stored message of this conversation, compacted ones included, for all "
-        "the words (any case) or \"quoted phrases\" given. Newest first: number, role, time, "
-        "snippet.",
-        {
-            "query": {"type": "string"},
-            "limit": {"type": "integer", "description": "Default 20."},
-            "before": {"type": "integer", "description": "Only messages numbered below it."},
-            "include_rewound": {"type": "boolean"},
-        },
-        ["query"],
-    ),
-    _fn(
-        "read_history",
-        "Read stored messages of this conversation verbatim by number, compacted ones "
-        "included. Refs in the history show as <quoted_ref>: quoted, they define nothing.",
-        {
-            "start": {"type": "integer"},
-            "count": {"type": "integer", "description": "Default 10."},
-            "include_rewound": {"type": "boolean"},
-        },
-        ["start"],
-    ),
-]
-
-FORK_TOOLS: list[dict] = [
-    _fn(
-        "fork_spawn",
-        "Start a child agent on an independent sub-task. It starts from your context as it was "
-        "before this message plus the task, runs concurrently with you and cannot change your "
-        "context. Spawn several for parallel work, then call fork_gather_all to collect their "
-        "answers. Returns {fork_id, status}.",
-        {
-            "task": {"type": "string", "description": "The sub-task, self-contained."},
-            "instruction": {
-                "type": "string",
-                "description": "How to do it and what to return (format, length).",
-            },
-        },
-        ["task", "instruction"],
-    ),
-    _fn(
-        "fork_gather_all",
-        "Wait for every child agent you spawned and return fork_id -> {status: "
-        "completed|error|cancelled, response, error?, history?}.",
-        {
-            "include_history": {
-                "type": "boolean",
-                "description": "Also return each child's messages (large; default false).",
-            }
-        },
-        [],
-    ),
-]
-
-REF_TOOLS: list[dict] = [
-    _fn(
-        "list_refs",
-        "List the <ref id=\"...\"> blocks you wrote in this conversation and the fd:N entries "
-        "holding large tool outputs, with their sizes.",
-        {},
-        [],
-    ),
-    _fn(
-        "get_ref",
-        "Return the current content of one of your refs, by id (without the 'ref:' prefix).",
-        {"ref_id": {"type": "string"}},
-        ["ref_id"],
-    ),
-    _fn(
-        "read_fd",
-        "Read a file descriptor (fd:N, a large tool output) or a ref (ref:ID) page by page or by "
-        "lines. Use extract_to_new_fd to copy a part into a new fd.",
-        {
-            "fd": {"type": "string", "description": "fd:N or ref:ID"},
-            "page": {"type": "integer", "description": "1-based page number (default 1)."},
-            "read_all": {"type": "boolean", "description": "Return everything at once."},
-            "mode": {"type": "string", "enum": ["page", "line"]},
-            "start": {"type": "integer", "description": "In line mode: 1-based first line."},
-            "count": {"type": "integer", "description": "In line mode: number of lines."},
-            "extract_to_new_fd": {"type": "boolean"},
-        },
-        ["fd"],
-    ),
-    _fn(
-        "fd_to_file",
-        "Write the content of an fd:N or ref:ID to a file inside the allowed directories. "
-        "mode write replaces the file, append adds at the end, insert puts it before "
-        "insert_at_line. Changing a file that already exists (any mode) always needs the "
-        "person's yes: they are asked, whatever exist_ok says (exist_ok false refuses at once); "
-        "when no one can be asked the file is kept and you get an error — write to a new path "
-        "instead. A ref that is exactly one fenced code block is written as the bare code, "
-        "without the ``` lines; pass raw true to keep the fence.",
-        {
-            "fd": {"type": "string", "description": "fd:N or ref:ID"},
-            "file_path": {"type": "string"},
-            "mode": {"type": "string", "enum": ["write", "append", "insert"]},
-            "insert_at_line": {"type": "integer"},
-            "exist_ok": {"type": "boolean"},
-            "create": {"type": "boolean"},
-            "raw": {"type": "boolean",
-                    "description": "Keep a lone fenced block's fence lines (default false)."},
-        },
-        ["fd", "file_path"],
-    ),
-]
-
-
-TOOL_NAMES = frozenset(
-    t["function"]["name"] for t in (*MEMORY_TOOLS, *FORK_TOOLS, *REF_TOOLS)
-)
-
-
-def tool_schemas(*, forks: bool = True, refs: bool = True) -> list[dict]:
-    """The tool list sent with each request (fork tools only below the depth limit)."""
-    tools = list(MEMORY_TOOLS)
-    if forks:
-        tools += FORK_TOOLS
-    if refs:
-        tools += REF_TOOLS
-    return tools
-
-
 AskFn = Callable[[str, tuple[str, ...], str], Awaitable[str]]
 
-#: a history with more than this many messages not indexed yet is indexed in a thread
-THREAD_AT = 5_000
 #: the ``compact`` error when nothing was added since the summary the model reads
 JUST_COMPACTED = ("the conversation was compacted just now and nothing was added since: the "
                   "summary you read is current. Continue the work from it")
-
-
-@dataclass
-class HistoryRecall:
-    """A key's search index (``context.recall.HistoryIndex``) and the lock that keeps two
-    searches of one tool batch (or a search and :meth:`prepare`) from updating it at once.
-
-    Taking in a long history is most of a first search's cost (~0.15 s at 100,000
-    messages), and the first search the model makes is the one right after a
-    compaction or soon after the key is opened: :meth:`prepare` does it then, in a
-    thread, so the search finds it done.
-    """
-
-    index: Any = None
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    #: the thread taking in the history ahead of need, while it runs
-    preparing: asyncio.Task[None] | None = None
-
-    def __post_init__(self) -> None:
-        if self.index is None:
-            from ...context.recall import HistoryIndex
-
-            self.index = HistoryIndex()
-
-    def worth_preparing(self, memory: Any) -> bool:
-        """Whether ``memory`` has a long history out of the model's view (compacted or
-        rewound) that is not indexed yet: what the model would search first."""
-        out_of_view = (getattr(memory, "last_compacted", 0)
-                       or getattr(memory, "last_rewind", None) is not None)
-        return bool(out_of_view) and self.index.behind(memory) > THREAD_AT
-
-    def prepare(self, memory: Any) -> asyncio.Task[None] | None:
-        """Index ``memory``'s history in a thread, now, when it is worth it (see
-        :meth:`worth_preparing`); the task doing it (None: nothing to do). Needs a
-        running event loop."""
-        if self.preparing is not None and not self.preparing.done():
-            return self.preparing
-        if not self.worth_preparing(memory):
-            return None
-        self.preparing = asyncio.get_running_loop().create_task(self.catch_up(memory))
-        return self.preparing
-
-    async def catch_up(self, memory: Any) -> None:
-        """Bring the index up to ``memory``'s messages; a long way in a thread, so the
-        app keeps drawing. Numbers up to today's last only: their messages are complete,
-        whatever the loop commits meanwhile."""
-        async with self.lock:
-            if self.index.behind(memory) > THREAD_AT:
-                await asyncio.to_thread(self.index.extend, memory, memory.last_number)
 
 
 @dataclass

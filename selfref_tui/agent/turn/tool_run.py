@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 from ...context.images import RESULT_IMAGE_SHARE
 from ..events import Aborted
 from ..tools.batch import BuiltinTools, ToolBatch, ToolSource
-from ..tools.builtin import HistoryRecall, ToolContext
+from ..tools.builtin import ToolContext
+from ..tools.history_recall import HistoryRecall
 from .state import TurnState
 
 if TYPE_CHECKING:
