@@ -27,7 +27,7 @@ from tests.ui.helpers import started as app_started
 from tests.ui.helpers import wait_until as app_wait_until
 
 from .test_hostile_mcp import notices
-from .test_manager import Ctx
+from .test_manager import Ctx, SlowPerson
 from .test_restart_any import from_file
 
 
@@ -210,22 +210,13 @@ async def test_a_server_removed_while_the_person_is_asked_runs_no_call(tmp_path)
     config_path = tmp_path / "config.toml"
     config_path.write_text(table("h"), encoding="utf-8")
     manager, _events = await from_file(config_path)
-    asked, answer = asyncio.Event(), asyncio.Event()
-
-    class Person:
-        fds, records = None, []
-
-        async def ask(self, prompt, choices, default):
-            asked.set()
-            await answer.wait()
-            return APPROVE_ONCE
-
+    person = SlowPerson(APPROVE_ONCE)
     try:
-        call = asyncio.create_task(manager.call("mcp__h__echo", {"text": "hi"}, Person()))
-        await asyncio.wait_for(asked.wait(), 30)
+        call = asyncio.create_task(manager.call("mcp__h__echo", {"text": "hi"}, person))
+        await asyncio.wait_for(person.asked.wait(), 30)
         config_path.write_text("", encoding="utf-8")
         assert manager.reload()[1] and "h" not in manager.status
-        answer.set()
+        person.answered.set()
         with pytest.raises(ToolError) as error:
             await call
         assert str(error.value) == (

@@ -57,6 +57,22 @@ class Ctx:
         return self.answer
 
 
+class SlowPerson:
+    """A ToolContext whose person takes their time: ``asked`` is set once the question is
+    up, and it is answered ``answer`` once ``answered`` is set."""
+
+    fds = None
+
+    def __init__(self, answer: str) -> None:
+        self.answer, self.records = answer, []
+        self.asked, self.answered = asyncio.Event(), asyncio.Event()
+
+    async def ask(self, prompt, choices, default):
+        self.asked.set()
+        await self.answered.wait()
+        return self.answer
+
+
 async def started(*configs, **kwargs) -> tuple[McpManager, list]:
     events: list = []
     manager = McpManager(configs, events.append, **kwargs)

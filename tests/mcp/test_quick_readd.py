@@ -17,13 +17,13 @@ import pytest
 from selfref_tui.agent.mcp.approval import APPROVE_ALWAYS, APPROVE_ONCE
 from selfref_tui.agent.mcp.manager import McpManager
 from selfref_tui.agent.tools.builtin import ToolError
-from selfref_tui.config import load_config
 from tests.agent.helpers import wait_until
 from tests.hostile_servers import mcp_stdio_command, read_pids, wait_gone
 
 from .test_config_reload import said, table
 from .test_hostile_mcp import notices
-from .test_manager import Ctx
+from .test_manager import Ctx, SlowPerson
+from .test_restart_any import from_file
 
 
 def slow_to_stop(name: str, pids: Path, seen: Path, *extra: str) -> str:
@@ -34,15 +34,6 @@ def slow_to_stop(name: str, pids: Path, seen: Path, *extra: str) -> str:
                                       "--alive-at-start", str(seen))
     return "\n".join([f"[mcp.servers.{json.dumps(name)}]", f"command = {json.dumps(command)}",
                       f"args = {json.dumps(list(args))}", *extra, ""]) + "\n"
-
-
-async def manager_of(config_path: Path) -> tuple[McpManager, list]:
-    events: list = []
-    manager = McpManager(load_config(config_path=config_path, env={}).mcp_servers,
-                         events.append)
-    manager.config_path = config_path
-    await manager.wait_started(timeout=60)
-    return manager, events
 
 
 def starts(seen: Path) -> list[str]:
@@ -65,7 +56,7 @@ async def test_a_table_removed_and_added_back_at_once_starts_once_the_old_group_
     config_path, pids, seen = tmp_path / "config.toml", tmp_path / "pids", tmp_path / "seen"
     server = slow_to_stop("h", pids, seen)
     config_path.write_text(server, encoding="utf-8")
-    manager, events = await manager_of(config_path)
+    manager, events = await from_file(config_path)
     try:
         assert manager.status["h"].state == "ready", manager.status["h"].error
         count = 2
@@ -94,7 +85,7 @@ async def test_an_old_process_slower_than_the_bound_leaves_the_new_one_unstarted
     config_path, pids, seen = tmp_path / "config.toml", tmp_path / "pids", tmp_path / "seen"
     server = slow_to_stop("h", pids, seen)
     config_path.write_text(server, encoding="utf-8")
-    manager, events = await manager_of(config_path)
+    manager, events = await from_file(config_path)
     manager.restart_hint = "/mcp restart {server}"
     manager.stop_wait_s = 0.05  # its stop takes its grace and a SIGKILL: longer than that
     try:
@@ -127,7 +118,7 @@ async def test_always_allow_holds_for_the_server_approved_not_for_its_name(tmp_p
     takes it with it, and another command under the same name is asked about anew."""
     config_path = tmp_path / "config.toml"
     config_path.write_text(table("h"), encoding="utf-8")
-    manager, _events = await manager_of(config_path)
+    manager, _events = await from_file(config_path)
     try:
         ask = Ctx(answer=APPROVE_ALWAYS)
         assert await manager.call("mcp__h__echo", {"text": "a"}, ask) == "echo: a"
@@ -166,26 +157,17 @@ async def test_an_answer_given_while_the_table_changed_is_not_kept_and_runs_noth
     saved, and the tool does not run on the new one."""
     config_path = tmp_path / "config.toml"
     config_path.write_text(table("h"), encoding="utf-8")
-    manager, _events = await manager_of(config_path)
+    manager, _events = await from_file(config_path)
     saved: list = []
     manager.on_trust = lambda server, tool: saved.append((server, tool))
-    asked, answer = asyncio.Event(), asyncio.Event()
-
-    class Person:
-        fds, records = None, []
-
-        async def ask(self, prompt, choices, default):
-            asked.set()
-            await answer.wait()
-            return APPROVE_ALWAYS
-
+    person = SlowPerson(APPROVE_ALWAYS)
     try:
-        call = asyncio.create_task(manager.call("mcp__h__echo", {"text": "hi"}, Person()))
-        await asyncio.wait_for(asked.wait(), 30)
+        call = asyncio.create_task(manager.call("mcp__h__echo", {"text": "hi"}, person))
+        await asyncio.wait_for(person.asked.wait(), 30)
         config_path.write_text(table("h", tmp_path / "pids"), encoding="utf-8")  # another
         assert manager.reload()[1]
         await ready(manager, "h")
-        answer.set()
+        person.answered.set()
         with pytest.raises(ToolError) as error:
             await call
         assert str(error.value) == (
@@ -194,5 +176,38 @@ async def test_an_answer_given_while_the_table_changed_is_not_kept_and_runs_noth
             "was not kept; call the tool again if it is still needed, and the person is asked "
             "about the server as it is now")
         assert saved == [] and not manager.is_trusted("mcp__h__echo")
+    finally:
+        await manager.aclose()
+
+
+async def test_always_allow_is_not_written_to_a_table_that_runs_something_else_now(tmp_path):
+    """The table was pointed at another command in the file, not reloaded yet, when the
+    person answered "always allow" on the server still running: the answer holds for that
+    one, and is not written into the table (the next reload would have run the other
+    program's tool unasked)."""
+    from selfref_tui.agent.mcp.trust import add_trust
+
+    config_path = tmp_path / "config.toml"
+    config_path.write_text(table("h"), encoding="utf-8")
+    manager, events = await from_file(config_path)
+    manager.on_trust = lambda server, tool: add_trust(config_path, server, tool)
+    try:
+        other = table("h", tmp_path / "pids")
+        config_path.write_text(other, encoding="utf-8")  # not reloaded yet
+        ask = Ctx(answer=APPROVE_ALWAYS)
+        assert await manager.call("mcp__h__echo", {"text": "a"}, ask) == "echo: a"
+        assert manager.is_trusted("mcp__h__echo")  # the server approved, still running
+        assert config_path.read_text(encoding="utf-8") == other
+        assert [n for n in notices(events) if "not saved" in n] == [
+            "'always allow' for mcp__h__echo was not saved to config.toml: its "
+            f"[mcp.servers.h] table there runs another program now ({config_path}); the "
+            "answer holds for the server as it runs now"]
+        assert manager.reload()[1]
+        await ready(manager, "h")
+        assert not manager.is_trusted("mcp__h__echo")  # the other program: asked anew
+
+        ask = Ctx(answer=APPROVE_ALWAYS)  # the table as it runs: written
+        assert await manager.call("mcp__h__echo", {"text": "b"}, ask) == "echo: b"
+        assert 'trust = ["echo"]' in config_path.read_text(encoding="utf-8")
     finally:
         await manager.aclose()

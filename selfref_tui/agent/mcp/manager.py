@@ -637,12 +637,27 @@ class McpManager:
             self._answered.setdefault(approved_as(now), set()).add(tool.name)
             if self.on_trust is not None:
                 try:
-                    self.on_trust(tool.server, tool.name)
+                    self._save_trust(tool, now)
                 except (OSError, ConfigError) as exc:
                     self._notice(f"could not save the trust for {tool.exposed}: {exc}", "warning")
         elif choice != APPROVE_ONCE:
             raise ToolError(f"the person declined to run {tool.exposed}; it did not run. Do not "
                             "call it again unless they ask; carry on without it")
+
+    def _save_trust(self, tool: McpTool, config: McpServerConfig) -> None:
+        """Write "always allow" for ``tool`` into its server's table, if the file's table
+        still runs what ``config`` runs: one pointed at another program since (not
+        reloaded yet) would hand it the answer at the next reload, unasked."""
+        assert self.on_trust is not None
+        written = self._config_now(tool.server)
+        if written is not None and approved_as(written) != approved_as(config):
+            self._notice(
+                f"'always allow' for {tool.exposed} was not saved to config.toml: its "
+                f"{table_name(('mcp', 'servers', tool.server))} table there runs another "
+                f"program now ({self.config_path}); the answer holds for the server as it "
+                "runs now", "warning")
+            return
+        self.on_trust(tool.server, tool.name)
 
     def _allow_how(self, tool: McpTool) -> str:
         """How the person lets an untrusted tool run where nobody can be asked."""
