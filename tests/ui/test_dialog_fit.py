@@ -189,6 +189,27 @@ def _drawn(widget) -> str:
                      for y in range(widget.size.height))
 
 
+def _in_view(app, name: str, parts: tuple[str, ...]) -> None:
+    """Each of ``parts`` inside the dialog's box, and each list showing rows with its
+    highlighted one among them."""
+    dialog = app.screen.children[0]
+    inside = dialog.content_region
+    assert app.screen.region.contains_region(dialog.region), (name, dialog.region)
+    for selector in parts:
+        region = app.screen.query_one(selector).region
+        assert region.height > 0 and inside.contains_region(region), (
+            f"{name}: {selector} {region} is not inside the dialog {inside}")
+    for options in app.screen.query(OptionList):
+        if not options.display:
+            continue
+        assert inside.contains_region(options.region), (name, options.region, inside)
+        assert options.content_size.height >= 2, (name, options.content_size)
+        highlighted = options.highlighted_option
+        assert highlighted is not None
+        label = str(highlighted.prompt).strip()[:12]
+        assert label in _drawn(options), (name, label, _drawn(options))
+
+
 @pytest.mark.parametrize("name", list(CROWDED))
 @pytest.mark.parametrize("size", [(60, 20), (80, 24), (120, 40)], ids=["60x20", "80x24", "120x40"])
 async def test_a_crowded_dialog_keeps_its_list_keys_and_buttons_in_view(name, size):
@@ -204,19 +225,20 @@ async def test_a_crowded_dialog_keeps_its_list_keys_and_buttons_in_view(name, si
         app.push_screen(make())
         await pilot.pause()
         await pilot.pause()
-        dialog = app.screen.children[0]
-        inside = dialog.content_region
-        assert app.screen.region.contains_region(dialog.region), (name, dialog.region)
-        for selector in parts:
-            region = app.screen.query_one(selector).region
-            assert region.height > 0 and inside.contains_region(region), (
-                f"{name}: {selector} {region} is not inside the dialog {inside}")
-        for options in app.screen.query(OptionList):
-            if not options.display:
-                continue
-            assert inside.contains_region(options.region), (name, options.region, inside)
-            assert options.content_size.height >= 2, (name, options.content_size)
-            highlighted = options.highlighted_option
-            assert highlighted is not None
-            label = str(highlighted.prompt).strip()[:12]
-            assert label in _drawn(options), (name, label, _drawn(options))
+        _in_view(app, name, parts)
+
+
+@pytest.mark.parametrize("name", ["message actions", "rewind picker", "approval", "restore"])
+async def test_a_dialog_fits_again_when_the_terminal_changes_height(name):
+    """What a short terminal gave the list (or the body) is given again as the terminal
+    grows and shrinks: opened at 60x20, then 80x24, then 60x20 again."""
+    make, parts = CROWDED[name]
+    app = Host()
+    async with app.run_test(size=(60, 20)) as pilot:
+        app.push_screen(make())
+        for size in ((80, 24), (60, 20)):
+            await pilot.pause()
+            await pilot.resize_terminal(*size)
+            await pilot.pause()
+            await pilot.pause()
+            _in_view(app, f"{name} at {size}", parts)

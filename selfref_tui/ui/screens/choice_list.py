@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -21,7 +21,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from selfref_tui.safety import content, inert_line
-from selfref_tui.ui.screens.short import BREAKPOINTS
+from selfref_tui.ui.screens.short import BREAKPOINTS, rows_left
 
 
 class ChoiceList(ModalScreen[str | None]):
@@ -53,11 +53,10 @@ class ChoiceList(ModalScreen[str | None]):
     }
     ChoiceList #hint { color: $text-muted; margin-top: 1; }
     /* under 24 rows (short.py): the about line one line, no blank lines, and the list
-       taking what is left of the screen's height */
-    ChoiceList.-short > #dialog { height: 100%; max-height: 100%; padding: 0 1; }
+       given at most what is left of the screen's height (_fit) */
+    ChoiceList.-short > #dialog { max-height: 100%; padding: 0 1; }
     ChoiceList.-short #dialog > #about { margin-bottom: 0; height: 1; text-wrap: nowrap;
                                          text-overflow: ellipsis; }
-    ChoiceList.-short #dialog > OptionList { height: 1fr; max-height: 100%; }
     ChoiceList.-short #dialog > #hint { margin-top: 0; }
     """
 
@@ -95,6 +94,21 @@ class ChoiceList(ModalScreen[str | None]):
                       if not row_id.startswith("-")), None)
         if first is not None:
             options.highlighted = first
+        self.call_after_refresh(self._fit)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.call_after_refresh(self._fit)
+
+    def _fit(self) -> None:
+        """Under 24 rows the list gets at most what the about line and the keys leave of
+        the screen (its 33vh left it two rows at 60x20); from 24 up, the CSS's height."""
+        options = self.query_one(OptionList)
+        if not self.has_class("-short"):
+            options.styles.max_height = None
+            return
+        room = rows_left(self.query_one("#dialog"), options, self.size.height)
+        options.styles.max_height = max(3, room)
+        options.scroll_to_highlight()
 
     @on(OptionList.OptionSelected)
     def _chosen(self, event: OptionList.OptionSelected) -> None:

@@ -21,7 +21,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from selfref_tui.safety import content, inert_line
-from selfref_tui.ui.screens.short import BREAKPOINTS
+from selfref_tui.ui.screens.short import BREAKPOINTS, rows_left
 
 #: keys this soon after the dialog opened were meant for the chat input
 GRACE_S = 0.5
@@ -137,12 +137,9 @@ class QuestionScreen(ModalScreen[str]):
         body = self.query_one(f"#{self.SCROLLS}")
         dialog = self.query_one("#dialog")
         size = self.size
-        shown = [part for part in dialog.children if part.display]
         limit = dialog.styles.max_height
         height = int(limit.resolve(size, size)) if limit is not None else size.height
-        room = height - dialog.styles.gutter.height - sum(
-            part.styles.margin.top + part.styles.margin.bottom
-            + (0 if part is body else part.outer_size.height) for part in shown)
+        room = rows_left(dialog, body, height)
         cap = body.styles.base.max_height  # the CSS's, not the one set here before
         most = int(cap.resolve(size, size)) if cap is not None else room
         body.styles.max_height = max(3, min(most, room))
