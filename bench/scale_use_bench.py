@@ -233,8 +233,17 @@ async def run(data: Path, only: set[str]) -> list[tuple[str, float, float, str]]
                 await keys("end")
                 await timer.settled()
             if want("context"):
+                tokens = app.agent.tokens
+                misses = tokens.misses
                 await command(pilot, "/context")
-                await timer.time("/context (the preview)", lambda: keys("enter"))
+                await timer.time("/context (the preview) the first time", lambda: keys("enter"),
+                                 f"{tokens.misses - misses:,} messages encoded for it")
+                await keys("escape")
+                await timer.settled()
+                await command(pilot, "/context")
+                await timer.time("/context again", lambda: keys("enter"))
+                await keys("end")
+                await timer.time("  end (the next messages mounted)", lambda: keys("end"))
                 await keys("escape")
                 await timer.settled()
             if want("find"):

@@ -575,3 +575,49 @@ async def test_context_view_keeps_esc_close_in_view_when_narrow():
             box = app.screen.query_one("#dialog").region
             bottom = "".join(char for char, _fg, _bg in screen_cells(app)[box.bottom - 1])
             assert f" {shown} " in bottom, (size, bottom)
+
+
+async def test_context_view_mounts_a_long_request_as_it_is_scrolled_to_its_end():
+    """2,000 messages as two widgets each took seconds to open: a screenful or so is
+    mounted, the rest as the scroll reaches the end; in the end every message is
+    there, in order, each body whole."""
+    from selfref_tui.ui.screens.context_view import blocks, message_text
+
+    messages = [{"role": "system", "content": "rules " * 3000}]
+    messages += [{"role": "user" if i % 2 else "assistant", "content": f"message {i} " * 30}
+                 for i in range(1, 300)]
+    messages.append({"role": "user", "content": "\n".join(f"pasted line {k}"
+                                                          for k in range(3000))})
+    app = HostApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open(pilot, ContextView(messages, 321))
+        screen = app.screen
+        heads = screen.query(".role-user, .role-assistant, .role-system")
+        assert 0 < len(heads) < 20
+        more = str(screen.query_one(".more", Static).render())
+        assert more == f"{len(messages) - len(heads):,} more messages below: scroll on to see them."
+        for _ in range(200):
+            if not screen.query(".more"):
+                break
+            await pilot.press("end")
+            await pilot.pause()
+        assert not screen.query(".more")
+        shown = [str(w.render()) for w in screen.query(".role").results(Static)]
+        assert [line.split()[1] for line in shown] == [f"#{i}" for i in range(len(messages))]
+        bodies = [str(w.render()) for w in screen.query(".body").results(Static)]
+        assert bodies == [block for m in messages for block in blocks(message_text(m))]
+        assert "\n".join(bodies[-len(blocks(message_text(messages[-1]))):]) == message_text(
+            messages[-1])  # a long body: blocks of whole lines
+
+
+def test_a_long_body_is_shown_in_blocks_of_whole_lines():
+    from selfref_tui.ui.screens.context_view import blocks
+
+    lines = "\n".join(f"line {k}: some pasted log output" for k in range(2000))
+    parts = blocks(lines, 2000)
+    assert len(parts) > 20 and all(len(p) <= 2000 for p in parts)
+    assert "\n".join(parts) == lines
+    assert all(not p.startswith("\n") for p in parts[1:])
+    run = "x" * 5000  # one line longer than a block: cut where it reaches the size
+    assert blocks(run, 2000) == ["x" * 2000, "x" * 2000, "x" * 1000]
+    assert blocks("short", 2000) == ["short"]

@@ -6,12 +6,18 @@ the tokens go comes first (system prompt, experiences, tool schemas, summary,
 messages, images, adding up to the total) with what auto-compaction does next;
 then the tool schemas the request carries, collapsed (they are long and the
 same on every call, but they count against the window like the messages).
+
+The messages are mounted a screenful or so at a time, more as the scroll nears
+the end: a request of 2,000 messages as two widgets each took 5 s of CPU to
+open (Textual styles and lays out every widget mounted), and a long body is
+split into blocks of lines so a pasted megabyte is not wrapped whole to show
+its first lines.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import ComposeResult
@@ -25,6 +31,12 @@ from selfref_tui.safety import content, inert_line
 
 if TYPE_CHECKING:
     from selfref_tui.context.breakdown import Breakdown
+
+#: what one batch mounts at most: widgets, and characters of text to wrap
+BATCH_WIDGETS = 40
+BATCH_CHARS = 8_000
+#: a body longer than this is shown as blocks of about this many characters
+BLOCK_CHARS = 2_000
 
 ROLE_STYLES = {
     "system": "$text-warning",
@@ -58,6 +70,22 @@ def message_text(message: Mapping[str, Any]) -> str:
             pass
         text += ("\n" if text else "") + f"→ {function.get('name', '?')}({arguments})"
     return text
+
+
+def blocks(text: str, size: int = BLOCK_CHARS) -> list[str]:
+    """``text`` in blocks of whole lines of about ``size`` characters (a longer line
+    alone is cut), so a long body is mounted, and wrapped, a part at a time."""
+    if len(text) <= size:
+        return [text]
+    out: list[str] = []
+    start = 0
+    while len(text) - start > size:
+        cut = text.rfind("\n", start + 1, start + size)
+        end = cut if cut > start else start + size
+        out.append(text[start:end])
+        start = end + 1 if cut > start else end
+    out.append(text[start:])
+    return out
 
 
 def tool_text(tool: Mapping[str, Any]) -> str:
@@ -124,6 +152,13 @@ class ContextView(ModalScreen[None]):
         #: auto-compaction does next
         self.breakdown = breakdown
         self.compaction = compaction
+        #: the widgets still to mount, made as they are reached
+        self._pending = self._widgets()
+        #: the line under the mounted messages saying more follow (None: all mounted)
+        self._more: Static | None = None
+        #: how many messages' heads are mounted
+        self._heads = 0
+        self._mounting = False
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
@@ -168,27 +203,79 @@ class ContextView(ModalScreen[None]):
                             yield Static(content(tool_text(tool)), classes="body")
                 if not self.messages:
                     yield Static("Nothing yet: the next call starts empty.", classes="empty")
-                for index, message in enumerate(self.messages):
-                    role = inert_line(str(message.get("role", "?")), 40)
-                    text = message_text(message)
-                    head = Content.assemble(
-                        (role, ROLE_STYLES.get(role, "$text")),
-                        (f"  #{index}", "$text-muted"),
-                        (f" · {inert_line(message['name'])}" if message.get("name") else "",
-                         "$text-muted"),
-                        (
-                            f" · {inert_line(message['tool_call_id'])}"
-                            if message.get("tool_call_id")
-                            else "",
-                            "$text-muted",
-                        ),
-                        (f" · {len(text):,} chars", "$text-muted"),
-                    )
-                    yield Static(head, classes=f"role role-{role}")
-                    yield Static(content(text), classes="body")
+                yield from self._batch()
+                if self._more is not None:
+                    yield self._more
+
+    def _widgets(self) -> Iterator[tuple[Static, int]]:
+        """Each message's head and body blocks, with the characters each one wraps."""
+        for index, message in enumerate(self.messages):
+            role = inert_line(str(message.get("role", "?")), 40)
+            text = message_text(message)
+            head = Content.assemble(
+                (role, ROLE_STYLES.get(role, "$text")),
+                (f"  #{index}", "$text-muted"),
+                (f" · {inert_line(message['name'])}" if message.get("name") else "",
+                 "$text-muted"),
+                (
+                    f" · {inert_line(message['tool_call_id'])}"
+                    if message.get("tool_call_id")
+                    else "",
+                    "$text-muted",
+                ),
+                (f" · {len(text):,} chars", "$text-muted"),
+            )
+            yield Static(head, classes=f"role role-{role}"), 0
+            for block in blocks(text):
+                yield Static(content(block), classes="body"), len(block)
+
+    def _batch(self) -> list[Static]:
+        """The next widgets to mount: a screenful or more, within one batch's budget."""
+        out: list[Static] = []
+        chars = 0
+        for widget, size in self._pending:
+            out.append(widget)
+            chars += size
+            if len(out) >= BATCH_WIDGETS or chars >= BATCH_CHARS:
+                break
+        else:
+            self._more = None
+            return out
+        self._more = self._more or Static(classes="empty more")
+        self._heads += sum(1 for widget in out if widget.has_class("role"))
+        left = len(self.messages) - self._heads
+        self._more.update(f"{left:,} more message{'s' if left != 1 else ''} below: scroll "
+                          "on to see them." if left else "more below: scroll on to see it.")
+        return out
 
     def on_mount(self) -> None:
-        self.query_one("#messages", VerticalScroll).focus()
+        scroller = self.query_one("#messages", VerticalScroll)
+        scroller.focus()
+        self.watch(scroller, "scroll_y", self._near_the_end, init=False)
+        self.call_after_refresh(self._near_the_end)
+
+    def _near_the_end(self, _: float | None = None) -> None:
+        """Mount the next batch once the end of what is mounted is within a screen."""
+        if self._more is None or self._mounting:
+            return
+        scroller = self.query_one("#messages", VerticalScroll)
+        if scroller.max_scroll_y - scroller.scroll_y > scroller.size.height:
+            return
+        batch = self._batch()
+        if not batch:
+            return
+        self._mounting = True
+
+        async def mount() -> None:
+            try:
+                await scroller.mount_all(batch, before=self._more if self._more else None)
+                if self._more is None:
+                    await self.query(".more").remove()
+            finally:
+                self._mounting = False
+            self.call_after_refresh(self._near_the_end)
+
+        self.run_worker(mount(), group="more", exit_on_error=False)
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._fit_subtitle)
