@@ -12,6 +12,7 @@ from selfref_tui.context.tokens import (
     REPLY_PRIMING,
     SLICE_CHARS,
     TOKENS_PER_MESSAGE,
+    CountingStopped,
     TokenCounter,
     estimate_tokens,
     slices,
@@ -123,6 +124,51 @@ def test_cache_hits_on_repeated_counts():
     counter.count_messages([*history, {"role": "assistant", "content": "new answer"}])
     assert counter.misses == 101
     assert len(calls) == encoded_once + 2  # its role and its content
+
+
+def test_a_stopped_counter_ends_a_count_under_way_in_another_thread():
+    """Quitting stops the counter: the count running in a thread ends at its next
+    message instead of encoding the rest of the history (closing waits for it)."""
+    import threading
+
+    entered, gate = threading.Event(), threading.Event()
+    encoded: list[str] = []
+
+    def encode(text: str) -> list[int]:
+        encoded.append(text)
+        if len(encoded) == 1:  # the first text: held until the counter is stopped
+            entered.set()
+            gate.wait(60)
+        return [0] * len(text.split())
+
+    counter = TokenCounter(encode)
+    history = [{"role": "user", "content": f"message number {i}"} for i in range(500)]
+    outcome: list[object] = []
+
+    def count() -> None:
+        try:
+            outcome.append(counter.count_messages(history))
+        except CountingStopped as stopped:
+            outcome.append(stopped)
+
+    thread = threading.Thread(target=count)
+    thread.start()
+    assert entered.wait(60)
+    counter.stop()
+    gate.set()
+    thread.join(60)
+    assert not thread.is_alive()
+    assert isinstance(outcome[0], CountingStopped)
+    assert len(encoded) <= 2  # the message under way (its role, its text), not 1,000 texts
+    # a text in slices stops between two slices
+    with pytest.raises(CountingStopped):
+        counter.count_text("word " * SLICE_CHARS)
+    assert len(encoded) <= 2
+    # what was counted before stays readable (a cache hit encodes nothing)
+    fresh = TokenCounter(lambda text: [0])
+    fresh.count_message(history[0])
+    fresh.stop()
+    assert fresh.count_message(history[0]) == fresh.count_message(dict(history[0]))
 
 
 def test_cache_is_bounded():

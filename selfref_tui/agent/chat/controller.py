@@ -177,8 +177,12 @@ class ChatController(Startup, KeyLifecycle, ConversationSettings, Steering):
         if self.agent is None or self.key_error:
             return None
         key, agent = self.key, self.agent
+        from selfref_tui.context.tokens import CountingStopped
+
         try:
             plan = await self._reading(key, agent.preview_request, key)
+        except CountingStopped:  # the window is closing: nobody waits for this figure
+            return None
         except Exception as exc:
             from selfref_tui.safety import one_line
 

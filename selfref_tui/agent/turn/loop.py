@@ -162,6 +162,8 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning, CompactionWat
     async def aclose(self) -> None:
         if self._encoder_task is not None and not self._encoder_task.done():
             self._encoder_task.cancel()
+        # a count still running in a thread (the meter's) ends now: closing waits for it
+        self.tokens.stop()
         await self.provider.aclose()
 
     # ------------------------------------------------------------------ turn
