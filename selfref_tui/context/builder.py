@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from .experiences import provenance, with_edited, with_forgotten, with_remembered
+from .experiences import provenance, with_all_remembered, with_edited, with_forgotten
 from .mutations import (
     AssistantMessageMutation,
     AssistantTruncatedMutation,
@@ -421,12 +421,11 @@ class TranscriptBuilder:
         self.append_message(summary)
         items = [item if isinstance(item, dict) else {"text": str(item)} for item in m.remember]
         if any(str(item.get("text", "")).strip() for item in items):
-            updated = self._system_for_update()
-            for item in items:
-                updated, _ = with_remembered(updated, str(item.get("text", "")), provenance(
+            self._set(0, with_all_remembered(self._system_for_update(), [
+                (str(item.get("text", "")), provenance(
                     source=_str(item.get("source")), message=_int(item.get("message")),
                     created=_str(item.get("created"))))
-            self._set(0, updated)
+                for item in items]))
 
     def _mark_failed(self, reason: str) -> None:
         """Mark (or, for "", unmark) the user messages at the end of the transcript.
@@ -470,11 +469,9 @@ def fold_experiences(system: dict[str, Any], batch: Iterable[ContextMutation]) -
     for m in batch:
         if isinstance(m, ExperienceEditMutation):
             system, _ = with_edited(system, m.experience_id, m.text, m.edited)
-    for m in batch:
-        if isinstance(m, ExperienceRememberMutation):
-            system, _ = with_remembered(system, m.text, provenance(
-                m.source, m.from_message, m.created))
-    return system
+    return with_all_remembered(system, [
+        (m.text, provenance(m.source, m.from_message, m.created))
+        for m in batch if isinstance(m, ExperienceRememberMutation)])
 
 
 def _str(value: Any) -> str:

@@ -59,11 +59,44 @@ def last_seq(system_message: dict[str, Any] | None) -> int:
         seq = int(message.get(SEQ_KEY) or 0)
     except (TypeError, ValueError):
         seq = 0
-    for exp in experiences_of(message):
-        exp_id = exp.get("id") if isinstance(exp, dict) else None
+    return max(seq, _indexed(message.get(EXPERIENCES_KEY))[1])
+
+
+#: the last list of experiences indexed, its index and highest number (see :func:`_indexed`)
+_last_index: tuple[list[Any], dict[str, str], int] | None = None
+
+
+def _indexed(experiences: Any) -> tuple[dict[str, str], int]:
+    """``experiences``' ids by normalised text (the first of equal texts) and the highest
+    number among its ``exp_N`` ids.
+
+    Loading a key folds each batch of experience patches onto the list the last one
+    made: the index of that list is kept (with the list, so its identity cannot be
+    reused) and not built again. Built again for every batch, 1,000 experiences
+    remembered one a turn cost half a million normalisations at each load. Lists
+    are never changed in place (every change makes a new one), and the index kept is
+    never changed either (a batch adds to a copy).
+    """
+    last = _last_index
+    if last is not None and last[0] is experiences:
+        return last[1], last[2]
+    known: dict[str, str] = {}
+    high = 0
+    for exp in experiences if isinstance(experiences, (list, tuple)) else ():
+        if not isinstance(exp, dict):
+            continue
+        exp_id = exp.get("id")
         if isinstance(exp_id, str) and exp_id.startswith("exp_") and exp_id[4:].isdigit():
-            seq = max(seq, int(exp_id[4:]))
-    return seq
+            high = max(high, int(exp_id[4:]))
+        known.setdefault(normalize_text(str(exp.get("text", ""))), str(exp.get("id", "")))
+    _remember_index(experiences, known, high)
+    return known, high
+
+
+def _remember_index(experiences: Any, known: dict[str, str], high: int) -> None:
+    global _last_index
+    if isinstance(experiences, list):
+        _last_index = (experiences, known, high)
 
 
 def next_id(system_message: dict[str, Any] | None) -> str:
@@ -139,6 +172,44 @@ def with_remembered(
     updated[EXPERIENCES_KEY] = [*experiences, {"id": exp_id, "text": clean, **(meta or {})}]
     updated[SEQ_KEY] = seq
     return updated, exp_id
+
+
+def with_all_remembered(
+    system_message: dict[str, Any], items: list[tuple[str, dict[str, Any] | None]]
+) -> dict[str, Any]:
+    """:func:`with_remembered` for each ``(text, meta)`` of ``items`` in turn, in one pass.
+
+    One at a time, each remember copied the list and normalised every text already
+    there to look for a duplicate: a batch of 1,000 (a compaction's, or a key built
+    by a script) cost a million normalisations at every load of the key. Here the
+    list's index is built once (or reused: :func:`_indexed`) and the list copied once.
+    """
+    if not any(text.strip() for text, _ in items):
+        return system_message
+    current = system_message.get(EXPERIENCES_KEY)
+    known, high = _indexed(current)
+    seq = last_seq(system_message)
+    known = dict(known)
+    added: list[dict[str, Any]] = []
+    for text, meta in items:
+        clean = text.strip()
+        if not clean:
+            continue
+        wanted = normalize_text(clean)
+        if wanted in known:
+            continue
+        seq += 1
+        exp_id = format_id(seq)
+        known[wanted] = exp_id
+        added.append({"id": exp_id, "text": clean, **(meta or {})})
+    if not added:
+        return system_message
+    experiences = [*experiences_of(system_message), *added]
+    updated = dict(system_message)
+    updated[EXPERIENCES_KEY] = experiences
+    updated[SEQ_KEY] = seq
+    _remember_index(experiences, known, max(high, seq))
+    return updated
 
 
 def with_edited(

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import copy
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from selfref_tui.context.apply import MULTIMODAL_MARK, NO_RESULT_TEXT, apply_mutations
 from selfref_tui.context.mutations import (
     AssistantMessageMutation,
@@ -445,3 +448,35 @@ def test_open_block_in_base_is_continued():
     out = apply_mutations(base, [ToolResultMutation("b", "B")])
     assert [m.get("tool_call_id") for m in out[2:]] == ["a", "b"]
     assert_valid(out)
+
+
+@given(
+    existing=st.lists(st.tuples(st.sampled_from(["exp_001", "exp_007", "exp_12", "x", ""]),
+                                st.sampled_from(["a", " a ", "b\tc", "b c", "", "d"])),
+                      max_size=6),
+    seq=st.sampled_from([None, 0, 3, 20, "9", "junk"]),
+    texts=st.lists(st.sampled_from(["a", "a ", " b  c", "b c", "", "   ", "e", "e\n", "f"]),
+                   max_size=12),
+)
+def test_a_batch_of_remembers_folds_as_the_same_remembers_one_at_a_time(existing, seq, texts):
+    """One pass over the batch (a list of 1,000 was a million normalisations at each
+    load): the same ids, texts, provenance and counter as remembering each in turn."""
+    from selfref_tui.context.experiences import SEQ_KEY, with_all_remembered, with_remembered
+
+    system: dict = {"role": "system", "content": "",
+                    "experiences": [{"id": i, "text": t} for i, t in existing]}
+    if seq is not None:
+        system[SEQ_KEY] = seq
+    items = [(text, {"source": "person", "message": n}) for n, text in enumerate(texts, 1)]
+    one_by_one = system
+    for text, meta in items:
+        one_by_one, _ = with_remembered(one_by_one, text, meta)
+    assert with_all_remembered(system, items) == one_by_one
+    assert (with_all_remembered(system, items) is system) == (one_by_one is system)
+    # in two batches (the second folds onto the list the first made, whose index is
+    # kept), then from the start again (a rewind goes back to an older list)
+    half = len(items) // 2
+    assert with_all_remembered(with_all_remembered(system, items[:half]), items[half:]) \
+        == one_by_one
+    assert with_all_remembered(system, items[half:]) == with_all_remembered(
+        copy.deepcopy(system), items[half:])
