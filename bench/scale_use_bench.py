@@ -92,15 +92,19 @@ def build(data: Path) -> None:
                        for k in range(EXPERIENCES)])
         refs = [0]
         batch: list = []
+        records: list[dict] = []  # the refs' records, as the runtime writes them with answers
         count = i = rewinds = 0
         while count < MESSAGES:
+            defined = refs[0]
             mutations = turn(i, refs)
+            if refs[0] > defined:
+                records.append({"t": "ref", "id": f"r{i}", "content": f"```python\nx = {i}\n```"})
             batch += mutations
             count += len(mutations)
             i += 1
             if len(batch) >= 400:
-                memory.commit(batch)
-                batch = []
+                memory.commit(batch, records=records)
+                batch, records = [], []
                 if rewinds < REWINDS and i % 8 == 0:
                     # take the last answer back, as /rewind does (its messages stay, rewound)
                     last = memory.last_number
@@ -109,7 +113,7 @@ def build(data: Path) -> None:
                 if count // 2000 != (count - 400) // 2000 and count < MESSAGES - 1000:
                     memory.commit(summary(i))
         if batch:
-            memory.commit(batch)
+            memory.commit(batch, records=records)
         last = memory.last_number
         for k in range(PINS):
             memory.set_pinned(last - 10 - k * 37)
@@ -216,11 +220,19 @@ async def run(data: Path, only: set[str]) -> list[tuple[str, float, float, str]]
                 await pilot.pause(0.01)
             await timer.settled()
             cpu, wall = time.process_time() - c0, time.perf_counter() - w0
-            timer.rows.append(("open the big conversation (to its end drawn)", cpu, wall, ""))
+            listed = (f"sidebar: {len(app.sidebar.experience_list.rows or ())} experiences, "
+                      f"{len(app.sidebar.ref_list.rows or ())} refs")
+            timer.rows.append(("open the big conversation (to its end drawn)", cpu, wall, listed))
             print(f"  {'open the big conversation (to its end drawn)':<52} CPU {cpu:7.3f} s  "
-                  f"wall {wall:7.3f} s", flush=True)
+                  f"wall {wall:7.3f} s  {listed}", flush=True)
             deadline = time.perf_counter() + 30
             while not app.agent.tokens.ready and time.perf_counter() < deadline:
+                await pilot.pause(0.05)
+            # and the meter's exact count of it all (seconds of a thread, which the figures
+            # below would take for theirs)
+            deadline = time.perf_counter() + 120
+            while time.perf_counter() < deadline and any(
+                    w.group == "usage" and not w.is_finished for w in app.workers):
                 await pilot.pause(0.05)
             await pilot.pause(1.5)  # the collector's pass after loading (gc_pauses)
 

@@ -277,3 +277,77 @@ def _palette(app) -> str:
         return str(app.query_one("Footer .-command-palette").render())
     except NoMatches:
         return ""
+
+
+async def test_hundreds_of_rows_in_the_sidebar_show_scroll_forget_and_export(tmp_path, monkeypatch):
+    """Past ``EAGER`` rows the lists wrap only the rows they show: what a person does
+    with them is the same (End, Delete then y, Enter on a ref, ctrl+s)."""
+    from textual.geometry import Region
+
+    from selfref_tui.context.mutations import AssistantMessageMutation, UserMessageMutation
+    from selfref_tui.ui.widgets.lazy_option_list import EAGER
+
+    monkeypatch.chdir(tmp_path)
+    facts = [f"fact {k}: the build runs on the machine in the cellar, not the laptop"
+             for k in range(EAGER + 100)]
+    refs = EAGER + 50
+    store = SelfReference(tmp_path / "data")
+    try:
+        memory = store.open("main")
+        memory.commit([ExperienceRememberMutation(text) for text in facts])
+        for k in range(refs):
+            code = f"```python\nx = {k}\n```"
+            # the answer, and its ref's record as the runtime writes it with the answer
+            memory.commit([UserMessageMutation({"role": "user", "content": f"q{k}"}),
+                           AssistantMessageMutation(content=f'<ref id="r{k}">\n{code}\n</ref>')],
+                          records=[{"t": "ref", "id": f"r{k}", "content": code,
+                                    "message_index": memory.last_number + 2}])
+    finally:
+        store.close()
+
+    def shown(option_list) -> str:
+        size = option_list.scrollable_content_region.size
+        return "\n".join(strip.text for strip in option_list.render_lines(Region(0, 0, *size)))
+
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            experiences = app.sidebar.experience_list
+            await wait_until(pilot, lambda: len(experiences.experiences) == len(facts),
+                             what="the experiences listed")
+            option_list = experiences.option_list
+            assert "fact 0:" in shown(option_list)
+            assert option_list.measured_rows < 50  # not every row wrapped to be shown
+            await click(pilot, option_list)
+            await pilot.press("end")
+            last = f"exp_{len(facts):03d}"
+            assert experiences.highlighted_id == last
+            await pilot.pause()
+            assert f"fact {len(facts) - 1}:" in shown(option_list)
+            await pilot.press("delete", "y")
+            await wait_until(pilot, lambda: len(experiences.experiences) == len(facts) - 1,
+                             what="forgotten")
+            assert experiences.highlighted_id == f"exp_{len(facts) - 1:03d}"
+            await pilot.pause()
+            assert f"fact {len(facts) - 2}:" in shown(option_list)
+            # the refs: the last but three chosen with Enter, found in the transcript
+            ref_list = app.sidebar.ref_list
+            assert len(ref_list.refs) == refs
+            await click(pilot, ref_list.option_list)
+            await pilot.press("end", "up", "up", "up", "enter")
+            chosen = f"r{refs - 4}"
+            await wait_until(pilot, lambda: getattr(app.transcript.highlighted, "ref_id", None)
+                             == chosen, what="the ref highlighted in the transcript")
+            assert ref_list.highlighted_ref.id == chosen
+            assert f"ref:{chosen}" in shown(ref_list.option_list)
+            await pilot.press("ctrl+s")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "ExportDialog",
+                             what="the export dialog")
+            target = tmp_path / f"{chosen}.py"
+            assert app.screen.query_one("Input").value == str(target)
+            await pilot.press("enter")
+            await wait_until(pilot, target.exists, what="the ref written")
+            assert target.read_text() == f"x = {refs - 4}\n"
+    kept = [e["text"] for e in stored_experiences(tmp_path)]
+    assert kept == facts[:-1]

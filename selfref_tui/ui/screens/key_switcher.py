@@ -28,6 +28,7 @@ from selfref_tui.context.recall import fit_snippet
 from selfref_tui.safety import content, inert_line, name_line
 from selfref_tui.selfref.keys import without_hidden
 from selfref_tui.ui.screens.filtered_list import FilteredListScreen, FilterField, filter_by_name
+from selfref_tui.ui.widgets.lazy_option_list import LazyOptionList
 
 NEW_PREFIX = "new:"
 KEY_PREFIX = "key:"
@@ -104,7 +105,7 @@ class KeySwitcher(FilteredListScreen):
         with Vertical(id="dialog") as dialog:
             dialog.border_title = "Conversations"
             yield FilterField(placeholder="filter, or type a new conversation's name", id="filter")
-            yield OptionList()
+            yield LazyOptionList()  # (hundreds of conversations: only those seen are wrapped)
             yield Static("", id="error")
             yield Static(
                 self._hint(),

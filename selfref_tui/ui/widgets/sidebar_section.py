@@ -17,6 +17,7 @@ from textual.content import Content
 from textual.reactive import var
 from textual.widgets import OptionList, Static
 
+from selfref_tui.ui.widgets.lazy_option_list import LazyOptionList
 from selfref_tui.ui.widgets.option_rows import LONG, sync_options
 
 
@@ -92,7 +93,7 @@ class SidebarSection(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("", classes="section-title")
         yield Static(self.EMPTY, classes="empty")
-        yield OptionList()
+        yield LazyOptionList()  # (thousands of rows: only those seen are wrapped)
 
     def on_mount(self) -> None:
         self._show(self.rows)
