@@ -621,3 +621,24 @@ def test_a_long_body_is_shown_in_blocks_of_whole_lines():
     run = "x" * 5000  # one line longer than a block: cut where it reaches the size
     assert blocks(run, 2000) == ["x" * 2000, "x" * 2000, "x" * 1000]
     assert blocks("short", 2000) == ["short"]
+
+
+async def test_context_view_says_no_more_once_the_last_batch_ended_on_its_budget():
+    """The last widget filled a batch's budget exactly (a body of four whole blocks): the
+    "more below" line stayed under everything, telling the person to scroll on for
+    nothing."""
+    from selfref_tui.ui.screens.context_view import BATCH_CHARS, blocks
+
+    body = "x" * BATCH_CHARS  # one line: blocks that add up to the budget, the last one it
+    assert sum(map(len, blocks(body))) == BATCH_CHARS
+    app = HostApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open(pilot, ContextView([{"role": "user", "content": body}], 100))
+        screen = app.screen
+        for _ in range(20):
+            if not screen.query(".more"):
+                break
+            await pilot.press("end")
+            await pilot.pause()
+        assert [str(w.render()) for w in screen.query(".more").results(Static)] == []
+        assert "".join(str(w.render()) for w in screen.query(".body").results(Static)) == body

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import chain
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import ComposeResult
@@ -154,6 +155,8 @@ class ContextView(ModalScreen[None]):
         self.compaction = compaction
         #: the widgets still to mount, made as they are reached
         self._pending = self._widgets()
+        #: the next of them, taken to know whether any is left (None: none, or not taken)
+        self._ahead: tuple[Static, int] | None = None
         #: the line under the mounted messages saying more follow (None: all mounted)
         self._more: Static | None = None
         #: how many messages' heads are mounted
@@ -233,12 +236,16 @@ class ContextView(ModalScreen[None]):
         """The next widgets to mount: a screenful or more, within one batch's budget."""
         out: list[Static] = []
         chars = 0
-        for widget, size in self._pending:
+        pending = self._pending if self._ahead is None else chain([self._ahead], self._pending)
+        for widget, size in pending:
             out.append(widget)
             chars += size
             if len(out) >= BATCH_WIDGETS or chars >= BATCH_CHARS:
                 break
-        else:
+        # one taken ahead: a batch that ended on its budget with nothing after it left
+        # "more below" under everything
+        self._ahead = next(self._pending, None)
+        if self._ahead is None:
             self._more = None
             return out
         self._more = self._more or Static(classes="empty more")
