@@ -278,6 +278,11 @@ async def test_a_long_list_of_experiences_takes_its_half_and_scrolls_to_its_last
                                    for k in range(count)]
             await pilot.pause()
             heights.append(section.region.height)
+            # every line of the list is in the section: the title above it took the
+            # list's last line out of sight (the provenance of the last experience)
+            list_region = section.option_list.region
+            assert section.region.y < list_region.y
+            assert list_region.bottom <= section.region.bottom
         assert heights[0] < heights[1] == heights[2]
         assert heights[2] >= sidebar.region.height // 2 - 1
         option_list = section.option_list
@@ -287,3 +292,16 @@ async def test_a_long_list_of_experiences_takes_its_half_and_scrolls_to_its_last
         assert section.highlighted_id == f"exp_{LONG + 49:04d}"
         assert 0 < option_list.scroll_y == option_list.max_scroll_y
         assert option_list.max_scroll_y == LONG + 50 - option_list.scrollable_content_region.height
+        # the forget question and the editor show in the section, under the list (below a
+        # list that fills the section they were out of sight: Delete seemed to do nothing)
+        for keys, part in ((("delete",), "#forget-confirm"), (("n", "e"), "#experience-editor")):
+            await pilot.press(*keys)
+            await pilot.pause()
+            shown = section.query_one(part).region
+            assert shown.height and option_list.region.bottom <= shown.y
+            assert shown.bottom <= section.region.bottom
+            # and the row it is about is still in sight above it
+            row = option_list.highlighted
+            end = option_list._index_to_line[row] + option_list._heights[row]
+            assert end <= option_list.scroll_y + option_list.scrollable_content_region.height
+        await pilot.press("escape")

@@ -33,7 +33,9 @@ class _ForgetConfirm(Static, can_focus=True):
     """Takes exactly one key: ``y`` confirms, anything else cancels."""
 
     DEFAULT_CSS = """
+    /* docked: below a list that fills the section it would be out of sight */
     _ForgetConfirm {
+        dock: bottom;
         display: none;
         height: auto;
         padding: 0 1;
@@ -91,7 +93,8 @@ class _ExperienceEditor(Input):
     """The highlighted experience's text, to correct: Enter keeps it, Esc (or leaving) drops it."""
 
     DEFAULT_CSS = """
-    _ExperienceEditor { display: none; height: 3; }
+    /* docked: below a list that fills the section it would be out of sight */
+    _ExperienceEditor { dock: bottom; display: none; height: 3; }
     _ExperienceEditor.-editing { display: block; }
     """
 
@@ -225,6 +228,7 @@ class ExperienceList(SidebarSection):
         experience_id = self.highlighted_id
         if experience_id is not None:
             self.query_one(_ForgetConfirm).ask(experience_id)
+            self._keep_in_sight()
 
     @property
     def editing(self) -> str | None:
@@ -237,6 +241,12 @@ class ExperienceList(SidebarSection):
             return
         text = next(row.text for row in self._shown if row.id == experience_id)
         self.query_one(_ExperienceEditor).edit(experience_id, text)
+        self._keep_in_sight()
+
+    def _keep_in_sight(self) -> None:
+        """The question or the editor takes lines under the list: the row it is about
+        stays in sight (at the list's end it went under them)."""
+        self.call_after_refresh(self.option_list.scroll_to_highlight)
 
     @on(_ExperienceEditor.Done)
     def _edited(self, message: _ExperienceEditor.Done) -> None:

@@ -34,7 +34,10 @@ class SidebarSection(Vertical):
         height: auto;
         max-height: 50%;
     }
+    /* docked: the list's room ("max-height: 100%") is then what the title leaves; laid
+       out above it, the title pushed the list's last line out of the section */
     SidebarSection > .section-title {
+        dock: top;
         padding: 0 1;
         color: $text-muted;
         text-style: bold;
