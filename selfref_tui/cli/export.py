@@ -26,14 +26,10 @@ def _export(args: argparse.Namespace) -> int:
         to_markdown,
     )
     from selfref_tui.safety import json_inert, name_line
+    from selfref_tui.selfref.export_beside import write_beside
     from selfref_tui.selfref.export_path import export_target, is_taken, link_note
-    from selfref_tui.selfref.files import (
-        FileWriteError,
-        PathNotAllowed,
-        refuse_read_only,
-        write_beside,
-        write_file,
-    )
+    from selfref_tui.selfref.file_walk import FileWriteError, PathNotAllowed
+    from selfref_tui.selfref.files import refuse_read_only, write_file
 
     key = key_of(args)
     if args.json and args.format == "md":

@@ -87,7 +87,7 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _rewind(args: argparse.Namespace) -> int:
-    from selfref_tui.selfref.files import write_roots
+    from selfref_tui.selfref.file_walk import write_roots
     from selfref_tui.selfref.rewind import RewindError, rewind, undo
 
     if args.n is None and not args.undo:
@@ -145,7 +145,7 @@ def _restore(args: argparse.Namespace, memory: Any, report: Any, *,
              quiet: bool = False) -> Any:
     """The files of ``report`` put back; said line by line unless ``quiet`` (--json)."""
     from selfref_tui.selfref.checkpoints import restore
-    from selfref_tui.selfref.files import write_roots
+    from selfref_tui.selfref.file_walk import write_roots
 
     roots = write_roots(app_config(args).agent.allowed_roots)
     done = restore(memory.checkpoints, report.files, roots)

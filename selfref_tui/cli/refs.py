@@ -62,7 +62,8 @@ def _refs_show(args: argparse.Namespace) -> int:
 def _refs_export(args: argparse.Namespace) -> int:
     from selfref_tui.refs.export import export_plan
     from selfref_tui.selfref.export_path import export_target, is_taken, link_note
-    from selfref_tui.selfref.files import FileWriteError, PathNotAllowed, write_file
+    from selfref_tui.selfref.file_walk import FileWriteError, PathNotAllowed
+    from selfref_tui.selfref.files import write_file
 
     ref = _current_ref(args)
     plan = export_plan(args.ref_id, ref.get("content", ""))

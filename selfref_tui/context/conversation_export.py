@@ -24,7 +24,7 @@ as Markdown, no control character is sent). JSON: an item ``{"n": null, "role":
 (the ones ``search``, ``history`` and the recall tools use), and a compaction is
 not one.
 
-Pure: the caller writes the text and the images (selfref/files.py).
+Pure: the caller writes the text and the images (selfref/files.py, export_beside.py).
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ from .errors import CheckpointError, StoreError
 from .fsutil import atomic_write, check_dir, ensure_dir, fsync_dir, open_regular, read_regular
 
 if TYPE_CHECKING:
-    from .files import Digest
+    from .file_edit import Digest
 
 FILES_DIR = "files"
 _HEX = re.compile(r"[0-9a-f]{64}")
@@ -314,7 +314,8 @@ def restore(checkpoints: Checkpoints, wanted: Sequence[FileChange],
     its way, for a link to another file inside the roots: that file is never
     written or removed in its place.
     """
-    from .files import FileWriteError, PathNotAllowed, remove_file, write_file
+    from .file_walk import FileWriteError, PathNotAllowed
+    from .files import remove_file, write_file
 
     report = RestoreReport()
     for change in wanted:
@@ -365,13 +366,8 @@ def standing(change: FileChange, roots: Sequence[str | Path] | None) -> str:
     when restoring would change it: what :meth:`FileChange.why_left` says, and first
     whether the path is inside ``roots`` (None: not asked) with no link on its way, so
     a list offers no file that :func:`restore` would refuse."""
-    from .files import (
-        FileWriteError,
-        LinkOnTheWay,
-        PathNotAllowed,
-        refuse_read_only,
-        resolve_target,
-    )
+    from .file_walk import FileWriteError, LinkOnTheWay, PathNotAllowed, resolve_target
+    from .files import refuse_read_only
 
     if roots is None or change.before == TOO_LARGE:
         return change.why_left(state_of(change.path))

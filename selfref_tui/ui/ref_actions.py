@@ -166,13 +166,10 @@ class RefActions:
         """``render``: the text is made once the file is chosen (a conversation's Markdown
         links its images by the file's name), with files to write beside it; it is
         written whole (no append)."""
+        from selfref_tui.selfref.export_beside import write_beside
         from selfref_tui.selfref.export_path import export_target, is_file, link_note
-        from selfref_tui.selfref.files import (
-            FileWriteError,
-            refuse_read_only,
-            write_beside,
-            write_file,
-        )
+        from selfref_tui.selfref.file_walk import FileWriteError
+        from selfref_tui.selfref.files import refuse_read_only, write_file
         from selfref_tui.ui.screens.export_dialog import ExportDialog
         from selfref_tui.ui.screens.overwrite_prompt import OverwritePrompt
 

@@ -20,7 +20,8 @@ def write_past_a_size_limit(path: Path, root: Path,
         import resource, signal, sys
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
-        from selfref_tui.selfref.files import FileWriteError, write_file
+        from selfref_tui.selfref.file_walk import FileWriteError
+        from selfref_tui.selfref.files import write_file
         try:
             write_file({str(path)!r}, "y" * 1_000_000, roots=[{str(root)!r}]{extra})
         except FileWriteError as exc:

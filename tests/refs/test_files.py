@@ -13,12 +13,8 @@ from pathlib import Path
 import pytest
 
 from selfref_tui.refs.fds import FdTable
-from selfref_tui.selfref.files import (
-    FileWriteError,
-    PathNotAllowed,
-    fd_to_file,
-    write_file,
-)
+from selfref_tui.selfref.file_walk import FileWriteError, PathNotAllowed
+from selfref_tui.selfref.files import fd_to_file, write_file
 from selfref_tui.selfref.temp_files import machine_tag
 from tests.refs.helpers import write_past_a_size_limit
 

@@ -11,9 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from selfref_tui.refs.fds import FdTable
-from selfref_tui.selfref import files
+from selfref_tui.selfref import file_edit
 from selfref_tui.selfref.checkpoints import TOO_LARGE, Checkpoints, changes, restore
-from selfref_tui.selfref.files import FileWriteError, fd_to_file, write_file
+from selfref_tui.selfref.file_walk import FileWriteError
+from selfref_tui.selfref.files import fd_to_file, write_file
 from tests.refs.helpers import write_past_a_size_limit
 
 
@@ -57,7 +58,7 @@ TEXT = st.binary(max_size=60).map(lambda b: b.replace(b"\x00", b"\n").replace(b"
 def small_pieces(monkeypatch):
     """Pieces of 1–7 bytes: every line end falls on a piece's edge somewhere."""
     def use(size: int) -> None:
-        monkeypatch.setattr(files, "CHUNK_BYTES", size)
+        monkeypatch.setattr(file_edit, "CHUNK_BYTES", size)
     return use
 
 

@@ -210,7 +210,7 @@ class Steering:
         """For each of ``changes``, why restoring would leave its file as it is now ("":
         it would restore it), to offer only the files a restore can change."""
         from selfref_tui.selfref.checkpoints import standing
-        from selfref_tui.selfref.files import write_roots
+        from selfref_tui.selfref.file_walk import write_roots
 
         roots = write_roots(self.config.agent.allowed_roots)
         return await self._in_thread(lambda: [standing(c, roots) for c in changes])
@@ -218,7 +218,7 @@ class Steering:
     async def restore_files(self, changes: list[FileChange]) -> RestoreReport:
         """Put the chosen files back as they were (never over a file changed since)."""
         from selfref_tui.selfref.checkpoints import restore
-        from selfref_tui.selfref.files import write_roots
+        from selfref_tui.selfref.file_walk import write_roots
 
         memory = self._agent().memory(self.key)
         roots = write_roots(self.config.agent.allowed_roots)

@@ -255,7 +255,8 @@ async def _fd_to_file(args: dict[str, Any], ctx: ToolContext) -> str:
     so a file appearing meanwhile is refused rather than overwritten unasked.
     """
     from ...refs.fds import FdError
-    from ...selfref.files import FileWriteError, fd_to_file, refuse_read_only
+    from ...selfref.file_walk import FileWriteError
+    from ...selfref.files import fd_to_file, refuse_read_only
 
     fd = _need_str(args, "fd")
     file_path = _need_str(args, "file_path")
@@ -317,7 +318,7 @@ def _lexical(file_path: str, roots: tuple[Path, ...]) -> Path:
 
 def _existing_target(file_path: str, roots: tuple[Path, ...]) -> Path | None:
     """The existing file the write would change (as the write resolves the path), or None."""
-    from ...selfref.files import FileWriteError, PathNotAllowed, resolve_target
+    from ...selfref.file_walk import FileWriteError, PathNotAllowed, resolve_target
 
     try:
         target = Path(resolve_target(file_path, roots))

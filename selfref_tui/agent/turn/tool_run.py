@@ -40,7 +40,7 @@ class ToolRunning:
                     records: list[dict] | None = None) -> None: ...
 
     async def _run_tools(self, turn: TurnState, calls: list[dict], offered: frozenset[str]) -> str:
-        from ...selfref.files import write_roots
+        from ...selfref.file_walk import write_roots
 
         key = turn.key
         roots = write_roots(self.settings.allowed_roots)
