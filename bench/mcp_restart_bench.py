@@ -38,7 +38,8 @@ sys.path.insert(0, str(ROOT))
 
 from selfref_tui.agent.mcp.manager import McpManager  # noqa: E402
 from selfref_tui.agent.tools.builtin import ToolError  # noqa: E402
-from selfref_tui.config import McpServerConfig, load_config  # noqa: E402
+from selfref_tui.config import McpServerConfig  # noqa: E402
+from selfref_tui.config_load import load_config  # noqa: E402
 from tests.hostile_servers import alive, mcp_stdio_command, read_pids, wait_gone  # noqa: E402
 
 

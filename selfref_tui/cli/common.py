@@ -10,14 +10,8 @@ import sys
 from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any, NoReturn, TextIO, TypeVar
 
-from selfref_tui.config import (
-    DEFAULT_KEY,
-    AppConfig,
-    ConfigError,
-    ProviderConfig,
-    chosen_provider,
-    load_config,
-)
+from selfref_tui.config import DEFAULT_KEY, AppConfig, ConfigError, ProviderConfig, chosen_provider
+from selfref_tui.config_load import load_config
 
 T = TypeVar("T")
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STORE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130

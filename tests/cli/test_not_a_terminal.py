@@ -131,7 +131,7 @@ def test_the_app_whose_input_ends_stops_reading_it_and_ends(tmp_path):
     config = tmp_path / "config.toml"
     config.write_text("", encoding="utf-8")
     script = ("import sys\n"
-              "from selfref_tui.config import load_config\n"
+              "from selfref_tui.config_load import load_config\n"
               "from selfref_tui.ui.app import run_app\n"
               "sys.exit(run_app(load_config(config_path=sys.argv[1], demo=True, "
               "data_dir=sys.argv[2])))\n")

@@ -6,7 +6,7 @@ import json
 import sys
 from dataclasses import replace
 
-from selfref_tui.config import load_config
+from selfref_tui.config_load import load_config
 from selfref_tui.demo.script import Reply, ToolCall
 from selfref_tui.demo.server import DemoServer
 from tests.ui.helpers import SIZE, make_app, started, turn_done, type_and_send, wait_until

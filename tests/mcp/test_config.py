@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from selfref_tui.config import ConfigError, load_config
+from selfref_tui.config import ConfigError
+from selfref_tui.config_load import load_config
 
 
 def _load(tmp_path, text: str):

@@ -183,7 +183,7 @@ async def test_a_server_removed_while_it_starts_is_stopped(tmp_path):
     config_path.write_text(table("ok") + f"[mcp.servers.slow]\ncommand = {json.dumps(command)}\n"
                            f"args = {json.dumps(list(args))}\n", encoding="utf-8")
     events: list = []
-    from selfref_tui.config import load_config
+    from selfref_tui.config_load import load_config
 
     manager = McpManager(load_config(config_path=config_path, env={}).mcp_servers,
                          events.append)

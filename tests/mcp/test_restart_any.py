@@ -18,7 +18,7 @@ import pytest
 from selfref_tui.agent.mcp.manager import McpManager
 from selfref_tui.agent.mcp.stdio import Link, stdio_transport
 from selfref_tui.agent.tools.builtin import ToolError
-from selfref_tui.config import load_config
+from selfref_tui.config_load import load_config
 from tests.agent.helpers import wait_until
 from tests.hostile_servers import alive, mcp_stdio_command, read_pids, wait_gone
 

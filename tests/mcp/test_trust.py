@@ -7,7 +7,8 @@ import tomllib
 import pytest
 
 from selfref_tui.agent.mcp.trust import add_trust, trusted_text
-from selfref_tui.config import ConfigError, load_config
+from selfref_tui.config import ConfigError
+from selfref_tui.config_load import load_config
 
 FILE = '''# my settings
 default_provider = "local"   # keep this comment

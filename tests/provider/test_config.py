@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from selfref_tui.config import DEFAULT_BASE_URL, DEFAULT_MODEL, ConfigError, load_config
+from selfref_tui.config import DEFAULT_BASE_URL, DEFAULT_MODEL, ConfigError
+from selfref_tui.config_load import load_config
 
 TOML = """
 default_provider = "local"

@@ -16,7 +16,8 @@ from selfref_tui.agent.provider.window import (
     window_from_ollama,
     window_from_props,
 )
-from selfref_tui.config import ProviderConfig, load_config
+from selfref_tui.config import ProviderConfig
+from selfref_tui.config_load import load_config
 from selfref_tui.demo import DemoServer
 
 

@@ -27,7 +27,8 @@ from selfref_tui.agent.provider.window import (
     public_url,
     resolve_window,
 )
-from selfref_tui.config import ConfigError, ProviderConfig, load_config
+from selfref_tui.config import ConfigError, ProviderConfig
+from selfref_tui.config_load import load_config
 from selfref_tui.demo import DemoServer
 from tests.cli.helpers import ROOT, _env, cli
 from tests.hostile_servers import spawn, stats, wait_done

@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from selfref_tui.config import AppConfig, ProviderConfig, load_config
+from selfref_tui.config import AppConfig, ProviderConfig
+from selfref_tui.config_load import load_config
 from selfref_tui.demo.script import Script
 from selfref_tui.demo.server import DemoServer
 from selfref_tui.ui.app import SelfRefApp

@@ -314,7 +314,7 @@ async def test_welcome_names_the_config_file_in_use(tmp_path):
 
 async def test_the_apps_welcome_names_the_config_given_with_dash_dash_config(tmp_path):
     """``--config FILE``: the welcome tells the person to edit that file, not the default."""
-    from selfref_tui.config import load_config
+    from selfref_tui.config_load import load_config
     from selfref_tui.ui.app import SelfRefApp
 
     given = tmp_path / "elsewhere" / "mine.toml"

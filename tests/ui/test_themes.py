@@ -225,7 +225,7 @@ async def test_the_chosen_theme_is_saved_in_config_toml_and_used_at_the_next_sta
             'key = "main"   # the conversation I use\n',
             'key = "main"   # the conversation I use\ntheme = "solarized-light"\n')
 
-        from selfref_tui.config import load_config
+        from selfref_tui.config_load import load_config
 
         config = load_config(base_url=url)
         assert config.theme == "solarized-light"
@@ -246,7 +246,7 @@ async def test_the_chosen_theme_is_saved_in_config_toml_and_used_at_the_next_sta
 async def test_a_theme_config_toml_names_wrongly_is_said_once_and_the_app_starts(tmp_path):
     (tmp_path / "config.toml").write_text('theme = "solarised"\n')
     async with DemoServer([]) as url:
-        from selfref_tui.config import load_config
+        from selfref_tui.config_load import load_config
 
         app = SelfRefApp(load_config(base_url=url))
         async with app.run_test(size=SIZE) as pilot:

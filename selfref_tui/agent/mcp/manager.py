@@ -27,8 +27,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ...config import ConfigError, McpServerConfig, load_mcp_server, load_mcp_servers
+from ...config import ConfigError, McpServerConfig
 from ...config_edit import table_name, toml_value
+from ...config_load import load_mcp_server, load_mcp_servers
 from ...safety import one_line, redact
 from ..events import EventSink, Notice, discard
 from ..tools.batch import MultimodalOutput
