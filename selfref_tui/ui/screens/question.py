@@ -129,9 +129,10 @@ class QuestionScreen(ModalScreen[str]):
         self.call_after_refresh(self._fit_body)
 
     def _fit_body(self) -> None:
-        """A scrolled body (the arguments, the experience) gets at most what the dialog's
-        other parts leave it: long, its 16 rows took a 20-row screen's dialog, and the
-        buttons and the keys under it were cut off."""
+        """The scrolled body (the question, the arguments, the experience) gets at most
+        what the dialog's other parts leave it: long, the arguments' 16 rows took a
+        20-row screen's dialog and the buttons and keys under them were cut off, and a
+        long question grew the dialog past the screen's top."""
         if not self.SCROLLS or not self.is_mounted:
             return
         body = self.query_one(f"#{self.SCROLLS}")
