@@ -28,7 +28,6 @@ from selfref_tui.cli.common import (
     store_notes,
 )
 from selfref_tui.context.local_time import SECOND, shown_time
-from selfref_tui.safety import key_option, name_line
 
 
 def entry_row(entry: Any) -> dict[str, Any]:
@@ -61,6 +60,8 @@ def entry_row(entry: Any) -> dict[str, Any]:
 
 
 def _history(args: argparse.Namespace) -> int:
+    from selfref_tui.safety import name_line
+
     memory = read_memory(args)
     entries = [e for e in memory.entries() if args.all or not e.rewound]
     rows = [entry_row(e) for e in entries]
@@ -87,7 +88,7 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _rewind(args: argparse.Namespace) -> int:
-    from selfref_tui.selfref.file_walk import write_roots
+    from selfref_tui.safety import key_option
     from selfref_tui.selfref.rewind import RewindError, rewind, undo
 
     if args.n is None and not args.undo:
@@ -102,7 +103,7 @@ def _rewind(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from None
         hint = "" if args.restore_files else (
             "they are left as they are; rewind with --restore-files to restore them")
-        roots = write_roots(app_config(args).agent.allowed_roots) if report.files else None
+        roots = _roots(args) if report.files else None
         if args.json:
             row = rewind_row(report, roots)
             done = _restore(args, memory, report, quiet=True) if (
@@ -145,14 +146,20 @@ def _restore(args: argparse.Namespace, memory: Any, report: Any, *,
              quiet: bool = False) -> Any:
     """The files of ``report`` put back; said line by line unless ``quiet`` (--json)."""
     from selfref_tui.selfref.checkpoints import restore
-    from selfref_tui.selfref.file_walk import write_roots
 
-    roots = write_roots(app_config(args).agent.allowed_roots)
-    done = restore(memory.checkpoints, report.files, roots)
+    done = restore(memory.checkpoints, report.files, _roots(args))
     if not quiet:
         for line in done.lines():
             say(line)
     return done
+
+
+def _roots(args: argparse.Namespace) -> Any:
+    """Where the model may write (the files a rewind names are said and restored within
+    them); imported only for a rewind that names files: most name none."""
+    from selfref_tui.selfref.file_walk import write_roots
+
+    return write_roots(app_config(args).agent.allowed_roots)
 
 
 def _skipped(args: argparse.Namespace, report: Any, done: Any) -> None:
@@ -164,6 +171,7 @@ def _skipped(args: argparse.Namespace, report: Any, done: Any) -> None:
 
 
 def _branch(args: argparse.Namespace) -> int:
+    from selfref_tui.safety import name_line
     from selfref_tui.selfref.errors import InvalidKeyError
     from selfref_tui.selfref.keys import validate_name
 

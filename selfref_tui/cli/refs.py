@@ -18,10 +18,11 @@ from selfref_tui.cli.common import (
     say,
 )
 from selfref_tui.context.local_time import shown_time
-from selfref_tui.safety import name_line
 
 
 def _current_ref(args: argparse.Namespace) -> dict:
+    from selfref_tui.safety import name_line
+
     memory = read_memory(args)
     occurrences = memory.refs.get(args.ref_id)
     if not occurrences:
@@ -32,6 +33,8 @@ def _current_ref(args: argparse.Namespace) -> dict:
 
 
 def _refs_list(args: argparse.Namespace) -> int:
+    from selfref_tui.safety import name_line
+
     memory = read_memory(args)
     rows = []
     for ref_id, occurrences in memory.refs.items():

@@ -21,7 +21,6 @@ from selfref_tui.cli.common import (
     say_lines,
 )
 from selfref_tui.context.local_time import shown_time
-from selfref_tui.safety import name_line
 
 #: matches shown per conversation unless ``--limit`` says otherwise: a word that every
 #: message holds asks for the first screenful and the count, not 100,000 lines
@@ -75,6 +74,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace, found: Any) -> int:
+    from selfref_tui.safety import name_line
+
     for problem in found.problems:
         err(problem)
     more = found.total - len(found.matches)
@@ -108,6 +109,8 @@ _FLAGS = {(rewound, compacted): "".join(f" ({flag})" for flag, on in (
 
 def _lines(matches: list[Any]) -> Iterator[str]:
     """A line per match, as they are made."""
+    from selfref_tui.safety import name_line
+
     # a batch's messages share its time: each time is made local once (every match of
     # 100,000 messages printed: 0.1 s less)
     times: dict[str, str] = {}
