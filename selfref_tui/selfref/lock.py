@@ -1,7 +1,10 @@
 """One writer per memory key.
 
-An OS file lock (``filelock``, released by the kernel when the holder dies, so
-there are no stale locks to clean up) guards the key's log. Next to it the
+An OS file lock (``flock`` on ``writer.lock``, released by the kernel when the
+holder dies, so there are no stale locks to clean up) guards the key's log.
+It is taken with :mod:`fcntl` directly: the lock a ``filelock.FileLock`` took
+(the same ``flock``, so a writer of either kind sees the other), without its
+imports, which were a twentieth of a ``selfref-tui rewind``'s start. Next to it the
 holder writes who it is, so the second writer's error can name the process to
 close instead of saying only "locked". When the holder is this very process
 (a window that did not let a key go), it also names the thread and the code
@@ -10,6 +13,8 @@ that took the lock, so such a failure explains itself.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 import socket
@@ -18,18 +23,18 @@ import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
 from selfref_tui.safety import inert_line, key_option, name_line
 
 from .errors import StoreError, StoreLockedError
-from .fsutil import FILE_MODE, atomic_write, check_regular, read_regular
+from .fsutil import atomic_write, check_regular, open_regular, read_regular
 
 #: this package's folder: calls from in here are the store's own, not who asked
 _STORE_DIR = Path(__file__).parent
 
 LOCK_NAME = "writer.lock"
 INFO_NAME = "writer.json"
+#: what ``flock`` says when another open file holds the lock (EACCES on some file systems)
+_HELD = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES})
 
 
 class WriterLock:
@@ -38,21 +43,26 @@ class WriterLock:
     def __init__(self, key: str, key_dir: Path) -> None:
         self.key = key
         self.key_dir = key_dir
-        # thread_local=False: the app may release from another thread than it acquired on.
-        self._lock = FileLock(
-            str(key_dir / LOCK_NAME), timeout=0, mode=FILE_MODE, thread_local=False
-        )
+        #: the open ``writer.lock`` while the lock is held (any thread may release it: the
+        #: app lets a key go from another thread than the one that took it)
+        self._fd: int | None = None
 
     @property
     def held(self) -> bool:
-        return self._lock.is_locked
+        return self._fd is not None
 
     def acquire(self) -> None:
-        check_regular(self.key_dir / LOCK_NAME)  # a planted link or FIFO is refused, not opened
+        path = self.key_dir / LOCK_NAME
+        check_regular(path)  # a planted link or FIFO is refused, not opened
+        fd = open_regular(path, os.O_RDWR | os.O_CREAT)  # nor one swapped in after the look
         try:
-            self._lock.acquire(timeout=0)
-        except Timeout:
-            raise StoreLockedError(self._held_message()) from None
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in _HELD:
+                raise StoreLockedError(self._held_message()) from None
+            raise
+        self._fd = fd
         info = {
             "schema": 1,
             "pid": os.getpid(),
@@ -67,12 +77,13 @@ class WriterLock:
             pass  # the info only improves the error message; the lock is what counts
 
     def release(self) -> None:
-        if self._lock.is_locked:
+        fd, self._fd = self._fd, None
+        if fd is not None:
             try:
                 (self.key_dir / INFO_NAME).unlink(missing_ok=True)
             except OSError:
                 pass
-            self._lock.release(force=True)
+            os.close(fd)  # the lock goes with the file's last descriptor
 
     def _held_message(self) -> str:
         holder = "another selfref-tui process"

@@ -106,7 +106,7 @@ class SelfReference:
                 # anything in it is locked, read or moved.
                 if not check_dir(key_dir):
                     ensure_dir(key_dir)
-                from .lock import WriterLock  # a write only: searches never import filelock
+                from .lock import WriterLock  # a write only: searches never import the lock
 
                 lock = WriterLock(key, key_dir)
                 lock.acquire()

@@ -96,7 +96,7 @@ from .log_lines import (
     pin_record,
 )
 
-if TYPE_CHECKING:  # a read-only open (a search) never imports the lock's filelock
+if TYPE_CHECKING:  # a read-only open (a search) never imports the lock
     from .lock import WriterLock
 
 __all__ = [

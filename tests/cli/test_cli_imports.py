@@ -25,8 +25,9 @@ from selfref_tui.context.mutations import (
 from selfref_tui.selfref.reference import SelfReference
 from tests.cli.helpers import ROOT, _env, cli
 
-#: the runtime, the network and the screen: no store command needs them
-RUNTIME = ("openai", "httpx", "textual", "selfref_tui.agent", "selfref_tui.ui")
+#: the runtime, the network and the screen: no store command needs them (nor ``filelock``:
+#: the writer's lock is an ``fcntl.flock`` of its own)
+RUNTIME = ("openai", "httpx", "textual", "selfref_tui.agent", "selfref_tui.ui", "filelock")
 #: the compile boundary, the summary, the token counter, the ref parser and fd table, the
 #: model's file writes: a fold of the log needs none of them
 NOT_FOR_A_FOLD = (
@@ -92,7 +93,7 @@ def same(lean_run: subprocess.CompletedProcess, here_run: subprocess.CompletedPr
 def test_version_imports_no_store_and_no_context(data: Path) -> None:
     result, imported = lean(data, ["--version"], (*RUNTIME, "selfref_tui.selfref",
                                                   "selfref_tui.safety", "selfref_tui.refs",
-                                                  "selfref_tui.context.mutations", "filelock",
+                                                  "selfref_tui.context.mutations",
                                                   "msgspec"))
     assert imported == []
     assert result.stdout == "selfref-tui 0.1.0\n"
@@ -102,8 +103,8 @@ def test_version_imports_no_store_and_no_context(data: Path) -> None:
                                   ["keys", "list"], ["keys", "list", "--json"],
                                   ["refs", "list"], ["experiences", "list"]])
 def test_reading_commands_fold_the_log_without_the_rest(data: Path, argv: list[str]) -> None:
-    # a read-only open takes no lock: filelock is not imported either
-    result, imported = lean(data, argv, (*RUNTIME, *NOT_FOR_A_FOLD, "filelock"))
+    # a read-only open takes no lock: its module is not imported either
+    result, imported = lean(data, argv, (*RUNTIME, *NOT_FOR_A_FOLD, "selfref_tui.selfref.lock"))
     assert imported == []
     same(result, here(data, argv))
     assert result.returncode == 0 and result.stdout
