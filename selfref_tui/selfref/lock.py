@@ -17,7 +17,6 @@ import errno
 import fcntl
 import json
 import os
-import socket
 import threading
 import traceback
 from datetime import UTC, datetime
@@ -66,7 +65,7 @@ class WriterLock:
         info = {
             "schema": 1,
             "pid": os.getpid(),
-            "host": socket.gethostname(),
+            "host": _host(),
             "started": datetime.now(UTC).isoformat(timespec="seconds"),
             "thread": threading.current_thread().name,
             "by": _opener(),
@@ -93,7 +92,7 @@ class WriterLock:
             if type(pid) is not int or not isinstance(host, str):
                 pass  # not written yet (the holder is between its lock and its note), or
                 # not ours: "pid None on None" named nobody
-            elif pid == os.getpid() and host == socket.gethostname():
+            elif pid == os.getpid() and host == _host():
                 holder = (
                     f"this process (pid {pid}{_taken_by(info)})"
                 )
@@ -108,6 +107,12 @@ class WriterLock:
             "close it there first, or read it meanwhile with "
             f"`selfref-tui --read-only {key_option(self.key)}`."
         )
+
+
+def _host() -> str:
+    """This machine's name, as ``socket.gethostname()`` gives it (on POSIX it reads the
+    same ``uname`` field), without importing :mod:`socket` for one call."""
+    return os.uname().nodename
 
 
 def _opener() -> str:

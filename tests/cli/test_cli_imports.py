@@ -26,8 +26,9 @@ from selfref_tui.selfref.reference import SelfReference
 from tests.cli.helpers import ROOT, _env, cli
 
 #: the runtime, the network and the screen: no store command needs them (nor ``filelock``:
-#: the writer's lock is an ``fcntl.flock`` of its own)
-RUNTIME = ("openai", "httpx", "textual", "selfref_tui.agent", "selfref_tui.ui", "filelock")
+#: the writer's lock is an ``fcntl.flock`` of its own, and names its host without ``socket``)
+RUNTIME = ("openai", "httpx", "textual", "asyncio", "socket", "selfref_tui.agent",
+           "selfref_tui.ui", "filelock")
 #: the compile boundary, the summary, the token counter, the ref parser and fd table, the
 #: model's file writes: a fold of the log needs none of them
 NOT_FOR_A_FOLD = (
