@@ -1,7 +1,7 @@
 """The command line's own speed at a long conversation: each command from its start to its exit.
 
     .venv/bin/python bench/cli_bench.py [--messages 20000] [--runs 5] [--before DIR]
-                                        [--commands version,keys,...]
+                                        [--commands version,keys,...] [--instructions]
 
 Builds a conversation of ``--messages`` messages (as ``history_bench.py`` does:
 one experience, a ref every 100 turns) in a temporary data dir and runs each
@@ -16,6 +16,11 @@ DIR``) with this interpreter, each run of it beside a run of this one, so both
 see the same load: a figure "before" and "after" taken at once. Each rewind and
 branch runs on a fresh copy of the data dir.
 
+``--instructions`` also counts the instructions each command executes from its
+start to its exit, once, under valgrind (slow: about 50 times the CPU time;
+``context`` is left out unless named in ``--commands``): a figure the load does
+not change, to compare two versions on a busy machine.
+
 Timing goals live here, not in tests; wall times grow with the machine's
 load, CPU times much less.
 """
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -68,6 +74,22 @@ def run(source: Path, data: Path, args: list[str]) -> tuple[float, float]:
     return took, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def instructions(source: Path, data: Path, args: list[str]) -> int:
+    """Instructions ``selfref-tui ARGS`` run from ``source`` executes (valgrind's count)."""
+    with tempfile.TemporaryDirectory(prefix="selfref-cli-callgrind-") as tmp:
+        env = {**os.environ, "SELFREF_DATA_DIR": str(data), "PYTHONPATH": str(source),
+               "SELFREF_CONFIG": str(data / "config.toml"),
+               "PYTHONHASHSEED": "0"}  # the same dict layouts every run
+        proc = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/out",
+             sys.executable, "-m", "selfref_tui", *args],
+            capture_output=True, text=True, env=env, cwd=source, timeout=3600)
+    found = re.search(r"Collected : (\d+)", proc.stderr)
+    if proc.returncode or not found:
+        raise SystemExit(f"valgrind run of {' '.join(args)} failed:\n{proc.stderr[-2000:]}")
+    return int(found[1])
+
+
 def shown(pairs: list[tuple[float, float]]) -> str:
     wall = statistics.median(w for w, _ in pairs)
     cpu = statistics.median(c for _, c in pairs)
@@ -79,10 +101,12 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--before", type=Path, help="another copy of the source to compare")
-    parser.add_argument("--commands", default=",".join(COMMANDS),
-                        help=f"which of {', '.join(COMMANDS)} (default: all)")
+    parser.add_argument("--commands", help=f"which of {', '.join(COMMANDS)} (default: all)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count each command's instructions under valgrind (slow)")
     args = parser.parse_args()
-    names = [name for name in args.commands.split(",") if name]
+    named = args.commands is not None
+    names = [name for name in (args.commands or ",".join(COMMANDS)).split(",") if name]
     unknown = [name for name in names if name not in COMMANDS]
     if unknown:
         parser.error(f"unknown command {', '.join(unknown)}")
@@ -97,7 +121,7 @@ def main() -> None:
         build(pristine, args.messages)
         print(f"(set-up took {time.perf_counter() - started:.1f} s)")
         header = "".join(f"{label:<26}" for label in sources)
-        print(f"{'command':<32} {header}")
+        print(f"{'command':<40} {header}")
         for name in names:
             argv = [a.replace("{middle}", middle) for a in COMMANDS[name][0]]
             figures: dict[str, list[tuple[float, float]]] = {label: [] for label in sources}
@@ -111,8 +135,24 @@ def main() -> None:
                     if data is not pristine:
                         shutil.rmtree(data)
             cells = "".join(f"{shown(figures[label]):<26}" for label in sources)
-            print(f"{'selfref-tui ' + ' '.join(argv):<32} {cells} {COMMANDS[name][1]}",
+            print(f"{'selfref-tui ' + ' '.join(argv):<40} {cells} {COMMANDS[name][1]}",
                   flush=True)
+        if args.instructions:
+            print(f"instructions, start to exit (valgrind)\n{'command':<40} {header}")
+            for name in names:
+                if name == "context" and not named:
+                    continue
+                argv = [a.replace("{middle}", middle) for a in COMMANDS[name][0]]
+                cells = ""
+                for label, source in sources.items():
+                    data = pristine
+                    if name in WRITES:
+                        data = Path(tmp) / f"{name}-{label}-count"
+                        shutil.copytree(pristine, data)
+                    cells += f"{instructions(source, data, argv) / 1e6:,.0f} M".ljust(26)
+                    if data is not pristine:
+                        shutil.rmtree(data)
+                print(f"{'selfref-tui ' + ' '.join(argv):<40} {cells}", flush=True)
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 
