@@ -211,3 +211,31 @@ async def test_always_allow_is_not_written_to_a_table_that_runs_something_else_n
         assert 'trust = ["echo"]' in config_path.read_text(encoding="utf-8")
     finally:
         await manager.aclose()
+
+
+async def test_always_allow_does_not_hold_for_the_same_command_with_another_env(tmp_path):
+    """The environment is part of what a server runs (``PYTHONPATH``, ``LD_PRELOAD``,
+    ``NODE_OPTIONS`` load other code into the same command): a table given another env
+    under the same name is asked about anew, and trusted again once it is back."""
+    config_path = tmp_path / "config.toml"
+    config_path.write_text(table("h", None, 'env = { MODE = "plain" }'), encoding="utf-8")
+    manager, _events = await from_file(config_path)
+    try:
+        ask = Ctx(answer=APPROVE_ALWAYS)
+        assert await manager.call("mcp__h__echo", {"text": "a"}, ask) == "echo: a"
+        assert manager.is_trusted("mcp__h__echo")
+
+        config_path.write_text(table("h", None, 'env = { MODE = "other" }'), encoding="utf-8")
+        assert manager.reload()[1]
+        await ready(manager, "h")
+        assert not manager.is_trusted("mcp__h__echo")  # never approved with this env
+        other = Ctx(answer=APPROVE_ONCE)
+        assert await manager.call("mcp__h__echo", {"text": "b"}, other) == "echo: b"
+        assert len(other.asked) == 1
+
+        config_path.write_text(table("h", None, 'env = { MODE = "plain" }'), encoding="utf-8")
+        assert manager.reload()[1]
+        await ready(manager, "h")
+        assert manager.is_trusted("mcp__h__echo")
+    finally:
+        await manager.aclose()

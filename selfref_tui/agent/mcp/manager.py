@@ -920,9 +920,11 @@ async def _watched(transport: Any, link: Link) -> AsyncIterator:
 
 def approved_as(config: McpServerConfig) -> tuple:
     """What an "always allow" answer is tied to: the server's name and what it runs (its
-    command, arguments and folder, or its URL). The same name running another program
-    is another server, which the person was never asked about."""
-    return (config.name, config.command, config.args, config.cwd, config.url)
+    command, arguments, environment and folder, or its URL). The same name running another
+    program is another server, which the person was never asked about; so is the same
+    command given another environment (``PYTHONPATH``, ``LD_PRELOAD`` or ``NODE_OPTIONS``
+    load other code into it)."""
+    return (config.name, config.command, config.args, config.env, config.cwd, config.url)
 
 
 def _retrieve(call: asyncio.Future) -> None:
