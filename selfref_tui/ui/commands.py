@@ -88,9 +88,10 @@ COMMANDS: tuple[CommandSpec, ...] = (
         last_is_path=True,
     ),
     CommandSpec(
-        "key", "/key NAME", "Switch to conversation NAME (created when new)", min_args=1, max_args=1
+        "key", "/key [NAME]", "Switch to conversation NAME (created when new; without NAME: "
+        "pick one, as ctrl+o; /resume too)", max_args=1
     ),
-    CommandSpec("new", "/new", "Start a new conversation"),
+    CommandSpec("new", "/new", "Start a new conversation (/clear too)"),
     CommandSpec(
         "model",
         "/model [NAME]",
@@ -141,7 +142,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
 
 _BY_NAME = {spec.name: spec for spec in COMMANDS}
 #: other names people type for a command, from other chat apps (Claude Code, Codex, aider)
-ALIASES = {"exit": "quit"}
+ALIASES = {"exit": "quit", "clear": "new", "resume": "key"}
 
 
 @dataclass(frozen=True)

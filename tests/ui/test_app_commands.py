@@ -25,6 +25,9 @@ from selfref_tui.ui.keymap import BINDINGS, RESERVED_KEYS, check_keymap, is_key
         ("/context", Command("context")),
         ("/exit", Command("quit")),  # as in other chat apps
         ("/Quit", Command("quit")),
+        ("/key", Command("key")),  # the switcher, as /model alone is the picker
+        ("/resume", Command("key")),  # Claude Code's and Codex's names
+        ("/clear", Command("new")),
         # a path quoted as in a shell is the path (a folder named '"' was made)
         ('/save "/tmp/my notes.md"', Command("save", ("/tmp/my notes.md",))),
         ("/export fib 'out/my file.py'", Command("export", ("fib", "out/my file.py"))),

@@ -660,3 +660,22 @@ async def test_quit_and_exit_as_commands_quit_as_the_quit_key_does(tmp_path, com
             await type_and_send(pilot, command)
             await wait_until(pilot, lambda: not app.is_running, what="exit")
         assert app.return_code == 0
+
+
+@pytest.mark.parametrize(("command", "screen"), [("/key", "KeySwitcher"),
+                                                 ("/resume", "KeySwitcher"),
+                                                 ("/clear", "NewKeyPrompt")])
+async def test_key_alone_resume_and_clear_open_the_switcher_and_a_new_conversation(
+        tmp_path, command, screen):
+    """/key alone said "Usage: /key NAME" where /model alone is a picker; /resume and
+    /clear, what Claude Code and Codex users type for these, were unknown commands."""
+    async with DemoServer([]) as url:
+        app = make_app(tmp_path, url)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            await type_and_send(pilot, command)
+            await wait_until(pilot, lambda: type(app.screen).__name__ == screen, what=screen)
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: app.screen is app.screen_stack[0], what="closed")
+            assert app.key == "main" and app.chat_input.text == ""
+

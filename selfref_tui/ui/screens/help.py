@@ -22,8 +22,9 @@ SLASH_COMMANDS: tuple[tuple[str, str], ...] = (
     ("/remember TEXT", "Save a durable experience the agent sees in every call"),
     ("/forget ID", "Forget an experience, e.g. /forget exp_002"),
     ("/export ID [PATH]", "Write a ref to a file (fence stripped)"),
-    ("/key NAME", "Switch to another conversation (created if new)"),
-    ("/new", "Start a new conversation"),
+    ("/key [NAME]", "Switch to another conversation (created if new; without NAME: pick "
+     "one, as ctrl+o)"),
+    ("/new", "Start a new conversation (/clear too)"),
     ("/context", "Show exactly what the model will see next"),
     ("/mcp", "MCP servers: their state and tools"),
     ("/help", "This screen"),
