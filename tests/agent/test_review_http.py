@@ -107,3 +107,21 @@ async def test_the_demo_model_says_a_cancelled_compaction_was_cancelled(harness)
         said = "".join(e.text for e in h.of(ev.TextDelta))
         assert "cancelled the compaction" in said and "queued" not in said
         assert not h.of(ev.CompactionApplied)
+
+
+async def test_the_compact_calls_time_leaves_out_the_review_the_person_read(harness):
+    """"compact ✓ done 68.40s": the card counted the minute the review dialog stood open.
+    The call's time is the tool's; the seconds its question waits are the person's."""
+    now = [1000.0]  # a clock that moves only when the test moves it
+
+    def reading(text: str) -> str:
+        now[0] += 60  # the person reads the summary
+        return accept_answer(text)
+
+    async with harness(compacting) as h:
+        h.agent.tool_clock = lambda: now[0]
+        await review(h, reading)
+        ended = [e for e in h.of(ev.ToolCallEnded) if e.name == "compact"]
+        assert [e.duration_s for e in ended] == [0.0]  # the clock moved only while asked
+        stored = [m for m in h.reload().history if m.get("role") == "tool"]
+        assert stored[0].get("duration_s") == 0.0  # as a restart shows it

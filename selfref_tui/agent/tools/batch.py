@@ -16,7 +16,6 @@ each in order.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,7 +215,11 @@ class ToolBatch:
 
     async def _execute(self, name: str, args: dict[str, Any],
                        ctx: ToolContext) -> tuple[bool, str | MultimodalOutput, float]:
-        started = time.perf_counter()
+        started = ctx.clock()
+
+        def took() -> float:  # the tool's time: the person's answers to it left out
+            return max(0.0, ctx.clock() - started - ctx.waited_s)
+
         source = next((s for s in self.sources if s.handles(name)), None)
         try:
             if source is None:
@@ -230,16 +233,16 @@ class ToolBatch:
                 )
             text = await source.call(name, args, ctx)
         except ToolError as exc:
-            return False, str(exc), time.perf_counter() - started
+            return False, str(exc), took()
         except Exception as exc:  # a tool bug becomes a result the model can read
-            return False, f"the tool failed: {exc}", time.perf_counter() - started
+            return False, f"the tool failed: {exc}", took()
         if isinstance(text, MultimodalOutput):
-            return True, text, time.perf_counter() - started
+            return True, text, took()
         if name not in NO_FD_TOOLS and len(text) > self.fd_threshold_chars:
             text, record = ctx.fds.add_output(text, now_iso(), f"tool:{name}")
             if record is not None:
                 ctx.records.append(record if "t" in record else {"t": "fd", **record})
-        return True, text, time.perf_counter() - started
+        return True, text, took()
 
     def _failed(self, call: _Call, error: str, duration: float, records: list[dict]) -> None:
         call.finished = True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -56,6 +57,23 @@ class ToolContext:
     #: the key's file checkpoints (``selfref.checkpoints.Checkpoints``): what a write
     #: replaces is kept, so a rewind can put it back
     checkpoints: Any = None
+    #: what the call is timed with (a test passes one it moves by hand)
+    clock: Callable[[], float] = time.perf_counter
+    #: seconds this call's questions stood open: the person's time, not the tool's, so
+    #: the call's time leaves them out (a reviewed compaction read "compact 68.40s")
+    waited_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        asker = self.ask
+
+        async def timed(prompt: str, choices: tuple[str, ...], default: str) -> str:
+            asked = self.clock()
+            try:
+                return await asker(prompt, choices, default)
+            finally:
+                self.waited_s += self.clock() - asked
+
+        self.ask = timed
 
 
 def now_iso() -> str:

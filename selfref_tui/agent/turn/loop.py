@@ -20,6 +20,7 @@ failure marks, notices).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -107,6 +108,8 @@ class Agent(KeyBookkeeping, RequestPlanning, LlmStep, ToolRunning, CompactionWat
         self.compaction = CompactionPolicy(settings.auto_compact_ratio)
         #: tool sources besides the built-in tools (MCP servers, say); asked in order
         self.tool_sources: list[ToolSource] = []
+        #: what tool calls are timed with (a test passes a clock it moves by hand)
+        self.tool_clock: Callable[[], float] = time.perf_counter
         self.config = InvocationConfig(
             base_system_prompt=settings.base_system_prompt, refs_enabled=settings.refs_enabled
         )

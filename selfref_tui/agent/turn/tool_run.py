@@ -17,6 +17,8 @@ from ..tools.history_recall import HistoryRecall
 from .state import TurnState
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ...config import AgentSettings
     from ...context.mutations import ContextMutation
     from ...selfref.session import SelfRefSession
@@ -29,6 +31,7 @@ class ToolRunning:
     if TYPE_CHECKING:  # what the agent provides (loop.Agent)
         settings: AgentSettings
         emit: EventSink
+        tool_clock: Callable[[], float]
         tool_sources: list[ToolSource]
         context_window: int
         _history_indexes: dict[str, Any]
@@ -56,6 +59,7 @@ class ToolRunning:
                 call_id=call_id,
                 allow_overwrite=self.settings.allow_overwrite,
                 checkpoints=getattr(turn.memory, "checkpoints", None),
+                clock=self.tool_clock,
                 memory_writes=self.settings.memory_writes,
                 allow_memory=self.settings.allow_memory,
                 review_compaction=self.settings.review_compaction,
