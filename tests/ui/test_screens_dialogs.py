@@ -410,6 +410,29 @@ async def test_the_switchers_names_are_a_column_so_counts_and_times_line_up():
         assert rows[3] == f"  {long}  3 messages", rows
 
 
+async def test_the_switchers_content_rows_line_up_their_counts_and_snippets():
+    """By content (ctrl+f) the rows were "try-a-b  1 match  in try-a…" above
+    "try-a  1 match  in try-a…": counts and snippets stood wherever each name ended."""
+    found = [("try-a-b", 1, "we will use MySQL instead"),
+             ("try-a", 12, "we will use MySQL instead"),
+             ("main", 3, "no MySQL here")]
+
+    async def search(text: str):
+        return found
+
+    app = HostApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open(pilot, KeySwitcher(KEYS, "main", search=search))
+        screen = app.screen
+        await pilot.press("ctrl+f", *"MySQL")
+        await wait_for(pilot, lambda: screen.option_list.option_count == 3)
+        rows = [str(screen.option_list.get_option_at_index(i).prompt) for i in range(3)]
+        counts = {row.index(f"{n} match") for row, (_, n, _) in zip(rows, found, strict=True)}
+        snippets = {row.index("we will") if "we will" in row else row.index("no MySQL")
+                    for row in rows}
+        assert len(counts) == 1 and len(snippets) == 1, rows
+
+
 async def test_the_switchers_highlight_stays_in_place_when_a_row_is_deleted():
     """Deleting several conversations in a row: each delete leaves the highlight on the
     row that followed, not on the first (the conversation on screen, refused)."""

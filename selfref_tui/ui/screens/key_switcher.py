@@ -224,19 +224,23 @@ class KeySwitcher(FilteredListScreen):
         if not self.by_content or self.query_one(Input).value != text:
             return  # typed on, or back to names, meanwhile
         options = []
-        for key, count, snippet in found:
-            name = name_line(key, 30)
-            # "matches": by names the same column says how long a conversation is, and
-            # "try-b  1 message" read as a conversation of one message
-            matches = f"{count} match{'es' if count != 1 else ''}"
+        # "matches": by names the same column says how long a conversation is, and
+        # "try-b  1 message" read as a conversation of one message
+        rows = [(key, name_line(key, 30), f"{count} match{'es' if count != 1 else ''}",
+                 snippet) for key, count, snippet in found]
+        # names and counts in columns, as by names, so the snippets start in one column
+        column = min(NAME_COLUMN, max((cell_len(row[1]) for row in rows), default=0))
+        counts = max((len(row[2]) for row in rows), default=0)
+        width = self.query_one("#dialog").size.width
+        for key, name, matches, snippet in rows:
             # one line: the newest match's snippet gets what the name and count leave
-            room = max(8, self.query_one("#dialog").size.width - len(name) - len(matches) - 12)
+            room = max(8, width - max(column, cell_len(name)) - counts - 12)
             options.append(Option(
                 Content.assemble(
                     ("● " if key == self.current else "  ", "$text-primary"),
                     (name, "bold"),
-                    "  ",
-                    (matches, "$text-accent"),
+                    " " * (max(column - cell_len(name), 0) + 2),
+                    (matches.ljust(counts), "$text-accent"),
                     "  ",
                     (inert_line(fit_snippet(snippet, text, room), room), "$text-muted"),
                 ),
