@@ -281,6 +281,8 @@ class SelfRefApp(
             self.notify(warning, severity="warning", timeout=8)
         if self.is_headless:
             self.chat_input.cursor_blink = False  # tests and snapshots: a steady frame
+        else:
+            self.quit_on_hangup()  # a closed terminal keeps the answer streaming, as Esc
         self.chat_input.focus()
         self.call_after_refresh(self.sidebar.mount_parts)  # its lists: "Loading…" till then
         if self.config.unconfigured and not self.config.provider.demo:

@@ -5,10 +5,17 @@ it reach the input; the draft is looked at from the input's own queue once it
 has taken them, and an unsent one holds the quit behind a question (the quit
 key again answers yes). Quitting stops the turn, whose abort patches are
 committed, and releases the key's lock.
+
+The terminal closed under the app (SIGHUP: its window or tab closed, an ssh link
+dropped) or a polite kill (SIGTERM) quits the same way, without the question: the
+answer streaming keeps what arrived, marked interrupted, as Esc keeps it, where the
+default action of either signal ended the process with it lost.
 """
 
 from __future__ import annotations
 
+import asyncio
+import signal
 from typing import TYPE_CHECKING, Any
 
 from textual import work
@@ -23,6 +30,9 @@ if TYPE_CHECKING:
 class QuitActions:
     """The quit key, and the question an unsent draft raises."""
 
+    #: a SIGHUP or SIGTERM is quitting the app (:meth:`quit_on_hangup`)
+    _signalled = False
+
     if TYPE_CHECKING:  # what the app provides
         controller: ChatController
         chat_input: ChatInput
@@ -31,6 +41,7 @@ class QuitActions:
         _quit_prompt: Screen[bool] | None
 
         def exit(self, result: Any = None) -> None: ...
+        def run_worker(self, work: Any, **kwargs: Any) -> Any: ...
         def _key_label(self, binding_id: str | None, default: str) -> str: ...
         async def push_screen_wait(self, screen: Any) -> Any: ...
 
@@ -71,6 +82,33 @@ class QuitActions:
             self.exit(0)
         else:
             self.chat_input.focus()
+
+    def quit_on_hangup(self) -> None:
+        """SIGHUP and SIGTERM quit as the quit key does (no question: nobody is there to
+        answer it), so the answer streaming is kept; where the loop takes no signal
+        handlers (another thread, another platform) their default stays."""
+        loop = asyncio.get_running_loop()
+        for signum in (getattr(signal, "SIGHUP", None), signal.SIGTERM):
+            if signum is None:
+                continue
+            try:
+                loop.add_signal_handler(signum, self._hung_up, signum)
+            except (NotImplementedError, RuntimeError, ValueError):
+                return
+
+    def _hung_up(self, signum: int) -> None:
+        # once: a closed terminal's SIGHUP comes from the kernel and again from the shell,
+        # and a second quit must not cancel the first one's shutdown half-way
+        if self._signalled:
+            return
+        self._signalled = True
+        self.run_worker(self._quit_for_signal(signum), group="hangup")
+
+    async def _quit_for_signal(self, signum: int) -> None:
+        try:
+            await self.shutdown_runtime()
+        finally:
+            self.exit(128 + signum)  # as a shell reports a process a signal ended
 
     async def shutdown_runtime(self) -> None:
         """Stop the turn (its abort patches are committed), close HTTP, release locks."""

@@ -220,8 +220,9 @@ class PtyApp:
 
 
 @contextlib.contextmanager
-def pty_app(tmp_path) -> Iterator[PtyApp]:
-    """``selfref-tui --demo`` at 120x40 on a pty, once it drew its first frame."""
+def pty_app(tmp_path, *, ends: bool = False) -> Iterator[PtyApp]:
+    """``selfref-tui --demo`` at 120x40 on a pty, once it drew its first frame; still
+    running at the end unless the test ``ends`` it."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     proc = subprocess.Popen(
@@ -233,7 +234,7 @@ def pty_app(tmp_path) -> Iterator[PtyApp]:
     try:
         app.read_until(lambda: b"F1 help" in app.screen, "first frame")
         yield app
-        assert proc.poll() is None
+        assert ends or proc.poll() is None
     finally:
         proc.kill()
         proc.wait(30)
