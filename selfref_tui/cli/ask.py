@@ -177,6 +177,7 @@ async def one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
     loop = asyncio.get_running_loop()
     agent = None
     mcp = None
+    ended: list[int] = []  # the SIGTERM or SIGHUP that stopped the turn
     try:
         # take the key's lock up front: a clear exit 3 if the app holds it
         memory = store_notes(selfref.open(key))
@@ -192,6 +193,8 @@ async def one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
         agent = Agent(selfref, provider, config.agent, output, model=config.provider.model,
                       context_window=window.tokens)
         loop.add_signal_handler(signal.SIGINT, abort.fire, "interrupted (Ctrl+C)")
+        for signum in _ending_signals():  # `timeout`, a closed terminal: as Ctrl+C
+            loop.add_signal_handler(signum, _ended, abort, signum, ended)
         if config.mcp_servers:
             # `compact` has no --allow-tools: only trusted tools may run there
             allow = getattr(args, "allow_tools", None) or ""
@@ -207,7 +210,8 @@ async def one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
             agent.request_compaction(key, getattr(args, "focus", None) or "")
         outcome = await agent.run_turn(key, prompt, abort=abort)
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
+        for signum in (signal.SIGINT, *_ending_signals()):
+            loop.remove_signal_handler(signum)
         output.finish()
         if mcp is not None:
             await mcp.aclose(quitting=True)
@@ -225,7 +229,8 @@ async def one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
         # "the partial answer was kept" sent the person looking for one in `history`
         err("interrupted: the partial answer was kept, marked as truncated" if output.wrote
             else "interrupted before any answer arrived: your message is kept, unanswered")
-        return EXIT_INTERRUPTED
+        # as a shell reports a process the signal ended (`timeout` 124 aside)
+        return 128 + ended[0] if ended else EXIT_INTERRUPTED
     if outcome == "step_limit":
         raise CliError(f"stopped after {config.agent.step_limit} steps (the step limit); "
                        "ask again to continue, or raise [agent] step_limit in config.toml")
@@ -240,6 +245,22 @@ async def one_turn(args: argparse.Namespace, prompt: str | list[dict] | None,
             always=True)
     raise CliError(redact(output.error, output.secrets)
                    or "the turn failed; see the messages above")
+
+
+def _ending_signals() -> tuple[int, ...]:
+    """The signals that stop a turn as Ctrl+C does, what arrived kept: a `timeout`, a job
+    cancelled, a terminal closed (their default action ended the process, the answer
+    printed so far lost from the conversation)."""
+    import signal
+
+    return tuple(s for s in (signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
+
+
+def _ended(abort: Any, signum: int, ended: list[int]) -> None:
+    import signal
+
+    ended.append(signum)
+    abort.fire(f"ended by {signal.Signals(signum).name}")
 
 
 #: seconds of MCP servers starting before `ask` says what it waits for

@@ -33,7 +33,8 @@ exit codes:
   4    incomplete answer: cut off at the output limit or stopped by the provider's
        filter (what arrived is printed and kept, marked)
   130  interrupted (Ctrl+C): what part of the answer arrived is kept, marked as
-       truncated
+       truncated; 143 (SIGTERM, as `timeout` sends) and 129 (SIGHUP, the
+       terminal closed) stop it the same way
 
 environment: OPENAI_API_KEY, OPENAI_BASE_URL, SELFREF_MODEL, SELFREF_DATA_DIR,
 SELFREF_CONFIG (path of config.toml)."""

@@ -163,7 +163,12 @@ def test_the_locked_hint_runs_as_copied_for_a_name_with_a_space():
         assert copied.stdout.splitlines()[1] == "hi"
 
 
-def test_sigint_aborts_keeps_partial_and_exits_130():
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143),
+                                               (signal.SIGHUP, 129)])
+def test_sigint_aborts_keeps_partial_and_exits_130(signum, code):
+    """Ctrl+C stops the answer as Esc does. So do a SIGTERM (`timeout`, a cancelled job)
+    and a SIGHUP (the terminal closed): their default action ended the process, and the
+    answer printed so far was missing from the conversation."""
     proc = subprocess.Popen([sys.executable, "-m", "selfref_tui", "ask", "--demo",
                              "write something long"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=_env(), cwd=ROOT)
@@ -175,9 +180,9 @@ def test_sigint_aborts_keeps_partial_and_exits_130():
         first += chunk
     assert first.startswith(b"[demo model]")
     time.sleep(0.3)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, err
+    assert proc.returncode == code, err
     assert "interrupted" in one_line(err.decode())
     streamed = (first + out).decode()
     with SelfReference(os.environ["SELFREF_DATA_DIR"]) as store:
