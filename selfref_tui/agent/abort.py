@@ -14,6 +14,15 @@ import asyncio
 from collections.abc import Callable
 
 DEFAULT_REASON = "user pressed Esc"
+#: the reason when the program ends the turn, not the person: the app quitting (the quit
+#: key, a closed terminal), ``ask`` ended by a signal. Nobody decided against what the
+#: turn was doing (a compaction the runtime asked for is asked for again).
+CLOSING_REASON = "app closing"
+
+
+def closing(reason: str) -> bool:
+    """Whether a turn stopped for ``reason`` was ended by the program's end (see above)."""
+    return reason == CLOSING_REASON or reason.startswith("ended by SIG")
 
 
 class AbortSignal:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from selfref_tui.agent import events as ev
+from selfref_tui.agent.abort import CLOSING_REASON, DEFAULT_REASON
 from selfref_tui.context.compaction_point import COMPACTION_RESERVE
 from selfref_tui.demo.script import Reply, ToolCall
 
@@ -130,28 +133,48 @@ async def test_a_compaction_that_leaves_the_context_full_is_not_asked_for_again(
         assert len(h.of(ev.CompactionApplied)) == 1 and not h.of(ev.CompactionFailed)
 
 
-async def test_a_reminder_whose_compaction_a_crash_cut_short_is_given_again(harness, tmp_path):
-    """Killed while the reminder's `compact` call ran (a review dialog open, say), the
-    log ends with the call and no result. Nobody decided against compacting: the next
-    turn asks again, where a spent reminder would leave the context past the point, never
-    compacted."""
+@pytest.mark.parametrize(("ending", "again"), [
+    ("killed", True),  # the log ends with the call, no result
+    (CLOSING_REASON, True),  # the app quit with the review open
+    ("ended by SIGTERM", True),  # `ask` stopped by `timeout`
+    (DEFAULT_REASON, False),  # the person pressed Esc: their decision
+])
+async def test_a_reminder_whose_compaction_the_programs_end_cut_short_is_given_again(
+        harness, tmp_path, ending, again):
+    """Killed or quit while the reminder's `compact` call ran (a review dialog open, say):
+    nobody decided against compacting, so the next turn asks again, where a spent
+    reminder left the context past the point, never compacted. A compaction the person
+    stopped is not asked for again in that crossing."""
     from selfref_tui.agent.turn.compaction import AUTO_COMPACT_NOTE, AUTO_NOTE_KIND, runtime_note
-    from selfref_tui.context.mutations import AssistantMessageMutation, UserMessageMutation
+    from selfref_tui.context.mutations import (
+        AssistantMessageMutation,
+        ToolCancelledMutation,
+        UserMessageMutation,
+    )
     from selfref_tui.selfref import SelfReference
 
     big = "lorem ipsum dolor sit amet " * 680  # past 80 % of 6,000 with the tools
     call = {"id": "k1", "type": "function",
             "function": {"name": "compact", "arguments": '{"goal": "g"}'}}
+    stored = [UserMessageMutation({"role": "user", "content": big}),
+              runtime_note(AUTO_COMPACT_NOTE.format(tokens=5000, window=6000, percent=83),
+                           AUTO_NOTE_KIND),
+              AssistantMessageMutation(tool_calls=[call])]
+    if ending != "killed":
+        stored.append(ToolCancelledMutation("k1", "compact", ending))
     with SelfReference(tmp_path / "data") as store:  # the harness's store
-        store.open("main").commit([
-            UserMessageMutation({"role": "user", "content": big}),
-            runtime_note(AUTO_COMPACT_NOTE.format(tokens=5000, window=6000, percent=83),
-                         AUTO_NOTE_KIND),
-            AssistantMessageMutation(tool_calls=[call]),
-        ])
-    script = [Reply(tool_calls=[ToolCall("compact", SUMMARY, id="k2")]), Reply(text="Done.")]
-    async with harness(script, context_window=6000) as h:
+        store.open("main").commit(stored)
+
+    def model(body: dict, index: int) -> Reply:
+        if body["messages"][-1]["role"] == "tool":
+            return Reply(text="Done.")
+        if _asked(body) == 2:  # the old note and a new one
+            return Reply(tool_calls=[ToolCall("compact", SUMMARY, id="k2")])
+        return Reply(text="Noted.")
+
+    async with harness(model, context_window=6000) as h:
         _exact(h)
         assert await h.agent.run_turn("main", "and now?") == "done"
-        assert _asked(h.server.requests[0]) == 2  # the crashed one's note, and a new one
-        assert len(h.of(ev.CompactionApplied)) == 1 and not h.of(ev.CompactionFailed)
+        assert _asked(h.server.requests[0]) == (2 if again else 1)
+        assert len(h.of(ev.CompactionApplied)) == (1 if again else 0)
+

@@ -13,8 +13,10 @@ in the store, so the transcript can tell them from the person's words):
   request no longer fits the window at all, is stored the same way and counts
   as the same crossing's reminder). A reminder whose ``compact`` call never
   got a result — the process was killed while it ran, a review dialog open —
-  is not spent: nobody decided against compacting, so the next request asks
-  again (a call the person stopped or refused stays their decision);
+  or was cancelled by the program's end (the app quit, ``ask`` ended by a
+  signal) is not spent: nobody decided against compacting, so the next
+  request asks again (a call the person stopped or refused stays their
+  decision);
 * a compaction was applied: continue from the summary.
 
 The automatic reminder comes early enough for the compaction call itself to
@@ -40,6 +42,7 @@ from typing import Any
 from ...context.builder import NO_RESULT_TEXT
 from ...context.compaction_point import threshold
 from ...context.mutations import ContextMutation, ContextSummaryMutation, UserMessageMutation
+from ..abort import closing
 from ..tools.offer import COMPACT_TOOL
 
 RUNTIME_NOTE = "runtime_note"
@@ -203,8 +206,9 @@ class _Reminded:
     message (the loop asks at every step of a long turn; each message is read once).
 
     Spent once given, unless the ``compact`` call that answered it has "no result was
-    recorded" for a result: the process ended while it ran (killed with a review
-    dialog open, say), and nobody decided against compacting.
+    recorded" for a result, or was cancelled by the program's end: the process ended
+    while it ran (killed, or quit, with a review dialog open, say), and nobody decided
+    against compacting.
     """
 
     __slots__ = ("calls", "spent")
@@ -221,6 +225,11 @@ class _Reminded:
         elif message.get("role") == "assistant":
             self.calls.update(str(c.get("id", "")) for c in message.get("tool_calls") or ()
                               if (c.get("function") or {}).get("name") == COMPACT_TOOL)
-        elif (message.get("role") == "tool" and message.get("tool_call_id") in self.calls
-              and message.get("content") == NO_RESULT_TEXT):
-            self.spent = False
+        elif message.get("role") == "tool" and message.get("tool_call_id") in self.calls:
+            self.spent = not _ended_unanswered(message)
+
+
+def _ended_unanswered(result: dict) -> bool:
+    """A compact call's result that says the program ended before it finished."""
+    return result.get("content") == NO_RESULT_TEXT or bool(
+        result.get("cancelled") and closing(str(result.get("abort_reason", ""))))

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ...context.images import text_of, user_content
-from ..abort import DEFAULT_REASON, AbortSignal
+from ..abort import CLOSING_REASON, DEFAULT_REASON, AbortSignal
 from ..events import ErrorEvent
 from .inbox import Inbox, Message
 
@@ -251,4 +251,4 @@ class AgentInputRouter:
     async def aclose(self) -> None:
         """Abort a running turn and wait for it to settle (app shutdown): a stop whose
         undelivered messages nobody takes back."""
-        await self.stop("app closing")
+        await self.stop(CLOSING_REASON)
