@@ -51,7 +51,7 @@ def test_the_context_and_refs_packages_give_each_name_of_their_modules():
 
     for package in (selfref_tui.context, selfref_tui.refs):
         for name in package.__all__:
-            module = importlib.import_module(f"{package.__name__}.{package._EXPORTS[name]}")
+            module = importlib.import_module(package._EXPORTS[name], package.__name__)
             assert getattr(package, name) is getattr(module, name), name
         try:
             package.no_such_name  # noqa: B018

@@ -9,15 +9,16 @@ does not import the compile boundary, the summary and the token counter too.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-#: each public name → the module of this package that defines it
+from selfref_tui.lazy_names import resolved_on_read
+
+#: each public name → the module of this package that defines it (relative)
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys((
         "TranscriptBuilder",
         "apply_mutations",
-    ), "apply"),
+    ), ".apply"),
     **dict.fromkeys((
         "DataFromSelfRef",
         "InvocationConfig",
@@ -26,18 +27,18 @@ _EXPORTS: dict[str, str] = {
         "render_provider_messages",
         "snapshot_of",
         "system_prompt_text",
-    ), "compile"),
+    ), ".compile"),
     **dict.fromkeys((
         "experiences_of",
         "next_id",
         "render_system_prompt_with_experiences",
         "with_forgotten",
         "with_remembered",
-    ), "experiences"),
+    ), ".experiences"),
     **dict.fromkeys((
         "HistoryBuilder",
         "HistoryEntry",
-    ), "history"),
+    ), ".history"),
     **dict.fromkeys((
         "AssistantMessageMutation",
         "AssistantTruncatedMutation",
@@ -56,27 +57,21 @@ _EXPORTS: dict[str, str] = {
         "UserMessageMutation",
         "mutation_from_dict",
         "mutation_to_dict",
-    ), "mutations"),
+    ), ".mutations"),
     **dict.fromkeys((
         "Summary",
         "render_summary",
         "summary_message",
         "summary_mutation",
-    ), "summary"),
+    ), ".summary"),
     **dict.fromkeys((
         "TokenCounter",
         "estimate_tokens",
-    ), "tokens"),
+    ), ".tokens"),
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = resolved_on_read(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only

@@ -7,24 +7,19 @@ the export planning too.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-#: each public name → the module of this package that defines it
+from selfref_tui.lazy_names import resolved_on_read
+
+#: each public name → the module of this package that defines it (relative)
 _EXPORTS: dict[str, str] = {
-    **dict.fromkeys(("ExportPlan", "export_plan"), "export"),
-    **dict.fromkeys(("FdError", "FdTable"), "fds"),
-    **dict.fromkeys(("Ref", "Segment", "StreamingRefParser", "parse_refs"), "parser"),
+    **dict.fromkeys(("ExportPlan", "export_plan"), ".export"),
+    **dict.fromkeys(("FdError", "FdTable"), ".fds"),
+    **dict.fromkeys(("Ref", "Segment", "StreamingRefParser", "parse_refs"), ".parser"),
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = resolved_on_read(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
