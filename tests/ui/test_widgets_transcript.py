@@ -706,3 +706,51 @@ async def test_a_quoted_ref_in_an_answer_is_framed_as_a_quotation_and_defines_no
         assert "┌─ quoted ref:fib_recursive ─" in screen
         assert screen.count("<quoted_ref") == 2  # the two in code, as written
         assert [ref.ref_id for ref in app.t.ref_blocks()] == ["fib_fast"]
+
+
+async def test_a_message_is_drawn_one_strip_a_line_and_looks_as_its_text_in_a_bar_does(
+        monkeypatch):
+    """A pasted 2 MB message made three strips a line (its text, in its bar, in the
+    widget's style), each with seven caches: 0.5 GB. Each line that fits is made once,
+    and looks exactly as the text drawn, put in the bar and styled does."""
+    import textual.strip
+
+    texts = [text for _, text in CORPUS] + [
+        "", "short", "  indented\n\ttabbed\ntrailing   \n\n\nend", "word " * 60,
+        "日本語のテキスト" * 14, "\n".join(f"line {i}: some pasted log output" for i in range(300)),
+    ]
+    app = TranscriptApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        t = app.t
+        for text in texts:
+            await t.add_user(text)
+        await t.settle()
+        rows = [row for row in t._rows if row.part == "user"]
+        assert len(rows) == len(texts)
+        for theme in (app.theme, "ansi-dark"):  # (ANSI: no background of its own)
+            if theme != app.theme:
+                seen = t._theme_seen
+                app.theme = theme
+                await wait_until(pilot, lambda seen=seen: t._theme_seen > seen,
+                                 what="the theme's palette")
+            painter = t._painter_for(t._width())
+            p, base, inner = painter.p, t.rich_style, painter.width - 3
+            bg, bar = p.tint(p.primary, 0.12), p.style(p.primary)
+            assert (bg is None) is (theme == "ansi-dark"), theme
+            for row, text in zip(rows, texts, strict=True):
+                drawn = painter.draw(row)[row.margin:]
+                expected = painter._bar_lines(painter._text(text, inner), bar, bg)
+                assert [(list(x.strip), x.left, x.right) for x in drawn] == [
+                    (list(x.strip.apply_style(base)), x.left, x.right) for x in expected], text
+        made = 0
+        real = textual.strip.Strip.__init__
+
+        def counted(self, *args, **kwargs):
+            nonlocal made
+            made += 1
+            real(self, *args, **kwargs)
+
+        monkeypatch.setattr(textual.strip.Strip, "__init__", counted)
+        drawn = painter.draw(rows[-1])
+        assert len(drawn) == 300 + rows[-1].margin
+        assert made <= len(drawn) + 2

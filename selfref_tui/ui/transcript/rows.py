@@ -56,6 +56,8 @@ class Line:
     cont: bool = False
     #: characters of text after ``left`` when known exactly (code); -1: up to the padding
     size: int = -1
+    #: the strip has the widget's own style already (drawn as it is: see Painter.draw)
+    styled: bool = False
 
     @property
     def text(self) -> str:
