@@ -665,3 +665,31 @@ async def test_context_view_says_no_more_once_the_last_batch_ended_on_its_budget
             await pilot.pause()
         assert [str(w.render()) for w in screen.query(".more").results(Static)] == []
         assert "".join(str(w.render()) for w in screen.query(".body").results(Static)) == body
+
+
+async def test_context_view_mounts_larger_batches_as_it_is_scrolled_on():
+    """Each batch twice the last, up to four times the first: pressing End through a
+    long request reaches its end in fewer presses, the first frame stays small."""
+    from itertools import pairwise
+
+    from selfref_tui.ui.screens.context_view import BATCH_GROWTH, BATCH_WIDGETS
+
+    messages = [{"role": "user" if i % 2 else "assistant", "content": f"message {i}"}
+                for i in range(1000)]
+    app = HostApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open(pilot, ContextView(messages, 321))
+        screen = app.screen
+
+        def heads() -> int:
+            return len(screen.query(".role"))
+
+        counts = [heads()]
+        for _ in range(4):
+            await pilot.press("end")
+            await wait_for(pilot, lambda: heads() > counts[-1])
+            counts.append(heads())
+        first = BATCH_WIDGETS // 2  # a head and a body a message
+        assert [b - a for a, b in pairwise(counts)] == [
+            2 * first, BATCH_GROWTH * first, BATCH_GROWTH * first, BATCH_GROWTH * first]
+        assert counts[0] == first

@@ -33,9 +33,12 @@ from selfref_tui.safety import content, inert_line
 if TYPE_CHECKING:
     from selfref_tui.context.breakdown import Breakdown
 
-#: what one batch mounts at most: widgets, and characters of text to wrap
+#: what the first batch mounts at most: widgets, and characters of text to wrap; each
+#: later one twice the last, up to :data:`BATCH_GROWTH` times the first (scrolling on
+#: through a long request, or pressing End again, reaches its end in fewer steps)
 BATCH_WIDGETS = 40
 BATCH_CHARS = 8_000
+BATCH_GROWTH = 4
 #: a body longer than this is shown as blocks of about this many characters
 BLOCK_CHARS = 2_000
 
@@ -161,6 +164,8 @@ class ContextView(ModalScreen[None]):
         self._more: Static | None = None
         #: how many messages' heads are mounted
         self._heads = 0
+        #: the next batch's size, in first batches
+        self._scale = 1
         self._mounting = False
 
     def compose(self) -> ComposeResult:
@@ -240,8 +245,9 @@ class ContextView(ModalScreen[None]):
         for widget, size in pending:
             out.append(widget)
             chars += size
-            if len(out) >= BATCH_WIDGETS or chars >= BATCH_CHARS:
+            if len(out) >= BATCH_WIDGETS * self._scale or chars >= BATCH_CHARS * self._scale:
                 break
+        self._scale = min(self._scale * 2, BATCH_GROWTH)
         # one taken ahead: a batch that ended on its budget with nothing after it left
         # "more below" under everything
         self._ahead = next(self._pending, None)
