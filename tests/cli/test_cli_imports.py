@@ -126,3 +126,14 @@ def test_rewind_imports_only_the_fold_and_says_the_same(data: Path, tmp_path: Pa
         assert imported == [], argv
         same(result, here(twin, argv))
     assert len(json.loads(result.stdout)) == 10
+
+
+@pytest.mark.parametrize("argv", [["context", "show"], ["context", "show", "--json"]])
+def test_context_show_makes_no_http_client_and_shows_the_same_request(data: Path,
+                                                                     argv: list[str]) -> None:
+    """It sends nothing: the request is planned as for a fresh provider, without ``openai``."""
+    result, imported = lean(data, argv, ("openai", "httpx", "textual",
+                                         "selfref_tui.agent.provider.client"))
+    assert imported == []
+    same(result, here(data, argv))
+    assert result.returncode == 0 and "answer 19" in result.stdout
