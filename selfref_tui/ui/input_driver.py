@@ -304,6 +304,23 @@ class TerminalInput:
 class GuardedDriver(LinuxDriver):
     """Textual's Linux driver reading input through :class:`TerminalInput`."""
 
+    #: the terminal was given back on SIGTSTP (ctrl+z) and is taken again on SIGCONT
+    _given_back = False
+
+    def _sigtstp_application(self, *args: object) -> None:
+        self._given_back = self._auto_restart
+        super()._sigtstp_application(*args)
+
+    def _sigcont_application(self, *args: object) -> None:
+        """Take the terminal again only if it was given back. Textual did it on every
+        SIGCONT: a process stopped and continued without ctrl+z (``kill -STOP`` then
+        ``-CONT``, a debugger, a CPU limiter) got a second input thread and writer beside
+        the first, two readers of one terminal (a paste's state lost to the new one), and
+        ctrl+q no longer quit."""
+        if self._given_back:
+            self._given_back = False
+            super()._sigcont_application(*args)
+
     def _input_ended(self, selector: selectors.BaseSelector) -> None:
         """Standard input is at its end (a pipe or a file, not a terminal): no key will
         come. Textual's loop went on asking it, each time told "readable", and spun a

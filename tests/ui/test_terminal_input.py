@@ -13,6 +13,7 @@ import json
 import os
 import pty
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -207,10 +208,13 @@ class PtyApp:
     def write(self, data: bytes) -> None:
         os.write(self.master, data)
 
-    def read_until(self, done, what: str, timeout: float = 60) -> None:
+    def read_until(self, done, what: str, timeout: float = 60, ended: bool = False) -> None:
+        """Read what the app draws until ``done()``; it must not end meanwhile, unless
+        its end is what is ``ended``-waited for."""
         deadline = time.monotonic() + timeout
         while not done():
-            assert self.proc.poll() is None, f"the app ended: {bytes(self.screen[-400:])!r}"
+            assert ended or self.proc.poll() is None, \
+                f"the app ended: {bytes(self.screen[-400:])!r}"
             assert time.monotonic() < deadline, f"no {what} within {timeout} s"
             if select.select([self.master], [], [], 0.2)[0]:
                 try:
@@ -288,3 +292,32 @@ def test_a_paste_is_sent_while_the_mouse_never_rests(tmp_path):
         finally:
             resting.set()
             mover.join(10)
+
+
+def _stopped(pid: int) -> bool:
+    """The process is stopped (SIGSTOP took hold), as /proc says."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def _cooked(master: int) -> bool:
+    """The terminal reads lines again (the app gave it back as it found it)."""
+    return bool(termios.tcgetattr(master)[3] & termios.ICANON)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and a POSIX terminal")
+def test_an_app_stopped_and_continued_reads_on_and_quits(tmp_path):
+    """Stopped and continued without ctrl+z (``kill -STOP``, a debugger, a CPU limiter),
+    the app took the terminal again as if it had given it back: a second reader beside
+    the first, and ctrl+q no longer quit. It quits, the terminal given back cooked."""
+    with pty_app(tmp_path, ends=True) as app:
+        for _ in range(2):
+            os.kill(app.proc.pid, signal.SIGSTOP)
+            app.read_until(lambda: _stopped(app.proc.pid), "the app stopped")
+            os.kill(app.proc.pid, signal.SIGCONT)
+            app.read_until(lambda: not _stopped(app.proc.pid), "the app continued")
+        app.write(b"after the stop\r")
+        app.read_until(lambda: _sent() == ["after the stop"], "the message typed after it")
+        app.write(b"\x11")  # ctrl+q
+        app.read_until(lambda: app.proc.poll() is not None, "the app quitting", ended=True)
+        assert app.proc.returncode == 0 and _cooked(app.master)
