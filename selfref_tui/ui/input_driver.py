@@ -29,7 +29,10 @@ went wrong there:
   else after its end mark is the pause (:attr:`PasteGuard.moved_only`). They
   count as input again past :data:`MOUSE_HELD_CHARS`, more than a hand moves
   in that time, so a paste padded with text that reads as mouse reports after
-  an end mark of its own does not end there.
+  an end mark of its own does not end there; and so does a read of more than
+  :data:`MOUSE_READ_CHARS` of them: they were there at once, and an app kept
+  off the CPU for a moment found them late, which was no pause (the paste
+  ended at its fake end mark and its rest was typed as keys).
 - **A large paste** went through Textual's parser a character at a time, a
   Python generator step each: 2 MB took seconds of CPU. The paste's text goes
   round it (:class:`TerminalInput`), which makes the ``Paste`` event itself.
@@ -77,6 +80,10 @@ _MOUSE_RUN = re.compile(r"(?:\x1b\[<\d+;\d+;\d+[Mm])*"
 #: on the mouse (a move is about 12; a terminal reports a move per cell, some hundreds a
 #: second at most)
 MOUSE_HELD_CHARS = 8_192
+#: mouse reports in one read up to which they are still taken as a hand on the mouse: more
+#: were all there at once (a paste's text, read late by an app kept off the CPU), and the
+#: time they waited unread is no pause (a hand makes some hundreds of characters in 0.1 s)
+MOUSE_READ_CHARS = 1_024
 #: what the app says when its input ends (``selfref-tui < file``, run without the CLI's check)
 INPUT_ENDED = ("selfref-tui: standard input ended (it is not a terminal), so no key can be "
                "read; run the app in a terminal")
@@ -205,10 +212,12 @@ class PasteGuard:
 
     def _moved(self, text: str) -> None:
         """Whether ``text``, held after an end mark, was mouse reports alone (and not
-        more of them than a hand makes), for :attr:`moved_only`."""
+        more of them than a hand makes, in all or in this one read), for
+        :attr:`moved_only`."""
         self._mouse_chars += len(text)
         found = None
-        if self._mouse_chars <= MOUSE_HELD_CHARS:  # (a paste held back: no scan, no copy)
+        if self._mouse_chars <= MOUSE_HELD_CHARS and len(text) <= MOUSE_READ_CHARS:
+            # (a paste held back, or more than a hand in one read: no scan, no copy)
             found = _MOUSE_RUN.fullmatch(self._mouse_part + text)
         if found is None:
             self.moved_only = False
@@ -356,6 +365,12 @@ class GuardedDriver(LinuxDriver):
                         stirred = clock()
             # a pause, the mouse's reports aside (a hand on it never rests for long)
             paused = not selector_events or (terminal.holding and clock() - stirred >= PAUSE_S)
+            if paused and terminal.holding and selector.get_map() and selector.select(0):
+                # input waits to be read: the time passed was this app kept off the CPU (a
+                # busy machine, stopped and continued), which let the wait above time out
+                # unread, not a pause in the input; taken as one it ended a paste at an end
+                # mark of its own text and typed the rest as keys
+                paused = False
             for event in terminal.idle() if paused else terminal.tick():
                 self.process_message(event)
 

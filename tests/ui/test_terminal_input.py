@@ -26,8 +26,10 @@ import pytest
 from textual.events import Paste
 
 from selfref_tui.ui.input_driver import (
+    MOUSE_READ_CHARS,
     PASTE_END,
     PASTE_START,
+    PAUSE_S,
     PastedText,
     PasteGuard,
     TerminalInput,
@@ -154,6 +156,20 @@ def test_text_that_reads_as_mouse_reports_in_a_paste_stays_its_text():
     assert guard.feed(f"\rrm -rf ~\r{PASTE_END}") == [
         PastedText(f"{PASTE_END}{reports}\rrm -rf ~\r".replace("\x1b", "␛"))]
     assert guard.holding and guard.idle() == [PASTE_END]
+
+
+def test_more_mouse_reports_in_one_read_than_a_hand_makes_are_input():
+    """Reports read at once, more than a hand makes in the pause, were all there already
+    (read late, not made as time passed): that read puts the pause off; smaller reads
+    after it are a hand again."""
+    guard = PasteGuard()
+    guard.feed(f"{PASTE_START}a{PASTE_END}")
+    hand = "".join(f"\x1b[<35;{x};5M" for x in range(10, 90))
+    assert len(hand) <= MOUSE_READ_CHARS < len(hand + hand)
+    assert guard.feed(hand) == [] and guard.moved_only
+    assert guard.feed(hand + hand) == [] and not guard.moved_only
+    assert guard.feed(hand) == [] and guard.moved_only
+    assert guard.idle() == [PASTE_END, hand * 4]
 
 
 def test_a_start_mark_cut_by_a_pause_loses_no_paste(monkeypatch):
@@ -294,10 +310,62 @@ def test_a_paste_is_sent_while_the_mouse_never_rests(tmp_path):
             mover.join(10)
 
 
+def _unread(tty: int) -> int:
+    """Bytes written to the terminal that its reader has not read yet."""
+    return struct.unpack("i", fcntl.ioctl(tty, termios.FIONREAD, b"\0" * 4))[0]
+
+
 def _stopped(pid: int) -> bool:
     """The process is stopped (SIGSTOP took hold), as /proc says."""
     with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
         return stat.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def _stopped_after_reading(app: PtyApp, data: bytes) -> bool:
+    """``data`` written and the app stopped soon after it has read it, before a pause
+    could pass: False when this process was itself kept off the CPU long enough between
+    the two that the app may have seen one (the moment was missed; nothing is stopped)."""
+    tty = os.open(os.readlink(f"/proc/{app.proc.pid}/fd/0"), os.O_RDONLY | os.O_NOCTTY)
+    try:
+        app.write(data)
+        while _unread(tty):
+            pass
+        read_at = time.monotonic()
+        time.sleep(PAUSE_S / 4)  # for the app to take in what it read (not a check)
+        os.kill(app.proc.pid, signal.SIGSTOP)
+        if time.monotonic() - read_at > PAUSE_S * 0.8:
+            os.kill(app.proc.pid, signal.SIGCONT)
+            return False
+        return True
+    finally:
+        os.close(tty)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and a POSIX terminal")
+def test_a_paste_padded_with_mouse_reports_holds_while_the_app_is_kept_from_reading(tmp_path):
+    """A paste holding an end mark of its own and then more than a terminal's read of
+    text shaped as mouse reports, read by an app that was kept off the CPU for a moment
+    (a loaded machine, or stopped and continued): the reports were already there, so
+    the time that passed was no pause. It was taken as one (the time since the end
+    mark, reports alone in the read), the paste ended at its fake end mark and its rest
+    was typed as keys, its line end sending it."""
+    padding = "".join(move(10 + n % 50) for n in range(420))  # ~5 KB: over 4,095, under 8 KB
+    for _attempt in range(5):  # the moment to stop the app at can be missed on a busy machine
+        with pty_app(tmp_path) as app:
+            if not _stopped_after_reading(app, f"{PASTE_START}a{PASTE_END}".encode()):
+                continue
+            try:
+                app.read_until(lambda: _stopped(app.proc.pid), "the app stopped")
+                # the rest of the paste, written while the app cannot read (the kernel
+                # holds it all: the write returns)
+                app.write(f"{padding}rest{PASTE_END}\r".encode())
+                time.sleep(PAUSE_S * 3)  # kept off the CPU for longer than a pause (no check)
+            finally:
+                os.kill(app.proc.pid, signal.SIGCONT)
+            app.read_until(lambda: len(_sent()) == 1, "the pasted message")
+            assert _sent() == [f"a␛[201~{padding.replace(chr(27), '␛')}rest"]
+            return
+    pytest.fail("the app was never stopped right after its read (the machine too busy)")
 
 
 def _cooked(master: int) -> bool:
