@@ -122,6 +122,19 @@ class KeyBookkeeping:
                 return content if isinstance(content, str) else ""
         return None
 
+    def unanswered_message(self, key: str) -> str | None:
+        """The person's message ``key``'s working transcript ends with, no answer after it
+        and not marked failed, or None. Only a process killed before any answer was stored
+        (``kill -9``) or a branch made just after a message leaves one: a retry answers it
+        as it stands, rather than sending a copy."""
+        messages = self.memory(key).messages
+        if not messages:
+            return None
+        last = messages[-1]
+        if not is_person_message(last) or last.get("failed"):
+            return None
+        return text_of(last.get("content"))
+
     def _mark_failed(self, turn: TurnState) -> None:
         """A turn that ended with no answer after the person's message marks it failed.
 

@@ -35,6 +35,8 @@ class TurnRunner(Protocol):
 
     def failed_message(self, key: str) -> str | None: ...
 
+    def unanswered_message(self, key: str) -> str | None: ...
+
     def answer_question(self, question_id: str, choice: str) -> bool: ...
 
     def request_compaction(self, key: str, focus: str = "") -> None: ...
@@ -129,17 +131,21 @@ class AgentInputRouter:
         return "started"
 
     def retry(self) -> str:
-        """Send the failed last message again (``/retry``), without typing it twice.
+        """Send the failed last message again (``/retry``), without typing it twice; a
+        last message left with no answer at all (the app killed before it) is answered.
 
         ``"started"``; ``"busy"`` while a turn runs; ``"nothing"`` when the last
         turn did not fail before its answer.
         """
         if self.busy:
             return "busy"
-        if self._agent.failed_message(self._key) is None:
-            return "nothing"
-        self._start(None, [], retry=True)
-        return "started"
+        if self._agent.failed_message(self._key) is not None:
+            self._start(None, [], retry=True)
+            return "started"
+        if self._agent.unanswered_message(self._key) is not None:
+            self._start(None, [])  # answered as it stands (kill -9 before its answer)
+            return "started"
+        return "nothing"
 
     def abort(self, reason: str = DEFAULT_REASON) -> bool:
         """Fire the running turn's abort signal; False when nothing runs."""
