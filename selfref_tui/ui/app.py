@@ -558,6 +558,7 @@ class SelfRefApp(
     async def on_unmount(self) -> None:
         self.gc_pauses.uninstall()
         await self.shutdown_runtime()
+        self.after_signal_shutdown()  # a closed terminal: no teardown on it
 
     # ------------------------------------------------------------- typing
 

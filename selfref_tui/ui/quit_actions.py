@@ -15,7 +15,9 @@ default action of either signal ended the process with it lost.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import threading
 from typing import TYPE_CHECKING, Any
 
 from textual import work
@@ -27,11 +29,16 @@ if TYPE_CHECKING:
     from selfref_tui.ui.widgets.chat_input import ChatInput
 
 
+#: seconds a SIGHUP or SIGTERM leaves the app to save and quit before it ends anyway
+SIGNAL_GRACE_S = 10.0
+
+
 class QuitActions:
     """The quit key, and the question an unsent draft raises."""
 
-    #: a SIGHUP or SIGTERM is quitting the app (:meth:`quit_on_hangup`)
-    _signalled = False
+    #: the SIGHUP or SIGTERM quitting the app (:meth:`quit_on_hangup`); 0: none
+    _signalled = 0
+    _signal_quit: asyncio.Future[None] | None = None
 
     if TYPE_CHECKING:  # what the app provides
         controller: ChatController
@@ -41,7 +48,6 @@ class QuitActions:
         _quit_prompt: Screen[bool] | None
 
         def exit(self, result: Any = None) -> None: ...
-        def run_worker(self, work: Any, **kwargs: Any) -> Any: ...
         def _key_label(self, binding_id: str | None, default: str) -> str: ...
         async def push_screen_wait(self, screen: Any) -> Any: ...
 
@@ -85,30 +91,53 @@ class QuitActions:
 
     def quit_on_hangup(self) -> None:
         """SIGHUP and SIGTERM quit as the quit key does (no question: nobody is there to
-        answer it), so the answer streaming is kept; where the loop takes no signal
-        handlers (another thread, another platform) their default stays."""
+        answer it), so the answer streaming is kept.
+
+        Python-level handlers, not the loop's: they run even while the loop is stuck in
+        Textual's teardown on a closed terminal (its writer thread's queue can block it
+        for good). Whatever happens, the process ends within :data:`SIGNAL_GRACE_S`, as
+        the signals' default action ended it at once.
+        """
         loop = asyncio.get_running_loop()
+
+        def received(signum: int, _frame: Any) -> None:
+            self._signal_received(loop, signum)
+
         for signum in (getattr(signal, "SIGHUP", None), signal.SIGTERM):
             if signum is None:
                 continue
             try:
-                loop.add_signal_handler(signum, self._hung_up, signum)
-            except (NotImplementedError, RuntimeError, ValueError):
+                signal.signal(signum, received)
+            except (ValueError, OSError):  # not the main thread, or not this platform
                 return
 
-    def _hung_up(self, signum: int) -> None:
+    def _signal_received(self, loop: asyncio.AbstractEventLoop, signum: int) -> None:
         # once: a closed terminal's SIGHUP comes from the kernel and again from the shell,
-        # and a second quit must not cancel the first one's shutdown half-way
+        # and a second quit must not start another shutdown
         if self._signalled:
             return
-        self._signalled = True
-        self.run_worker(self._quit_for_signal(signum), group="hangup")
+        self._signalled = signum
+        watchdog = threading.Timer(SIGNAL_GRACE_S, os._exit, (128 + signum,))
+        watchdog.daemon = True
+        watchdog.start()
+        loop.call_soon_threadsafe(self._start_signal_quit, signum)
+
+    def _start_signal_quit(self, signum: int) -> None:
+        self._signal_quit = asyncio.ensure_future(self._quit_for_signal(signum))
 
     async def _quit_for_signal(self, signum: int) -> None:
         try:
             await self.shutdown_runtime()
         finally:
+            self.after_signal_shutdown()
             self.exit(128 + signum)  # as a shell reports a process a signal ended
+
+    def after_signal_shutdown(self) -> None:
+        """After a SIGHUP the terminal is gone: nothing to give back to it, and Textual's
+        teardown writes to it (and can wait for ever): the process ends here, its
+        conversation saved and its locks released."""
+        if self._signalled and self._signalled == getattr(signal, "SIGHUP", None):
+            os._exit(128 + self._signalled)
 
     async def shutdown_runtime(self) -> None:
         """Stop the turn (its abort patches are committed), close HTTP, release locks."""

@@ -61,6 +61,7 @@ class Startup:
         #: the runtime runs (the key may still be opening)
         self.ready = False
         self._closed = False
+        self._closing: asyncio.Future[None] | None = None
         #: store work running in threads; aclose() waits for it before the store closes
         self._store_threads: set[asyncio.Future[Any]] = set()
 
@@ -242,8 +243,13 @@ class Startup:
         ``to_thread`` keeps running, and a token count that opened the key after
         the close kept its lock, so the next window on the key was refused.
         """
-        if self._closed:
-            return
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._aclose())
+        # a second caller (the app's unmount while a signal's quit closes) waits for the
+        # first close to end: returning at once let the process end before it had
+        await asyncio.shield(self._closing)
+
+    async def _aclose(self) -> None:
         self._closed = True
         try:
             if self.router is not None:
