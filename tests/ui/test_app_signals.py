@@ -29,3 +29,22 @@ def test_a_hangup_or_a_kill_mid_answer_keeps_what_arrived(tmp_path, signum):
     assert [m["role"] for m in history] == ["user", "assistant"]
     assert history[1]["truncated"] is True
     assert history[1]["content"].startswith("[demo model] Here is a long answer")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_a_closed_terminal_ends_the_app_with_the_answer_kept(tmp_path):
+    """The terminal's window closed: its side of the pty is gone, then SIGHUP. The app
+    must end (Textual's teardown writing to the dead terminal could block it for good,
+    the conversation's lock held) and keep what arrived."""
+    import os
+
+    with pty_app(tmp_path, ends=True) as app:
+        app.write(b"write something long\r")
+        app.read_until(lambda: b"Part 2" in app.screen, "the answer streaming")
+        os.close(app.master)
+        app.master = os.open(os.devnull, os.O_RDWR)  # what pty_app closes at the end
+        app.proc.send_signal(signal.SIGHUP)
+        assert app.proc.wait(60) == 128 + signal.SIGHUP
+    history = json.loads(cli("history", "--json", "--read-only").stdout)
+    assert [m["role"] for m in history] == ["user", "assistant"]
+    assert history[1]["truncated"] is True
