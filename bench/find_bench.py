@@ -65,6 +65,10 @@ def main() -> None:
     near_misses()
 
 
+#: 2,000 different characters in words of five
+_many = " ".join("".join(chr(0x4E00 + i) for i in range(at, at + 5)) for at in range(0, 2_000, 5))
+
+
 def near_misses() -> None:
     """A long pasted query that nearly matches, over a long run of one character: each
     place the text could start an occurrence is a near miss, the case whose cost
@@ -85,6 +89,9 @@ def near_misses() -> None:
         # a long phrase that is there, 2,500 times
         ("a long phrase, there", "the train to porto, then port wine. day 1:",
          "Day 1: the train to Porto, then port wine. " * 2_500),
+        # a pasted paragraph of 2,000 different characters, there once (9 s when every
+        # place was matched at once: a mask of the text for each character)
+        ("many different characters, there", _many, "一 丁 " * 50_000 + _many),
     )
     for name, query, text in cases:
         found = pattern(query)

@@ -125,7 +125,8 @@ def _one_expression(query: str) -> re.Pattern[str]:
                                    for word in fold(query).split()))
 
 
-@pytest.mark.parametrize("all_at_once", [False, True], ids=["as-it-comes", "all-at-once"])
+@pytest.mark.parametrize("all_at_once", [False, True, "where-glued"],
+                         ids=["as-it-comes", "all-at-once", "where-glued"])
 @settings(max_examples=400, deadline=None)
 @given(text=st.text(alphabet="ab A\n\n\r\t\u00a0\u2028\x1cß", max_size=16),
        query=st.text(alphabet="abs \nß", min_size=1, max_size=6))
@@ -133,7 +134,8 @@ def test_the_find_text_is_found_where_the_one_expression_finds_it(all_at_once, t
     """The words are matched as plain text over the text with its in-word line breaks taken
     out: the same occurrences, at the same places, as the one expression (which took the
     text's length times the query's). ``all-at-once``: several words matched at every
-    place at once, as for long words over a long text, whatever the lengths."""
+    place at once, as for long words over a long text, whatever the lengths;
+    ``where-glued``: tried where the glued words stand in the text without its spaces."""
     found = pattern(query)
     if found is None:
         assert not query.split()
@@ -143,15 +145,17 @@ def test_the_find_text_is_found_where_the_one_expression_finds_it(all_at_once, t
 
 
 @contextmanager
-def _all_at_once(on: bool = True) -> Iterator[None]:
-    """Several words matched at every place at once, whatever the text's length and theirs."""
-    saved = find._NEAR_MISSES, find._SHORT
+def _all_at_once(on: bool | str = True) -> Iterator[None]:
+    """Several words matched at every place at once, whatever the text's length and theirs
+    (``"where-glued"``: tried where the glued words stand, however often they do)."""
+    saved = find._NEAR_MISSES, find._SHORT, find._FEW
     if on:
         find._NEAR_MISSES, find._SHORT = -1, 0
+        find._FEW = 1 << 30 if on == "where-glued" else -1
     try:
         yield
     finally:
-        find._NEAR_MISSES, find._SHORT = saved
+        find._NEAR_MISSES, find._SHORT, find._FEW = saved
 
 
 @settings(max_examples=300, deadline=None)
@@ -164,10 +168,12 @@ def test_words_over_a_text_that_repeats_are_found_where_the_one_expression_finds
     occurrences overlap) with something glued on: every occurrence is where the one
     expression finds it, matched at every place at once."""
     text = unit * times + glued + unit * (times // 2)
-    with _all_at_once():
-        found = pattern(" ".join(query))
-        assert found is not None
-        assert list(spans(found, text)) == list(spans(_one_expression(" ".join(query)), text))
+    for how in (True, "where-glued"):
+        with _all_at_once(how):
+            found = pattern(" ".join(query))
+            assert found is not None
+            assert list(spans(found, text)) == list(spans(_one_expression(" ".join(query)),
+                                                          text)), how
 
 
 def test_a_long_near_miss_is_answered_and_a_long_occurrence_found():
@@ -181,3 +187,22 @@ def test_a_long_near_miss_is_answered_and_a_long_occurrence_found():
     words = pattern("a " * 1_500 + "b")
     assert words is not None and list(spans(words, "a " * 5_000)) == []
     assert list(spans(words, "a " * 5_000 + "b")) == [(7_000, 10_001)]
+
+
+def test_a_long_query_of_many_characters_is_tried_where_its_glued_words_stand(monkeypatch):
+    """A pasted paragraph of 2,000 different characters over a long text: matching every
+    place at once built a mask of the whole text for each character (9 s of CPU over
+    200 KB); every occurrence begins where the glued words stand in the text without
+    its spaces, so when they stand there a few times, each is tried there."""
+    chars = [chr(0x4E00 + i) for i in range(2_000)]
+    query = " ".join("".join(chars[i:i + 5]) for i in range(0, len(chars), 5))
+    text = "一 丁 " * 40_000 + query.replace(" ", "\n", 3) + " 丁 " + query.replace(" ", "")
+
+    def every_place(*_args: object) -> None:
+        raise AssertionError("matched at every place at once")
+
+    monkeypatch.setattr(find, "_aligned", every_place)
+    found = pattern(query)
+    assert found is not None
+    start = len("一 丁 " * 40_000)
+    assert list(spans(found, text)) == [(start, start + len(query))]

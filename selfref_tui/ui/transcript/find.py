@@ -156,6 +156,34 @@ def _aligned(words: Sequence[str], text: str) -> Iterator[Span]:
         at = places.find("1", at + len(glued))
 
 
+#: occurrences of the glued words in the text without its spaces up to which each is
+#: tried where it stands, not every place at once
+_FEW = 64
+
+
+def _glued_starts(text: str, glued: str) -> list[int] | None:
+    """Where in ``text`` each place begins whose characters, spaces left out, are the glued
+    words: every occurrence of the words begins at one. None past :data:`_FEW` of them
+    (a text that holds them often, or a repeating one: every place at once is faster)."""
+    solid = "".join(text.split())
+    found: list[int] = []
+    at = solid.find(glued)
+    while at != -1:
+        if len(found) == _FEW:
+            return None
+        found.append(at)
+        at = solid.find(glued, at + 1)
+    if not found:
+        return found
+    skeleton = text.strip().translate(dict.fromkeys(map(ord, set(solid)), "0"))
+    lead = len(text) - len(text.lstrip())
+    starts, where, solid_at = [], skeleton.find("0"), 0
+    for at in found:
+        where, solid_at = _zero_after(skeleton, where, at - solid_at), at
+        starts.append(lead + where)
+    return starts
+
+
 class Phrase:
     """The find text: its words (case-folded), matched literally in folded text, a space
     between them standing for any run of spaces and line breaks, and a line break
@@ -196,7 +224,16 @@ class Phrase:
         ``finditer``): where each starts and ends in ``text`` itself."""
         if len(self.words) > 1:
             if len(self._glued) > _SHORT and len(text) * len(self._glued) > _NEAR_MISSES:
-                yield from _aligned(self.words, text)
+                starts = _glued_starts(text, self._glued)
+                if starts is None:
+                    yield from _aligned(self.words, text)
+                    return
+                end = 0  # each from the left, after the one before, as ``finditer``
+                for start in starts:
+                    match = self._found.match(text, start) if start >= end else None
+                    if match is not None:
+                        end = match.end()
+                        yield Span(match.span())
                 return
             for match in self._found.finditer(text):
                 yield Span(match.span())
