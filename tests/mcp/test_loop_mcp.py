@@ -219,6 +219,7 @@ async def test_a_turn_waits_for_a_server_still_starting_and_says_so(tmp_path):
 
 
 async def test_esc_ends_the_wait_for_a_server_still_starting(tmp_path):
+    """The message waiting for a server is already in the store, and Esc ends the wait."""
     slow = server_config(args=(*server_config().args, "--delay", "30"))
     manager = McpManager([slow])
     try:
@@ -228,6 +229,9 @@ async def test_esc_ends_the_wait_for_a_server_still_starting(tmp_path):
             abort = AbortSignal()
             turn = asyncio.create_task(h.agent.run_turn("main", "hi", abort=abort))
             await wait_until(lambda: any("waiting" in n.message for n in h.of(ev.Notice)))
+            # stored before the wait: quitting (or a kill) while it lasts loses nothing
+            log = (tmp_path / "data" / "keys" / "main" / "log.jsonl").read_text()
+            assert '"hi"' in log
             abort.fire("stopped by the person")
             assert await turn == "aborted"
             assert h.server.requests == []
