@@ -29,6 +29,7 @@ from tests.ui.contrast import describe, main_background, screen_cells, unreadabl
 from tests.ui.helpers import (
     COMPACT_SUMMARY,
     SIZE,
+    PatientApp,
     make_app,
     started,
     turn_done,
@@ -248,7 +249,7 @@ async def test_a_theme_config_toml_names_wrongly_is_said_once_and_the_app_starts
     async with DemoServer([]) as url:
         from selfref_tui.config_load import load_config
 
-        app = SelfRefApp(load_config(base_url=url))
+        app = PatientApp(load_config(base_url=url))  # the notice kept until looked at
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
             shown = [str(n.message) for n in app._notifications]
