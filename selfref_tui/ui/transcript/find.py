@@ -301,7 +301,7 @@ def message_text(message: dict[str, Any]) -> str:
                            or message.get("runtime_note")):
         return ""  # never shown as a message (the summary has its divider)
     reasoning = message.get("reasoning_details") or message.get("reasoning_content")
-    if isinstance(reasoning, list):  # as the transcript shows it (reducer._stored_answer)
+    if isinstance(reasoning, list):  # as the transcript shows it (stored_history._stored_answer)
         reasoning = "\n".join(str(r.get("text", "")) if isinstance(r, dict) else str(r)
                               for r in reasoning)
     parts = [str(reasoning or ""), text_of(message.get("content"))]

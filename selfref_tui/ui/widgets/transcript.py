@@ -44,8 +44,9 @@ from selfref_tui.ui.transcript.model import (
     ToolItem,
     UserItem,
 )
-from selfref_tui.ui.transcript.reducer import TAIL_ITEMS, Target, TranscriptModel
+from selfref_tui.ui.transcript.reducer import Target, TranscriptModel
 from selfref_tui.ui.transcript.rows import Row
+from selfref_tui.ui.transcript.stored_history import TAIL_ITEMS
 
 if TYPE_CHECKING:
     from selfref_tui.agent import events as ev
