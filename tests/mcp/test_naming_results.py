@@ -7,9 +7,10 @@ import base64
 import re
 from types import SimpleNamespace as NS
 
-from selfref_tui.agent.mcp.manager import McpManager, _Run
+from selfref_tui.agent.mcp.manager import McpManager
 from selfref_tui.agent.mcp.naming import MAX_LEN, exposed_name, server_tags
 from selfref_tui.agent.mcp.results import MAX_IMAGE_BYTES, map_result
+from selfref_tui.agent.mcp.server_state import _Run
 from selfref_tui.context.images import MAX_RESULT_IMAGES
 
 from .conftest import server_config

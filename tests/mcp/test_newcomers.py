@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from selfref_tui.agent.mcp.manager import find_command
+from selfref_tui.agent.mcp.server_runs import find_command
 from tests.cli.helpers import cli
 
 BESIDE = Path(sys.executable).parent

@@ -15,7 +15,8 @@ import logging
 
 import pytest
 
-from selfref_tui.agent.mcp.manager import McpManager, McpTool
+from selfref_tui.agent.mcp.manager import McpManager
+from selfref_tui.agent.mcp.server_state import McpTool
 from selfref_tui.agent.tools.builtin import ToolError
 from tests.agent.helpers import wait_until
 from tests.hostile_servers import read_pids, wait_gone
