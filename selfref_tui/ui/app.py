@@ -7,8 +7,12 @@ the widgets, binds keys, and turns the controller's answers into what is on
 screen. Slash commands are a table (``command_handlers.py``); runtime events
 reach the widgets through :class:`EventBridge` (``event_bridge.py``), mixed in
 here, as are the other concerns, one module each: start-up (``boot_actions.py``),
-quitting (``quit_actions.py``), the theme (``theme_actions.py``), keys, refs,
-forks, find, steering and the rest (``*_actions.py``).
+sending, commands, retry and Esc (``send_actions.py``), help, context and the
+sidebar (``view_actions.py``), quitting (``quit_actions.py``), the theme
+(``theme_actions.py``), keys, refs, forks, find, steering and the rest
+(``*_actions.py``); notifications, the clipboard and links stay plain text
+(``plain_output.py``). The ``@on`` handlers stay here: Textual collects them from the
+app's own class only.
 
 Start-up never waits: ``compose`` builds the whole screen from the config
 alone; a worker then starts the runtime (openai is a heavy import, done in a
@@ -19,7 +23,7 @@ before that is kept by the controller and sent when the key is open.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -32,7 +36,7 @@ from textual.widgets import TextArea
 
 from selfref_tui.agent.chat.controller import ChatController, Refused
 from selfref_tui.config import AppConfig
-from selfref_tui.safety import inert, inert_line, redact, writable
+from selfref_tui.safety import inert_line
 from selfref_tui.ui.boot_actions import BootActions
 from selfref_tui.ui.event_bridge import EventBridge
 from selfref_tui.ui.find_actions import FindActions
@@ -43,12 +47,15 @@ from selfref_tui.ui.key_actions import KeyActions
 from selfref_tui.ui.keymap import BINDINGS, check_keymap
 from selfref_tui.ui.lazy_import import LazyModule
 from selfref_tui.ui.pin_actions import PinActions
+from selfref_tui.ui.plain_output import PlainOutput
 from selfref_tui.ui.quit_actions import QuitActions
 from selfref_tui.ui.ref_actions import RefActions
+from selfref_tui.ui.send_actions import SendActions
 from selfref_tui.ui.settings_actions import SettingsActions
-from selfref_tui.ui.steer_actions import ESC_DOUBLE_S, SteerActions
+from selfref_tui.ui.steer_actions import SteerActions
 from selfref_tui.ui.theme_actions import ThemeActions
 from selfref_tui.ui.toast_room import ToastRoom
+from selfref_tui.ui.view_actions import ViewActions
 from selfref_tui.ui.widgets.app_footer import NARROW_BELOW, AppFooter
 from selfref_tui.ui.widgets.app_header import AppHeader
 from selfref_tui.ui.widgets.chat_input import ChatInput
@@ -70,18 +77,6 @@ else:  # events exist once the runtime does, after the first frame
     command_handlers = LazyModule("selfref_tui.ui.command_handlers")
     slash = LazyModule("selfref_tui.ui.commands")
 
-#: keys the chat input handles itself, listed on the help screen after the app's bindings
-INPUT_KEYS = [
-    ("enter", "Send (shift+enter or ctrl+j: new line)"),
-    ("up", "On an empty input: recall earlier inputs"),
-    ("end", "On an empty input: back to the bottom of the transcript"),
-    ("pageup / pagedown", "Scroll the transcript"),
-    ("tab / shift+tab", "Move to the experiences and refs lists and back"),
-    ("ctrl+g", "Expand a long paste shown as [pasted N lines #1] (the full text is sent)"),
-]
-
-#: a second Esc this soon after a stop is the same press repeated, not a new stop
-ESC_REPEAT_S = 0.5
 
 #: the input's placeholder, longest first: a narrow input shows the longest that fits
 PLACEHOLDER = (
@@ -93,9 +88,9 @@ PLACEHOLDER = (
 
 
 class SelfRefApp(
-    EventBridge, BootActions, KeyActions, FocusRing, ForkActions, RefActions, SettingsActions,
-    FindActions, SteerActions, PinActions, QuitActions, ThemeActions, IdleCollect, ToastRoom,
-    App[int],
+    EventBridge, BootActions, SendActions, ViewActions, PlainOutput, KeyActions, FocusRing,
+    ForkActions, RefActions, SettingsActions, FindActions, SteerActions, PinActions, QuitActions,
+    ThemeActions, IdleCollect, ToastRoom, App[int],
 ):
     #: absolute, so subclasses (tests, benchmarks) in other directories find it
     CSS_PATH = str(Path(__file__).with_name("app.tcss"))
@@ -327,42 +322,6 @@ class SelfRefApp(
         await self._show_sent(text, outcome, [(url, image.name)
                                               for url, image in zip(urls, images, strict=True)])
 
-    async def _send(self, text: str) -> None:
-        """Through the controller, then on screen (raises :class:`Refused`)."""
-        await self._show_sent(text, self.controller.submit(text))
-
-    async def _show_sent(self, text: str, outcome: str,
-                         images: Sequence[tuple[str, str]] = ()) -> None:
-        """A sent message on screen: queued while a turn (or start-up) runs; its images
-        ((data URL, file name) pairs) under it."""
-        await self.transcript.add_user(text, queued=outcome != "started", images=images)
-        if outcome != "early":
-            self.transcript.scroll_bottom()  # what one sends is followed, wherever one reads
-
-    async def _send_early_inputs(self) -> None:
-        """What was typed during start-up goes out now, in order, shown as any message is.
-
-        Opening the key cleared it off the transcript. A key that cannot take
-        it (locked, read-only) gets it back into the input, not lost: always,
-        ahead of whatever was typed since (the controller no longer holds it,
-        so this is its only copy), and the cursor stays in that draft.
-        """
-        early = self.controller.take_early_inputs()
-        for at, text in enumerate(early):
-            try:
-                await self._send(text)
-            except Refused as exc:
-                back = "\n\n".join(early[at:])
-                if self.chat_input.text:
-                    back += "\n\n"
-                self.chat_input.insert(back, location=(0, 0))
-                self.refused(exc, " What you typed is back in the input.")
-                return
-
-    def refused(self, exc: Refused, extra: str = "") -> None:
-        """The controller's refusal, said in one notification."""
-        self.notify(f"{exc}{extra}", severity=exc.severity, timeout=8)
-
     @on(ChatInput.CompleteCommand)
     def _complete_command(self, message: ChatInput.CompleteCommand) -> None:
         """Tab on ``/ex`` → ``/export ``, on ``/mcp restart f`` → a server's name as the
@@ -401,19 +360,6 @@ class SelfRefApp(
             self.transcript.scroll_page_up(animate=False)
         else:
             self.transcript.scroll_page_down(animate=False)
-
-    async def run_command(self, text: str) -> bool:
-        """Run a slash command; False keeps the text in the input (it needs fixing)."""
-        try:
-            command = slash.parse_command(text)
-        except slash.CommandError as exc:
-            self.notify(str(exc), severity="warning")
-            return False
-        try:
-            return await command_handlers.run(self, command)
-        except Refused as exc:
-            self.refused(exc)
-            return False
 
     def forget(self, exp_id: str) -> None:
         try:
@@ -460,101 +406,6 @@ class SelfRefApp(
 
     # ------------------------------------------------------------- actions
 
-    def action_retry(self) -> None:
-        """Send the failed last message again (``/retry``, F5)."""
-        if self._retry() == "nothing":
-            self.notify("Nothing to retry: the last message did not fail.")
-
-    def _retry(self) -> str | None:
-        """The controller's retry; None when it was refused or a turn runs (said here)."""
-        try:
-            outcome = self.controller.retry()
-        except Refused as exc:
-            self.refused(exc)
-            return None
-        if outcome == "busy":
-            self.notify("A turn is running; wait for it or press Esc first.", severity="warning")
-            return None
-        return outcome
-
-    def action_abort(self) -> None:
-        self.chat_input.focus()
-        now = self.clock()
-        if now - self._stopped_at < ESC_REPEAT_S:
-            # A double press stops once: a turn running now is a message sent after
-            # the first press, and the second press meant that first stop.
-            return
-        left = self.controller.abort()
-        if left is not None:
-            self._stopped_at = now
-            self.header.status = "stopping…"
-            if left:
-                # Esc means stop: what the person queued and the model never saw goes
-                # back into the input, to send again or not (as a rewind during an
-                # answer does), instead of starting a turn the person just stopped.
-                self.queued_back(left)
-        elif self.fork_panel.display and not self.controller.busy:
-            # nothing to stop: Esc puts the fork panel away, as ctrl+t does (an overlay
-            # is what a person closes with Esc), and starts no Esc Esc
-            self._idle_esc_at = float("-inf")
-            self.action_toggle_forks()
-        elif self.ready and not self.controller.busy:
-            # Esc Esc with nothing running: pick one of your messages to rewind to
-            if now - self._idle_esc_at < ESC_DOUBLE_S:
-                self._idle_esc_at = float("-inf")
-                self.pick_rewind()
-            else:
-                self._idle_esc_at = now
-
-    def action_retry_or_regenerate(self) -> None:
-        """F5: a failed turn's message again; after a turn that went well, the last answer
-        asked for again (the old one kept, rewound)."""
-        if self._retry() == "nothing":
-            self.run_worker(self.regenerate(), exclusive=True, group="steer")
-
-    def action_ref_prev(self) -> None:
-        if self.transcript.move_highlight(-1) is None:
-            self.notify("Nothing to highlight in this conversation yet.")
-
-    def action_ref_next(self) -> None:
-        if self.transcript.move_highlight(+1) is None:
-            self.notify("Nothing to highlight in this conversation yet.")
-
-    def action_scroll_bottom(self) -> None:
-        self.transcript.scroll_bottom()
-
-    def action_toggle_sidebar(self) -> None:
-        sidebar = self.sidebar
-        sidebar.display = not sidebar.display
-        self._keep_focus_visible()
-
-    def action_help(self) -> None:
-        from selfref_tui.ui.screens.help import HelpScreen
-
-        # The tooltip says it all; the footer's label is cut to fit ("Prev ref").
-        keys = [(self._key_label(b.id, b.key), b.tooltip or b.description)
-                for b in BINDINGS if b.id]
-        keys += INPUT_KEYS
-        self.push_screen(HelpScreen(keys, slash.help_rows()))
-
-    def _key_label(self, binding_id: str | None, default: str) -> str:
-        return self._keymap.get(binding_id or "", default) if binding_id else default
-
-    def action_show_context(self) -> None:
-        from selfref_tui.ui.screens.context_view import ContextView
-
-        try:
-            plan = self.controller.preview()
-        except Refused as exc:
-            self.refused(exc)
-            return
-        self.push_screen(ContextView(plan.messages, plan.tokens, plan.tools,
-                                     estimated=plan.estimated, left_out=plan.left_out,
-                                     tools_total=plan.tools_total, model=self.header.model,
-                                     window=self.sidebar.meter.window,
-                                     breakdown=plan.breakdown,
-                                     compaction=plan.compaction))
-
     async def on_unmount(self) -> None:
         self.gc_pauses.uninstall()
         await self.shutdown_runtime()
@@ -573,49 +424,6 @@ class SelfRefApp(
 
     # ------------------------------------------------------- trust boundary
 
-    def secret_free(self, text: str) -> str:
-        """``text`` without the configured key, bearer tokens or URL userinfo."""
-        return redact(text, [self.config.provider.api_key])
-
-    def notify(  # type: ignore[override]
-        self,
-        message: str,
-        *,
-        title: str = "",
-        severity: Any = "information",
-        timeout: float | None = None,
-        markup: bool = False,
-        topic: str = "",
-    ) -> None:
-        """Every notification is plain, inert, secret-free text: never markup.
-
-        Notifications quote servers, stores and paths; Textual would parse
-        ``[@click=app.quit]`` in them as an action a click runs. ``markup`` is
-        accepted for Textual's signature and ignored. ``topic``: a newer notice of
-        the topic supersedes one held behind a dialog, and an empty ``message``
-        withdraws it (see :class:`~selfref_tui.ui.toast_room.ToastRoom`).
-        """
-        self.post_notice(
-            inert(self.secret_free(str(message))),
-            title=inert_line(self.secret_free(str(title))),
-            severity=severity,
-            timeout=self.NOTIFICATION_TIMEOUT if timeout is None else timeout,
-            topic=topic,
-        )
-        self._fit_toasts_soon()  # once Textual has taken it in
-
-    def copy_to_clipboard(self, text: str) -> None:
-        """Every copy (the copy key, the input's own): a lone surrogate in the text (half
-        an emoji's pair a server cut) as its escape. The OSC 52 request is UTF-8, which
-        has no bytes for one: encoding it stopped the app."""
-        super().copy_to_clipboard(writable(text))
-
-    def action_help_quit(self) -> None:
-        """ctrl+c outside a selection: Textual's hint, said in plain text (its own was
-        markup, shown as "Press [b]ctrl+q[/b]" here, where notifications never are)."""
-        quit_key = self._key_label("quit", "ctrl+q").split(",")[0].strip()
-        self.notify(f"Press {quit_key} to quit the app.", title="Do you want to quit?")
-
     @on(events.DeliveryComplete)
     def _screenshot_saved(self, event: events.DeliveryComplete) -> None:
         """The palette's Screenshot, said in plain text (Textual's own notice is markup)."""
@@ -623,13 +431,6 @@ class SelfRefApp(
             event.prevent_default()
             where = f" to {event.path}" if event.path is not None else ""
             self.notify(f"Saved the screenshot{where}.", title="Screenshot")
-
-    def open_url(self, url: str, *, new_tab: bool = True) -> None:
-        """A clicked link (an answer's Markdown) opens only as a web page, never anything else."""
-        if url.lower().startswith(("http://", "https://")):
-            super().open_url(url, new_tab=new_tab)
-        else:
-            self.notify(f"Not opened: {inert_line(url, 80)} is not a web link.", timeout=4)
 
     # ------------------------------------------------------------- palette
 
