@@ -151,7 +151,9 @@ def _all_at_once(on: bool | str = True) -> Iterator[None]:
     saved = find._NEAR_MISSES, find._SHORT, find._FEW
     if on:
         find._NEAR_MISSES, find._SHORT = -1, 0
-        find._FEW = 1 << 30 if on == "where-glued" else -1
+        # every place at once from the first glued occurrence on (-1 never reached the
+        # bound, so every text was tried where the glued words stand instead)
+        find._FEW = 1 << 30 if on == "where-glued" else 0
     try:
         yield
     finally:
