@@ -77,7 +77,15 @@ class BootActions:
             self.learn_window()
         if not controller.provider.demo:
             self._check_provider()
-        await self.open_key(await controller.resume_key())
+        from selfref_tui.agent.chat.controller import Refused
+
+        try:
+            await self.open_key(await controller.resume_key())
+        except Refused:
+            if not controller.closed:
+                raise
+        if controller.closed:  # quit while the key opened: nothing more to start
+            return
         self._load_token_encoder()
         await self._send_early_inputs()
 

@@ -72,6 +72,10 @@ class KeyActions:
             self.sidebar.meter.show_unavailable(str(exc))  # nor "counting…"
             await self.transcript.add_error(str(exc), "store")  # said there, once
             return False
+        except Refused:  # (after KeyOpenError, one of them)
+            if self.controller.closed:  # quit while it opened: the window is going
+                return False
+            raise
         if opened.salvaged:
             await self.transcript.add_error(opened.salvaged, "store")
         for warning in opened.warnings:  # skipped damaged records, a torn write

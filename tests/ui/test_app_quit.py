@@ -1,4 +1,4 @@
-"""Quitting while the meter still counts a long conversation: at once, and nothing lost."""
+"""Quitting while a conversation opens or its meter still counts: at once, nothing lost."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import threading
 
 from selfref_tui.demo.server import DemoServer
 from selfref_tui.selfref.reference import SelfReference
+from selfref_tui.ui.app import SelfRefApp
 from tests.agent.helpers import wait_until as loop_wait_until
 from tests.selfref.helpers import turn
 from tests.ui.helpers import SIZE, make_app, started, stored, wait_until, workers_done
@@ -63,3 +64,47 @@ async def test_quitting_while_the_meter_counts_stops_the_count_and_leaves_the_st
     assert len(stored(tmp_path)) == 2 * TURNS
     with SelfReference(tmp_path / "data") as store:
         assert store.open("main").last_number >= 2 * TURNS
+
+
+class _HeldStart(SelfRefApp):
+    """Start-up holds the runtime's import until the test lets it go."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.starting, self.gate = asyncio.Event(), asyncio.Event()
+
+    async def load_runtime(self) -> None:
+        self.starting.set()
+        await self.gate.wait()
+        await super().load_runtime()
+
+
+async def test_quitting_while_the_app_starts_exits_cleanly_and_loses_nothing(tmp_path):
+    """ctrl+q while the app is still starting (the last conversation not yet open): the
+    window closes without an error, and the store is whole and free for the next window."""
+    from dataclasses import replace
+
+    from selfref_tui.config import AppConfig, ProviderConfig
+
+    with SelfReference(tmp_path / "data") as store:
+        memory = store.open("main")
+        for i in range(20):
+            memory.commit(turn(i))
+    async with DemoServer([]) as url:
+        provider = ProviderConfig(base_url=url, api_key="test", model="test-model",
+                                  max_retries=0, context_window=128_000)
+        config = replace(AppConfig(provider=provider, data_dir=tmp_path / "data", key="main"),
+                         resume=True)
+        app = _HeldStart(config)
+        async with app.run_test(size=SIZE) as pilot:
+            await loop_wait_until(app.starting.is_set, timeout=30, what="the app starting")
+            quit_key = asyncio.ensure_future(pilot.press("ctrl+q"))
+            try:
+                await loop_wait_until(lambda: app.controller.closed, what="the window closing")
+            finally:
+                app.gate.set()
+            await quit_key
+        assert app.return_code == 0
+    assert len(stored(tmp_path)) == 40
+    with SelfReference(tmp_path / "data") as store:
+        assert store.open("main").last_number == 40

@@ -235,6 +235,11 @@ class Startup:
 
     # ------------------------------------------------------------- closing
 
+    @property
+    def closed(self) -> bool:
+        """Whether closing began (:meth:`aclose`): no store work starts any more."""
+        return self._closed
+
     async def aclose(self) -> None:
         """Stop the turn (its abort patches are committed), close HTTP, release locks.
 
