@@ -145,7 +145,8 @@ class ConversationSearch:
         ``limit``: at most this many matches per key (None: all). Raises
         ``context.recall.RecallError`` for an empty query.
         """
-        from ..context.recall import HistoryIndex, parse_query
+        from ..context.recall import parse_query
+        from ..context.recall_index import HistoryIndex
         from .errors import StoreError
         from .search_cache import SearchEntries
 

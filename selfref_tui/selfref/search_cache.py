@@ -73,7 +73,7 @@ class CachedEntry(NamedTuple):
 class SearchEntries:
     """A key's numbered messages as columns; an entry is made when it is asked for.
 
-    It is what ``context.recall.HistoryIndex`` reads (a ``HistorySource``: the highest
+    It is what ``context.recall_index.HistoryIndex`` reads (a ``HistorySource``: the highest
     number, an entry by number, all of them), and a sequence of entries in order.
     ``fold`` (None when the key cannot be brought up to date this way) is ``{"end":
     bytes folded, "crc": their CRC-32, "state": HistoryBuilder.resume_state(), "names":
@@ -138,7 +138,7 @@ class SearchEntries:
 
 def text_pass(messages: Iterable[dict[str, Any]], names: dict[str, str]) -> list[str]:
     """Each message's searchable text, in order; ``names`` (call id -> tool name) is read
-    and filled as the messages are met, as ``context.recall.HistoryIndex`` does."""
+    and filled as the messages are met, as ``context.recall_index.HistoryIndex`` does."""
     from ..context.recall import searchable_text
 
     texts = []

@@ -292,7 +292,7 @@ async def test_a_long_history_is_taken_in_for_search_right_after_a_compaction(ha
     search_history in a thread at once (the model's next search is likely soon), and
     the model's search finds what an index made from the stored entries then finds."""
     from selfref_tui.context.mutations import AssistantMessageMutation, UserMessageMutation
-    from selfref_tui.context.recall import HistoryIndex
+    from selfref_tui.context.recall_index import HistoryIndex
 
     search = ToolCall("search_history", {"query": '"odd one" needle'}, id="s1")
     async with harness(_script(Reply(tool_calls=[search]), Reply(text="Found."))) as h:

@@ -11,13 +11,13 @@ from hypothesis import strategies as st
 from selfref_tui.context.casefold import literal, spans
 from selfref_tui.context.history import HistoryEntry
 from selfref_tui.context.recall import (
-    HistoryIndex,
     RecallError,
     fit_snippet,
     parse_query,
     read_history,
     render_search,
 )
+from selfref_tui.context.recall_index import HistoryIndex
 
 TIME = "2025-05-01T10:00:00.000+00:00"
 

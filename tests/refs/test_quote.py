@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from selfref_tui.context.experiences import escape
 from selfref_tui.context.history import HistoryEntry
 from selfref_tui.context.kept_words import KeptWords, Said, tagged
-from selfref_tui.context.recall import HistoryIndex, read_history, render_search
+from selfref_tui.context.recall import read_history, render_search
+from selfref_tui.context.recall_index import HistoryIndex
 from selfref_tui.context.summary import Summary, summary_message
 from selfref_tui.refs.fds import FdTable
 from selfref_tui.refs.parser import QUOTED_TAG, parse_refs, quote_refs, quoted_ids

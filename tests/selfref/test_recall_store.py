@@ -14,7 +14,8 @@ from selfref_tui.context.mutations import (
     ToolResultMutation,
     UserMessageMutation,
 )
-from selfref_tui.context.recall import HistoryIndex, SearchResult
+from selfref_tui.context.recall import SearchResult
+from selfref_tui.context.recall_index import HistoryIndex
 from selfref_tui.context.summary import Summary, summary_mutation
 from selfref_tui.selfref import SelfReference
 

@@ -18,7 +18,7 @@ THREAD_AT = 5_000
 
 @dataclass
 class HistoryRecall:
-    """A key's search index (``context.recall.HistoryIndex``) and the lock that keeps two
+    """A key's search index (``context.recall_index.HistoryIndex``) and the lock that keeps two
     searches of one tool batch (or a search and :meth:`prepare`) from updating it at once.
 
     Taking in a long history is most of a first search's cost (~0.15 s at 100,000
@@ -34,7 +34,7 @@ class HistoryRecall:
 
     def __post_init__(self) -> None:
         if self.index is None:
-            from ...context.recall import HistoryIndex
+            from ...context.recall_index import HistoryIndex
 
             self.index = HistoryIndex()
 
