@@ -80,6 +80,8 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("Constraints and preferences", "constraints_and_preferences"),
     ("Pending tasks", "pending_tasks"),
 )
+#: the seed's seven fields, in its order: the ones a ``compact`` call must give
+SEED_FIELDS: tuple[str, ...] = tuple(name for _title, name in SECTIONS[:7])
 #: the key under ``compaction`` that records, by number, what was kept verbatim
 VERBATIM_KEY = "verbatim"
 PERSON_TITLE = "## The person's messages since the previous compaction (verbatim, newest first)"

@@ -29,19 +29,6 @@ from ..context.mutations import (
 _WATCHED = (ExperienceRememberMutation, ExperienceForgetMutation, ExperienceEditMutation,
             ContextSummaryMutation)
 
-SUMMARY_FIELDS = (
-    "goal",
-    "instruction",
-    "discoveries",
-    "completed",
-    "current_status",
-    "likely_next_work",
-    "relevant_files_directories",
-    "errors_and_fixes",
-    "constraints_and_preferences",
-    "pending_tasks",
-)
-
 
 @dataclass
 class CommitReport:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...context.summary import SEED_FIELDS
+
 
 def _fn(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict:
     return {
@@ -66,15 +68,7 @@ MEMORY_TOOLS: list[dict] = [
             "pending_tasks": {**_STR_LIST, "description": "Asked for, not done yet."},
             "remember": {**_STR_LIST, "description": "Facts to keep as experiences too."},
         },
-        [
-            "goal",
-            "instruction",
-            "discoveries",
-            "completed",
-            "current_status",
-            "likely_next_work",
-            "relevant_files_directories",
-        ],
+        list(SEED_FIELDS),
     ),
     _fn(
         "inspect_context",
