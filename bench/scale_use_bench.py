@@ -177,17 +177,32 @@ async def command(pilot: Any, text: str) -> None:
     await typed(pilot, text)
 
 
-async def quit_after_open(data: Path) -> tuple[str, float, float, str]:
-    """ctrl+q as soon as the big conversation is drawn, while what the open started
-    (the meter's first exact count of 20,000 messages, in a thread) still runs."""
+def bench_app(url: str, data: Path) -> Any:
+    """The real app on the big conversation of ``data``, its model the bench server at ``url``."""
     from selfref_tui.config import AppConfig, ProviderConfig
     from selfref_tui.ui.app import SelfRefApp
 
+    provider = ProviderConfig(base_url=url, api_key="bench", model="bench", max_retries=0,
+                              timeout_s=60)
+    return SelfRefApp(AppConfig(provider=provider, data_dir=data, key=BIG))
+
+
+async def opened(app: Any, pilot: Any) -> Timer:
+    """The timer of ``app`` once its conversation is open, the app ready and idle."""
+    timer = Timer(app, pilot)
+    timer._before = set()
+    while not (app.ready and app.header.status == "ready"):
+        await pilot.pause(0.01)
+    await timer.settled()
+    return timer
+
+
+async def quit_after_open(data: Path) -> tuple[str, float, float, str]:
+    """ctrl+q as soon as the big conversation is drawn, while what the open started
+    (the meter's first exact count of 20,000 messages, in a thread) still runs."""
     label = "quit right after the open (to the app closed)"
     with ServerProcess("ok", None) as server:
-        provider = ProviderConfig(base_url=server.url, api_key="bench", model="bench",
-                                  max_retries=0, timeout_s=60)
-        app = SelfRefApp(AppConfig(provider=provider, data_dir=data, key=BIG))
+        app = bench_app(server.url, data)
         async with app.run_test(size=SIZE) as pilot:
             while not (app.ready and app.header.status == "ready"):
                 await pilot.pause(0.01)
@@ -201,23 +216,13 @@ async def quit_after_open(data: Path) -> tuple[str, float, float, str]:
 
 
 async def run(data: Path, only: set[str]) -> list[tuple[str, float, float, str]]:
-    from selfref_tui.config import AppConfig, ProviderConfig
-    from selfref_tui.ui.app import SelfRefApp
-
     with SelfReference(data) as store:
         last = store.open(BIG, write=False).last_number
     with ServerProcess("ok", None) as server:
-        provider = ProviderConfig(base_url=server.url, api_key="bench", model="bench",
-                                  max_retries=0, timeout_s=60)
-        config = AppConfig(provider=provider, data_dir=data, key=BIG)
-        app = SelfRefApp(config)
+        app = bench_app(server.url, data)
         w0, c0 = time.perf_counter(), time.process_time()
         async with app.run_test(size=SIZE) as pilot:
-            timer = Timer(app, pilot)
-            timer._before = set()
-            while not (app.ready and app.header.status == "ready"):
-                await pilot.pause(0.01)
-            await timer.settled()
+            timer = await opened(app, pilot)
             cpu, wall = time.process_time() - c0, time.perf_counter() - w0
             listed = (f"sidebar: {len(app.sidebar.experience_list.rows or ())} experiences, "
                       f"{len(app.sidebar.ref_list.rows or ())} refs")

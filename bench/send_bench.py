@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from scale_use_bench import BIG, SIZE, Timer, build, command  # noqa: E402
+from scale_use_bench import SIZE, bench_app, build, command, opened  # noqa: E402
 
 from bench._common import ServerProcess  # noqa: E402
 
@@ -44,21 +44,12 @@ def peak_mb() -> float:
 async def run(data: Path, lines: int) -> None:
     from textual import events
 
-    from selfref_tui.config import AppConfig, ProviderConfig
-    from selfref_tui.ui.app import SelfRefApp
-
     pasted = "\n".join(f"line {k}: some pasted log output, words and numbers {k}"
                        for k in range(lines))
     with ServerProcess("ok", None) as server:
-        provider = ProviderConfig(base_url=server.url, api_key="bench", model="bench",
-                                  max_retries=0, timeout_s=60)
-        app = SelfRefApp(AppConfig(provider=provider, data_dir=data, key=BIG))
+        app = bench_app(server.url, data)
         async with app.run_test(size=SIZE) as pilot:
-            timer = Timer(app, pilot)
-            timer._before = set()
-            while not (app.ready and app.header.status == "ready"):
-                await pilot.pause(0.01)
-            await timer.settled()
+            timer = await opened(app, pilot)
             deadline = time.perf_counter() + 60
             while not app.agent.tokens.ready and time.perf_counter() < deadline:
                 await pilot.pause(0.05)
