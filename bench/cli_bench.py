@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import resource
 import shutil
 import statistics
 import subprocess
@@ -42,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from history_bench import build  # noqa: E402  (bench/ is not a package)
+from history_bench import build, cli  # noqa: E402  (bench/ is not a package)
 
 #: name → (arguments, goal); "{middle}" is the message in the middle of the conversation
 COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -56,22 +55,6 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
 }
 #: the commands that change the data dir: each run gets a fresh copy
 WRITES = {"rewind", "branch"}
-
-
-def run(source: Path, data: Path, args: list[str]) -> tuple[float, float]:
-    """(wall, CPU) seconds of ``selfref-tui ARGS`` run from ``source``, output read to the end."""
-    env = {**os.environ, "SELFREF_DATA_DIR": str(data), "PYTHONPATH": str(source),
-           "SELFREF_CONFIG": str(data / "config.toml")}  # none: the person's is not read
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "selfref_tui", *args], capture_output=True,
-                          env=env, cwd=source)
-    took = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(args)} ({source}): exit {proc.returncode}: "
-                         f"{proc.stderr.decode()[-300:]}")
-    return took, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def instructions(source: Path, data: Path, args: list[str]) -> int:
@@ -131,7 +114,7 @@ def main() -> None:
                     if name in WRITES:
                         data = Path(tmp) / f"{name}-{label}-{i}"
                         shutil.copytree(pristine, data)
-                    figures[label].append(run(source, data, argv))
+                    figures[label].append(cli(data, *argv, source=source))
                     if data is not pristine:
                         shutil.rmtree(data)
             cells = "".join(f"{shown(figures[label]):<26}" for label in sources)

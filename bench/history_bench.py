@@ -65,21 +65,25 @@ def build(data: Path, messages: int) -> None:
     store.close()
 
 
-def cli(data: Path, *args: str) -> tuple[float, float]:
-    """(wall, CPU) seconds of ``selfref-tui ARGS`` in a fresh process, output read to the end.
+def cli(data: Path, *args: str, source: Path = ROOT) -> tuple[float, float]:
+    """(wall, CPU) seconds of ``selfref-tui ARGS`` in a fresh process run from ``source``
+    (this checkout, or another copy to compare), output read to the end.
 
     CPU is the child's own (user + system): a loaded machine stretches the wall
-    clock far more than the work, so compare runs by it when the load differs.
+    clock far more than the work, so compare runs by it when the load differs. The
+    person's config.toml is not read (a missing one in the data folder stands for it).
     """
-    env = {**os.environ, "SELFREF_DATA_DIR": str(data), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "SELFREF_DATA_DIR": str(data), "PYTHONPATH": str(source),
+           "SELFREF_CONFIG": str(data / "config.toml")}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "selfref_tui", *args], capture_output=True,
-                          env=env, cwd=ROOT)
+                          env=env, cwd=source)
     took = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)}: {proc.stderr.decode()[-300:]}")
+        raise SystemExit(f"{' '.join(args)} ({source}): exit {proc.returncode}: "
+                         f"{proc.stderr.decode()[-300:]}")
     return took, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
